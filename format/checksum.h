@@ -1,0 +1,15 @@
+// Checksums of pcr files: XXH3-64 with seed 0.
+#pragma once
+
+#include <cstdint>
+
+#include "format/coding.h"
+
+namespace pcr {
+
+// XXH3_64bits(data, seed 0).
+uint64_t Checksum64(ByteSpan data);
+// The low 32 bits of Checksum64: used where a field is 4 bytes wide.
+uint32_t Checksum32(ByteSpan data);
+
+}  // namespace pcr

@@ -1,0 +1,272 @@
+#include "format/file_format.h"
+
+#include <algorithm>
+
+#include "format/checksum.h"
+
+namespace pcr {
+
+namespace {
+
+Status CorruptAt(uint64_t offset, const std::string& what) {
+  return Status::Corruption("at offset " + std::to_string(offset) + ": " + what);
+}
+
+bool ValidFileName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
+}  // namespace
+
+void FileHeader::EncodeTo(Bytes* out) const {
+  const size_t start = out->size();
+  out->insert(out->end(), kFileMagic.begin(), kFileMagic.end());
+  PutFixed8(out, version_major);
+  PutFixed8(out, version_minor);
+  PutFixed8(out, static_cast<uint8_t>(kind));
+  PutFixed8(out, 0);
+  PutFixed32(out, Checksum32(ByteSpan(out->data() + start, 12)));
+}
+
+Result<FileHeader> FileHeader::DecodeFrom(ByteSpan in) {
+  if (in.size() < kFileHeaderSize) {
+    return CorruptAt(0, "file is " + std::to_string(in.size()) + " bytes, shorter than a header");
+  }
+  if (!std::equal(kFileMagic.begin(), kFileMagic.end(), in.begin())) {
+    return CorruptAt(0, "not a pcr file (bad magic)");
+  }
+  const uint32_t stored = LoadFixed32(in.data() + 12);
+  const uint32_t computed = Checksum32(in.first(12));
+  if (stored != computed) {
+    return CorruptAt(0, "header checksum mismatch (stored " + std::to_string(stored) +
+                            ", computed " + std::to_string(computed) + ")");
+  }
+  FileHeader h;
+  h.version_major = in[8];
+  h.version_minor = in[9];
+  if (h.version_major != kVersionMajor || h.version_minor > kVersionMinor) {
+    return Status::NotSupported("file version " + std::to_string(h.version_major) + "." +
+                                std::to_string(h.version_minor) + " is newer than this reader (" +
+                                std::to_string(kVersionMajor) + "." +
+                                std::to_string(kVersionMinor) + ")");
+  }
+  const uint8_t kind = in[10];
+  if (kind < 1 || kind > 3) return CorruptAt(10, "unknown file kind " + std::to_string(kind));
+  h.kind = static_cast<FileKind>(kind);
+  if (in[11] != 0) return CorruptAt(11, "reserved header byte is not zero");
+  return h;
+}
+
+void Footer::EncodeTo(Bytes* out) const {
+  const size_t start = out->size();
+  PutFixed64(out, index_offset);
+  PutFixed64(out, index_length);
+  PutFixed64(out, index_checksum);
+  PutFixed32(out, Checksum32(ByteSpan(out->data() + start, 24)));
+  PutFixed32(out, kFooterMagic);
+}
+
+Result<Footer> Footer::DecodeFrom(ByteSpan in, uint64_t file_size) {
+  const uint64_t at = file_size - kFooterSize;
+  if (in.size() != kFooterSize || file_size < kMinFileSize) {
+    return CorruptAt(0, "file is " + std::to_string(file_size) + " bytes, too short for a pcr file");
+  }
+  if (LoadFixed32(in.data() + 28) != kFooterMagic) {
+    return CorruptAt(at + 28, "bad footer magic (truncated or not a pcr file)");
+  }
+  const uint32_t stored = LoadFixed32(in.data() + 24);
+  const uint32_t computed = Checksum32(in.first(24));
+  if (stored != computed) {
+    return CorruptAt(at, "footer checksum mismatch (stored " + std::to_string(stored) +
+                             ", computed " + std::to_string(computed) + ")");
+  }
+  Footer f;
+  f.index_offset = LoadFixed64(in.data());
+  f.index_length = LoadFixed64(in.data() + 8);
+  f.index_checksum = LoadFixed64(in.data() + 16);
+  if (f.index_offset < kFileHeaderSize || f.index_offset > at || f.index_length != at - f.index_offset) {
+    return CorruptAt(at, "index range [" + std::to_string(f.index_offset) + ", +" +
+                             std::to_string(f.index_length) + ") does not end at the footer");
+  }
+  return f;
+}
+
+uint64_t StripeInfo::length() const {
+  uint64_t n = 0;
+  for (const StreamInfo& s : streams) n += s.length;
+  return n;
+}
+
+uint64_t StripeInfo::stream_offset(size_t s) const {
+  uint64_t off = offset;
+  for (size_t i = 0; i < s; ++i) off += streams[i].length;
+  return off;
+}
+
+void FileIndex::EncodeTo(FileKind kind, Bytes* out) const {
+  if (kind == FileKind::kImages) EncodeScanScript(script, out);
+  PutVarint64(out, stripes.size());
+  for (const StripeInfo& stripe : stripes) {
+    PutVarint64(out, stripe.offset);
+    PutVarint64(out, stripe.streams.size());
+    for (const StreamInfo& s : stripe.streams) {
+      PutVarint64(out, s.length);
+      PutFixed64(out, s.checksum);
+    }
+    if (kind != FileKind::kImages) continue;
+    PutVarint64(out, stripe.image_count);
+    for (const ChunkInfo& c : stripe.chunks) {
+      PutVarint64(out, c.length);
+      PutFixed32(out, c.checksum);
+    }
+  }
+}
+
+Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t index_offset) {
+  Decoder d(in);
+  FileIndex index;
+  auto corrupt = [&](const std::string& what) {
+    return CorruptAt(index_offset + d.position(), "file index: " + what);
+  };
+  if (kind == FileKind::kImages) {
+    if (!DecodeScanScript(&d, &index.script)) return corrupt("truncated scan script");
+    Status valid = ValidateScanScript(index.script);
+    if (!valid.ok()) return corrupt(valid.message());
+  }
+  uint64_t stripe_count;
+  // Every stripe takes at least two index bytes.
+  if (!d.GetVarintAtMost(d.remaining() / 2, &stripe_count)) return corrupt("bad stripe count");
+  index.stripes.resize(stripe_count);
+  uint64_t expected_offset = kFileHeaderSize;
+  const uint64_t group_count = static_cast<uint64_t>(index.script.group_count());
+  for (uint64_t i = 0; i < stripe_count; ++i) {
+    StripeInfo& stripe = index.stripes[i];
+    uint64_t stream_count;
+    if (!d.GetVarint64(&stripe.offset) || !d.GetVarintAtMost(d.remaining() / 9, &stream_count)) {
+      return corrupt("truncated stripe " + std::to_string(i));
+    }
+    if (stripe.offset != expected_offset) {
+      return corrupt("stripe " + std::to_string(i) + " starts at " + std::to_string(stripe.offset) +
+                     ", expected " + std::to_string(expected_offset));
+    }
+    stripe.streams.resize(stream_count);
+    for (StreamInfo& s : stripe.streams) {
+      if (!d.GetVarint64(&s.length) || !d.GetFixed64(&s.checksum)) {
+        return corrupt("truncated stream list of stripe " + std::to_string(i));
+      }
+      if (s.length > index_offset - expected_offset) {
+        return corrupt("stream of stripe " + std::to_string(i) + " runs past the index");
+      }
+      expected_offset += s.length;
+    }
+    if (kind != FileKind::kImages) continue;
+    if (stream_count != group_count + 1) {
+      return corrupt("image stripe " + std::to_string(i) + " has " + std::to_string(stream_count) +
+                     " streams, the scan script needs " + std::to_string(group_count + 1));
+    }
+    // Every chunk takes at least five index bytes.
+    if (!d.GetVarintAtMost(d.remaining() / (5 * group_count), &stripe.image_count)) {
+      return corrupt("bad image count in stripe " + std::to_string(i));
+    }
+    stripe.chunks.resize(stripe.image_count * group_count);
+    for (uint64_t g = 1; g <= group_count; ++g) {
+      uint64_t sum = 0;
+      for (uint64_t img = 0; img < stripe.image_count; ++img) {
+        ChunkInfo& c = stripe.chunks[(g - 1) * stripe.image_count + img];
+        if (!d.GetVarint64(&c.length) || !d.GetFixed32(&c.checksum)) {
+          return corrupt("truncated chunk list of stripe " + std::to_string(i));
+        }
+        if (c.length > stripe.streams[g].length - sum) {
+          return corrupt("chunks of group " + std::to_string(g) + " in stripe " + std::to_string(i) +
+                         " overrun the stream");
+        }
+        sum += c.length;
+      }
+      if (sum != stripe.streams[g].length) {
+        return corrupt("chunks of group " + std::to_string(g) + " in stripe " + std::to_string(i) +
+                       " do not fill the stream");
+      }
+    }
+  }
+  if (expected_offset != index_offset) {
+    return corrupt("stripes end at " + std::to_string(expected_offset) + ", index starts at " +
+                   std::to_string(index_offset));
+  }
+  if (!d.done()) return corrupt(std::to_string(d.remaining()) + " trailing bytes");
+  return index;
+}
+
+void EncodeSampleMetadata(const std::vector<SampleMetadata>& samples, Bytes* out) {
+  for (const SampleMetadata& s : samples) {
+    PutVarsint64(out, s.label);
+    PutLengthPrefixed(out, s.key);
+  }
+}
+
+Result<std::vector<SampleMetadata>> DecodeSampleMetadata(ByteSpan in, uint64_t count) {
+  Decoder d(in);
+  if (count > in.size() / 2) return Status::Corruption("sample metadata: image count exceeds stream");
+  std::vector<SampleMetadata> samples(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    if (!d.GetVarsint64(&samples[i].label) || !d.GetLengthPrefixed(kMaxKeyLength, &samples[i].key)) {
+      return Status::Corruption("sample metadata: entry " + std::to_string(i) +
+                                " truncated at stream offset " + std::to_string(d.position()));
+    }
+  }
+  if (!d.done()) return Status::Corruption("sample metadata: trailing bytes");
+  return samples;
+}
+
+void DatasetManifest::EncodeTo(Bytes* out) const {
+  EncodeScanScript(script, out);
+  PutVarint64(out, class_names.size());
+  for (const std::string& c : class_names) PutLengthPrefixed(out, c);
+  PutVarint64(out, files.size());
+  for (const DatasetFileEntry& f : files) {
+    PutLengthPrefixed(out, f.name);
+    PutVarint64(out, f.size);
+    PutVarint64(out, f.image_count);
+    PutVarint64(out, f.stripe_count);
+    PutFixed64(out, f.index_checksum);
+  }
+}
+
+Result<DatasetManifest> DatasetManifest::DecodeFrom(ByteSpan in) {
+  Decoder d(in);
+  DatasetManifest m;
+  auto corrupt = [&](const std::string& what) {
+    return Status::Corruption("dataset manifest at index offset " + std::to_string(d.position()) +
+                              ": " + what);
+  };
+  if (!DecodeScanScript(&d, &m.script)) return corrupt("truncated scan script");
+  Status valid = ValidateScanScript(m.script);
+  if (!valid.ok()) return corrupt(valid.message());
+  uint64_t n;
+  if (!d.GetVarintAtMost(d.remaining(), &n)) return corrupt("bad class count");
+  m.class_names.resize(n);
+  for (std::string& c : m.class_names) {
+    if (!d.GetLengthPrefixed(kMaxKeyLength, &c)) return corrupt("truncated class name");
+  }
+  if (!d.GetVarintAtMost(d.remaining() / 12, &n)) return corrupt("bad file count");
+  m.files.resize(n);
+  for (DatasetFileEntry& f : m.files) {
+    if (!d.GetLengthPrefixed(kMaxFileNameLength, &f.name) || !d.GetVarint64(&f.size) ||
+        !d.GetVarint64(&f.image_count) || !d.GetVarint64(&f.stripe_count) ||
+        !d.GetFixed64(&f.index_checksum)) {
+      return corrupt("truncated file entry");
+    }
+    if (!ValidFileName(f.name)) return corrupt("invalid file name '" + f.name + "'");
+  }
+  if (!d.done()) return corrupt("trailing bytes");
+  return m;
+}
+
+Bytes EncodeIndexAndFooter(ByteSpan index, uint64_t index_offset) {
+  Bytes out(index.begin(), index.end());
+  Footer footer{index_offset, index.size(), Checksum64(index)};
+  footer.EncodeTo(&out);
+  return out;
+}
+
+}  // namespace pcr

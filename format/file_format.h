@@ -1,0 +1,139 @@
+// On-disk structures of a pcr file (spec/pcr-format.md, version 0.1).
+//
+//   File        := FileHeader Stripe* FileIndex Footer
+//   Stripe      := Stream*                      (back to back, no padding)
+//   FileIndex   := see EncodeFileIndex           (varints, little-endian)
+//   Footer      := 32 bytes at the end of the file
+//
+// A dataset directory holds pcr files plus one DatasetManifest file, which is
+// a pcr file of kind kDataset with no stripes whose index is the manifest.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/coding.h"
+#include "format/scan_script.h"
+#include "format/status.h"
+
+namespace pcr {
+
+// Values are frozen: they are stored in files.
+enum class FileKind : uint8_t {
+  kImages = 1,   // stripes are image records
+  kTable = 2,    // stripes are table stripes
+  kDataset = 3,  // a dataset manifest
+};
+
+inline constexpr std::array<uint8_t, 8> kFileMagic = {0x89, 'P', 'C', 'R', '\r', '\n', 0x1a, '\n'};
+inline constexpr uint8_t kVersionMajor = 0;
+inline constexpr uint8_t kVersionMinor = 1;
+inline constexpr size_t kFileHeaderSize = 16;
+inline constexpr size_t kFooterSize = 32;
+inline constexpr uint32_t kFooterMagic = 0x31524350;  // "PCR1" in file order
+inline constexpr size_t kMinFileSize = kFileHeaderSize + kFooterSize;
+inline constexpr char kDatasetManifestName[] = "dataset.pcrd";
+inline constexpr char kRecordFileExtension[] = ".pcr";
+inline constexpr size_t kMaxKeyLength = 4096;
+inline constexpr size_t kMaxFileNameLength = 255;
+
+struct FileHeader {
+  FileKind kind = FileKind::kImages;
+  uint8_t version_major = kVersionMajor;
+  uint8_t version_minor = kVersionMinor;
+
+  void EncodeTo(Bytes* out) const;
+  // Rejects a wrong magic or checksum, an unknown kind, and versions this
+  // reader cannot read (major != 0, or minor > kVersionMinor).
+  static Result<FileHeader> DecodeFrom(ByteSpan in);
+};
+
+struct Footer {
+  uint64_t index_offset = 0;
+  uint64_t index_length = 0;
+  uint64_t index_checksum = 0;  // Checksum64 of the FileIndex bytes
+
+  void EncodeTo(Bytes* out) const;
+  // `in` is the last kFooterSize bytes of a file of file_size bytes. Checks
+  // the magic, the footer checksum and that the index lies between the
+  // header and the footer.
+  static Result<Footer> DecodeFrom(ByteSpan in, uint64_t file_size);
+};
+
+struct StreamInfo {
+  uint64_t length = 0;
+  uint64_t checksum = 0;  // Checksum64 of the stream's bytes
+};
+
+// One image's share of one scan group: a run of bytes inside the group's stream.
+struct ChunkInfo {
+  uint64_t length = 0;
+  uint32_t checksum = 0;  // Checksum32 of the chunk's bytes
+};
+
+struct StripeInfo {
+  uint64_t offset = 0;              // file offset of stream 0
+  std::vector<StreamInfo> streams;  // in file order
+  // Image stripes: chunks[(g - 1) * image_count + i] is image i in group g.
+  uint64_t image_count = 0;
+  std::vector<ChunkInfo> chunks;
+
+  uint64_t length() const;
+  // File offset of stream s. REQUIRES: s < streams.size()
+  uint64_t stream_offset(size_t s) const;
+  // REQUIRES: 1 <= group <= streams.size() - 1, image < image_count
+  const ChunkInfo& chunk(int group, uint64_t image) const {
+    return chunks[(group - 1) * image_count + image];
+  }
+};
+
+struct FileIndex {
+  ScanScript script;  // image files only
+  std::vector<StripeInfo> stripes;
+
+  void EncodeTo(FileKind kind, Bytes* out) const;
+  // Decodes and checks the index found at file offset index_offset: stripes
+  // tile the file from kFileHeaderSize to index_offset exactly, image stripes
+  // have script.group_count() + 1 streams and chunks that tile each group.
+  static Result<FileIndex> DecodeFrom(ByteSpan in, FileKind kind, uint64_t index_offset);
+};
+
+// Stream 0 of an image stripe: one entry per image.
+struct SampleMetadata {
+  int64_t label = -1;  // class index; -1 when unlabelled
+  std::string key;     // source path relative to the dataset root
+
+  bool operator==(const SampleMetadata&) const = default;
+};
+void EncodeSampleMetadata(const std::vector<SampleMetadata>& samples, Bytes* out);
+// REQUIRES: count is the stripe's image_count. Rejects trailing bytes.
+Result<std::vector<SampleMetadata>> DecodeSampleMetadata(ByteSpan in, uint64_t count);
+
+struct DatasetFileEntry {
+  std::string name;  // file name inside the dataset directory, no '/'
+  uint64_t size = 0;
+  uint64_t image_count = 0;
+  uint64_t stripe_count = 0;
+  uint64_t index_checksum = 0;  // the file's Footer::index_checksum
+
+  bool operator==(const DatasetFileEntry&) const = default;
+};
+
+// The FileIndex of a kDataset file.
+struct DatasetManifest {
+  ScanScript script;
+  std::vector<std::string> class_names;  // label i names class_names[i]
+  std::vector<DatasetFileEntry> files;   // in image order
+
+  bool operator==(const DatasetManifest&) const = default;
+  void EncodeTo(Bytes* out) const;
+  static Result<DatasetManifest> DecodeFrom(ByteSpan in);
+};
+
+// The end of a file whose index starts at index_offset: the index bytes
+// followed by the Footer that points at them.
+Bytes EncodeIndexAndFooter(ByteSpan index, uint64_t index_offset);
+
+}  // namespace pcr

@@ -1,0 +1,85 @@
+// Status and Result<T>: the one error model of pcr.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace pcr {
+
+enum class StatusCode : int {
+  kOk = 0,
+  kCorruption,       // stored bytes fail a check (checksum, bounds, structure)
+  kInvalidArgument,  // caller passed something unusable (bad option, bad path)
+  kIOError,          // the operating system refused an I/O call
+  kNotSupported,     // well-formed input that pcr does not handle
+};
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  static Status OK() { return Status(); }
+  static Status Corruption(std::string msg) { return {StatusCode::kCorruption, std::move(msg)}; }
+  static Status InvalidArgument(std::string msg) {
+    return {StatusCode::kInvalidArgument, std::move(msg)};
+  }
+  static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
+  static Status NotSupported(std::string msg) { return {StatusCode::kNotSupported, std::move(msg)}; }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "Corruption: <message>", or "OK".
+  std::string ToString() const;
+  // Returns a status with the same code and "<prefix>: <message>".
+  Status WithPrefix(const std::string& prefix) const;
+
+ private:
+  Status(StatusCode code, std::string msg) : code_(code), message_(std::move(msg)) {}
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+// Holds either a value or a non-OK Status.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  // REQUIRES: !ok() for a meaningful status; returns OK when a value is held.
+  Status status() const { return ok() ? Status::OK() : std::get<Status>(v_); }
+  // REQUIRES: ok()
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace pcr
+
+#define PCR_CONCAT_INNER(a, b) a##b
+#define PCR_CONCAT(a, b) PCR_CONCAT_INNER(a, b)
+
+// Returns from the enclosing function when `expr` (a Status) is not OK.
+#define PCR_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::pcr::Status pcr_status_ = (expr);        \
+    if (!pcr_status_.ok()) return pcr_status_; \
+  } while (0)
+
+#define PCR_ASSIGN_OR_RETURN_IMPL(tmp, lhs, rexpr) \
+  auto tmp = (rexpr);                              \
+  if (!tmp.ok()) return tmp.status();              \
+  lhs = std::move(tmp).value()
+
+// `lhs = value of rexpr`, or returns its Status from the enclosing function.
+#define PCR_ASSIGN_OR_RETURN(lhs, rexpr) \
+  PCR_ASSIGN_OR_RETURN_IMPL(PCR_CONCAT(pcr_result_, __LINE__), lhs, rexpr)

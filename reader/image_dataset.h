@@ -1,0 +1,79 @@
+// Reading image datasets at a chosen fidelity.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/file_format.h"
+#include "reader/io_engine.h"
+#include "reader/pcr_file.h"
+
+namespace pcr {
+
+struct ImageReaderOptions {
+  IoEngine* engine = nullptr;  // not owned; nullptr: a pread engine owned by the dataset
+};
+
+// One image read at some fidelity.
+struct Image {
+  int64_t label = -1;
+  std::string key;
+  Bytes jpeg;  // standalone progressive JPEG: scan groups 1..fidelity and EOI
+};
+
+struct RecordLocation {
+  size_t file = 0;
+  size_t stripe = 0;
+  uint64_t first_image = 0;  // dataset-wide index of the record's first image
+  uint64_t image_count = 0;
+};
+
+class ImageDataset {
+ public:
+  // `path` is a dataset directory (holding dataset.pcrd) or one .pcr file.
+  // Checks every file's header, footer and index, and reads each record's
+  // sample metadata (labels and keys).
+  static Result<std::unique_ptr<ImageDataset>> Open(const std::string& path,
+                                                    const ImageReaderOptions& options = {});
+
+  uint64_t num_images() const { return samples_.size(); }
+  uint64_t num_records() const { return records_.size(); }
+  // L: fidelity k ranges over 1..L; L is full fidelity.
+  int num_scan_groups() const { return script_.group_count(); }
+  const ScanScript& scan_script() const { return script_; }
+  // Empty when the dataset was opened from a single file.
+  const std::vector<std::string>& class_names() const { return class_names_; }
+  // REQUIRES: image < num_images()
+  const SampleMetadata& sample(uint64_t image) const { return samples_[image]; }
+  // REQUIRES: record < num_records()
+  const RecordLocation& record(uint64_t record) const { return records_[record]; }
+  const std::vector<std::unique_ptr<PcrFile>>& files() const { return files_; }
+  IoEngine& engine() const { return *engine_; }
+
+  // Bytes of record `record` up to scan group `fidelity` (0: sample metadata only).
+  uint64_t RecordBytes(uint64_t record, int fidelity) const;
+  // Reads the record's prefix up to scan group `fidelity` in one read and
+  // checks every stream read. REQUIRES: 1 <= fidelity <= num_scan_groups()
+  Result<std::vector<Image>> ReadRecord(uint64_t record, int fidelity) const;
+  // Reads one image's chunks of groups 1..fidelity (one read per non-empty
+  // chunk) and checks each chunk.
+  Result<Image> ReadImage(uint64_t image, int fidelity) const;
+  // The record holding dataset-wide image `image`, and its index in the record.
+  std::pair<uint64_t, uint64_t> Locate(uint64_t image) const;
+
+ private:
+  ImageDataset() = default;
+  Status AddFile(std::unique_ptr<PcrFile> file);
+  Status CheckFidelity(int fidelity) const;
+
+  std::unique_ptr<IoEngine> owned_engine_;
+  IoEngine* engine_ = nullptr;
+  ScanScript script_;
+  std::vector<std::string> class_names_;
+  std::vector<std::unique_ptr<PcrFile>> files_;
+  std::vector<RecordLocation> records_;
+  std::vector<SampleMetadata> samples_;
+};
+
+}  // namespace pcr

@@ -1,0 +1,95 @@
+#include "reader/pcr_file.h"
+
+#include "format/checksum.h"
+
+namespace pcr {
+
+Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
+  PCR_ASSIGN_OR_RETURN(auto raf, RandomAccessFile::Open(path));
+  std::unique_ptr<PcrFile> f(new PcrFile(std::move(raf), engine));
+  const uint64_t size = f->size();
+  if (size < kMinFileSize) {
+    return Status::Corruption(path + ": file is " + std::to_string(size) +
+                              " bytes, too short for a pcr file (truncated?)");
+  }
+  Bytes head(kFileHeaderSize), foot(kFooterSize);
+  const ReadRequest reqs[] = {{&f->file(), 0, kFileHeaderSize, head.data()},
+                              {&f->file(), size - kFooterSize, kFooterSize, foot.data()}};
+  PCR_RETURN_IF_ERROR(engine->Read(reqs));
+  auto header = FileHeader::DecodeFrom(head);
+  if (!header.ok()) return header.status().WithPrefix(path);
+  f->header_ = *header;
+  auto footer = Footer::DecodeFrom(foot, size);
+  if (!footer.ok()) return footer.status().WithPrefix(path);
+  f->footer_ = *footer;
+
+  Bytes index(f->footer_.index_length);
+  PCR_RETURN_IF_ERROR(f->ReadRange(f->footer_.index_offset, index));
+  const uint64_t computed = Checksum64(index);
+  if (computed != f->footer_.index_checksum) {
+    return Status::Corruption(path + ": at offset " + std::to_string(f->footer_.index_offset) +
+                              ": index checksum mismatch over " + std::to_string(index.size()) +
+                              " bytes (stored " + std::to_string(f->footer_.index_checksum) +
+                              ", computed " + std::to_string(computed) + ")");
+  }
+  if (f->header_.kind == FileKind::kDataset) {
+    auto m = DatasetManifest::DecodeFrom(index);
+    if (!m.ok()) return m.status().WithPrefix(path);
+    if (f->footer_.index_offset != kFileHeaderSize) {
+      return Status::Corruption(path + ": a dataset manifest holds no stripes");
+    }
+    f->manifest_ = std::move(m).value();
+    return f;
+  }
+  auto idx = FileIndex::DecodeFrom(index, f->header_.kind, f->footer_.index_offset);
+  if (!idx.ok()) return idx.status().WithPrefix(path);
+  f->index_ = std::move(idx).value();
+  for (const StripeInfo& s : f->index_.stripes) {
+    std::vector<uint64_t> offs(s.chunks.size());
+    for (size_t g = 0; g + 1 < s.streams.size() && s.image_count > 0; ++g) {
+      uint64_t off = 0;
+      for (uint64_t i = 0; i < s.image_count; ++i) {
+        offs[g * s.image_count + i] = off;
+        off += s.chunks[g * s.image_count + i].length;
+      }
+    }
+    f->chunk_offsets_.push_back(std::move(offs));
+  }
+  return f;
+}
+
+Status PcrFile::ReadRange(uint64_t offset, std::span<uint8_t> out) const {
+  const ReadRequest req{file_.get(), offset, out.size(), out.data()};
+  return engine_->Read({&req, 1});
+}
+
+Status PcrFile::CheckStream(size_t stripe, size_t stream, ByteSpan data) const {
+  const StripeInfo& s = index_.stripes[stripe];
+  const uint64_t computed = Checksum64(data);
+  if (computed == s.streams[stream].checksum) return Status::OK();
+  return Status::Corruption(path() + ": stripe " + std::to_string(stripe) + " stream " +
+                            std::to_string(stream) + " at offset " +
+                            std::to_string(s.stream_offset(stream)) + " length " +
+                            std::to_string(data.size()) + ": checksum mismatch (stored " +
+                            std::to_string(s.streams[stream].checksum) + ", computed " +
+                            std::to_string(computed) + ")");
+}
+
+Status PcrFile::CheckChunk(size_t stripe, int group, uint64_t image, ByteSpan data) const {
+  const ChunkInfo& c = index_.stripes[stripe].chunk(group, image);
+  const uint32_t computed = Checksum32(data);
+  if (computed == c.checksum) return Status::OK();
+  return Status::Corruption(path() + ": stripe " + std::to_string(stripe) + " stream " +
+                            std::to_string(group) + " image " + std::to_string(image) +
+                            " at offset " + std::to_string(ChunkOffset(stripe, group, image)) +
+                            " length " + std::to_string(data.size()) +
+                            ": chunk checksum mismatch (stored " + std::to_string(c.checksum) +
+                            ", computed " + std::to_string(computed) + ")");
+}
+
+uint64_t PcrFile::ChunkOffset(size_t stripe, int group, uint64_t image) const {
+  const StripeInfo& s = index_.stripes[stripe];
+  return s.stream_offset(group) + chunk_offsets_[stripe][(group - 1) * s.image_count + image];
+}
+
+}  // namespace pcr

@@ -1,0 +1,49 @@
+// Shared command-line plumbing of the pcr tools.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "format/status.h"
+
+namespace pcr::cli {
+
+// Exit statuses of every tool.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadInput = 1;  // bad input or corrupt data
+inline constexpr int kExitUsage = 2;
+
+// Arguments after the program name, consumed front to back.
+class Args {
+ public:
+  Args(int argc, char** argv) : args_(argv + 1, argv + argc) {}
+  bool empty() const { return pos_ >= args_.size(); }
+  const std::string& peek() const { return args_[pos_]; }
+  std::string next() { return args_[pos_++]; }
+
+ private:
+  std::vector<std::string> args_;
+  size_t pos_ = 0;
+};
+
+// Parses a non-negative integer option value; false on anything else.
+bool ParseUint(const std::string& s, uint64_t* out);
+
+// Prints "<tool>: <status message>" and returns the exit status it maps to.
+int ReportError(const char* tool, const Status& status);
+
+// Writes "\r<text>" to stderr when stderr is a terminal.
+class Progress {
+ public:
+  Progress();
+  void Update(const std::string& text);
+  void Finish();
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+}  // namespace pcr::cli

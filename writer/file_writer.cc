@@ -1,0 +1,138 @@
+#include "writer/file_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "format/checksum.h"
+
+namespace pcr {
+
+namespace {
+
+Status Errno(const std::string& what, const std::string& path) {
+  return Status::IOError(what + " " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string temp =
+      (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("cannot create", temp);
+  return std::unique_ptr<AtomicFile>(new AtomicFile(path, temp, fd));
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) {
+    close(fd_);
+    unlink(temp_path_.c_str());
+  }
+}
+
+Status AtomicFile::Append(ByteSpan data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = write(fd_, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("cannot write", temp_path_);
+    }
+    done += static_cast<size_t>(n);
+  }
+  size_ += data.size();
+  return Status::OK();
+}
+
+Status AtomicFile::Commit() {
+  if (fsync(fd_) != 0) return Errno("cannot fsync", temp_path_);
+  const int fd = fd_;
+  fd_ = -1;
+  if (close(fd) != 0) {
+    unlink(temp_path_.c_str());
+    return Errno("cannot close", temp_path_);
+  }
+  if (rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    Status s = Errno("cannot rename to", path_);
+    unlink(temp_path_.c_str());
+    return s;
+  }
+  const std::string dir = std::filesystem::path(path_).parent_path().string();
+  const int dfd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return Status::OK();
+}
+
+Result<std::unique_ptr<ImageFileWriter>> ImageFileWriter::Create(const std::string& path,
+                                                                 ScanScript script) {
+  PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
+  Bytes header;
+  FileHeader{.kind = FileKind::kImages}.EncodeTo(&header);
+  PCR_RETURN_IF_ERROR(file->Append(header));
+  return std::unique_ptr<ImageFileWriter>(new ImageFileWriter(std::move(file), std::move(script)));
+}
+
+Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
+                                  const std::vector<TranscodedImage>& images) {
+  const int groups = index_.script.group_count();
+  StripeInfo stripe;
+  stripe.offset = file_->size();
+  stripe.image_count = images.size();
+  stripe.chunks.resize(images.size() * groups);
+
+  Bytes stream;
+  EncodeSampleMetadata(samples, &stream);
+  stripe.streams.push_back({stream.size(), Checksum64(stream)});
+  PCR_RETURN_IF_ERROR(file_->Append(stream));
+  for (int g = 1; g <= groups; ++g) {
+    stream.clear();
+    for (size_t i = 0; i < images.size(); ++i) {
+      const Bytes& chunk = images[i].chunks[g - 1];
+      stripe.chunks[(g - 1) * images.size() + i] = {chunk.size(), Checksum32(chunk)};
+      PutBytes(&stream, chunk);
+    }
+    stripe.streams.push_back({stream.size(), Checksum64(stream)});
+    PCR_RETURN_IF_ERROR(file_->Append(stream));
+  }
+  index_.stripes.push_back(std::move(stripe));
+  image_count_ += images.size();
+  return Status::OK();
+}
+
+Result<DatasetFileEntry> ImageFileWriter::Finish() {
+  Bytes index;
+  index_.EncodeTo(FileKind::kImages, &index);
+  const Bytes tail = EncodeIndexAndFooter(index, file_->size());
+  PCR_RETURN_IF_ERROR(file_->Append(tail));
+  DatasetFileEntry entry{
+      .name = std::filesystem::path(file_->path()).filename().string(),
+      .size = file_->size(),
+      .image_count = image_count_,
+      .stripe_count = index_.stripes.size(),
+      .index_checksum = Checksum64(index),
+  };
+  PCR_RETURN_IF_ERROR(file_->Commit());
+  return entry;
+}
+
+Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest) {
+  PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
+  Bytes bytes;
+  FileHeader{.kind = FileKind::kDataset}.EncodeTo(&bytes);
+  Bytes index;
+  manifest.EncodeTo(&index);
+  const Bytes tail = EncodeIndexAndFooter(index, bytes.size());
+  PutBytes(&bytes, tail);
+  PCR_RETURN_IF_ERROR(file->Append(bytes));
+  return file->Commit();
+}
+
+}  // namespace pcr

@@ -1,0 +1,64 @@
+// Writing pcr files: atomic creation and stripe layout.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/file_format.h"
+#include "format/status.h"
+#include "writer/transcode.h"
+
+namespace pcr {
+
+// A file that appears under `path` only after Commit(): bytes go to a
+// temporary name in the same directory, which is fsynced and renamed. The
+// destructor removes the temporary file when Commit() was not reached.
+class AtomicFile {
+ public:
+  static Result<std::unique_ptr<AtomicFile>> Create(const std::string& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  Status Append(ByteSpan data);
+  uint64_t size() const { return size_; }
+  // Fsyncs, closes and renames to the final path; the directory is fsynced too.
+  Status Commit();
+  const std::string& path() const { return path_; }
+
+ private:
+  AtomicFile(std::string path, std::string temp_path, int fd)
+      : path_(std::move(path)), temp_path_(std::move(temp_path)), fd_(fd) {}
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+// Writes a kImages file record by record (one stripe per record).
+class ImageFileWriter {
+ public:
+  static Result<std::unique_ptr<ImageFileWriter>> Create(const std::string& path, ScanScript script);
+
+  // REQUIRES: samples.size() == images.size() > 0, every image has
+  // script.group_count() chunks.
+  Status AddRecord(const std::vector<SampleMetadata>& samples,
+                   const std::vector<TranscodedImage>& images);
+  // Writes the index and footer and commits the file. Returns its manifest entry.
+  Result<DatasetFileEntry> Finish();
+
+ private:
+  ImageFileWriter(std::unique_ptr<AtomicFile> file, ScanScript script)
+      : file_(std::move(file)) {
+    index_.script = std::move(script);
+  }
+  std::unique_ptr<AtomicFile> file_;
+  FileIndex index_;
+  uint64_t image_count_ = 0;
+};
+
+// Writes a kDataset manifest file atomically.
+Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest);
+
+}  // namespace pcr

@@ -1,0 +1,291 @@
+#include "writer/image_converter.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "format/file_format.h"
+#include "writer/file_writer.h"
+#include "writer/transcode.h"
+
+namespace pcr {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Source {
+  std::string key;  // path relative to src_dir
+  int64_t label = -1;
+};
+
+bool IsJpegName(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".jpe" || ext == ".jfif";
+}
+
+bool IsHidden(const fs::path& p) { return p.filename().string().starts_with("."); }
+
+Status ListImageFolder(const std::string& root, std::vector<std::string>* classes,
+                       std::vector<Source>* out) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return Status::InvalidArgument(root + ": not a directory");
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (entry.is_directory() && !IsHidden(entry.path())) {
+      classes->push_back(entry.path().filename().string());
+    }
+  }
+  if (ec) return Status::IOError(root + ": " + ec.message());
+  std::sort(classes->begin(), classes->end());
+  for (size_t label = 0; label < classes->size(); ++label) {
+    std::vector<std::string> keys;
+    const fs::path dir = fs::path(root) / (*classes)[label];
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
+      if (IsHidden(it->path())) {
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file() && IsJpegName(it->path())) {
+        keys.push_back(fs::relative(it->path(), root).generic_string());
+      }
+    }
+    if (ec) return Status::IOError(dir.string() + ": " + ec.message());
+    std::sort(keys.begin(), keys.end());
+    for (auto& k : keys) out->push_back({std::move(k), static_cast<int64_t>(label)});
+  }
+  return Status::OK();
+}
+
+Status ReadList(const std::string& list_file, std::vector<Source>* out) {
+  std::ifstream in(list_file);
+  if (!in) return Status::InvalidArgument(list_file + ": cannot open list file");
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const size_t comma = line.rfind(',');
+    auto bad = [&](const std::string& what) {
+      return Status::InvalidArgument(list_file + " line " + std::to_string(line_no) + ": " + what);
+    };
+    if (comma == std::string::npos || comma == 0) return bad("expected 'path,label'");
+    Source s{line.substr(0, comma), 0};
+    try {
+      size_t used = 0;
+      s.label = std::stoll(line.substr(comma + 1), &used);
+      if (used != line.size() - comma - 1) return bad("label is not an integer");
+    } catch (const std::exception&) {
+      return bad("label is not an integer");
+    }
+    if (s.key.size() > kMaxKeyLength) return bad("path longer than " + std::to_string(kMaxKeyLength));
+    out->push_back(std::move(s));
+  }
+  return Status::OK();
+}
+
+Result<ScanScript> LoadScript(const std::string& name_or_file) {
+  const auto names = BuiltinScanScriptNames();
+  if (std::find(names.begin(), names.end(), name_or_file) != names.end()) {
+    return BuiltinScanScript(name_or_file);
+  }
+  std::ifstream in(name_or_file);
+  if (!in) {
+    return Status::InvalidArgument("--scan-script " + name_or_file +
+                                   ": neither a built-in name (spectral, libjpeg) nor a readable file");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseScanScript(text.str(), fs::path(name_or_file).filename().string());
+}
+
+Result<Bytes> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IOError("cannot open");
+  Bytes data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::IOError("read failed");
+  return data;
+}
+
+// Deterministic Fisher-Yates with splitmix64, so orders do not depend on the
+// standard library.
+void Shuffle(std::vector<Source>* v, uint64_t seed) {
+  uint64_t state = seed;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  for (size_t i = v->size(); i > 1; --i) std::swap((*v)[i - 1], (*v)[next() % i]);
+}
+
+struct Converted {
+  Result<TranscodedImage> image = Status::OK();
+  uint64_t input_bytes = 0;
+};
+
+// Transcodes sources[begin, end) on `jobs` threads; result i is sources[begin + i].
+std::vector<Converted> TranscodeBatch(const std::vector<Source>& sources, size_t begin, size_t end,
+                                      const std::string& root, const ScanScript& script,
+                                      const TranscodeOptions& topts, int jobs) {
+  std::vector<Converted> out(end - begin);
+  std::atomic<size_t> next{begin};
+  auto work = [&] {
+    for (size_t i = next++; i < end; i = next++) {
+      Converted& c = out[i - begin];
+      Result<Bytes> data = ReadWholeFile((fs::path(root) / sources[i].key).string());
+      if (!data.ok()) {
+        c.image = data.status();
+        continue;
+      }
+      c.input_bytes = data->size();
+      c.image = TranscodeToScanGroups(*data, script, topts);
+    }
+  };
+  std::vector<std::thread> threads;
+  const int n = std::max(1, std::min<int>(jobs, static_cast<int>(end - begin)));
+  for (int t = 1; t < n; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+std::string RecordFileName(uint64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "records-%05llu%s", static_cast<unsigned long long>(n),
+                kRecordFileExtension);
+  return buf;
+}
+
+Status PrepareOutDir(const std::string& out_dir) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return Status::IOError(out_dir + ": cannot create directory: " + ec.message());
+  for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == kDatasetManifestName || entry.path().extension() == kRecordFileExtension) {
+      return Status::InvalidArgument(out_dir + " already holds a pcr dataset (" + name + ")");
+    }
+  }
+  if (ec) return Status::IOError(out_dir + ": " + ec.message());
+  return Status::OK();
+}
+
+// Removes the files of a failed conversion.
+class OutputCleanup {
+ public:
+  explicit OutputCleanup(std::string dir) : dir_(std::move(dir)) {}
+  ~OutputCleanup() {
+    if (done_) return;
+    std::error_code ec;
+    for (const auto& f : written_) fs::remove(fs::path(dir_) / f, ec);
+  }
+  void Add(const std::string& name) { written_.push_back(name); }
+  void Done() { done_ = true; }
+
+ private:
+  std::string dir_;
+  std::vector<std::string> written_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
+  if (options.images_per_record == 0 || options.records_per_file == 0) {
+    return Status::InvalidArgument("--images-per-record and --records-per-file must be positive");
+  }
+  PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScript(options.scan_script));
+  DatasetManifest manifest;
+  manifest.script = script;
+  std::vector<Source> sources;
+  if (options.list_file.empty()) {
+    PCR_RETURN_IF_ERROR(ListImageFolder(options.src_dir, &manifest.class_names, &sources));
+  } else {
+    PCR_RETURN_IF_ERROR(ReadList(options.list_file, &sources));
+  }
+  if (sources.empty()) return Status::InvalidArgument(options.src_dir + ": no JPEG images found");
+  if (options.shuffle_seed) Shuffle(&sources, *options.shuffle_seed);
+  PCR_RETURN_IF_ERROR(PrepareOutDir(options.out_dir));
+
+  const int jobs = options.jobs > 0 ? options.jobs
+                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const TranscodeOptions topts{.keep_metadata = !options.strip_metadata};
+  ConvertImagesSummary summary;
+  OutputCleanup cleanup(options.out_dir);
+  std::unique_ptr<ImageFileWriter> writer;
+  uint64_t records_in_file = 0;
+
+  auto finish_file = [&]() -> Status {
+    PCR_ASSIGN_OR_RETURN(DatasetFileEntry entry, writer->Finish());
+    summary.output_bytes += entry.size;
+    manifest.files.push_back(std::move(entry));
+    writer.reset();
+    return Status::OK();
+  };
+
+  std::vector<SampleMetadata> samples;
+  std::vector<TranscodedImage> images;
+  auto flush_record = [&]() -> Status {
+    if (images.empty()) return Status::OK();
+    if (!writer) {
+      const std::string name = RecordFileName(summary.files++);
+      cleanup.Add(name);
+      PCR_ASSIGN_OR_RETURN(writer, ImageFileWriter::Create((fs::path(options.out_dir) / name).string(), script));
+      records_in_file = 0;
+    }
+    PCR_RETURN_IF_ERROR(writer->AddRecord(samples, images));
+    summary.records++;
+    summary.images += images.size();
+    samples.clear();
+    images.clear();
+    if (++records_in_file == options.records_per_file) PCR_RETURN_IF_ERROR(finish_file());
+    return Status::OK();
+  };
+
+  // Batches are a multiple of the record size, so record boundaries do not
+  // depend on `jobs` or on skipped files.
+  const size_t batch = std::max<size_t>(options.images_per_record, 4 * static_cast<size_t>(jobs));
+  for (size_t begin = 0; begin < sources.size(); begin += batch) {
+    const size_t end = std::min(sources.size(), begin + batch);
+    std::vector<Converted> done =
+        TranscodeBatch(sources, begin, end, options.src_dir, script, topts, jobs);
+    for (size_t i = 0; i < done.size(); ++i) {
+      const Source& src = sources[begin + i];
+      if (!done[i].image.ok()) {
+        const std::string path = (fs::path(options.src_dir) / src.key).string();
+        if (!options.skip_bad) return done[i].image.status().WithPrefix(path);
+        summary.skipped.emplace_back(src.key, done[i].image.status().ToString());
+        continue;
+      }
+      summary.input_bytes += done[i].input_bytes;
+      samples.push_back({src.label, src.key});
+      images.push_back(std::move(done[i].image).value());
+      if (images.size() == options.images_per_record) PCR_RETURN_IF_ERROR(flush_record());
+    }
+    if (options.progress) options.progress(end, sources.size());
+  }
+  PCR_RETURN_IF_ERROR(flush_record());
+  if (writer) PCR_RETURN_IF_ERROR(finish_file());
+  if (summary.images == 0) return Status::InvalidArgument("no image could be converted");
+  if (options.skip_bad && !summary.skipped.empty()) {
+    const std::string path = (fs::path(options.out_dir) / kSkippedListName).string();
+    PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
+    std::string text;
+    for (const auto& [key, reason] : summary.skipped) text += key + "\t" + reason + "\n";
+    PCR_RETURN_IF_ERROR(file->Append(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+    PCR_RETURN_IF_ERROR(file->Commit());
+  }
+  PCR_RETURN_IF_ERROR(
+      WriteDatasetManifest((fs::path(options.out_dir) / kDatasetManifestName).string(), manifest));
+  cleanup.Done();
+  return summary;
+}
+
+}  // namespace pcr

@@ -1,0 +1,47 @@
+// pcr-convert images: a JPEG dataset in, a pcr dataset directory out.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/status.h"
+
+namespace pcr {
+
+struct ConvertImagesOptions {
+  std::string src_dir;              // ImageFolder root, or the root of --list paths
+  std::string list_file;            // CSV "path,label" lines; empty: use class folders
+  std::string out_dir;              // created if missing; must hold no dataset
+  uint64_t images_per_record = 1024;  // images in one record (stripe)
+  uint64_t records_per_file = 1;      // records in one .pcr file
+  int jobs = 0;                       // transcoding threads; 0: all cores
+  std::string scan_script = "spectral";  // built-in name or a script file
+  bool strip_metadata = false;           // drop APPn and COM segments
+  bool skip_bad = false;  // skip unconvertible files, listed in OUT_DIR/skipped.tsv
+  std::optional<uint64_t> shuffle_seed;  // shuffle image order before writing
+  // Called after each record with (images done, images total).
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+struct ConvertImagesSummary {
+  uint64_t images = 0;
+  uint64_t records = 0;
+  uint64_t files = 0;
+  uint64_t input_bytes = 0;   // of the converted source files
+  uint64_t output_bytes = 0;  // of the .pcr files
+  std::vector<std::pair<std::string, std::string>> skipped;  // (path, reason)
+};
+
+// The name of the skip list written next to the output by skip_bad.
+inline constexpr char kSkippedListName[] = "skipped.tsv";
+
+// Converts every JPEG of the source into OUT_DIR. Never modifies the source.
+// On error nothing that looks like a complete dataset is left: the manifest
+// is written last, and files written so far are removed. The output is the
+// same bytes for any `jobs`.
+Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
+
+}  // namespace pcr

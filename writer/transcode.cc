@@ -1,0 +1,285 @@
+#include "writer/transcode.h"
+
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+// clang-format off
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
+
+namespace pcr {
+
+namespace {
+
+constexpr uint8_t kSOI = 0xd8, kEOI = 0xd9, kSOS = 0xda;
+
+bool IsStandalone(uint8_t m) { return m == 0x01 || (m >= 0xd0 && m <= 0xd9); }
+bool IsSof(uint8_t m) { return m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc; }
+
+// Reads the frame header without decoding to give clear refusals for
+// encodings libjpeg-turbo's 8-bit API cannot transcode.
+Status CheckFrameType(ByteSpan in) {
+  if (in.size() < 2 || in[0] != 0xff || in[1] != kSOI) {
+    return Status::Corruption("not a JPEG file (no SOI marker at offset 0)");
+  }
+  size_t pos = 2;
+  while (pos + 4 <= in.size()) {
+    if (in[pos] != 0xff) return Status::OK();  // let libjpeg report the damage
+    const uint8_t m = in[pos + 1];
+    if (m == 0xff) {
+      ++pos;
+      continue;
+    }
+    if (IsStandalone(m)) {
+      pos += 2;
+      continue;
+    }
+    const size_t len = static_cast<size_t>(in[pos + 2]) << 8 | in[pos + 3];
+    if (IsSof(m)) {
+      if (m == 0xc3 || m == 0xcb) return Status::NotSupported("lossless JPEG is not supported");
+      if ((m >= 0xc5 && m <= 0xc7) || m >= 0xcd) {
+        return Status::NotSupported("hierarchical JPEG is not supported");
+      }
+      if (pos + 4 < in.size() && in[pos + 4] != 8) {
+        return Status::NotSupported(std::to_string(in[pos + 4]) +
+                                    "-bit JPEG is not supported (only 8-bit samples)");
+      }
+      return Status::OK();
+    }
+    if (m == kSOS) return Status::OK();
+    pos += 2 + len;
+  }
+  return Status::OK();
+}
+
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  jmp_buf jump;
+  std::string message;
+  int max_input_scans = 0;
+};
+
+void ErrorExit(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  char buf[JMSG_LENGTH_MAX];
+  (*cinfo->err->format_message)(cinfo, buf);
+  err->message = buf;
+  longjmp(err->jump, 1);
+}
+
+// Warnings that mean coefficients were lost or guessed turn into errors;
+// the rest (extraneous bytes between markers, odd JFIF versions) are benign.
+void EmitMessage(j_common_ptr cinfo, int msg_level) {
+  if (msg_level >= 0) return;
+  switch (cinfo->err->msg_code) {
+    case JWRN_EXTRANEOUS_DATA:
+    case JWRN_JFIF_MAJOR:
+    case JWRN_ADOBE_XFORM:
+    case JWRN_BOGUS_ICC:
+      return;
+    default:
+      ErrorExit(cinfo);
+  }
+}
+
+void ProgressMonitor(j_common_ptr cinfo) {
+  if (!cinfo->is_decompressor) return;
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  if (d->input_scan_number > err->max_input_scans) {
+    err->message = "more than " + std::to_string(err->max_input_scans) + " scans";
+    longjmp(err->jump, 1);
+  }
+}
+
+// The scans of `script` for an image whose components are described by
+// `comps`, and the group each scan belongs to.
+struct ScanPlan {
+  std::vector<jpeg_scan_info> scans;
+  std::vector<int> group_of_scan;
+};
+
+ScanPlan PlanScans(const ScanScript& script, int num_components, const jpeg_component_info* comps) {
+  ScanPlan plan;
+  const unsigned present = (1u << num_components) - 1;
+  for (int g = 0; g < script.group_count(); ++g) {
+    for (const ScanSpec& spec : script.groups[g]) {
+      const unsigned mask = spec.component_mask & present;
+      if (mask == 0) continue;
+      int blocks = 0;
+      for (int c = 0; c < num_components; ++c) {
+        if (mask & (1u << c)) blocks += comps[c].h_samp_factor * comps[c].v_samp_factor;
+      }
+      // An interleaved scan must fit C_MAX_BLOCKS_IN_MCU; otherwise code each
+      // component in its own scan of the same group.
+      const bool split = blocks > C_MAX_BLOCKS_IN_MCU;
+      jpeg_scan_info scan{};
+      scan.Ss = spec.ss;
+      scan.Se = spec.se;
+      scan.Ah = spec.ah;
+      scan.Al = spec.al;
+      for (int c = 0; c < num_components; ++c) {
+        if ((mask & (1u << c)) == 0) continue;
+        scan.component_index[scan.comps_in_scan++] = c;
+        if (split) {
+          plan.scans.push_back(scan);
+          plan.group_of_scan.push_back(g);
+          scan.comps_in_scan = 0;
+        }
+      }
+      if (!split) {
+        plan.scans.push_back(scan);
+        plan.group_of_scan.push_back(g);
+      }
+    }
+  }
+  return plan;
+}
+
+bool IsJfifApp0(const jpeg_saved_marker_ptr m) {
+  return m->marker == JPEG_APP0 && m->data_length >= 5 && std::memcmp(m->data, "JFIF\0", 5) == 0;
+}
+bool IsAdobeApp14(const jpeg_saved_marker_ptr m) {
+  return m->marker == JPEG_APP0 + 14 && m->data_length >= 5 && std::memcmp(m->data, "Adobe", 5) == 0;
+}
+
+// Finds the end of the SOF segment and the end of every scan's entropy-coded
+// data in a JPEG written by libjpeg.
+Status SplitScans(ByteSpan jpeg, size_t* header_end, std::vector<size_t>* scan_ends) {
+  size_t pos = 2;
+  *header_end = 0;
+  while (pos + 2 <= jpeg.size()) {
+    if (jpeg[pos] != 0xff) return Status::Corruption("transcoder output: expected a marker");
+    const uint8_t m = jpeg[pos + 1];
+    if (m == kEOI) {
+      if (pos + 2 != jpeg.size()) return Status::Corruption("transcoder output: data after EOI");
+      return *header_end != 0 ? Status::OK() : Status::Corruption("transcoder output: no SOF");
+    }
+    if (pos + 4 > jpeg.size()) break;
+    const size_t seg_end = pos + 2 + (static_cast<size_t>(jpeg[pos + 2]) << 8 | jpeg[pos + 3]);
+    if (seg_end > jpeg.size()) break;
+    if (IsSof(m)) *header_end = seg_end;
+    pos = seg_end;
+    if (m != kSOS) continue;
+    // Entropy-coded data runs to the next marker other than RSTn; 0xff00 is
+    // a stuffed byte.
+    while (pos + 1 < jpeg.size() &&
+           !(jpeg[pos] == 0xff && jpeg[pos + 1] != 0 && !(jpeg[pos + 1] >= 0xd0 && jpeg[pos + 1] <= 0xd7))) {
+      ++pos;
+    }
+    scan_ends->push_back(pos);
+  }
+  return Status::Corruption("transcoder output: truncated");
+}
+
+struct Codec {
+  jpeg_decompress_struct src{};
+  jpeg_compress_struct dst{};
+  jpeg_progress_mgr progress{};
+  ErrorManager err{};
+  unsigned char* out = nullptr;
+  unsigned long out_size = 0;
+  bool src_created = false;
+  bool dst_created = false;
+
+  ~Codec() {
+    if (dst_created) jpeg_destroy_compress(&dst);
+    if (src_created) jpeg_destroy_decompress(&src);
+    std::free(out);
+  }
+};
+
+// Runs libjpeg; every C++ object it touches lives in `codec` or outside, so
+// a longjmp out of libjpeg skips no destructor.
+bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const ScanScript& script,
+                ScanPlan* plan) {
+  c->src.err = jpeg_std_error(&c->err.pub);
+  c->err.pub.error_exit = ErrorExit;
+  c->err.pub.emit_message = EmitMessage;
+  c->err.max_input_scans = options.max_input_scans;
+  if (setjmp(c->err.jump)) return false;
+  jpeg_create_decompress(&c->src);
+  c->src_created = true;
+  c->src.mem->max_memory_to_use = static_cast<long>(options.max_memory_bytes);
+  c->progress.progress_monitor = ProgressMonitor;
+  c->src.progress = &c->progress;
+  jpeg_mem_src(&c->src, jpeg.data(), jpeg.size());
+  if (options.keep_metadata) {
+    jpeg_save_markers(&c->src, JPEG_COM, 0xffff);
+    for (int i = 0; i < 16; ++i) jpeg_save_markers(&c->src, JPEG_APP0 + i, 0xffff);
+  }
+  jpeg_read_header(&c->src, TRUE);
+  if (c->src.data_precision != 8) {
+    c->err.message = "only 8-bit JPEG is supported";
+    return false;
+  }
+  if (c->src.num_components < 1 || c->src.num_components > kMaxScanComponents) {
+    c->err.message = std::to_string(c->src.num_components) + " components (supported: 1 to 4)";
+    return false;
+  }
+  jvirt_barray_ptr* coefs = jpeg_read_coefficients(&c->src);
+
+  c->dst.err = &c->err.pub;
+  jpeg_create_compress(&c->dst);
+  c->dst_created = true;
+  c->dst.mem->max_memory_to_use = static_cast<long>(options.max_memory_bytes);
+  jpeg_copy_critical_parameters(&c->src, &c->dst);
+  c->dst.optimize_coding = TRUE;
+  *plan = PlanScans(script, c->dst.num_components, c->dst.comp_info);
+  c->dst.scan_info = plan->scans.data();
+  c->dst.num_scans = static_cast<int>(plan->scans.size());
+  jpeg_mem_dest(&c->dst, &c->out, &c->out_size);
+  jpeg_write_coefficients(&c->dst, coefs);
+  for (jpeg_saved_marker_ptr m = c->src.marker_list; m != nullptr; m = m->next) {
+    // libjpeg writes its own JFIF and Adobe markers from the copied parameters.
+    if ((c->dst.write_JFIF_header && IsJfifApp0(m)) || (c->dst.write_Adobe_marker && IsAdobeApp14(m))) {
+      continue;
+    }
+    jpeg_write_marker(&c->dst, m->marker, m->data, m->data_length);
+  }
+  jpeg_finish_compress(&c->dst);
+  jpeg_finish_decompress(&c->src);
+  return true;
+}
+
+}  // namespace
+
+Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& script,
+                                              const TranscodeOptions& options) {
+  PCR_RETURN_IF_ERROR(CheckFrameType(jpeg));
+  Codec codec;
+  ScanPlan plan;
+  if (!RunLibjpeg(&codec, jpeg, options, script, &plan)) {
+    if (codec.err.message.find("precision") != std::string::npos) {
+      return Status::NotSupported(codec.err.message);
+    }
+    return Status::Corruption(codec.err.message);
+  }
+  const ByteSpan out(codec.out, codec.out_size);
+  size_t header_end = 0;
+  std::vector<size_t> scan_ends;
+  PCR_RETURN_IF_ERROR(SplitScans(out, &header_end, &scan_ends));
+  if (scan_ends.size() != plan.scans.size()) {
+    return Status::Corruption("transcoder output has " + std::to_string(scan_ends.size()) +
+                              " scans, expected " + std::to_string(plan.scans.size()));
+  }
+  TranscodedImage image;
+  image.width = static_cast<int>(codec.dst.image_width);
+  image.height = static_cast<int>(codec.dst.image_height);
+  image.components = codec.dst.num_components;
+  image.chunks.resize(script.group_count());
+  image.chunks[0].assign(out.begin(), out.begin() + header_end);
+  size_t start = header_end;
+  for (size_t s = 0; s < scan_ends.size(); ++s) {
+    Bytes& chunk = image.chunks[plan.group_of_scan[s]];
+    chunk.insert(chunk.end(), out.begin() + start, out.begin() + scan_ends[s]);
+    start = scan_ends[s];
+  }
+  return image;
+}
+
+}  // namespace pcr

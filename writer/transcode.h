@@ -1,0 +1,38 @@
+// Lossless JPEG transcoding into scan groups.
+#pragma once
+
+#include <vector>
+
+#include "format/coding.h"
+#include "format/scan_script.h"
+#include "format/status.h"
+
+namespace pcr {
+
+struct TranscodeOptions {
+  bool keep_metadata = true;                     // copy APPn and COM segments
+  size_t max_memory_bytes = size_t{1} << 30;     // libjpeg working memory limit
+  int max_input_scans = 1000;                    // refuse inputs with more scans
+};
+
+struct TranscodedImage {
+  // chunks[k - 1] is the image's share of scan group k: the scans of group k
+  // with the Huffman tables before them; chunks[0] starts with the JPEG header
+  // (SOI through SOF). A group with no scan for this image is empty. The
+  // concatenation of chunks 1..k plus an EOI marker is a progressive JPEG.
+  std::vector<Bytes> chunks;
+  int width = 0;
+  int height = 0;
+  int components = 0;
+};
+
+// Transcodes `jpeg` (any 8-bit DCT JPEG libjpeg-turbo reads: baseline,
+// extended, progressive, arithmetic) to a progressive JPEG following
+// `script` without touching the DCT coefficients. Errors name the reason
+// but not the file: NotSupported for 12-bit, lossless and hierarchical
+// JPEGs, Corruption for data libjpeg-turbo cannot read losslessly.
+// REQUIRES: ValidateScanScript(script).ok()
+Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& script,
+                                              const TranscodeOptions& options = {});
+
+}  // namespace pcr
