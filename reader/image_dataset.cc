@@ -90,6 +90,15 @@ Status ImageDataset::CheckFidelity(int fidelity) const {
   return Status::OK();
 }
 
+std::vector<uint64_t> ImageDataset::StreamBytes() const {
+  std::vector<uint64_t> bytes(num_scan_groups() + 1);
+  for (const RecordLocation& loc : records_) {
+    const StripeInfo& stripe = files_[loc.file]->index().stripes[loc.stripe];
+    for (size_t s = 0; s < bytes.size(); ++s) bytes[s] += stripe.streams[s].length;
+  }
+  return bytes;
+}
+
 uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
   const RecordLocation& loc = records_[record];
   const StripeInfo& stripe = files_[loc.file]->index().stripes[loc.stripe];

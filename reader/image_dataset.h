@@ -51,6 +51,8 @@ class ImageDataset {
   const std::vector<std::unique_ptr<PcrFile>>& files() const { return files_; }
   IoEngine& engine() const { return *engine_; }
 
+  // Dataset-wide bytes of each stream: [0] sample metadata, [k] scan group k.
+  std::vector<uint64_t> StreamBytes() const;
   // Bytes of record `record` up to scan group `fidelity` (0: sample metadata only).
   uint64_t RecordBytes(uint64_t record, int fidelity) const;
   // Reads the record's prefix up to scan group `fidelity` in one read and

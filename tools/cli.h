@@ -47,3 +47,28 @@ class Progress {
 };
 
 }  // namespace pcr::cli
+
+namespace pcr::cli {
+
+// A minimal JSON writer: objects, arrays, strings, numbers. Commas and
+// escaping are handled; the caller nests Begin/End correctly.
+class Json {
+ public:
+  Json& BeginObject();
+  Json& EndObject();
+  Json& BeginArray();
+  Json& EndArray();
+  Json& Key(const std::string& key);
+  Json& String(const std::string& s);
+  Json& Uint(uint64_t v);
+  Json& Int(int64_t v);
+  Json& Double(double v);
+  const std::string& str() const { return out_; }
+
+ private:
+  void Separate();
+  std::string out_;
+  bool need_comma_ = false;
+};
+
+}  // namespace pcr::cli
