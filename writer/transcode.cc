@@ -222,6 +222,19 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
     return false;
   }
   jvirt_barray_ptr* coefs = jpeg_read_coefficients(&c->src);
+  // libjpeg smooths blocks whose coefficients a progressive file never sent,
+  // so such a file cannot be transcoded to the same pixels.
+  if (c->src.progressive_mode && c->src.coef_bits != nullptr) {
+    for (int ci = 0; ci < c->src.num_components; ++ci) {
+      for (int k = 0; k < DCTSIZE2; ++k) {
+        if (c->src.coef_bits[ci][k] != 0) {
+          c->err.message = "incomplete progressive JPEG: coefficient " + std::to_string(k) +
+                           " of component " + std::to_string(ci) + " is not fully coded";
+          return false;
+        }
+      }
+    }
+  }
 
   c->dst.err = &c->err.pub;
   jpeg_create_compress(&c->dst);

@@ -1,0 +1,149 @@
+// The large suite over ../shared/corpus: every JPEG layout, and malformed files.
+// Exits 77 (skipped) when the corpus is absent.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "reader/image_dataset.h"
+#include "reader/jpeg_decode.h"
+#include "test_util.h"
+#include "writer/image_converter.h"
+#include "writer/transcode.h"
+
+namespace pcr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CorpusDir;
+using test::ReadFile;
+using test::TempDir;
+
+std::vector<fs::path> FilesUnder(const fs::path& dir, bool jpeg_only) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (!jpeg_only || ext == ".jpg" || ext == ".jpeg")) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Bytes Assemble(const TranscodedImage& t, int k) {
+  Bytes out;
+  for (int g = 0; g < k; ++g) out.insert(out.end(), t.chunks[g].begin(), t.chunks[g].end());
+  out.push_back(0xff);
+  out.push_back(0xd9);
+  return out;
+}
+
+// Checks a successful transcode: full fidelity gives the original's pixels,
+// and every prefix decodes cleanly with growing size.
+void CheckTranscode(const Bytes& original, const TranscodedImage& t, int groups) {
+  auto want = DecodeJpeg(original, {.warnings_are_errors = false});
+  REQUIRE(want.ok());
+  size_t previous = 0;
+  for (int k = 1; k <= groups; ++k) {
+    const Bytes partial = Assemble(t, k);
+    CHECK(partial.size() >= previous);
+    previous = partial.size();
+    auto got = DecodeJpeg(partial);
+    REQUIRE(got.ok());
+    if (k == groups) {
+      CHECK(got->width == want->width);
+      CHECK(got->height == want->height);
+      CHECK(got->pixels == want->pixels);
+    }
+  }
+}
+
+TEST_CASE("every valid 8-bit corpus JPEG converts losslessly; the rest are refused for a reason") {
+  const fs::path root = fs::path(CorpusDir()) / "jpeg";
+  size_t converted = 0, refused = 0;
+  for (const std::string& name : BuiltinScanScriptNames()) {
+    const ScanScript script = *BuiltinScanScript(name);
+    for (const char* dir : {"golang", "libjpeg-turbo", "jpeg-decoder-reftest", "neverball-textures"}) {
+      for (const fs::path& file : FilesUnder(root / dir, true)) {
+        INFO(file.string() << " with " << name);
+        const Bytes original = ReadFile(file);
+        auto t = TranscodeToScanGroups(original, script);
+        if (t.ok()) {
+          ++converted;
+          CheckTranscode(original, *t, script.group_count());
+          continue;
+        }
+        ++refused;
+        const Status& s = t.status();
+        UNSCOPED_INFO("refused: " << s.ToString());
+        if (s.code() == StatusCode::kNotSupported) continue;
+        REQUIRE(s.code() == StatusCode::kCorruption);
+        // Refused as corrupt: libjpeg-turbo itself warns or fails on it, or it
+        // is a progressive file that never codes some coefficients.
+        const bool strict_decode_fails = !DecodeJpeg(original).ok();
+        const bool incomplete = s.message().find("incomplete progressive") != std::string::npos;
+        CHECK((strict_decode_fails || incomplete));
+      }
+    }
+  }
+  std::printf("corpus: %zu transcodes verified pixel-exact, %zu refusals\n", converted, refused);
+  CHECK(converted >= 400);
+}
+
+TEST_CASE("malformed JPEGs are refused or converted exactly, never a crash") {
+  const ScanScript script = *BuiltinScanScript("spectral");
+  size_t converted = 0, refused = 0;
+  for (const fs::path& file : FilesUnder(fs::path(CorpusDir()) / "jpeg/malformed", false)) {
+    INFO(file.string());
+    const Bytes original = ReadFile(file);
+    auto t = TranscodeToScanGroups(original, script);
+    if (!t.ok()) {
+      ++refused;
+      CHECK_FALSE(t.status().message().empty());
+      continue;
+    }
+    ++converted;
+    CheckTranscode(original, *t, script.group_count());
+  }
+  std::printf("malformed: %zu converted exactly, %zu refused\n", converted, refused);
+  CHECK(refused > 0);
+}
+
+TEST_CASE("real photos: smaller than the originals, scan group 1 at most 15 percent") {
+  TempDir tmp;
+  const fs::path src = fs::path(CorpusDir()) / "jpeg/neverball-textures";
+  uint64_t original_bytes = 0;
+  {
+    std::ofstream list(tmp / "list.csv");
+    for (const fs::path& f : FilesUnder(src, true)) {
+      list << f.filename().string() << ",0\n";
+      original_bytes += fs::file_size(f);
+    }
+  }
+  for (const std::string& name : BuiltinScanScriptNames()) {
+    INFO(name);
+    const std::string out = tmp / ("ds-" + name);
+    auto summary = ConvertImages(
+        {.src_dir = src.string(), .list_file = tmp / "list.csv", .out_dir = out, .scan_script = name});
+    REQUIRE(summary.ok());
+    auto ds = ImageDataset::Open(out);
+    REQUIRE(ds.ok());
+    const std::vector<uint64_t> bytes = (*ds)->StreamBytes();
+    uint64_t total = 0;
+    for (uint64_t b : bytes) total += b;
+    CHECK(summary->output_bytes <= original_bytes);
+    CHECK(static_cast<double>(bytes[0] + bytes[1]) <= 0.15 * static_cast<double>(total));
+  }
+}
+
+}  // namespace
+}  // namespace pcr
+
+int main(int argc, char** argv) {
+  if (pcr::test::CorpusDir().empty()) {
+    std::printf("skipped: corpus directory %s not found\n", PCR_CORPUS_DIR);
+    return 77;
+  }
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,139 @@
+// Attacks on the reader: every truncation and every single-byte flip of a
+// small real file must give an error or the correct data.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "reader/image_dataset.h"
+#include "reader/verify.h"
+#include "test_util.h"
+#include "writer/image_converter.h"
+
+namespace pcr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::DataDir;
+using test::ReadFile;
+using test::TempDir;
+using test::WriteFile;
+
+// Every image of the file at every fidelity, read record-wise and one by one;
+// or the first error.
+Result<std::vector<Bytes>> ReadEverything(const std::string& path) {
+  PCR_ASSIGN_OR_RETURN(auto ds, ImageDataset::Open(path));
+  std::vector<Bytes> out;
+  for (int k = 1; k <= ds->num_scan_groups(); ++k) {
+    for (uint64_t r = 0; r < ds->num_records(); ++r) {
+      PCR_ASSIGN_OR_RETURN(auto images, ds->ReadRecord(r, k));
+      for (Image& img : images) {
+        out.push_back(std::move(img.jpeg));
+        out.back().push_back(static_cast<uint8_t>(img.label));
+        out.back().insert(out.back().end(), img.key.begin(), img.key.end());
+      }
+    }
+    for (uint64_t i = 0; i < ds->num_images(); ++i) {
+      PCR_ASSIGN_OR_RETURN(Image img, ds->ReadImage(i, k));
+      out.push_back(std::move(img.jpeg));
+    }
+  }
+  return out;
+}
+
+struct SmallFile {
+  TempDir tmp;
+  std::string path;
+  Bytes bytes;
+  std::vector<Bytes> expected;
+
+  SmallFile() {
+    fs::create_directories(tmp.path() / "src/a");
+    fs::create_directories(tmp.path() / "src/b");
+    fs::copy(DataDir() + "/sample/video/video-001.q50.410.jpeg", tmp.path() / "src/a");
+    fs::copy(DataDir() + "/sample/misc/jpg-cmyk-1.jpg", tmp.path() / "src/b");
+    fs::copy(DataDir() + "/sample/misc/jpg-size-1x1.jpg", tmp.path() / "src/b");
+    auto done = ConvertImages({.src_dir = tmp / "src", .out_dir = tmp / "out",
+                               .images_per_record = 2, .records_per_file = 2});
+    REQUIRE(done.ok());
+    path = tmp / "out/records-00000.pcr";
+    bytes = ReadFile(path);
+    auto all = ReadEverything(path);
+    REQUIRE(all.ok());
+    expected = std::move(all).value();
+  }
+};
+
+TEST_CASE("every truncation of a file is refused") {
+  SmallFile f;
+  const std::string cut_path = f.tmp / "cut.pcr";
+  for (size_t len = 0; len < f.bytes.size(); ++len) {
+    WriteFile(cut_path, ByteSpan(f.bytes).first(len));
+    auto opened = ImageDataset::Open(cut_path);
+    INFO("length " << len);
+    REQUIRE_FALSE(opened.ok());
+    CHECK(opened.status().code() == StatusCode::kCorruption);
+    CHECK_THAT(opened.status().message(), Catch::Contains(cut_path));
+    CHECK_FALSE(VerifyPath(cut_path).errors.empty());
+  }
+}
+
+TEST_CASE("every flipped byte is caught by verify, and reads never return wrong data") {
+  SmallFile f;
+  const std::string bad_path = f.tmp / "flip.pcr";
+  size_t opened = 0;
+  for (size_t i = 0; i < f.bytes.size(); ++i) {
+    for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x80}}) {
+      Bytes bad = f.bytes;
+      bad[i] ^= mask;
+      WriteFile(bad_path, bad);
+      INFO("offset " << i << " mask " << int{mask});
+      CHECK_FALSE(VerifyPath(bad_path).errors.empty());
+      auto got = ReadEverything(bad_path);
+      if (got.ok()) {
+        ++opened;
+        CHECK(*got == f.expected);
+      } else {
+        CHECK_THAT(got.status().message(), Catch::Contains(bad_path));
+      }
+    }
+  }
+  // Every byte is covered by a checksum, so no flip reads back as data.
+  CHECK(opened == 0);
+}
+
+TEST_CASE("a corrupt stream error names file, stripe, stream and offset") {
+  SmallFile f;
+  auto ds = ImageDataset::Open(f.path);
+  REQUIRE(ds.ok());
+  const StripeInfo& stripe = (*ds)->files()[0]->index().stripes[1];
+  const uint64_t at = stripe.stream_offset(2) + 1;
+  Bytes bad = f.bytes;
+  bad[at] ^= 0xff;
+  const std::string bad_path = f.tmp / "bad.pcr";
+  WriteFile(bad_path, bad);
+  auto reopened = ImageDataset::Open(bad_path);
+  REQUIRE(reopened.ok());  // metadata and index are intact
+  auto rec = (*reopened)->ReadRecord(1, 2);
+  REQUIRE_FALSE(rec.ok());
+  CHECK(rec.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(rec.status().message(), Catch::Contains(bad_path + ": stripe 1 stream 2 at offset " +
+                                                     std::to_string(stripe.stream_offset(2))));
+  CHECK((*reopened)->ReadRecord(1, 1).ok());
+  const VerifyReport report = VerifyPath(bad_path);
+  REQUIRE(report.errors.size() == 2);  // the stream and the chunk inside it
+}
+
+TEST_CASE("a dataset whose files disagree with the manifest is refused") {
+  SmallFile f;
+  fs::copy(DataDir() + "/sample/misc/jpg-size-1x1.jpg", f.tmp.path() / "src/b/extra.jpg");
+  REQUIRE(ConvertImages({.src_dir = f.tmp / "src", .out_dir = f.tmp / "other"}).ok());
+  fs::copy_file(f.tmp.path() / "other/records-00000.pcr", f.tmp.path() / "out/records-00000.pcr",
+                fs::copy_options::overwrite_existing);
+  auto ds = ImageDataset::Open(f.tmp / "out");
+  REQUIRE_FALSE(ds.ok());
+  CHECK_THAT(ds.status().message(), Catch::Contains("records-00000.pcr"));
+  CHECK_THAT(ds.status().message(), Catch::Contains("differs from the manifest"));
+}
+
+}  // namespace
+}  // namespace pcr

@@ -1,0 +1,263 @@
+#include <catch2/catch.hpp>
+
+#include "format/checksum.h"
+#include "format/coding.h"
+#include "format/file_format.h"
+#include "format/scan_script.h"
+
+namespace pcr {
+namespace {
+
+TEST_CASE("varints round-trip at every width and reject truncation") {
+  const uint64_t values[] = {0, 1, 127, 128, 300, 16383, 16384, (1ull << 35) + 7, UINT64_MAX};
+  for (uint64_t v : values) {
+    Bytes b;
+    PutVarint64(&b, v);
+    Decoder d(b);
+    uint64_t out = 0;
+    REQUIRE(d.GetVarint64(&out));
+    CHECK(out == v);
+    CHECK(d.done());
+    for (size_t cut = 0; cut < b.size(); ++cut) {
+      Decoder t(ByteSpan(b).first(cut));
+      CHECK_FALSE(t.GetVarint64(&out));
+      CHECK(t.failed());
+    }
+  }
+}
+
+TEST_CASE("varint decoder rejects encodings past 64 bits") {
+  const Bytes eleven(11, 0x80);
+  Decoder d(eleven);
+  uint64_t v;
+  CHECK_FALSE(d.GetVarint64(&v));
+  Bytes overflow(9, 0xff);
+  overflow.push_back(0x02);  // the tenth byte may only be 0 or 1
+  Decoder o(overflow);
+  CHECK_FALSE(o.GetVarint64(&v));
+}
+
+TEST_CASE("signed varints zigzag") {
+  for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{1}, int64_t{-64}, INT64_MIN, INT64_MAX}) {
+    Bytes b;
+    PutVarsint64(&b, v);
+    Decoder d(b);
+    int64_t out;
+    REQUIRE(d.GetVarsint64(&out));
+    CHECK(out == v);
+  }
+  Bytes b;
+  PutVarsint64(&b, -1);
+  CHECK(b.size() == 1);
+}
+
+TEST_CASE("fixed-width fields are little-endian") {
+  Bytes b;
+  PutFixed32(&b, 0x04030201);
+  PutFixed64(&b, 0x0c0b0a0908070605ull);
+  CHECK(b == Bytes{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  Decoder d(b);
+  uint32_t a;
+  uint64_t c;
+  REQUIRE(d.GetFixed32(&a));
+  REQUIRE(d.GetFixed64(&c));
+  CHECK(a == 0x04030201);
+  CHECK(c == 0x0c0b0a0908070605ull);
+  CHECK_FALSE(d.GetFixed8(nullptr));
+}
+
+TEST_CASE("length-prefixed strings are bounded") {
+  Bytes b;
+  PutLengthPrefixed(&b, "hello");
+  std::string s;
+  Decoder ok(b);
+  REQUIRE(ok.GetLengthPrefixed(5, &s));
+  CHECK(s == "hello");
+  Decoder too_long(b);
+  CHECK_FALSE(too_long.GetLengthPrefixed(4, &s));
+  Decoder truncated(ByteSpan(b).first(3));
+  CHECK_FALSE(truncated.GetLengthPrefixed(5, &s));
+}
+
+TEST_CASE("checksums are XXH3-64 with seed 0") {
+  // Reference values of XXH3_64bits from the xxHash test vectors.
+  CHECK(Checksum64({}) == 0x2D06800538D394C2ull);
+  const Bytes abc = {'a', 'b', 'c'};
+  CHECK(Checksum32(abc) == static_cast<uint32_t>(Checksum64(abc)));
+  CHECK(Checksum64(abc) != Checksum64(ByteSpan(abc).first(2)));
+}
+
+TEST_CASE("file header round-trips and rejects damage") {
+  Bytes b;
+  FileHeader{.kind = FileKind::kImages}.EncodeTo(&b);
+  static_assert(kFileHeaderSize == 16);
+  REQUIRE(b.size() == kFileHeaderSize);
+  auto h = FileHeader::DecodeFrom(b);
+  REQUIRE(h.ok());
+  CHECK(h->kind == FileKind::kImages);
+  CHECK(h->version_major == 0);
+  CHECK(h->version_minor == 1);
+  for (size_t i = 0; i < b.size(); ++i) {
+    Bytes bad = b;
+    bad[i] ^= 0x40;
+    CHECK_FALSE(FileHeader::DecodeFrom(bad).ok());
+  }
+  CHECK_FALSE(FileHeader::DecodeFrom(ByteSpan(b).first(15)).ok());
+}
+
+TEST_CASE("a newer minor version is refused as not supported") {
+  Bytes b;
+  FileHeader{.kind = FileKind::kTable, .version_minor = kVersionMinor + 1}.EncodeTo(&b);
+  auto h = FileHeader::DecodeFrom(b);
+  REQUIRE_FALSE(h.ok());
+  CHECK(h.status().code() == StatusCode::kNotSupported);
+  CHECK_THAT(h.status().message(), Catch::Contains("newer than this reader"));
+}
+
+TEST_CASE("footer checks its range against the file size") {
+  Bytes b;
+  Footer{.index_offset = 100, .index_length = 50, .index_checksum = 7}.EncodeTo(&b);
+  static_assert(kFooterSize == 32);
+  REQUIRE(b.size() == kFooterSize);
+  auto f = Footer::DecodeFrom(b, 100 + 50 + kFooterSize);
+  REQUIRE(f.ok());
+  CHECK(f->index_checksum == 7);
+  CHECK_FALSE(Footer::DecodeFrom(b, 100 + 51 + kFooterSize).ok());
+  for (size_t i = 0; i < b.size(); ++i) {
+    Bytes bad = b;
+    bad[i] ^= 1;
+    CHECK_FALSE(Footer::DecodeFrom(bad, 100 + 50 + kFooterSize).ok());
+  }
+}
+
+TEST_CASE("built-in scan scripts are valid and survive encoding") {
+  for (const std::string& name : BuiltinScanScriptNames()) {
+    auto script = BuiltinScanScript(name);
+    REQUIRE(script.ok());
+    CHECK(ValidateScanScript(*script).ok());
+    Bytes b;
+    EncodeScanScript(*script, &b);
+    Decoder d(b);
+    ScanScript back;
+    REQUIRE(DecodeScanScript(&d, &back));
+    CHECK(d.done());
+    CHECK(back == *script);
+    auto parsed = ParseScanScript(FormatScanScript(*script), name);
+    REQUIRE(parsed.ok());
+    CHECK(parsed->groups == script->groups);
+  }
+  CHECK(BuiltinScanScript("libjpeg")->group_count() == 10);
+  CHECK_FALSE(BuiltinScanScript("nope").ok());
+}
+
+TEST_CASE("scan script validation rejects illegal progressions") {
+  struct Case {
+    const char* text;
+    const char* why;
+  };
+  const Case cases[] = {
+      {"0,1,2,3: 0-0, 0, 0\n", "AC never coded"},
+      {"0: 1-63, 0, 0\n0,1,2,3: 0-0, 0, 0\n", "AC before DC"},
+      {"0,1,2,3: 0-63, 0, 0\n", "DC scan with Se > 0"},
+      {"0,1,2,3: 0-0, 0, 0\n0,1: 1-63, 0, 0\n2: 1-63, 0, 0\n3: 1-63, 0, 0\n", "AC scan of two components"},
+      {"0,1,2,3: 0-0, 0, 1\n0: 1-63,0,0\n1: 1-63,0,0\n2: 1-63,0,0\n3: 1-63,0,0\n", "DC never refined"},
+      {"0,1,2,3: 0-0, 0, 0\n0: 1-63,0,0\n0: 1-63,0,0\n1: 1-63,0,0\n2: 1-63,0,0\n3: 1-63,0,0\n",
+       "band coded twice"},
+      {"0,1,2,3: 0-0, 0, 0\n0: 1-63,2,1\n1: 1-63,0,0\n2: 1-63,0,0\n3: 1-63,0,0\n", "refine uncoded"},
+      {"1,2,3: 0-0, 0, 0\n0: 0-0,0,0\n0: 1-63,0,0\n1: 1-63,0,0\n2: 1-63,0,0\n3: 1-63,0,0\n",
+       "group 1 lacks component 0"},
+      {"0,1,2,3: 0-0 0 0\n", "syntax"},
+      {"7: 0-0, 0, 0\n", "component out of range"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.why);
+    CHECK_FALSE(ParseScanScript(c.text, "test").ok());
+  }
+  CHECK(ParseScanScript("# full-precision spectral\n0,1,2,3: 0-0,0,0\n0: 1-63,0,0; 3: 1-63,0,0\n"
+                        "1: 1-63,0,0; 2: 1-63,0,0\n",
+                        "ok")
+            .ok());
+}
+
+FileIndex TwoStripeIndex() {
+  FileIndex index;
+  index.script = *BuiltinScanScript("spectral");
+  uint64_t offset = kFileHeaderSize;
+  for (int s = 0; s < 2; ++s) {
+    StripeInfo stripe;
+    stripe.offset = offset;
+    stripe.image_count = 3;
+    stripe.streams.push_back({10, 99});
+    for (int g = 1; g <= index.script.group_count(); ++g) {
+      uint64_t len = 0;
+      for (int i = 0; i < 3; ++i) {
+        stripe.chunks.push_back({static_cast<uint64_t>(g + i), static_cast<uint32_t>(g * 10 + i)});
+        len += g + i;
+      }
+      stripe.streams.push_back({len, static_cast<uint64_t>(g)});
+    }
+    offset += stripe.length();
+    index.stripes.push_back(stripe);
+  }
+  return index;
+}
+
+TEST_CASE("file index round-trips and enforces the stripe tiling") {
+  const FileIndex index = TwoStripeIndex();
+  const uint64_t end = index.stripes[1].offset + index.stripes[1].length();
+  Bytes b;
+  index.EncodeTo(FileKind::kImages, &b);
+  auto back = FileIndex::DecodeFrom(b, FileKind::kImages, end);
+  REQUIRE(back.ok());
+  REQUIRE(back->stripes.size() == 2);
+  CHECK(back->stripes[1].chunk(3, 2).length == 5);
+  CHECK(back->stripes[1].chunk(3, 2).checksum == 32);
+  CHECK(back->stripes[1].stream_offset(1) == index.stripes[1].offset + 10);
+  // The index must start where the stripes end.
+  CHECK_FALSE(FileIndex::DecodeFrom(b, FileKind::kImages, end + 1).ok());
+  CHECK_FALSE(FileIndex::DecodeFrom(b, FileKind::kImages, end - 1).ok());
+  for (size_t cut = 0; cut < b.size(); ++cut) {
+    CHECK_FALSE(FileIndex::DecodeFrom(ByteSpan(b).first(cut), FileKind::kImages, end).ok());
+  }
+}
+
+TEST_CASE("file index rejects chunks that do not fill their stream") {
+  FileIndex index = TwoStripeIndex();
+  index.stripes[0].chunks[0].length += 1;
+  const uint64_t end = index.stripes[1].offset + index.stripes[1].length();
+  Bytes b;
+  index.EncodeTo(FileKind::kImages, &b);
+  auto back = FileIndex::DecodeFrom(b, FileKind::kImages, end);
+  REQUIRE_FALSE(back.ok());
+  CHECK_THAT(back.status().message(), Catch::Contains("group 1"));
+}
+
+TEST_CASE("sample metadata round-trips and rejects trailing bytes") {
+  const std::vector<SampleMetadata> samples = {{0, "cats/a.jpg"}, {-1, ""}, {1234567, "dogs/b.jpg"}};
+  Bytes b;
+  EncodeSampleMetadata(samples, &b);
+  auto back = DecodeSampleMetadata(b, samples.size());
+  REQUIRE(back.ok());
+  CHECK(*back == samples);
+  CHECK_FALSE(DecodeSampleMetadata(b, samples.size() - 1).ok());
+  CHECK_FALSE(DecodeSampleMetadata(b, samples.size() + 1).ok());
+}
+
+TEST_CASE("dataset manifest round-trips and rejects path-like file names") {
+  DatasetManifest m;
+  m.script = *BuiltinScanScript("libjpeg");
+  m.class_names = {"cat", "dog"};
+  m.files = {{"records-00000.pcr", 1000, 10, 1, 42}, {"records-00001.pcr", 900, 9, 1, 43}};
+  Bytes b;
+  m.EncodeTo(&b);
+  auto back = DatasetManifest::DecodeFrom(b);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  m.files[0].name = "../etc/passwd";
+  b.clear();
+  m.EncodeTo(&b);
+  CHECK_FALSE(DatasetManifest::DecodeFrom(b).ok());
+}
+
+}  // namespace
+}  // namespace pcr

@@ -1,0 +1,289 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "format/checksum.h"
+#include "reader/image_dataset.h"
+#include "reader/jpeg_decode.h"
+#include "reader/verify.h"
+#include "test_util.h"
+#include "writer/image_converter.h"
+#include "writer/transcode.h"
+
+namespace pcr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::DataDir;
+using test::ReadFile;
+using test::TempDir;
+
+std::vector<fs::path> SampleFiles() {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(DataDir() + "/sample")) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Bytes Assemble(const TranscodedImage& t, int k) {
+  Bytes out;
+  for (int g = 0; g < k; ++g) out.insert(out.end(), t.chunks[g].begin(), t.chunks[g].end());
+  out.push_back(0xff);
+  out.push_back(0xd9);
+  return out;
+}
+
+// The original is decoded as libjpeg-turbo's djpeg would, warnings allowed;
+// the converted file must decode without any warning.
+void RequireSamePixels(ByteSpan original, ByteSpan converted) {
+  auto a = DecodeJpeg(original, {.warnings_are_errors = false});
+  auto b = DecodeJpeg(converted);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->width == b->width);
+  CHECK(a->height == b->height);
+  CHECK(a->components == b->components);
+  CHECK(a->pixels == b->pixels);
+}
+
+// Hash of every file under a directory, to prove it was not modified.
+std::map<std::string, uint64_t> TreeHashes(const fs::path& root) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) out[e.path().string()] = Checksum64(ReadFile(e.path()));
+  }
+  return out;
+}
+
+TEST_CASE("every sample JPEG transcodes losslessly with both built-in scripts") {
+  for (const std::string& name : BuiltinScanScriptNames()) {
+    const ScanScript script = *BuiltinScanScript(name);
+    for (const fs::path& file : SampleFiles()) {
+      INFO(file.string() << " with " << name);
+      const Bytes original = ReadFile(file);
+      auto t = TranscodeToScanGroups(original, script);
+      REQUIRE(t.ok());
+      REQUIRE(t->chunks.size() == static_cast<size_t>(script.group_count()));
+      RequireSamePixels(original, Assemble(*t, script.group_count()));
+      size_t previous = 0;
+      for (int k = 1; k <= script.group_count(); ++k) {
+        const Bytes partial = Assemble(*t, k);
+        CHECK(partial.size() >= previous);
+        previous = partial.size();
+        auto decoded = DecodeJpeg(partial);
+        CHECK(decoded.ok());
+      }
+    }
+  }
+}
+
+TEST_CASE("grayscale images leave colour-only scan groups empty") {
+  const ScanScript script = *BuiltinScanScript("spectral");
+  auto t = TranscodeToScanGroups(ReadFile(DataDir() + "/sample/misc/testimggray.jpg"), script);
+  REQUIRE(t.ok());
+  CHECK(t->components == 1);
+  // Group 4 of "spectral" holds only the AC scans of components 1 and 2.
+  CHECK(t->chunks[3].empty());
+  for (int g : {0, 1, 2, 4, 5}) CHECK_FALSE(t->chunks[g].empty());
+}
+
+TEST_CASE("APPn segments are kept by default and dropped on request") {
+  const Bytes original = ReadFile(DataDir() + "/sample/misc/jpg-srgb-icc.jpg");
+  const ScanScript script = *BuiltinScanScript("spectral");
+  const std::string icc = "ICC_PROFILE";
+  auto contains_icc = [&](const Bytes& b) {
+    return std::search(b.begin(), b.end(), icc.begin(), icc.end()) != b.end();
+  };
+  REQUIRE(contains_icc(original));
+  auto kept = TranscodeToScanGroups(original, script);
+  auto stripped = TranscodeToScanGroups(original, script, {.keep_metadata = false});
+  REQUIRE(kept.ok());
+  REQUIRE(stripped.ok());
+  CHECK(contains_icc(kept->chunks[0]));
+  CHECK_FALSE(contains_icc(stripped->chunks[0]));
+  RequireSamePixels(original, Assemble(*stripped, script.group_count()));
+}
+
+TEST_CASE("unsupported and corrupt JPEGs are refused with a reason") {
+  const ScanScript script = *BuiltinScanScript("spectral");
+  auto twelve = TranscodeToScanGroups(ReadFile(DataDir() + "/bad/testorig12.jpg"), script);
+  REQUIRE_FALSE(twelve.ok());
+  CHECK(twelve.status().code() == StatusCode::kNotSupported);
+  CHECK_THAT(twelve.status().message(), Catch::Contains("12-bit"));
+
+  auto truncated =
+      TranscodeToScanGroups(ReadFile(DataDir() + "/bad/video-001.progressive.truncated.jpeg"), script);
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.status().code() == StatusCode::kCorruption);
+
+  auto text = TranscodeToScanGroups(ReadFile(DataDir() + "/bad/not-a-jpeg.jpg"), script);
+  REQUIRE_FALSE(text.ok());
+  CHECK_THAT(text.status().message(), Catch::Contains("not a JPEG"));
+
+  // SOI, then a lossless (SOF3) frame header.
+  const Bytes lossless = {0xff, 0xd8, 0xff, 0xc3, 0x00, 0x0b, 0x08, 0x00, 0x10,
+                          0x00, 0x10, 0x01, 0x01, 0x11, 0x00};
+  auto refused = TranscodeToScanGroups(lossless, script);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kNotSupported);
+  CHECK_THAT(refused.status().message(), Catch::Contains("lossless"));
+}
+
+ConvertImagesOptions SampleOptions(const std::string& out, int jobs) {
+  return {.src_dir = DataDir() + "/sample", .out_dir = out, .images_per_record = 5, .jobs = jobs};
+}
+
+TEST_CASE("a converted dataset reads back at every fidelity") {
+  TempDir tmp;
+  const auto before = TreeHashes(DataDir() + "/sample");
+  auto summary = ConvertImages(SampleOptions(tmp / "ds", 2));
+  REQUIRE(summary.ok());
+  CHECK(TreeHashes(DataDir() + "/sample") == before);
+
+  const auto files = SampleFiles();
+  REQUIRE(summary->images == files.size());
+  auto ds = ImageDataset::Open(tmp / "ds");
+  REQUIRE(ds.ok());
+  CHECK((*ds)->num_images() == files.size());
+  CHECK((*ds)->num_records() == (files.size() + 4) / 5);
+  CHECK((*ds)->class_names() == std::vector<std::string>{"misc", "textures", "video"});
+  const int L = (*ds)->num_scan_groups();
+  REQUIRE(L == 6);
+
+  for (uint64_t r = 0; r < (*ds)->num_records(); ++r) {
+    for (int k = 1; k < L; ++k) CHECK((*ds)->RecordBytes(r, k) < (*ds)->RecordBytes(r, k + 1));
+  }
+  uint64_t image = 0;
+  for (uint64_t r = 0; r < (*ds)->num_records(); ++r) {
+    auto full = (*ds)->ReadRecord(r, L);
+    REQUIRE(full.ok());
+    for (const Image& img : *full) {
+      INFO(img.key);
+      const fs::path src = fs::path(DataDir()) / "sample" / img.key;
+      REQUIRE(src == files[image]);
+      const std::string cls = fs::path(img.key).begin()->string();
+      CHECK((*ds)->class_names()[img.label] == cls);
+      RequireSamePixels(ReadFile(src), img.jpeg);
+      for (int k = 1; k <= L; ++k) {
+        auto single = (*ds)->ReadImage(image, k);
+        REQUIRE(single.ok());
+        CHECK(single->key == img.key);
+        CHECK(single->label == img.label);
+        CHECK(DecodeJpeg(single->jpeg).ok());
+        auto rec = (*ds)->ReadRecord(r, k);
+        REQUIRE(rec.ok());
+        CHECK(rec->at(image - (*ds)->record(r).first_image).jpeg == single->jpeg);
+      }
+      ++image;
+    }
+  }
+  CHECK_FALSE((*ds)->ReadRecord(0, 0).ok());
+  CHECK_FALSE((*ds)->ReadRecord(0, L + 1).ok());
+  CHECK_FALSE((*ds)->ReadImage(image, 1).ok());
+  const VerifyReport report = VerifyPath(tmp / "ds");
+  CHECK(report.errors.empty());
+  CHECK(report.files == summary->files);
+}
+
+TEST_CASE("output is byte-identical for any number of jobs") {
+  TempDir tmp;
+  REQUIRE(ConvertImages(SampleOptions(tmp / "one", 1)).ok());
+  REQUIRE(ConvertImages(SampleOptions(tmp / "four", 4)).ok());
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(tmp / "one")) names.push_back(e.path().filename());
+  REQUIRE(names.size() > 2);
+  for (const std::string& n : names) {
+    INFO(n);
+    CHECK(ReadFile(tmp.path() / "one" / n) == ReadFile(tmp.path() / "four" / n));
+  }
+}
+
+TEST_CASE("a single record file opens on its own") {
+  TempDir tmp;
+  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
+  auto ds = ImageDataset::Open(tmp / "ds/records-00001.pcr");
+  REQUIRE(ds.ok());
+  CHECK((*ds)->num_images() == 5);
+  CHECK((*ds)->class_names().empty());
+  CHECK((*ds)->sample(0).key == SampleFiles()[5].lexically_relative(DataDir() + "/sample").string());
+}
+
+TEST_CASE("--list gives keys and labels from a CSV") {
+  TempDir tmp;
+  const std::string list = tmp / "list.csv";
+  std::ofstream(list) << "video/video-001.jpeg,7\ntextures/ring.jpg,3\n";
+  ConvertImagesOptions o = SampleOptions(tmp / "ds", 1);
+  o.list_file = list;
+  REQUIRE(ConvertImages(o).ok());
+  auto ds = ImageDataset::Open(tmp / "ds");
+  REQUIRE(ds.ok());
+  REQUIRE((*ds)->num_images() == 2);
+  CHECK((*ds)->sample(0) == SampleMetadata{7, "video/video-001.jpeg"});
+  CHECK((*ds)->sample(1) == SampleMetadata{3, "textures/ring.jpg"});
+}
+
+// A copy of the sample with the bad files added as one more class.
+void MakeMixedSource(const fs::path& dir) {
+  fs::copy(DataDir() + "/sample", dir, fs::copy_options::recursive);
+  fs::copy(DataDir() + "/bad", dir / "zbad");
+}
+
+TEST_CASE("a bad file fails the conversion, names the file and leaves no dataset") {
+  TempDir tmp;
+  MakeMixedSource(tmp.path() / "src");
+  ConvertImagesOptions o = SampleOptions(tmp / "out", 2);
+  o.src_dir = tmp / "src";
+  auto result = ConvertImages(o);
+  REQUIRE_FALSE(result.ok());
+  CHECK_THAT(result.status().message(), Catch::Contains("zbad/not-a-jpeg.jpg"));
+  CHECK(fs::is_empty(tmp.path() / "out"));
+}
+
+TEST_CASE("--skip-bad converts the rest and lists what it skipped") {
+  TempDir tmp;
+  MakeMixedSource(tmp.path() / "src");
+  ConvertImagesOptions o = SampleOptions(tmp / "out", 2);
+  o.src_dir = tmp / "src";
+  o.skip_bad = true;
+  auto result = ConvertImages(o);
+  REQUIRE(result.ok());
+  CHECK(result->images == SampleFiles().size());
+  REQUIRE(result->skipped.size() == 3);
+  std::ifstream in(tmp / "out/skipped.tsv");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("zbad/testorig12.jpg\tNot supported: 12-bit"));
+  CHECK_THAT(text, Catch::Contains("zbad/video-001.progressive.truncated.jpeg\tCorruption"));
+  CHECK_THAT(text, Catch::Contains("zbad/not-a-jpeg.jpg\tCorruption: not a JPEG"));
+  CHECK(VerifyPath(tmp / "out").errors.empty());
+}
+
+TEST_CASE("conversion refuses to overwrite an existing dataset") {
+  TempDir tmp;
+  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
+  auto again = ConvertImages(SampleOptions(tmp / "ds", 0));
+  REQUIRE_FALSE(again.ok());
+  CHECK_THAT(again.status().message(), Catch::Contains("already holds a pcr dataset"));
+}
+
+TEST_CASE("a custom scan script file defines the groups") {
+  TempDir tmp;
+  const std::string script = tmp / "two.txt";
+  std::ofstream(script) << "0,1,2,3: 0-0, 0, 0\n0: 1-63, 0, 0; 1: 1-63, 0, 0; 2: 1-63, 0, 0; 3: 1-63, 0, 0\n";
+  ConvertImagesOptions o = SampleOptions(tmp / "ds", 0);
+  o.scan_script = script;
+  REQUIRE(ConvertImages(o).ok());
+  auto ds = ImageDataset::Open(tmp / "ds");
+  REQUIRE(ds.ok());
+  CHECK((*ds)->num_scan_groups() == 2);
+  CHECK((*ds)->scan_script().name == "two.txt");
+  auto img = (*ds)->ReadImage(0, 2);
+  REQUIRE(img.ok());
+  RequireSamePixels(ReadFile(SampleFiles()[0]), img->jpeg);
+}
+
+}  // namespace
+}  // namespace pcr
