@@ -12,10 +12,8 @@ bool ParseUint(const std::string& s, uint64_t* out) {
 }
 
 int ReportError(const char* tool, const Status& status) {
-  std::fprintf(stderr, "%s: %s\n", tool, status.ToString().c_str());
-  return status.code() == StatusCode::kInvalidArgument && status.message().starts_with("usage")
-             ? kExitUsage
-             : kExitBadInput;
+  std::fprintf(stderr, "%s: %s\n", tool, status.message().c_str());
+  return kExitBadInput;
 }
 
 Progress::Progress() : enabled_(isatty(STDERR_FILENO) == 1) {}

@@ -31,7 +31,8 @@ class Args {
 // Parses a non-negative integer option value; false on anything else.
 bool ParseUint(const std::string& s, uint64_t* out);
 
-// Prints "<tool>: <status message>" and returns the exit status it maps to.
+// Prints "<tool>: <message>" (messages lead with the file they concern) and
+// returns kExitBadInput.
 int ReportError(const char* tool, const Status& status);
 
 // Writes "\r<text>" to stderr when stderr is a terminal.

@@ -61,6 +61,7 @@ struct ErrorManager {
   jmp_buf jump;
   std::string message;
   int max_input_scans = 0;
+  bool not_supported = false;  // refused as NotSupported rather than Corruption
 };
 
 void ErrorExit(j_common_ptr cinfo) {
@@ -213,13 +214,23 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
     for (int i = 0; i < 16; ++i) jpeg_save_markers(&c->src, JPEG_APP0 + i, 0xffff);
   }
   jpeg_read_header(&c->src, TRUE);
-  if (c->src.data_precision != 8) {
-    c->err.message = "only 8-bit JPEG is supported";
-    return false;
-  }
   if (c->src.num_components < 1 || c->src.num_components > kMaxScanComponents) {
     c->err.message = std::to_string(c->src.num_components) + " components (supported: 1 to 4)";
+    c->err.not_supported = true;
     return false;
+  }
+  // libjpeg-turbo's upsampler decodes only integral sampling ratios; a file
+  // it cannot decode to pixels has no pixels to preserve.
+  for (int ci = 0; ci < c->src.num_components; ++ci) {
+    const jpeg_component_info& comp = c->src.comp_info[ci];
+    if (c->src.max_h_samp_factor % comp.h_samp_factor != 0 ||
+        c->src.max_v_samp_factor % comp.v_samp_factor != 0) {
+      c->err.message = "sampling factors " + std::to_string(comp.h_samp_factor) + "x" +
+                       std::to_string(comp.v_samp_factor) + " of component " + std::to_string(ci) +
+                       " are not an integral fraction of the maximum (not decodable)";
+      c->err.not_supported = true;
+      return false;
+    }
   }
   jvirt_barray_ptr* coefs = jpeg_read_coefficients(&c->src);
   // libjpeg smooths blocks whose coefficients a progressive file never sent,
@@ -267,9 +278,7 @@ Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& s
   Codec codec;
   ScanPlan plan;
   if (!RunLibjpeg(&codec, jpeg, options, script, &plan)) {
-    if (codec.err.message.find("precision") != std::string::npos) {
-      return Status::NotSupported(codec.err.message);
-    }
+    if (codec.err.not_supported) return Status::NotSupported(codec.err.message);
     return Status::Corruption(codec.err.message);
   }
   const ByteSpan out(codec.out, codec.out_size);

@@ -1,0 +1,30 @@
+// Decodes arbitrary bytes as a whole pcr file: header, footer, index, and
+// the sample metadata of every stripe. Must never crash or over-read.
+#include <cstddef>
+#include <cstdint>
+
+#include "format/checksum.h"
+#include "format/file_format.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const pcr::ByteSpan file(data, size);
+  if (size < pcr::kMinFileSize) return 0;
+  auto header = pcr::FileHeader::DecodeFrom(file.first(pcr::kFileHeaderSize));
+  // Checksums are not required to match here, so the fuzzer reaches the index
+  // decoder with arbitrary bytes.
+  auto footer = pcr::Footer::DecodeFrom(file.last(pcr::kFooterSize), size);
+  const uint64_t index_offset = footer.ok() ? footer->index_offset : pcr::kFileHeaderSize;
+  const pcr::ByteSpan index = file.subspan(index_offset, size - pcr::kFooterSize - index_offset);
+  if (header.ok() && header->kind == pcr::FileKind::kDataset) {
+    (void)pcr::DatasetManifest::DecodeFrom(index);
+    return 0;
+  }
+  auto decoded = pcr::FileIndex::DecodeFrom(index, pcr::FileKind::kImages, index_offset);
+  if (!decoded.ok()) return 0;
+  for (const pcr::StripeInfo& s : decoded->stripes) {
+    const pcr::ByteSpan meta = file.subspan(s.offset, s.streams[0].length);
+    (void)pcr::Checksum64(meta);
+    (void)pcr::DecodeSampleMetadata(meta, s.image_count);
+  }
+  return 0;
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Command-line contract of pcr-convert and pcr-dump: outputs, exit statuses
+# (0 ok, 1 bad input or corrupt data, 2 usage) and messages.
+# usage: cli_test.sh TOOLS_DIR DATA_DIR
+set -u
+tools=$1
+data=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# expect STATUS DESCRIPTION COMMAND...: runs COMMAND, keeps stdout in $tmp/out
+# and stderr in $tmp/err, and checks its exit status.
+expect() {
+  local want=$1 what=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -eq "$want" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $what: exit $got, expected $want"
+    sed 's/^/  stderr: /' "$tmp/err"
+  fi
+}
+
+# check DESCRIPTION PATTERN FILE: FILE matches the extended regex PATTERN.
+check() {
+  if grep -Eq -- "$2" "$3"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $1: no match for '$2' in:"
+    sed 's/^/  /' "$3"
+  fi
+}
+
+expect 0 "convert sample" "$tools/pcr-convert" images "$data/sample" "$tmp/ds" --images-per-record 8 --jobs 2
+check "convert summary" '^24 images in 3 records \(3 files\)' "$tmp/out"
+expect 1 "convert into an existing dataset" "$tools/pcr-convert" images "$data/sample" "$tmp/ds"
+check "existing dataset message" 'already holds a pcr dataset' "$tmp/err"
+expect 2 "convert without OUT_DIR" "$tools/pcr-convert" images "$data/sample"
+expect 2 "convert with a bad option" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --jobs zero
+expect 1 "convert an unknown scan script" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --scan-script nope
+check "scan script message" 'neither a built-in name' "$tmp/err"
+
+mkdir -p "$tmp/mixed/ok" "$tmp/mixed/bad"
+cp "$data/sample/video/video-001.jpeg" "$tmp/mixed/ok/"
+cp "$data/bad/testorig12.jpg" "$tmp/mixed/bad/"
+expect 1 "convert with a 12-bit file" "$tools/pcr-convert" images "$tmp/mixed" "$tmp/m1"
+check "bad file named with reason" 'mixed/bad/testorig12.jpg: 12-bit JPEG is not supported' "$tmp/err"
+[ ! -e "$tmp/m1/dataset.pcrd" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: failed conversion left a manifest"; }
+expect 0 "convert with --skip-bad" "$tools/pcr-convert" images "$tmp/mixed" "$tmp/m2" --skip-bad
+check "skip list" '^bad/testorig12.jpg	Not supported' "$tmp/m2/skipped.tsv"
+
+expect 0 "dump summary" "$tools/pcr-dump" "$tmp/ds"
+check "summary images" '^  images +24$' "$tmp/out"
+check "summary group 6 is all" '^  6 .* 1\.0000$' "$tmp/out"
+expect 0 "dump json" "$tools/pcr-dump" "$tmp/ds" --json
+check "json keys" '^\{"path":.*"images":24,"records":3,.*"scan_groups":6,.*"groups":\[\{"group":1,"bytes":[0-9]+,.*"cumulative_bytes":' "$tmp/out"
+expect 0 "dump one file lists structures" "$tools/pcr-dump" "$tmp/ds/records-00000.pcr"
+check "structure offsets" '^  @16 +stripe 0 ' "$tmp/out"
+check "footer offset" '^  @[0-9]+ +footer +32 bytes' "$tmp/out"
+expect 2 "dump with a bad flag" "$tools/pcr-dump" "$tmp/ds" --yaml
+
+expect 0 "verify" "$tools/pcr-dump" verify "$tmp/ds"
+check "verify ok" ': OK, 3 files, 3 records, 21 streams' "$tmp/out"
+cp -r "$tmp/ds" "$tmp/bad"
+printf '\xff' | dd of="$tmp/bad/records-00001.pcr" bs=1 seek=200 conv=notrunc status=none
+expect 1 "verify a corrupt file" "$tools/pcr-dump" verify "$tmp/bad"
+check "corruption names file, stripe, stream and offset" 'records-00001.pcr: stripe 0 stream 1 at offset [0-9]+ length [0-9]+: checksum mismatch' "$tmp/err"
+expect 1 "verify a missing path" "$tools/pcr-dump" verify "$tmp/none"
+
+expect 0 "extract at fidelity 1" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x1" --fidelity 1
+expect 0 "extract at full fidelity" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/xf" --fidelity full
+n1=$(find "$tmp/x1" -name '*.jp*g' | wc -l)
+s1=$(du -sb "$tmp/x1" | cut -f1)
+sf=$(du -sb "$tmp/xf" | cut -f1)
+if [ "$n1" -eq 24 ] && [ -s "$tmp/xf/textures/ring.jpg" ] && [ "$s1" -lt "$sf" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL: extract wrote $n1 files, $s1 bytes at k=1 vs $sf at full"
+fi
+expect 2 "extract at fidelity 7 of 6" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x7" --fidelity 7
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
