@@ -38,6 +38,8 @@ inline constexpr char kDatasetManifestName[] = "dataset.pcrd";
 inline constexpr char kRecordFileExtension[] = ".pcr";
 inline constexpr size_t kMaxKeyLength = 4096;
 inline constexpr size_t kMaxFileNameLength = 255;
+// Appended to chunks 1..k to make an image at fidelity k a standalone JPEG.
+inline constexpr std::array<uint8_t, 2> kJpegEndOfImage = {0xff, 0xd9};
 
 struct FileHeader {
   FileKind kind = FileKind::kImages;

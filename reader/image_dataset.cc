@@ -7,12 +7,6 @@ namespace pcr {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-constexpr uint8_t kEoi[] = {0xff, 0xd9};
-
-}  // namespace
-
 Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path,
                                                          const ImageReaderOptions& options) {
   std::unique_ptr<ImageDataset> ds(new ImageDataset());
@@ -137,7 +131,7 @@ Result<std::vector<Image>> ImageDataset::ReadRecord(uint64_t record, int fidelit
       img.jpeg.insert(img.jpeg.end(), prefix.begin() + cursor[g], prefix.begin() + cursor[g] + len);
       cursor[g] += len;
     }
-    img.jpeg.insert(img.jpeg.end(), std::begin(kEoi), std::end(kEoi));
+    img.jpeg.insert(img.jpeg.end(), kJpegEndOfImage.begin(), kJpegEndOfImage.end());
   }
   return images;
 }
@@ -161,7 +155,7 @@ Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {
   const StripeInfo& stripe = file.index().stripes[loc.stripe];
   uint64_t total = 0;
   for (int g = 1; g <= fidelity; ++g) total += stripe.chunk(g, local).length;
-  Image img{samples_[image].label, samples_[image].key, Bytes(total + sizeof(kEoi))};
+  Image img{samples_[image].label, samples_[image].key, Bytes(total + kJpegEndOfImage.size())};
   std::vector<ReadRequest> reqs;
   uint64_t off = 0;
   for (int g = 1; g <= fidelity; ++g) {
@@ -176,7 +170,7 @@ Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {
     PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, g, local, ByteSpan(img.jpeg).subspan(off, len)));
     off += len;
   }
-  std::copy(std::begin(kEoi), std::end(kEoi), img.jpeg.begin() + total);
+  std::copy(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), img.jpeg.begin() + total);
   return img;
 }
 

@@ -31,14 +31,6 @@ std::vector<fs::path> FilesUnder(const fs::path& dir, bool jpeg_only) {
   return out;
 }
 
-Bytes Assemble(const TranscodedImage& t, int k) {
-  Bytes out;
-  for (int g = 0; g < k; ++g) out.insert(out.end(), t.chunks[g].begin(), t.chunks[g].end());
-  out.push_back(0xff);
-  out.push_back(0xd9);
-  return out;
-}
-
 // Checks a successful transcode: full fidelity gives the original's pixels,
 // and every prefix decodes cleanly with growing size.
 void CheckTranscode(const Bytes& original, const TranscodedImage& t, int groups) {
@@ -46,7 +38,7 @@ void CheckTranscode(const Bytes& original, const TranscodedImage& t, int groups)
   REQUIRE(want.ok());
   size_t previous = 0;
   for (int k = 1; k <= groups; ++k) {
-    const Bytes partial = Assemble(t, k);
+    const Bytes partial = t.AtFidelity(k);
     CHECK(partial.size() >= previous);
     previous = partial.size();
     auto got = DecodeJpeg(partial);

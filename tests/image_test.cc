@@ -29,14 +29,6 @@ std::vector<fs::path> SampleFiles() {
   return files;
 }
 
-Bytes Assemble(const TranscodedImage& t, int k) {
-  Bytes out;
-  for (int g = 0; g < k; ++g) out.insert(out.end(), t.chunks[g].begin(), t.chunks[g].end());
-  out.push_back(0xff);
-  out.push_back(0xd9);
-  return out;
-}
-
 // The original is decoded as libjpeg-turbo's djpeg would, warnings allowed;
 // the converted file must decode without any warning.
 void RequireSamePixels(ByteSpan original, ByteSpan converted) {
@@ -68,10 +60,10 @@ TEST_CASE("every sample JPEG transcodes losslessly with both built-in scripts") 
       auto t = TranscodeToScanGroups(original, script);
       REQUIRE(t.ok());
       REQUIRE(t->chunks.size() == static_cast<size_t>(script.group_count()));
-      RequireSamePixels(original, Assemble(*t, script.group_count()));
+      RequireSamePixels(original, t->AtFidelity(script.group_count()));
       size_t previous = 0;
       for (int k = 1; k <= script.group_count(); ++k) {
-        const Bytes partial = Assemble(*t, k);
+        const Bytes partial = t->AtFidelity(k);
         CHECK(partial.size() >= previous);
         previous = partial.size();
         auto decoded = DecodeJpeg(partial);
@@ -105,7 +97,7 @@ TEST_CASE("APPn segments are kept by default and dropped on request") {
   REQUIRE(stripped.ok());
   CHECK(contains_icc(kept->chunks[0]));
   CHECK_FALSE(contains_icc(stripped->chunks[0]));
-  RequireSamePixels(original, Assemble(*stripped, script.group_count()));
+  RequireSamePixels(original, stripped->AtFidelity(script.group_count()));
 }
 
 TEST_CASE("unsupported and corrupt JPEGs are refused with a reason") {

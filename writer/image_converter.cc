@@ -276,6 +276,7 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   if (summary.images == 0) return Status::InvalidArgument("no image could be converted");
   if (options.skip_bad && !summary.skipped.empty()) {
     const std::string path = (fs::path(options.out_dir) / kSkippedListName).string();
+    cleanup.Add(kSkippedListName);
     PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
     std::string text;
     for (const auto& [key, reason] : summary.skipped) text += key + "\t" + reason + "\n";

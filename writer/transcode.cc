@@ -1,5 +1,7 @@
 #include "writer/transcode.h"
 
+#include "format/file_format.h"
+
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -271,6 +273,13 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
 }
 
 }  // namespace
+
+Bytes TranscodedImage::AtFidelity(int k) const {
+  Bytes out;
+  for (int g = 0; g < k; ++g) PutBytes(&out, chunks[g]);
+  PutBytes(&out, kJpegEndOfImage);
+  return out;
+}
 
 Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& script,
                                               const TranscodeOptions& options) {

@@ -24,6 +24,9 @@ struct TranscodedImage {
   int width = 0;
   int height = 0;
   int components = 0;
+
+  // The image at fidelity k: chunks 1..k and EOI. REQUIRES: 1 <= k <= chunks.size()
+  Bytes AtFidelity(int k) const;
 };
 
 // Transcodes `jpeg` (any 8-bit DCT JPEG libjpeg-turbo reads: baseline,
