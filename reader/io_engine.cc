@@ -52,8 +52,7 @@ class PreadEngine final : public IoEngine {
         }
         done += static_cast<uint64_t>(n);
       }
-      counters_.reads++;
-      counters_.bytes_read += r.length;
+      Count(r.length);
     }
     return Status::OK();
   }

@@ -1,6 +1,7 @@
 // I/O engines: how the reader's planned byte ranges reach storage.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -43,6 +44,7 @@ struct IoCounters {
   uint64_t bytes_read = 0;  // bytes those reads returned
 };
 
+// Engines may be called from several threads at once.
 class IoEngine {
  public:
   virtual ~IoEngine() = default;
@@ -50,10 +52,17 @@ class IoEngine {
   // Fills every request completely. A request past the end of its file is an
   // error naming the file and range.
   virtual Status Read(std::span<const ReadRequest> requests) = 0;
-  const IoCounters& counters() const { return counters_; }
+  IoCounters counters() const { return {reads_.load(), bytes_read_.load()}; }
 
  protected:
-  IoCounters counters_;
+  void Count(uint64_t bytes) {
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<uint64_t> reads_{0};
+  std::atomic<uint64_t> bytes_read_{0};
 };
 
 // One pread() per request, in order, on the calling thread.

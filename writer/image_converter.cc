@@ -52,6 +52,10 @@ Status ListImageFolder(const std::string& root, std::vector<std::string>* classe
       }
       if (it->is_regular_file() && IsJpegName(it->path())) {
         keys.push_back(fs::relative(it->path(), root).generic_string());
+        if (keys.back().size() > kMaxKeyLength) {
+          return Status::InvalidArgument(it->path().string() + ": path longer than " +
+                                         std::to_string(kMaxKeyLength) + " bytes");
+        }
       }
     }
     if (ec) return Status::IOError(dir.string() + ": " + ec.message());
@@ -210,7 +214,12 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   } else {
     PCR_RETURN_IF_ERROR(ReadList(options.list_file, &sources));
   }
-  if (sources.empty()) return Status::InvalidArgument(options.src_dir + ": no JPEG images found");
+  if (sources.empty()) {
+    return Status::InvalidArgument(
+        options.list_file.empty()
+            ? options.src_dir + ": no JPEG images in class folders (expected SRC_DIR/<class>/<image>.jpg, or --list)"
+            : options.list_file + ": lists no images");
+  }
   if (options.shuffle_seed) Shuffle(&sources, *options.shuffle_seed);
   PCR_RETURN_IF_ERROR(PrepareOutDir(options.out_dir));
 
