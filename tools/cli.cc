@@ -30,10 +30,6 @@ void Progress::Finish() {
   shown_ = false;
 }
 
-}  // namespace pcr::cli
-
-namespace pcr::cli {
-
 void Json::Separate() {
   if (need_comma_) out_ += ',';
   need_comma_ = false;

@@ -47,10 +47,6 @@ class Progress {
   bool shown_ = false;
 };
 
-}  // namespace pcr::cli
-
-namespace pcr::cli {
-
 // A minimal JSON writer: objects, arrays, strings, numbers. Commas and
 // escaping are handled; the caller nests Begin/End correctly.
 class Json {
