@@ -221,6 +221,16 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
     c->err.not_supported = true;
     return false;
   }
+  // Progressive scans name components by id, so ids must tell them apart.
+  for (int ci = 0; ci < c->src.num_components; ++ci) {
+    for (int cj = 0; cj < ci; ++cj) {
+      if (c->src.comp_info[ci].component_id == c->src.comp_info[cj].component_id) {
+        c->err.message = "components " + std::to_string(cj) + " and " + std::to_string(ci) +
+                         " share the id " + std::to_string(c->src.comp_info[ci].component_id);
+        return false;
+      }
+    }
+  }
   // libjpeg-turbo's upsampler decodes only integral sampling ratios; a file
   // it cannot decode to pixels has no pixels to preserve.
   for (int ci = 0; ci < c->src.num_components; ++ci) {
