@@ -310,3 +310,38 @@ TEST_CASE("a record at fidelity k is one read of its prefix; an image costs at m
 
 }  // namespace
 }  // namespace pcr
+
+namespace pcr {
+namespace {
+
+std::vector<std::string> Keys(const std::string& path) {
+  auto ds = ImageDataset::Open(path);
+  REQUIRE(ds.ok());
+  std::vector<std::string> keys;
+  for (uint64_t i = 0; i < (*ds)->num_images(); ++i) keys.push_back((*ds)->sample(i).key);
+  return keys;
+}
+
+TEST_CASE("--shuffle writes a seeded permutation, the same for any jobs") {
+  TempDir tmp;
+  ConvertImagesOptions a = SampleOptions(tmp / "a", 1);
+  a.shuffle_seed = 7;
+  ConvertImagesOptions b = SampleOptions(tmp / "b", 3);
+  b.shuffle_seed = 7;
+  ConvertImagesOptions c = SampleOptions(tmp / "c", 1);
+  c.shuffle_seed = 8;
+  REQUIRE(ConvertImages(a).ok());
+  REQUIRE(ConvertImages(b).ok());
+  REQUIRE(ConvertImages(c).ok());
+  const auto ka = Keys(tmp / "a");
+  std::vector<std::string> sorted_keys;
+  for (const fs::path& f : SampleFiles()) sorted_keys.push_back(f.lexically_relative(DataDir() + "/sample"));
+  CHECK(ka != sorted_keys);
+  CHECK(std::is_permutation(ka.begin(), ka.end(), sorted_keys.begin(), sorted_keys.end()));
+  CHECK(ka == Keys(tmp / "b"));
+  CHECK(ka != Keys(tmp / "c"));
+  CHECK(ReadFile(tmp.path() / "a/records-00000.pcr") == ReadFile(tmp.path() / "b/records-00000.pcr"));
+}
+
+}  // namespace
+}  // namespace pcr
