@@ -12,7 +12,7 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path
   std::unique_ptr<ImageDataset> ds(new ImageDataset());
   ds->engine_ = options.engine;
   if (ds->engine_ == nullptr) {
-    ds->owned_engine_ = MakePreadEngine();
+    PCR_ASSIGN_OR_RETURN(ds->owned_engine_, MakeIoEngine(options.io));
     ds->engine_ = ds->owned_engine_.get();
   }
   std::error_code ec;

@@ -12,7 +12,8 @@
 namespace pcr {
 
 struct ImageReaderOptions {
-  IoEngine* engine = nullptr;  // not owned; nullptr: a pread engine owned by the dataset
+  IoEngine* engine = nullptr;  // not owned; nullptr: MakeIoEngine(io), owned by the dataset
+  IoEngineOptions io;          // used when engine is nullptr
 };
 
 // One image read at some fidelity.

@@ -5,12 +5,40 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
+
+#include "reader/io_engine_internal.h"
 
 namespace pcr {
 
-Result<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+RandomAccessFile::~RandomAccessFile() { Close(); }
+
+void RandomAccessFile::Close() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path) {
+  int fd = -1;
+  bool direct = false;
+  if (options_.direct) {
+    if (options_.faults.refuse_direct) {
+      errno = EINVAL;
+    } else {
+      fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    }
+    if (fd >= 0) {
+      direct = true;
+    } else if (errno == EINVAL) {
+      AddNote(path + ": the filesystem refuses O_DIRECT; reading it buffered");
+    } else {
+      return Status::IOError(path + ": cannot open: " + std::strerror(errno));
+    }
+  }
+  if (fd < 0) fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
@@ -23,43 +51,191 @@ Result<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const std::stri
     return Status::InvalidArgument(path + ": not a regular file");
   }
   return std::unique_ptr<RandomAccessFile>(
-      new RandomAccessFile(path, fd, static_cast<uint64_t>(st.st_size)));
+      new RandomAccessFile(path, fd, static_cast<uint64_t>(st.st_size), direct));
 }
 
-RandomAccessFile::~RandomAccessFile() { close(fd_); }
+namespace {
+
+struct AlignedFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<uint8_t, AlignedFree>;
+
+std::string Range(const ReadRequest& r) {
+  return "read of " + std::to_string(r.length) + " bytes at offset " + std::to_string(r.offset);
+}
+
+}  // namespace
+
+Status IoEngine::Read(std::span<ReadRequest> requests) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<IoOp> ops;
+  std::vector<size_t> op_request;
+  std::vector<AlignedBuffer> bounce(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ReadRequest& r = requests[i];
+    r.status = Status::OK();
+    if (r.file->fd() < 0) {
+      r.status = Status::IOError(r.file->path() + ": " + Range(r) + ": the file is closed");
+      continue;
+    }
+    if (r.offset > r.file->size() || r.length > r.file->size() - r.offset) {
+      r.status = Status::Corruption(r.file->path() + ": " + Range(r) + " runs past the end of the file (" +
+                                    std::to_string(r.file->size()) + " bytes)");
+      continue;
+    }
+    if (r.length == 0) continue;
+    IoOp op{r.file, r.offset, r.length, r.length, r.out, &r.status};
+    if (r.file->direct()) {
+      const uint64_t begin = r.offset / kDirectAlignment * kDirectAlignment;
+      const uint64_t end = (r.offset + r.length + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+      bounce[i].reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, end - begin)));
+      if (!bounce[i]) {
+        r.status = Status::IOError(r.file->path() + ": " + Range(r) + ": out of memory");
+        continue;
+      }
+      // The aligned range may run past the end of the file; only the bytes
+      // up to the request's end are needed.
+      op = {r.file, begin, end - begin, r.offset + r.length - begin, bounce[i].get(), &r.status};
+    }
+    ops.push_back(op);
+    op_request.push_back(i);
+  }
+  DoRead(ops);
+  Status first = Status::OK();
+  for (size_t k = 0; k < ops.size(); ++k) {
+    ReadRequest& r = requests[op_request[k]];
+    if (r.status.ok()) {
+      if (bounce[op_request[k]]) std::memcpy(r.out, ops[k].out + (r.offset - ops[k].offset), r.length);
+      reads_.fetch_add(1, std::memory_order_relaxed);
+      bytes_read_.fetch_add(r.length, std::memory_order_relaxed);
+    }
+  }
+  for (const ReadRequest& r : requests) {
+    if (!r.status.ok()) {
+      first = r.status;
+      break;
+    }
+  }
+  nanos_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count(),
+                   std::memory_order_relaxed);
+  return first;
+}
+
+IoCounters IoEngine::counters() const {
+  return {reads_.load(), bytes_read_.load(), static_cast<double>(nanos_.load()) * 1e-9};
+}
+
+std::string IoEngine::note() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return note_;
+}
+
+void IoEngine::AddNote(const std::string& note) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (note_.find(note) != std::string::npos) return;
+  if (!note_.empty()) note_ += "; ";
+  note_ += note;
+}
+
+void IoEngine::Throttle(uint64_t bytes) {
+  if (options_.max_mbps <= 0) return;
+  std::chrono::steady_clock::time_point until;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    const auto cost = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(static_cast<double>(bytes) / (options_.max_mbps * 1e6)));
+    throttle_until_ = std::max(throttle_until_, now) + cost;
+    until = throttle_until_;
+  }
+  std::this_thread::sleep_until(until);
+}
+
+bool IoEngine::InjectEagain() {
+  const uint32_t every = options_.faults.eagain_every;
+  return every > 0 && (completions_.fetch_add(1) + 1) % every == 0;
+}
+
+uint64_t IoEngine::CallLength(const IoOp& op, uint64_t done) const {
+  uint64_t want = op.length - done;
+  const uint64_t cap = options_.faults.max_bytes_per_call;
+  if (cap > 0 && want > cap) {
+    want = cap;
+    if (op.file->direct()) want = std::max(kDirectAlignment, want / kDirectAlignment * kDirectAlignment);
+  }
+  return want;
+}
+
+bool IoEngine::Advance(IoOp& op, uint64_t* done, int64_t result) {
+  const ReadRequest req{op.file, op.offset, op.length, op.out, Status::OK()};
+  if (result < 0) {
+    *op.status = Status::IOError(op.file->path() + ": " + Range(req) + " failed: " +
+                                 std::strerror(static_cast<int>(-result)));
+    return true;
+  }
+  if (result == 0) {
+    if (*done < op.needed) {
+      *op.status = Status::Corruption(op.file->path() + ": unexpected end of file at offset " +
+                                      std::to_string(op.offset + *done) + " (" + Range(req) + ")");
+    }
+    return true;
+  }
+  *done += static_cast<uint64_t>(result);
+  return *done >= op.length;
+}
 
 namespace {
 
 class PreadEngine final : public IoEngine {
  public:
+  using IoEngine::IoEngine;
   std::string_view name() const override { return "pread"; }
 
-  Status Read(std::span<const ReadRequest> requests) override {
-    for (const ReadRequest& r : requests) {
+ protected:
+  void DoRead(std::span<IoOp> ops) override {
+    for (IoOp& op : ops) {
       uint64_t done = 0;
-      while (done < r.length) {
-        const ssize_t n = pread(r.file->fd(), r.out + done, r.length - done,
-                                static_cast<off_t>(r.offset + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-          return Status::IOError(r.file->path() + ": read at offset " + std::to_string(r.offset + done) +
-                                 " failed: " + std::strerror(errno));
-        }
-        if (n == 0) {
-          return Status::Corruption(r.file->path() + ": unexpected end of file at offset " +
-                                    std::to_string(r.offset + done) + " reading " +
-                                    std::to_string(r.length) + " bytes at " + std::to_string(r.offset));
-        }
-        done += static_cast<uint64_t>(n);
+      while (true) {
+        const uint64_t want = CallLength(op, done);
+        Throttle(want);
+        const ssize_t n = pread(op.file->fd(), op.out + done, want, static_cast<off_t>(op.offset + done));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n >= 0 && InjectEagain()) continue;
+        if (Advance(op, &done, n < 0 ? -errno : n)) break;
       }
-      Count(r.length);
     }
-    return Status::OK();
   }
 };
 
 }  // namespace
 
-std::unique_ptr<IoEngine> MakePreadEngine() { return std::make_unique<PreadEngine>(); }
+Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options) {
+  IoEngineOptions o = options;
+  if (o.kind == IoEngineKind::kAuto) {
+    const char* env = std::getenv("PCR_IO_ENGINE");
+    const std::string want = env != nullptr ? env : "";
+    if (want == "pread") {
+      o.kind = IoEngineKind::kPread;
+    } else if (want == "uring") {
+      o.kind = IoEngineKind::kUring;
+    } else if (!want.empty()) {
+      return Status::InvalidArgument("PCR_IO_ENGINE=" + want + ": expected pread or uring");
+    }
+  }
+  if (o.queue_depth == 0 || o.queue_depth > 4096) {
+    return Status::InvalidArgument("queue depth must be 1..4096");
+  }
+  if (o.kind == IoEngineKind::kPread) return std::unique_ptr<IoEngine>(new PreadEngine(o));
+  std::string why;
+  auto uring = MakeUringEngine(o, &why);
+  if (uring) return uring;
+  if (o.kind == IoEngineKind::kUring) return Status::NotSupported("io_uring unavailable: " + why);
+  auto engine = std::unique_ptr<IoEngine>(new PreadEngine(o));
+  engine->AddNote("io_uring unavailable (" + why + "); using pread");
+  return engine;
+}
 
 }  // namespace pcr

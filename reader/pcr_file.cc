@@ -5,7 +5,7 @@
 namespace pcr {
 
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
-  PCR_ASSIGN_OR_RETURN(auto raf, RandomAccessFile::Open(path));
+  PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));
   std::unique_ptr<PcrFile> f(new PcrFile(std::move(raf), engine));
   const uint64_t size = f->size();
   if (size < kMinFileSize) {
@@ -13,8 +13,8 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine
                               " bytes, too short for a pcr file (truncated?)");
   }
   Bytes head(kFileHeaderSize), foot(kFooterSize);
-  const ReadRequest reqs[] = {{&f->file(), 0, kFileHeaderSize, head.data()},
-                              {&f->file(), size - kFooterSize, kFooterSize, foot.data()}};
+  ReadRequest reqs[] = {{&f->file(), 0, kFileHeaderSize, head.data()},
+                        {&f->file(), size - kFooterSize, kFooterSize, foot.data()}};
   PCR_RETURN_IF_ERROR(engine->Read(reqs));
   auto header = FileHeader::DecodeFrom(head);
   if (!header.ok()) return header.status().WithPrefix(path);
@@ -59,7 +59,7 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine
 }
 
 Status PcrFile::ReadRange(uint64_t offset, std::span<uint8_t> out) const {
-  const ReadRequest req{file_.get(), offset, out.size(), out.data()};
+  ReadRequest req{file_.get(), offset, out.size(), out.data()};
   return engine_->Read({&req, 1});
 }
 

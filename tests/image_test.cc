@@ -286,22 +286,23 @@ namespace {
 TEST_CASE("a record at fidelity k is one read of its prefix; an image costs at most k reads") {
   TempDir tmp;
   REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
-  auto engine = MakePreadEngine();
-  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine.get()});
+  auto engine = MakeIoEngine();
+  REQUIRE(engine.ok());
+  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine->get()});
   REQUIRE(ds.ok());
   for (int k = 1; k <= (*ds)->num_scan_groups(); ++k) {
     for (uint64_t r = 0; r < (*ds)->num_records(); ++r) {
-      const IoCounters before = engine->counters();
+      const IoCounters before = (*engine)->counters();
       REQUIRE((*ds)->ReadRecord(r, k).ok());
-      const IoCounters after = engine->counters();
+      const IoCounters after = (*engine)->counters();
       CHECK(after.reads - before.reads == 1);
       CHECK(after.bytes_read - before.bytes_read == (*ds)->RecordBytes(r, k));
     }
     for (uint64_t i = 0; i < (*ds)->num_images(); ++i) {
-      const IoCounters before = engine->counters();
+      const IoCounters before = (*engine)->counters();
       auto img = (*ds)->ReadImage(i, k);
       REQUIRE(img.ok());
-      const IoCounters after = engine->counters();
+      const IoCounters after = (*engine)->counters();
       CHECK(after.reads - before.reads <= static_cast<uint64_t>(k));
       CHECK(after.bytes_read - before.bytes_read == img->jpeg.size() - kJpegEndOfImage.size());
     }

@@ -1,0 +1,173 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "reader/io_engine.h"
+#include "test_util.h"
+
+namespace pcr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+// Files of pseudo-random bytes, so every offset holds a known value.
+struct Files {
+  TempDir tmp;
+  std::vector<Bytes> contents;
+  std::vector<std::string> paths;
+
+  explicit Files(size_t count) {
+    uint64_t x = 99;
+    for (size_t f = 0; f < count; ++f) {
+      Bytes b(10000 + f * 3001);
+      for (uint8_t& v : b) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        v = static_cast<uint8_t>(x >> 56);
+      }
+      paths.push_back(tmp / ("f" + std::to_string(f)));
+      test::WriteFile(paths.back(), b);
+      contents.push_back(std::move(b));
+    }
+  }
+};
+
+std::unique_ptr<IoEngine> Engine(IoEngineKind kind, IoEngineOptions o) {
+  o.kind = kind;
+  auto e = MakeIoEngine(o);
+  REQUIRE(e.ok());
+  return std::move(e).value();
+}
+
+struct Mode {
+  IoEngineKind kind;
+  bool direct;
+};
+
+const char* Name(IoEngineKind k) { return k == IoEngineKind::kUring ? "uring" : "pread"; }
+
+TEST_CASE("engines read many ranges of many files, through short reads and EAGAIN") {
+  const Mode mode = GENERATE(Mode{IoEngineKind::kPread, false}, Mode{IoEngineKind::kPread, true},
+                             Mode{IoEngineKind::kUring, false}, Mode{IoEngineKind::kUring, true});
+  const IoFaults faults = GENERATE(IoFaults{}, IoFaults{.max_bytes_per_call = 4096},
+                                   IoFaults{.eagain_every = 3},
+                                   IoFaults{.max_bytes_per_call = 4096, .eagain_every = 2});
+  const unsigned depth = GENERATE(1u, 8u, 64u);
+  INFO(Name(mode.kind) << (mode.direct ? " direct" : " buffered") << " depth " << depth << " max "
+                       << faults.max_bytes_per_call << " eagain " << faults.eagain_every);
+  Files files(12);
+  auto engine = Engine(mode.kind, {.queue_depth = depth, .direct = mode.direct, .faults = faults});
+  CHECK(engine->name() == Name(mode.kind));
+  std::vector<std::unique_ptr<RandomAccessFile>> open;
+  for (const auto& p : files.paths) {
+    auto f = engine->Open(p);
+    REQUIRE(f.ok());
+    CHECK((*f)->direct() == mode.direct);
+    open.push_back(std::move(f).value());
+  }
+  std::vector<ReadRequest> reqs;
+  std::vector<Bytes> out;
+  uint64_t x = 7, bytes = 0;
+  for (int i = 0; i < 200; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const size_t f = (x >> 40) % open.size();
+    const uint64_t size = open[f]->size();
+    const uint64_t off = (x >> 8) % size;
+    const uint64_t len = std::min<uint64_t>(size - off, (x >> 24) % 9000);
+    out.emplace_back(len);
+    bytes += len;
+    reqs.push_back({open[f].get(), off, len, nullptr});
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) reqs[i].out = out[i].data();
+  REQUIRE(engine->Read(reqs).ok());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Bytes& src = files.contents[std::distance(
+        open.begin(), std::find_if(open.begin(), open.end(), [&](auto& f) { return f.get() == reqs[i].file; }))];
+    CHECK(std::equal(out[i].begin(), out[i].end(), src.begin() + reqs[i].offset));
+    CHECK(reqs[i].status.ok());
+  }
+  CHECK(engine->counters().reads == 200);
+  CHECK(engine->counters().bytes_read == bytes);
+}
+
+TEST_CASE("errors are reported per request and name the file") {
+  const IoEngineKind kind = GENERATE(IoEngineKind::kPread, IoEngineKind::kUring);
+  INFO(Name(kind));
+  Files files(3);
+  auto engine = Engine(kind, {});
+  auto a = engine->Open(files.paths[0]);
+  auto b = engine->Open(files.paths[1]);
+  auto c = engine->Open(files.paths[2]);
+  REQUIRE((a.ok() && b.ok() && c.ok()));
+  (*b)->Close();
+  // c shrinks after it was opened: the read meets a real end of file.
+  REQUIRE(truncate(files.paths[2].c_str(), 5000) == 0);
+  Bytes ok(100), closed(100), past(100), shrunk(100);
+  ReadRequest reqs[] = {
+      {a->get(), 10, 100, ok.data()},
+      {b->get(), 0, 100, closed.data()},
+      {a->get(), (*a)->size() - 50, 100, past.data()},
+      {c->get(), 6000, 100, shrunk.data()},
+  };
+  const Status s = engine->Read(reqs);
+  CHECK_FALSE(s.ok());
+  CHECK(reqs[0].status.ok());
+  CHECK(std::equal(ok.begin(), ok.end(), files.contents[0].begin() + 10));
+  CHECK_THAT(reqs[1].status.message(), Catch::Contains(files.paths[1]) && Catch::Contains("closed"));
+  CHECK(reqs[2].status.code() == StatusCode::kCorruption);
+  CHECK_THAT(reqs[2].status.message(), Catch::Contains(files.paths[0]) && Catch::Contains("past the end"));
+  CHECK(reqs[3].status.code() == StatusCode::kCorruption);
+  CHECK_THAT(reqs[3].status.message(),
+             Catch::Contains(files.paths[2]) && Catch::Contains("unexpected end of file at offset 6000"));
+  CHECK(s.message() == reqs[1].status.message());
+  CHECK(engine->counters().reads == 1);
+}
+
+TEST_CASE("a filesystem refusing O_DIRECT falls back to buffered reads with a note") {
+  const IoEngineKind kind = GENERATE(IoEngineKind::kPread, IoEngineKind::kUring);
+  Files files(1);
+  auto engine = Engine(kind, {.direct = true, .faults = {.refuse_direct = true}});
+  auto f = engine->Open(files.paths[0]);
+  REQUIRE(f.ok());
+  CHECK_FALSE((*f)->direct());
+  CHECK_THAT(engine->note(), Catch::Contains("O_DIRECT") && Catch::Contains(files.paths[0]));
+  Bytes out(1000);
+  ReadRequest req{f->get(), 123, 1000, out.data()};
+  REQUIRE(engine->Read({&req, 1}).ok());
+  CHECK(std::equal(out.begin(), out.end(), files.contents[0].begin() + 123));
+}
+
+TEST_CASE("a bandwidth cap still delivers the right bytes") {
+  Files files(1);
+  auto engine = Engine(IoEngineKind::kUring, {.max_mbps = 1000});
+  auto f = engine->Open(files.paths[0]);
+  REQUIRE(f.ok());
+  Bytes out((*f)->size());
+  ReadRequest req{f->get(), 0, out.size(), out.data()};
+  REQUIRE(engine->Read({&req, 1}).ok());
+  CHECK(out == files.contents[0]);
+}
+
+TEST_CASE("PCR_IO_ENGINE selects the engine") {
+  const char* saved = std::getenv("PCR_IO_ENGINE");
+  const std::string restore = saved != nullptr ? saved : "";
+  setenv("PCR_IO_ENGINE", "pread", 1);
+  CHECK((*MakeIoEngine())->name() == "pread");
+  setenv("PCR_IO_ENGINE", "uring", 1);
+  CHECK((*MakeIoEngine())->name() == "uring");
+  setenv("PCR_IO_ENGINE", "mmap", 1);
+  CHECK(MakeIoEngine().status().code() == StatusCode::kInvalidArgument);
+  unsetenv("PCR_IO_ENGINE");
+  auto automatic = MakeIoEngine();
+  REQUIRE(automatic.ok());
+  CHECK(((*automatic)->name() == "uring" || !(*automatic)->note().empty()));
+  CHECK((*MakeIoEngine({.kind = IoEngineKind::kPread}))->name() == "pread");
+  CHECK_FALSE(MakeIoEngine({.queue_depth = 0}).ok());
+  if (!restore.empty()) setenv("PCR_IO_ENGINE", restore.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace pcr
