@@ -111,6 +111,7 @@ Result<std::vector<Image>> ImageDataset::ReadRecord(uint64_t record, int fidelit
   const PcrFile& file = *files_[loc.file];
   const StripeInfo& stripe = file.index().stripes[loc.stripe];
   Bytes prefix(RecordBytes(record, fidelity));
+  bytes_requested_.fetch_add(prefix.size(), std::memory_order_relaxed);
   PCR_RETURN_IF_ERROR(file.ReadRange(stripe.offset, prefix));
   std::vector<size_t> stream_start(fidelity + 1);
   size_t off = 0;
@@ -144,34 +145,63 @@ std::pair<uint64_t, uint64_t> ImageDataset::Locate(uint64_t image) const {
 }
 
 Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {
-  PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
-  if (image >= num_images()) {
-    return Status::InvalidArgument("image " + std::to_string(image) + " out of range (" +
-                                   std::to_string(num_images()) + " images)");
+  const ImageRequest request{image, fidelity};
+  PCR_ASSIGN_OR_RETURN(std::vector<Image> images, ReadImages({&request, 1}));
+  return std::move(images[0]);
+}
+
+Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest> requests,
+                                                    const CoalesceOptions& coalesce) const {
+  // One range per (request, group); ranges[first_range[i] + g - 1] is group g of request i.
+  std::vector<RangeRequest> ranges;
+  std::vector<size_t> first_range(requests.size());
+  std::vector<RecordLocation> locs(requests.size());
+  std::vector<uint64_t> local(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ImageRequest& r = requests[i];
+    PCR_RETURN_IF_ERROR(CheckFidelity(r.fidelity));
+    if (r.image >= num_images()) {
+      return Status::InvalidArgument("image " + std::to_string(r.image) + " out of range (" +
+                                     std::to_string(num_images()) + " images)");
+    }
+    const auto [record, in_record] = Locate(r.image);
+    locs[i] = records_[record];
+    local[i] = in_record;
+    const PcrFile& file = *files_[locs[i].file];
+    const StripeInfo& stripe = file.index().stripes[locs[i].stripe];
+    first_range[i] = ranges.size();
+    for (int g = 1; g <= r.fidelity; ++g) {
+      ranges.push_back({locs[i].file, file.ChunkOffset(locs[i].stripe, g, in_record),
+                        stripe.chunk(g, in_record).length});
+    }
   }
-  const auto [record, local] = Locate(image);
-  const RecordLocation& loc = records_[record];
-  const PcrFile& file = *files_[loc.file];
-  const StripeInfo& stripe = file.index().stripes[loc.stripe];
-  uint64_t total = 0;
-  for (int g = 1; g <= fidelity; ++g) total += stripe.chunk(g, local).length;
-  Image img{samples_[image].label, samples_[image].key, Bytes(total + kJpegEndOfImage.size())};
-  std::vector<ReadRequest> reqs;
-  uint64_t off = 0;
-  for (int g = 1; g <= fidelity; ++g) {
-    const uint64_t len = stripe.chunk(g, local).length;
-    if (len > 0) reqs.push_back({&file.file(), file.ChunkOffset(loc.stripe, g, local), len, img.jpeg.data() + off});
-    off += len;
+  const ReadPlan plan = PlanReads(ranges, coalesce);
+  bytes_requested_.fetch_add(plan.bytes_requested, std::memory_order_relaxed);
+  std::vector<Bytes> buffers(plan.reads.size());
+  std::vector<ReadRequest> reads(plan.reads.size());
+  for (size_t k = 0; k < plan.reads.size(); ++k) {
+    buffers[k].resize(plan.reads[k].length);
+    reads[k] = {&files_[plan.reads[k].file]->file(), plan.reads[k].offset, plan.reads[k].length,
+                buffers[k].data()};
   }
-  PCR_RETURN_IF_ERROR(engine_->Read(reqs));
-  off = 0;
-  for (int g = 1; g <= fidelity; ++g) {
-    const uint64_t len = stripe.chunk(g, local).length;
-    PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, g, local, ByteSpan(img.jpeg).subspan(off, len)));
-    off += len;
+  PCR_RETURN_IF_ERROR(engine_->Read(reads));
+  std::vector<Image> images(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Image& img = images[i];
+    img.label = samples_[requests[i].image].label;
+    img.key = samples_[requests[i].image].key;
+    const PcrFile& file = *files_[locs[i].file];
+    for (int g = 1; g <= requests[i].fidelity; ++g) {
+      const size_t range = first_range[i] + g - 1;
+      const RequestSlice& slice = plan.slices[range];
+      if (slice.read == RequestSlice::kNoRead) continue;
+      const ByteSpan chunk = ByteSpan(buffers[slice.read]).subspan(slice.offset_in_read, ranges[range].length);
+      PCR_RETURN_IF_ERROR(file.CheckChunk(locs[i].stripe, g, local[i], chunk));
+      PutBytes(&img.jpeg, chunk);
+    }
+    PutBytes(&img.jpeg, kJpegEndOfImage);
   }
-  std::copy(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), img.jpeg.begin() + total);
-  return img;
+  return images;
 }
 
 }  // namespace pcr

@@ -1,13 +1,16 @@
 // Reading image datasets at a chosen fidelity.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "format/file_format.h"
 #include "reader/io_engine.h"
 #include "reader/pcr_file.h"
+#include "reader/read_plan.h"
 
 namespace pcr {
 
@@ -21,6 +24,11 @@ struct Image {
   int64_t label = -1;
   std::string key;
   Bytes jpeg;  // standalone progressive JPEG: scan groups 1..fidelity and EOI
+};
+
+struct ImageRequest {
+  uint64_t image = 0;  // dataset-wide index
+  int fidelity = 1;    // 1..num_scan_groups()
 };
 
 struct RecordLocation {
@@ -59,9 +67,17 @@ class ImageDataset {
   // Reads the record's prefix up to scan group `fidelity` in one read and
   // checks every stream read. REQUIRES: 1 <= fidelity <= num_scan_groups()
   Result<std::vector<Image>> ReadRecord(uint64_t record, int fidelity) const;
-  // Reads one image's chunks of groups 1..fidelity (one read per non-empty
-  // chunk) and checks each chunk.
+  // Reads one image's chunks of groups 1..fidelity (at most `fidelity` reads,
+  // fewer when chunks are close) and checks each chunk.
   Result<Image> ReadImage(uint64_t image, int fidelity) const;
+  // Reads many images, each at its own fidelity, in one engine call: the
+  // chunks of all requests are planned together and coalesced. Result i
+  // answers requests[i].
+  Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests,
+                                        const CoalesceOptions& coalesce = {}) const;
+  // Bytes the caller asked for through Read* since Open (engine counters
+  // give the bytes actually read and the number of reads).
+  uint64_t bytes_requested() const { return bytes_requested_.load(); }
   // The record holding dataset-wide image `image`, and its index in the record.
   std::pair<uint64_t, uint64_t> Locate(uint64_t image) const;
 
@@ -77,6 +93,7 @@ class ImageDataset {
   std::vector<std::unique_ptr<PcrFile>> files_;
   std::vector<RecordLocation> records_;
   std::vector<SampleMetadata> samples_;
+  mutable std::atomic<uint64_t> bytes_requested_{0};
 };
 
 }  // namespace pcr

@@ -300,13 +300,64 @@ TEST_CASE("a record at fidelity k is one read of its prefix; an image costs at m
     }
     for (uint64_t i = 0; i < (*ds)->num_images(); ++i) {
       const IoCounters before = (*engine)->counters();
+      const uint64_t requested = (*ds)->bytes_requested();
       auto img = (*ds)->ReadImage(i, k);
       REQUIRE(img.ok());
       const IoCounters after = (*engine)->counters();
+      const uint64_t wanted = img->jpeg.size() - kJpegEndOfImage.size();
       CHECK(after.reads - before.reads <= static_cast<uint64_t>(k));
-      CHECK(after.bytes_read - before.bytes_read == img->jpeg.size() - kJpegEndOfImage.size());
+      CHECK((*ds)->bytes_requested() - requested == wanted);
+      CHECK(after.bytes_read - before.bytes_read >= wanted);
+      // Without coalescing across holes, exactly the chunks are read.
+      const ImageRequest one{i, k};
+      const IoCounters before_exact = (*engine)->counters();
+      auto exact = (*ds)->ReadImages({&one, 1}, {.hole_limit = 0});
+      REQUIRE(exact.ok());
+      CHECK((*engine)->counters().bytes_read - before_exact.bytes_read == wanted);
+      CHECK(exact->at(0).jpeg == img->jpeg);
     }
   }
+}
+
+TEST_CASE("batched image reads coalesce, and match single reads") {
+  TempDir tmp;
+  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
+  auto engine = MakeIoEngine();
+  REQUIRE(engine.ok());
+  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine->get()});
+  REQUIRE(ds.ok());
+  const int L = (*ds)->num_scan_groups();
+  // Every image of record 1 at fidelity k: the chunks tile streams 1..k, one read.
+  for (int k = 1; k <= L; ++k) {
+    const RecordLocation& rec = (*ds)->record(1);
+    std::vector<ImageRequest> whole;
+    for (uint64_t i = rec.first_image + rec.image_count; i-- > rec.first_image;) whole.push_back({i, k});
+    const IoCounters before = (*engine)->counters();
+    auto images = (*ds)->ReadImages(whole);
+    REQUIRE(images.ok());
+    CHECK((*engine)->counters().reads - before.reads == 1);
+    CHECK((*engine)->counters().bytes_read - before.bytes_read ==
+          (*ds)->RecordBytes(1, k) - (*ds)->RecordBytes(1, 0));
+    auto record = (*ds)->ReadRecord(1, k);
+    REQUIRE(record.ok());
+    for (size_t j = 0; j < whole.size(); ++j) {
+      CHECK(images->at(j).jpeg == record->at(whole[j].image - rec.first_image).jpeg);
+    }
+  }
+  // A mix of images from every record at different fidelities, with a duplicate.
+  std::vector<ImageRequest> mix;
+  for (uint64_t i = 0; i < (*ds)->num_images(); i += 3) mix.push_back({i, static_cast<int>(1 + i % L)});
+  mix.push_back(mix.front());
+  auto batch = (*ds)->ReadImages(mix);
+  REQUIRE(batch.ok());
+  for (size_t j = 0; j < mix.size(); ++j) {
+    auto single = (*ds)->ReadImage(mix[j].image, mix[j].fidelity);
+    REQUIRE(single.ok());
+    CHECK(batch->at(j).jpeg == single->jpeg);
+    CHECK(batch->at(j).key == single->key);
+  }
+  const ImageRequest bad[] = {{0, 1}, {(*ds)->num_images(), 1}};
+  CHECK_FALSE((*ds)->ReadImages(bad).ok());
 }
 
 }  // namespace
