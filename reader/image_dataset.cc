@@ -102,37 +102,57 @@ uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
 }
 
 Result<std::vector<Image>> ImageDataset::ReadRecord(uint64_t record, int fidelity) const {
+  PCR_ASSIGN_OR_RETURN(auto records, ReadRecords({&record, 1}, fidelity));
+  return std::move(records[0]);
+}
+
+Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<const uint64_t> records,
+                                                                  int fidelity) const {
   PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
-  if (record >= num_records()) {
-    return Status::InvalidArgument("record " + std::to_string(record) + " out of range (" +
-                                   std::to_string(num_records()) + " records)");
+  std::vector<Bytes> prefixes(records.size());
+  std::vector<ReadRequest> reads(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i] >= num_records()) {
+      return Status::InvalidArgument("record " + std::to_string(records[i]) + " out of range (" +
+                                     std::to_string(num_records()) + " records)");
+    }
+    const RecordLocation& loc = records_[records[i]];
+    const PcrFile& file = *files_[loc.file];
+    prefixes[i].resize(RecordBytes(records[i], fidelity));
+    reads[i] = {&file.file(), file.index().stripes[loc.stripe].offset, prefixes[i].size(),
+                prefixes[i].data()};
+    bytes_requested_.fetch_add(prefixes[i].size(), std::memory_order_relaxed);
   }
-  const RecordLocation& loc = records_[record];
+  PCR_RETURN_IF_ERROR(engine_->Read(reads));
+  std::vector<std::vector<Image>> out(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    PCR_ASSIGN_OR_RETURN(out[i], SplitRecord(records_[records[i]], fidelity, prefixes[i]));
+  }
+  return out;
+}
+
+Result<std::vector<Image>> ImageDataset::SplitRecord(const RecordLocation& loc, int fidelity,
+                                                     ByteSpan prefix) const {
   const PcrFile& file = *files_[loc.file];
   const StripeInfo& stripe = file.index().stripes[loc.stripe];
-  Bytes prefix(RecordBytes(record, fidelity));
-  bytes_requested_.fetch_add(prefix.size(), std::memory_order_relaxed);
-  PCR_RETURN_IF_ERROR(file.ReadRange(stripe.offset, prefix));
-  std::vector<size_t> stream_start(fidelity + 1);
+  std::vector<size_t> cursor(fidelity + 1);
   size_t off = 0;
   for (int s = 0; s <= fidelity; ++s) {
-    stream_start[s] = off;
-    PCR_RETURN_IF_ERROR(
-        file.CheckStream(loc.stripe, s, ByteSpan(prefix).subspan(off, stripe.streams[s].length)));
+    cursor[s] = off;
+    PCR_RETURN_IF_ERROR(file.CheckStream(loc.stripe, s, prefix.subspan(off, stripe.streams[s].length)));
     off += stripe.streams[s].length;
   }
   std::vector<Image> images(loc.image_count);
-  std::vector<size_t> cursor(stream_start.begin(), stream_start.end());
   for (uint64_t i = 0; i < loc.image_count; ++i) {
     Image& img = images[i];
     img.label = samples_[loc.first_image + i].label;
     img.key = samples_[loc.first_image + i].key;
     for (int g = 1; g <= fidelity; ++g) {
       const uint64_t len = stripe.chunk(g, i).length;
-      img.jpeg.insert(img.jpeg.end(), prefix.begin() + cursor[g], prefix.begin() + cursor[g] + len);
+      PutBytes(&img.jpeg, prefix.subspan(cursor[g], len));
       cursor[g] += len;
     }
-    img.jpeg.insert(img.jpeg.end(), kJpegEndOfImage.begin(), kJpegEndOfImage.end());
+    PutBytes(&img.jpeg, kJpegEndOfImage);
   }
   return images;
 }

@@ -67,6 +67,10 @@ class ImageDataset {
   // Reads the record's prefix up to scan group `fidelity` in one read and
   // checks every stream read. REQUIRES: 1 <= fidelity <= num_scan_groups()
   Result<std::vector<Image>> ReadRecord(uint64_t record, int fidelity) const;
+  // Reads several records at one fidelity in one engine call (one read per
+  // record, all in flight together). Result i holds records[i].
+  Result<std::vector<std::vector<Image>>> ReadRecords(std::span<const uint64_t> records,
+                                                      int fidelity) const;
   // Reads one image's chunks of groups 1..fidelity (at most `fidelity` reads,
   // fewer when chunks are close) and checks each chunk.
   Result<Image> ReadImage(uint64_t image, int fidelity) const;
@@ -85,6 +89,8 @@ class ImageDataset {
   ImageDataset() = default;
   Status AddFile(std::unique_ptr<PcrFile> file);
   Status CheckFidelity(int fidelity) const;
+  // Checks the streams of a record prefix read at `fidelity` and cuts it into images.
+  Result<std::vector<Image>> SplitRecord(const RecordLocation& loc, int fidelity, ByteSpan prefix) const;
 
   std::unique_ptr<IoEngine> owned_engine_;
   IoEngine* engine_ = nullptr;

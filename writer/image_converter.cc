@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "format/file_format.h"
+#include "format/permutation.h"
 #include "writer/file_writer.h"
 #include "writer/transcode.h"
 
@@ -116,19 +117,6 @@ Result<Bytes> ReadWholeFile(const std::string& path) {
   return data;
 }
 
-// Deterministic Fisher-Yates with splitmix64, so orders do not depend on the
-// standard library.
-void Shuffle(std::vector<Source>* v, uint64_t seed) {
-  uint64_t state = seed;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  for (size_t i = v->size(); i > 1; --i) std::swap((*v)[i - 1], (*v)[next() % i]);
-}
-
 struct Converted {
   Result<TranscodedImage> image = Status::OK();
   uint64_t input_bytes = 0;
@@ -220,7 +208,13 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
             ? options.src_dir + ": no JPEG images in class folders (expected SRC_DIR/<class>/<image>.jpg, or --list)"
             : options.list_file + ": lists no images");
   }
-  if (options.shuffle_seed) Shuffle(&sources, *options.shuffle_seed);
+  if (options.shuffle_seed) {
+    std::vector<Source> shuffled;
+    for (uint64_t i : SeededPermutation(sources.size(), *options.shuffle_seed)) {
+      shuffled.push_back(std::move(sources[i]));
+    }
+    sources = std::move(shuffled);
+  }
   PCR_RETURN_IF_ERROR(PrepareOutDir(options.out_dir));
 
   const int jobs = options.jobs > 0 ? options.jobs

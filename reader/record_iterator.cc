@@ -1,0 +1,107 @@
+#include "reader/record_iterator.h"
+
+#include <algorithm>
+
+#include "format/permutation.h"
+
+namespace pcr {
+
+Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDataset& dataset,
+                                                               const RecordIteratorOptions& options) {
+  RecordIteratorOptions o = options;
+  if (o.fidelity == 0) o.fidelity = dataset.num_scan_groups();
+  if (o.fidelity < 1 || o.fidelity > dataset.num_scan_groups()) {
+    return Status::InvalidArgument("fidelity " + std::to_string(o.fidelity) + " out of range 1.." +
+                                   std::to_string(dataset.num_scan_groups()));
+  }
+  if (o.records_in_flight == 0) return Status::InvalidArgument("records_in_flight must be positive");
+  std::unique_ptr<RecordIterator> it(new RecordIterator(dataset, o));
+  it->thread_ = std::thread(&RecordIterator::ReadAhead, it.get());
+  return it;
+}
+
+RecordIterator::RecordIterator(const ImageDataset& dataset, const RecordIteratorOptions& options)
+    : dataset_(dataset), options_(options) {
+  if (options.shuffle_seed) {
+    order_ = SeededPermutation(dataset.num_records(), *options.shuffle_seed);
+  } else {
+    order_.resize(dataset.num_records());
+    for (uint64_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  }
+}
+
+RecordIterator::~RecordIterator() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+uint64_t RecordIterator::RecordCost(uint64_t record) const {
+  return dataset_.RecordBytes(record, options_.fidelity);
+}
+
+void RecordIterator::ReadAhead() {
+  while (true) {
+    std::vector<uint64_t> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Schedule as many records as the count and memory bounds allow; the
+      // next record is always allowed when nothing is in flight.
+      changed_.wait(lock, [&] {
+        if (stop_ || !error_.ok() || scheduled_ == order_.size()) return true;
+        const size_t in_flight = scheduled_ - delivered_;
+        return in_flight < options_.records_in_flight &&
+               (in_flight == 0 ||
+                bytes_in_flight_ + RecordCost(order_[scheduled_]) <= options_.max_bytes_in_flight);
+      });
+      if (stop_ || !error_.ok() || scheduled_ == order_.size()) return;
+      while (scheduled_ < order_.size()) {
+        const size_t in_flight = scheduled_ - delivered_;
+        const uint64_t cost = RecordCost(order_[scheduled_]);
+        if (in_flight >= options_.records_in_flight ||
+            (in_flight > 0 && bytes_in_flight_ + cost > options_.max_bytes_in_flight)) {
+          break;
+        }
+        batch.push_back(order_[scheduled_++]);
+        bytes_in_flight_ += cost;
+      }
+    }
+    auto records = dataset_.ReadRecords(batch, options_.fidelity);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!records.ok()) {
+      error_ = records.status();
+    } else {
+      for (size_t i = 0; i < batch.size(); ++i) {
+        RecordBatch b{batch[i], std::move((*records)[i])};
+        if (options_.shuffle_seed) {
+          const auto perm = SeededPermutation(b.images.size(), *options_.shuffle_seed ^ (batch[i] * 0x9e3779b97f4a7c15ULL));
+          std::vector<Image> shuffled;
+          for (uint64_t j : perm) shuffled.push_back(std::move(b.images[j]));
+          b.images = std::move(shuffled);
+        }
+        ready_.push_back(std::move(b));
+      }
+    }
+    changed_.notify_all();
+  }
+}
+
+Result<std::optional<RecordBatch>> RecordIterator::Next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [&] { return !ready_.empty() || !error_.ok() || delivered_ == order_.size(); });
+  if (!ready_.empty()) {
+    RecordBatch b = std::move(ready_.front());
+    ready_.pop_front();
+    ++delivered_;
+    bytes_in_flight_ -= RecordCost(b.record);
+    changed_.notify_all();
+    return std::optional<RecordBatch>(std::move(b));
+  }
+  if (!error_.ok()) return error_;
+  return std::optional<RecordBatch>();
+}
+
+}  // namespace pcr

@@ -1,0 +1,121 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "reader/record_iterator.h"
+#include "test_util.h"
+#include "writer/image_converter.h"
+
+namespace pcr {
+namespace {
+
+using test::DataDir;
+using test::TempDir;
+
+struct Sample {
+  TempDir tmp;
+  std::unique_ptr<ImageDataset> ds;
+  Sample() {
+    REQUIRE(ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 3})
+                .ok());
+    auto opened = ImageDataset::Open(tmp / "ds");
+    REQUIRE(opened.ok());
+    ds = std::move(opened).value();
+  }
+};
+
+std::vector<RecordBatch> Drain(RecordIterator& it) {
+  std::vector<RecordBatch> out;
+  while (true) {
+    auto next = it.Next();
+    REQUIRE(next.ok());
+    if (!next->has_value()) return out;
+    out.push_back(std::move(**next));
+  }
+}
+
+std::vector<std::string> Keys(const std::vector<Image>& images) {
+  std::vector<std::string> keys;
+  for (const Image& img : images) keys.push_back(img.key);
+  return keys;
+}
+
+TEST_CASE("the iterator yields every record in order at the chosen fidelity") {
+  Sample s;
+  const size_t in_flight = GENERATE(1, 3, 16);
+  const uint64_t budget = GENERATE(uint64_t{1}, uint64_t{256} << 20);
+  auto it = RecordIterator::Create(*s.ds, {.fidelity = 2, .records_in_flight = in_flight,
+                                           .max_bytes_in_flight = budget});
+  REQUIRE(it.ok());
+  const auto batches = Drain(**it);
+  REQUIRE(batches.size() == s.ds->num_records());
+  for (uint64_t r = 0; r < batches.size(); ++r) {
+    CHECK(batches[r].record == r);
+    auto direct = s.ds->ReadRecord(r, 2);
+    REQUIRE(direct.ok());
+    REQUIRE(batches[r].images.size() == direct->size());
+    for (size_t i = 0; i < direct->size(); ++i) CHECK(batches[r].images[i].jpeg == (*direct)[i].jpeg);
+  }
+  CHECK_FALSE((*it)->Next()->has_value());
+}
+
+TEST_CASE("a seed shuffles records and the images inside them, reproducibly") {
+  Sample s;
+  auto run = [&](uint64_t seed) {
+    auto it = RecordIterator::Create(*s.ds, {.shuffle_seed = seed});
+    REQUIRE(it.ok());
+    return Drain(**it);
+  };
+  const auto a = run(5), b = run(5), c = run(6);
+  std::vector<uint64_t> order_a, order_c;
+  for (const auto& x : a) order_a.push_back(x.record);
+  for (const auto& x : c) order_c.push_back(x.record);
+  std::vector<uint64_t> sorted(order_a);
+  std::sort(sorted.begin(), sorted.end());
+  for (uint64_t r = 0; r < sorted.size(); ++r) CHECK(sorted[r] == r);
+  CHECK(order_a != sorted);
+  CHECK(order_a != order_c);
+  bool any_image_moved = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].record == b[i].record);
+    CHECK(Keys(a[i].images) == Keys(b[i].images));
+    auto direct = s.ds->ReadRecord(a[i].record, s.ds->num_scan_groups());
+    REQUIRE(direct.ok());
+    const auto want = Keys(*direct), got = Keys(a[i].images);
+    CHECK(std::is_permutation(got.begin(), got.end(), want.begin(), want.end()));
+    any_image_moved |= got != want;
+  }
+  CHECK(any_image_moved);
+}
+
+TEST_CASE("a read error ends the iteration with the error") {
+  Sample s;
+  // Damage record 4's group-1 stream on disk after opening.
+  const PcrFile& file = *s.ds->files()[s.ds->record(4).file];
+  const uint64_t at = file.index().stripes[s.ds->record(4).stripe].stream_offset(1);
+  Bytes bytes = test::ReadFile(file.path());
+  bytes[at] ^= 0xff;
+  test::WriteFile(file.path(), bytes);
+  auto it = RecordIterator::Create(*s.ds, {.fidelity = 1, .records_in_flight = 1});
+  REQUIRE(it.ok());
+  for (uint64_t r = 0; r < 4; ++r) {
+    auto next = (*it)->Next();
+    REQUIRE(next.ok());
+    REQUIRE(next->has_value());
+  }
+  auto bad = (*it)->Next();
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains(file.path()) && Catch::Contains("stream 1"));
+}
+
+TEST_CASE("an iterator dropped early stops its reader") {
+  Sample s;
+  auto it = RecordIterator::Create(*s.ds, {.records_in_flight = 2});
+  REQUIRE(it.ok());
+  REQUIRE((*it)->Next().ok());
+  it->reset();
+  CHECK_FALSE(RecordIterator::Create(*s.ds, {.fidelity = 99}).ok());
+}
+
+}  // namespace
+}  // namespace pcr
