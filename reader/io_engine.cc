@@ -140,19 +140,20 @@ void IoEngine::AddNote(const std::string& note) {
   note_ += note;
 }
 
-void IoEngine::Throttle(uint64_t bytes) {
-  if (options_.max_mbps <= 0) return;
+void BandwidthCap::Acquire(uint64_t bytes) {
+  if (mbps_ <= 0) return;
   std::chrono::steady_clock::time_point until;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto now = std::chrono::steady_clock::now();
     const auto cost = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(static_cast<double>(bytes) / (options_.max_mbps * 1e6)));
-    throttle_until_ = std::max(throttle_until_, now) + cost;
-    until = throttle_until_;
+        std::chrono::duration<double>(static_cast<double>(bytes) / (mbps_ * 1e6)));
+    until_ = std::max(until_, std::chrono::steady_clock::now()) + cost;
+    until = until_;
   }
   std::this_thread::sleep_until(until);
 }
+
+void IoEngine::Throttle(uint64_t bytes) { cap_.Acquire(bytes); }
 
 bool IoEngine::InjectEagain() {
   const uint32_t every = options_.faults.eagain_every;

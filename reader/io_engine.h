@@ -78,12 +78,25 @@ struct IoCounters {
   double seconds = 0;       // wall time spent inside Read()
 };
 
+// A token bucket over time: Acquire(n) returns once n more bytes fit under
+// `mbps` MB/s (10^6 bytes) since the first call. Thread-safe.
+class BandwidthCap {
+ public:
+  explicit BandwidthCap(double mbps) : mbps_(mbps) {}
+  void Acquire(uint64_t bytes);
+
+ private:
+  const double mbps_;  // <= 0: no cap
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point until_{};
+};
+
 struct IoOp;
 
 // Engines are safe to call from several threads; io_uring serialises callers.
 class IoEngine {
  public:
-  explicit IoEngine(const IoEngineOptions& options) : options_(options) {}
+  explicit IoEngine(const IoEngineOptions& options) : options_(options), cap_(options.max_mbps) {}
   virtual ~IoEngine() = default;
   virtual std::string_view name() const = 0;
 
@@ -124,9 +137,9 @@ class IoEngine {
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<int64_t> nanos_{0};
   std::atomic<uint64_t> completions_{0};
-  mutable std::mutex mu_;  // guards note_ and throttle_until_
+  mutable std::mutex mu_;  // guards note_
   std::string note_;
-  std::chrono::steady_clock::time_point throttle_until_{};
+  BandwidthCap cap_;
 };
 
 // Creates the engine options.kind asks for. kAuto reads PCR_IO_ENGINE

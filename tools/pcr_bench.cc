@@ -1,23 +1,42 @@
 // pcr-bench: benchmarks that print one JSON object.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "reader/image_dataset.h"
 #include "reader/jpeg_decode.h"
+#include "reader/record_iterator.h"
 #include "tools/cli.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using pcr::cli::Json;
+
+double Ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / b; }
 
 constexpr char kUsage[] =
     "usage: pcr-bench decode PATH [--src SRC_DIR] [--min-seconds S] [--scale 1|2|4|8]\n"
-    "  Decodes every image of PATH at each fidelity on one core, and with --src the\n"
-    "  original JPEGs (SRC_DIR/<key>) in the same run; prints images/s and ratios.\n";
+    "         Decodes every image of PATH at each fidelity on one core, and with --src the\n"
+    "         original JPEGs (SRC_DIR/<key>) in the same run; prints images/s and ratios.\n"
+    "       pcr-bench read PATH --fidelity K|full [--engine uring|pread] [--direct]\n"
+    "                 [--queue-depth N] [--mode records|random] [--count N] [--seed S]\n"
+    "                 [--records-in-flight N] [--max-mbps N]\n"
+    "         Reads the dataset (records: every record through the read-ahead iterator;\n"
+    "         random: --count single images in batches of --queue-depth) without decoding.\n"
+    "       pcr-bench read-files PATH... [--direct] [--max-mbps N]\n"
+    "         Reads every file under PATH whole with sequential read() calls, as a\n"
+    "         TFRecord reader does.\n"
+    "  Each prints one JSON object.\n";
 
 int Usage(const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "pcr-bench: %s\n", why.c_str());
@@ -45,7 +64,7 @@ int Decode(const std::string& path, const std::string& src, double min_seconds, 
   auto opened = pcr::ImageDataset::Open(path);
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
-  pcr::cli::Json j;
+  Json j;
   j.BeginObject().Key("bench").String("decode").Key("images").Uint(ds.num_images());
   j.Key("scan_script").String(ds.scan_script().name).Key("scale_denom").Uint(scale);
 
@@ -88,13 +107,144 @@ int Decode(const std::string& path, const std::string& src, double min_seconds, 
   return pcr::cli::kExitOk;
 }
 
-}  // namespace
+struct ReadArgs {
+  std::string path;
+  std::string fidelity = "full";
+  pcr::IoEngineOptions io;
+  std::string mode = "records";
+  uint64_t count = 1000;
+  uint64_t seed = 1;
+  uint64_t records_in_flight = 8;
+};
 
-int main(int argc, char** argv) {
-  pcr::cli::Args args(argc, argv);
-  if (args.empty()) return Usage("");
-  const std::string command = args.next();
-  if (command != "decode") return Usage("unknown command '" + command + "'");
+int Read(const ReadArgs& a) {
+  auto engine = pcr::MakeIoEngine(a.io);
+  if (!engine.ok()) return pcr::cli::ReportError("pcr-bench", engine.status());
+  auto opened = pcr::ImageDataset::Open(a.path, {.engine = engine->get()});
+  if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
+  const pcr::ImageDataset& ds = **opened;
+  uint64_t k = 0;
+  if (a.fidelity == "full") {
+    k = static_cast<uint64_t>(ds.num_scan_groups());
+  } else if (!pcr::cli::ParseUint(a.fidelity, &k) || k < 1 || k > static_cast<uint64_t>(ds.num_scan_groups())) {
+    return Usage("--fidelity must be 1.." + std::to_string(ds.num_scan_groups()) + " or full");
+  }
+  const pcr::IoCounters open_counters = (*engine)->counters();
+  const uint64_t open_requested = ds.bytes_requested();
+  uint64_t images = 0, records = 0;
+  const auto start = Clock::now();
+  if (a.mode == "records") {
+    auto it = pcr::RecordIterator::Create(
+        ds, {.fidelity = static_cast<int>(k), .records_in_flight = a.records_in_flight});
+    if (!it.ok()) return pcr::cli::ReportError("pcr-bench", it.status());
+    while (true) {
+      auto next = (*it)->Next();
+      if (!next.ok()) return pcr::cli::ReportError("pcr-bench", next.status());
+      if (!next->has_value()) break;
+      images += (*next)->images.size();
+      ++records;
+    }
+  } else {
+    const uint64_t depth = a.io.queue_depth;
+    uint64_t state = a.seed;
+    std::vector<pcr::ImageRequest> batch;
+    for (uint64_t n = 0; n < a.count; ++n) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      batch.push_back({(state >> 11) % ds.num_images(), static_cast<int>(k)});
+      if (batch.size() == depth || n + 1 == a.count) {
+        auto got = ds.ReadImages(batch, {.hole_limit = 0});
+        if (!got.ok()) return pcr::cli::ReportError("pcr-bench", got.status());
+        images += got->size();
+        batch.clear();
+      }
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const pcr::IoCounters c = (*engine)->counters();
+  const uint64_t reads = c.reads - open_counters.reads;
+  const uint64_t bytes_read = c.bytes_read - open_counters.bytes_read;
+  const uint64_t requested = ds.bytes_requested() - open_requested;
+  Json j;
+  j.BeginObject()
+      .Key("bench").String("read")
+      .Key("mode").String(a.mode)
+      .Key("engine").String(std::string((*engine)->name()))
+      .Key("direct").Uint(a.io.direct ? 1 : 0)
+      .Key("queue_depth").Uint(a.io.queue_depth)
+      .Key("max_mbps").Double(a.io.max_mbps)
+      .Key("fidelity").Uint(k)
+      .Key("scan_groups").Uint(ds.num_scan_groups())
+      .Key("images").Uint(images)
+      .Key("records").Uint(records)
+      .Key("bytes_requested").Uint(requested)
+      .Key("bytes_read").Uint(bytes_read)
+      .Key("reads").Uint(reads)
+      .Key("read_amplification").Double(Ratio(bytes_read, requested))
+      .Key(a.mode == "records" ? "reads_per_record" : "reads_per_image")
+      .Double(Ratio(reads, a.mode == "records" ? records : images))
+      .Key("seconds").Double(seconds)
+      .Key("images_per_s").Double(images / seconds)
+      .Key("mb_per_s").Double(bytes_read / seconds / 1e6)
+      .Key("note").String((*engine)->note())
+      .EndObject();
+  std::printf("%s\n", j.str().c_str());
+  return pcr::cli::kExitOk;
+}
+
+int ReadFiles(const std::vector<std::string>& paths, bool direct, double max_mbps) {
+  std::vector<fs::path> files;
+  for (const std::string& p : paths) {
+    if (fs::is_directory(p)) {
+      for (const auto& e : fs::recursive_directory_iterator(p)) {
+        if (e.is_regular_file()) files.push_back(e.path());
+      }
+    } else {
+      files.emplace_back(p);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  constexpr size_t kBuffer = 1 << 20;
+  std::unique_ptr<uint8_t, decltype(&std::free)> buf(
+      static_cast<uint8_t*>(std::aligned_alloc(pcr::kDirectAlignment, kBuffer)), &std::free);
+  pcr::BandwidthCap cap(max_mbps);
+  uint64_t bytes = 0, calls = 0;
+  const auto start = Clock::now();
+  for (const fs::path& f : files) {
+    int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+    if (fd < 0 && direct) fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return pcr::cli::ReportError("pcr-bench", pcr::Status::IOError(f.string() + ": cannot open"));
+    while (true) {
+      cap.Acquire(kBuffer);
+      const ssize_t n = read(fd, buf.get(), kBuffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        close(fd);
+        return pcr::cli::ReportError("pcr-bench", pcr::Status::IOError(f.string() + ": read failed"));
+      }
+      ++calls;
+      if (n == 0) break;
+      bytes += static_cast<uint64_t>(n);
+    }
+    close(fd);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  Json j;
+  j.BeginObject()
+      .Key("bench").String("read-files")
+      .Key("direct").Uint(direct ? 1 : 0)
+      .Key("max_mbps").Double(max_mbps)
+      .Key("files").Uint(files.size())
+      .Key("bytes_read").Uint(bytes)
+      .Key("reads").Uint(calls)
+      .Key("seconds").Double(seconds)
+      .Key("files_per_s").Double(files.size() / seconds)
+      .Key("mb_per_s").Double(bytes / seconds / 1e6)
+      .EndObject();
+  std::printf("%s\n", j.str().c_str());
+  return pcr::cli::kExitOk;
+}
+
+int ParseDecode(pcr::cli::Args& args) {
   std::string path, src;
   double min_seconds = 1.0;
   uint64_t scale = 1;
@@ -116,4 +266,82 @@ int main(int argc, char** argv) {
   }
   if (path.empty()) return Usage("decode needs PATH");
   return Decode(path, src, min_seconds, static_cast<int>(scale));
+}
+
+int ParseRead(pcr::cli::Args& args) {
+  ReadArgs r;
+  while (!args.empty()) {
+    const std::string a = args.next();
+    uint64_t n = 0;
+    auto number = [&] { return !args.empty() && pcr::cli::ParseUint(args.next(), &n); };
+    if (a == "--fidelity" && !args.empty()) {
+      r.fidelity = args.next();
+    } else if (a == "--engine" && !args.empty()) {
+      const std::string e = args.next();
+      if (e != "uring" && e != "pread") return Usage("--engine must be uring or pread");
+      r.io.kind = e == "uring" ? pcr::IoEngineKind::kUring : pcr::IoEngineKind::kPread;
+    } else if (a == "--direct") {
+      r.io.direct = true;
+    } else if (a == "--queue-depth") {
+      if (!number() || n == 0 || n > 4096) return Usage("--queue-depth must be 1..4096");
+      r.io.queue_depth = static_cast<unsigned>(n);
+    } else if (a == "--mode" && !args.empty()) {
+      r.mode = args.next();
+      if (r.mode != "records" && r.mode != "random") return Usage("--mode must be records or random");
+    } else if (a == "--count") {
+      if (!number() || n == 0) return Usage("--count must be positive");
+      r.count = n;
+    } else if (a == "--seed") {
+      if (!number()) return Usage("--seed needs an integer");
+      r.seed = n;
+    } else if (a == "--records-in-flight") {
+      if (!number() || n == 0) return Usage("--records-in-flight must be positive");
+      r.records_in_flight = n;
+    } else if (a == "--max-mbps") {
+      if (!number()) return Usage("--max-mbps needs an integer");
+      r.io.max_mbps = static_cast<double>(n);
+    } else if (a.starts_with("--") || !r.path.empty()) {
+      return Usage("unexpected argument " + a);
+    } else {
+      r.path = a;
+    }
+  }
+  if (r.path.empty()) return Usage("read needs PATH");
+  return Read(r);
+}
+
+int ParseReadFiles(pcr::cli::Args& args) {
+  std::vector<std::string> paths;
+  bool direct = false;
+  uint64_t mbps = 0;
+  while (!args.empty()) {
+    const std::string a = args.next();
+    if (a == "--direct") {
+      direct = true;
+    } else if (a == "--max-mbps") {
+      if (args.empty() || !pcr::cli::ParseUint(args.next(), &mbps)) return Usage("--max-mbps needs an integer");
+    } else if (a.starts_with("--")) {
+      return Usage("unexpected argument " + a);
+    } else {
+      paths.push_back(a);
+    }
+  }
+  if (paths.empty()) return Usage("read-files needs PATH");
+  return ReadFiles(paths, direct, static_cast<double>(mbps));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pcr::cli::Args args(argc, argv);
+  if (args.empty()) return Usage("");
+  const std::string command = args.next();
+  if (command == "decode") return ParseDecode(args);
+  if (command == "read") return ParseRead(args);
+  if (command == "read-files") return ParseReadFiles(args);
+  if (command == "--help" || command == "-h") {
+    std::fputs(kUsage, stdout);
+    return pcr::cli::kExitOk;
+  }
+  return Usage("unknown command '" + command + "'");
 }
