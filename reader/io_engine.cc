@@ -147,7 +147,9 @@ void BandwidthCap::Acquire(uint64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     const auto cost = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(static_cast<double>(bytes) / (mbps_ * 1e6)));
-    until_ = std::max(until_, std::chrono::steady_clock::now()) + cost;
+    // Unused budget accumulates for at most kCapBurst, so time spent in I/O
+    // counts against the budget instead of adding to it.
+    until_ = std::max(until_, std::chrono::steady_clock::now() - kCapBurst) + cost;
     until = until_;
   }
   std::this_thread::sleep_until(until);

@@ -78,8 +78,9 @@ struct IoCounters {
   double seconds = 0;       // wall time spent inside Read()
 };
 
-// A token bucket over time: Acquire(n) returns once n more bytes fit under
-// `mbps` MB/s (10^6 bytes) since the first call. Thread-safe.
+// A token bucket: Acquire(n) returns once n more bytes fit under `mbps` MB/s
+// (10^6 bytes), with a bucket of kCapBurst worth of bytes. Thread-safe.
+inline constexpr std::chrono::milliseconds kCapBurst{20};
 class BandwidthCap {
  public:
   explicit BandwidthCap(double mbps) : mbps_(mbps) {}

@@ -214,7 +214,6 @@ int ReadFiles(const std::vector<std::string>& paths, bool direct, double max_mbp
     if (fd < 0 && direct) fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return pcr::cli::ReportError("pcr-bench", pcr::Status::IOError(f.string() + ": cannot open"));
     while (true) {
-      cap.Acquire(kBuffer);
       const ssize_t n = read(fd, buf.get(), kBuffer);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
@@ -223,6 +222,7 @@ int ReadFiles(const std::vector<std::string>& paths, bool direct, double max_mbp
       }
       ++calls;
       if (n == 0) break;
+      cap.Acquire(static_cast<uint64_t>(n));
       bytes += static_cast<uint64_t>(n);
     }
     close(fd);
