@@ -108,8 +108,19 @@ Result<std::vector<Image>> ImageDataset::ReadRecord(uint64_t record, int fidelit
 
 Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<const uint64_t> records,
                                                                   int fidelity) const {
+  std::vector<RecordPrefix> prefixes;
+  PCR_RETURN_IF_ERROR(ReadRecordPrefixes(records, fidelity, &prefixes));
+  std::vector<std::vector<Image>> out(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    PCR_ASSIGN_OR_RETURN(out[i], ParseRecord(records[i], fidelity, prefixes[i].bytes()));
+  }
+  return out;
+}
+
+Status ImageDataset::ReadRecordPrefixes(std::span<const uint64_t> records, int fidelity,
+                                        std::vector<RecordPrefix>* prefixes) const {
   PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
-  std::vector<Bytes> prefixes(records.size());
+  prefixes->resize(records.size());
   std::vector<ReadRequest> reads(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     if (records[i] >= num_records()) {
@@ -118,21 +129,32 @@ Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<cons
     }
     const RecordLocation& loc = records_[records[i]];
     const PcrFile& file = *files_[loc.file];
-    prefixes[i].resize(RecordBytes(records[i], fidelity));
-    reads[i] = {&file.file(), file.index().stripes[loc.stripe].offset, prefixes[i].size(),
-                prefixes[i].data()};
-    bytes_requested_.fetch_add(prefixes[i].size(), std::memory_order_relaxed);
+    RecordPrefix& p = (*prefixes)[i];
+    const uint64_t offset = file.index().stripes[loc.stripe].offset;
+    p.length = RecordBytes(records[i], fidelity);
+    bytes_requested_.fetch_add(p.length, std::memory_order_relaxed);
+    // On a direct file, read the aligned blocks around the prefix in place
+    // (no bounce copy) where they lie inside the file.
+    uint64_t begin = offset, end = offset + p.length;
+    if (file.file().direct()) {
+      const uint64_t b = offset / kDirectAlignment * kDirectAlignment;
+      const uint64_t e = (end + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+      if (e <= file.size()) begin = b, end = e;
+    }
+    p.begin = offset - begin;
+    p.buffer.Resize(end - begin);
+    reads[i] = {&file.file(), begin, end - begin, p.buffer.data()};
   }
-  PCR_RETURN_IF_ERROR(engine_->Read(reads));
-  std::vector<std::vector<Image>> out(records.size());
-  for (size_t i = 0; i < records.size(); ++i) {
-    PCR_ASSIGN_OR_RETURN(out[i], SplitRecord(records_[records[i]], fidelity, prefixes[i]));
-  }
-  return out;
+  return engine_->Read(reads);
 }
 
-Result<std::vector<Image>> ImageDataset::SplitRecord(const RecordLocation& loc, int fidelity,
-                                                     ByteSpan prefix) const {
+Result<std::vector<Image>> ImageDataset::ParseRecord(uint64_t record, int fidelity, ByteSpan prefix) const {
+  PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
+  if (record >= num_records() || prefix.size() != RecordBytes(record, fidelity)) {
+    return Status::InvalidArgument("record " + std::to_string(record) + ": not a prefix read at fidelity " +
+                                   std::to_string(fidelity));
+  }
+  const RecordLocation& loc = records_[record];
   const PcrFile& file = *files_[loc.file];
   const StripeInfo& stripe = file.index().stripes[loc.stripe];
   std::vector<size_t> cursor(fidelity + 1);

@@ -31,6 +31,15 @@ struct ImageRequest {
   int fidelity = 1;    // 1..num_scan_groups()
 };
 
+// A record's prefix as read from storage: bytes() are the metadata and scan
+// groups 1..fidelity; the buffer may hold alignment padding around them.
+struct RecordPrefix {
+  IoBuffer buffer;
+  size_t begin = 0;
+  size_t length = 0;
+  ByteSpan bytes() const { return {buffer.data() + begin, length}; }
+};
+
 struct RecordLocation {
   size_t file = 0;
   size_t stripe = 0;
@@ -71,6 +80,12 @@ class ImageDataset {
   // record, all in flight together). Result i holds records[i].
   Result<std::vector<std::vector<Image>>> ReadRecords(std::span<const uint64_t> records,
                                                       int fidelity) const;
+  // The two halves of ReadRecords: the raw prefixes of several records, read
+  // in one engine call into (*prefixes)[i], whose buffers are reused ...
+  Status ReadRecordPrefixes(std::span<const uint64_t> records, int fidelity,
+                            std::vector<RecordPrefix>* prefixes) const;
+  // ... and one prefix checked stream by stream and cut into images.
+  Result<std::vector<Image>> ParseRecord(uint64_t record, int fidelity, ByteSpan prefix) const;
   // Reads one image's chunks of groups 1..fidelity (at most `fidelity` reads,
   // fewer when chunks are close) and checks each chunk.
   Result<Image> ReadImage(uint64_t image, int fidelity) const;
@@ -89,8 +104,6 @@ class ImageDataset {
   ImageDataset() = default;
   Status AddFile(std::unique_ptr<PcrFile> file);
   Status CheckFidelity(int fidelity) const;
-  // Checks the streams of a record prefix read at `fidelity` and cuts it into images.
-  Result<std::vector<Image>> SplitRecord(const RecordLocation& loc, int fidelity, ByteSpan prefix) const;
 
   std::unique_ptr<IoEngine> owned_engine_;
   IoEngine* engine_ = nullptr;

@@ -7,12 +7,23 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
 
 #include "reader/io_engine_internal.h"
 
 namespace pcr {
+
+void IoBuffer::Resize(size_t size) {
+  if (size > capacity_) {
+    const size_t bytes = (size + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+    data_.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, bytes)));
+    if (!data_) throw std::bad_alloc();
+    capacity_ = bytes;
+  }
+  size_ = size;
+}
 
 RandomAccessFile::~RandomAccessFile() { Close(); }
 
@@ -56,11 +67,6 @@ Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path
 
 namespace {
 
-struct AlignedFree {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<uint8_t, AlignedFree>;
-
 std::string Range(const ReadRequest& r) {
   return "read of " + std::to_string(r.length) + " bytes at offset " + std::to_string(r.offset);
 }
@@ -70,8 +76,8 @@ std::string Range(const ReadRequest& r) {
 Status IoEngine::Read(std::span<ReadRequest> requests) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<IoOp> ops;
-  std::vector<size_t> op_request;
-  std::vector<AlignedBuffer> bounce(requests.size());
+  std::vector<IoBuffer> bounce(requests.size());
+  std::vector<uint64_t> bounce_offset(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     ReadRequest& r = requests[i];
     r.status = Status::OK();
@@ -86,30 +92,36 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
     }
     if (r.length == 0) continue;
     IoOp op{r.file, r.offset, r.length, r.length, r.out, &r.status};
-    if (r.file->direct()) {
+    const bool aligned = r.offset % kDirectAlignment == 0 && r.length % kDirectAlignment == 0 &&
+                         reinterpret_cast<uintptr_t>(r.out) % kDirectAlignment == 0;
+    if (r.file->direct() && !aligned) {
       const uint64_t begin = r.offset / kDirectAlignment * kDirectAlignment;
       const uint64_t end = (r.offset + r.length + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
-      bounce[i].reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlignment, end - begin)));
-      if (!bounce[i]) {
-        r.status = Status::IOError(r.file->path() + ": " + Range(r) + ": out of memory");
-        continue;
-      }
+      bounce[i].Resize(end - begin);
       // The aligned range may run past the end of the file; only the bytes
       // up to the request's end are needed.
-      op = {r.file, begin, end - begin, r.offset + r.length - begin, bounce[i].get(), &r.status};
+      op = {r.file, begin, end - begin, r.offset + r.length - begin, bounce[i].data(), &r.status};
+      bounce_offset[i] = r.offset - begin;
     }
-    ops.push_back(op);
-    op_request.push_back(i);
+    // Long requests become several I/Os of at most max_io_bytes, in flight
+    // together.
+    const uint64_t piece = std::max<uint64_t>(
+        kDirectAlignment, options_.max_io_bytes / kDirectAlignment * kDirectAlignment);
+    for (uint64_t at = 0; at < op.length; at += piece) {
+      const uint64_t len = std::min(piece, op.length - at);
+      const uint64_t needed = op.needed > at ? std::min(len, op.needed - at) : 0;
+      ops.push_back({op.file, op.offset + at, len, needed, op.out + at, op.status});
+    }
   }
+  ios_.fetch_add(ops.size(), std::memory_order_relaxed);
   DoRead(ops);
   Status first = Status::OK();
-  for (size_t k = 0; k < ops.size(); ++k) {
-    ReadRequest& r = requests[op_request[k]];
-    if (r.status.ok()) {
-      if (bounce[op_request[k]]) std::memcpy(r.out, ops[k].out + (r.offset - ops[k].offset), r.length);
-      reads_.fetch_add(1, std::memory_order_relaxed);
-      bytes_read_.fetch_add(r.length, std::memory_order_relaxed);
-    }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ReadRequest& r = requests[i];
+    if (!r.status.ok() || r.length == 0) continue;
+    if (bounce[i].size() > 0) std::memcpy(r.out, bounce[i].data() + bounce_offset[i], r.length);
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    bytes_read_.fetch_add(r.length, std::memory_order_relaxed);
   }
   for (const ReadRequest& r : requests) {
     if (!r.status.ok()) {
@@ -125,7 +137,7 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
 }
 
 IoCounters IoEngine::counters() const {
-  return {reads_.load(), bytes_read_.load(), static_cast<double>(nanos_.load()) * 1e-9};
+  return {reads_.load(), ios_.load(), bytes_read_.load(), static_cast<double>(nanos_.load()) * 1e-9};
 }
 
 std::string IoEngine::note() const {
@@ -174,6 +186,7 @@ uint64_t IoEngine::CallLength(const IoOp& op, uint64_t done) const {
 
 bool IoEngine::Advance(IoOp& op, uint64_t* done, int64_t result) {
   const ReadRequest req{op.file, op.offset, op.length, op.out, Status::OK()};
+  if (!op.status->ok()) return true;  // another piece of the request failed
   if (result < 0) {
     *op.status = Status::IOError(op.file->path() + ": " + Range(req) + " failed: " +
                                  std::strerror(static_cast<int>(-result)));

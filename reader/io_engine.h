@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,29 @@ class RandomAccessFile {
 // Offset, length and buffer alignment of O_DIRECT reads.
 inline constexpr uint64_t kDirectAlignment = 4096;
 
+// A heap buffer aligned to kDirectAlignment whose bytes start undefined, so
+// large read buffers cost no zero-filling. Grows, never shrinks.
+class IoBuffer {
+ public:
+  IoBuffer() = default;
+  explicit IoBuffer(size_t size) { Resize(size); }
+  // Keeps the allocation when it is large enough; contents are undefined after growing.
+  void Resize(size_t size);
+  uint8_t* data() { return data_.get(); }
+  const uint8_t* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+// On a direct file, a request whose offset, length and buffer are aligned to
+// kDirectAlignment is read in place; others go through a bounce buffer.
 struct ReadRequest {
   const RandomAccessFile* file = nullptr;
   uint64_t offset = 0;
@@ -68,12 +92,14 @@ struct IoEngineOptions {
   IoEngineKind kind = IoEngineKind::kAuto;
   unsigned queue_depth = 64;  // io_uring: reads in flight at most
   bool direct = false;        // open files with O_DIRECT; buffered where refused
+  uint64_t max_io_bytes = 1 << 20;  // longer requests are split into I/Os this long, in flight together
   double max_mbps = 0;        // bandwidth cap in MB/s (10^6 bytes); 0: none
   IoFaults faults;
 };
 
 struct IoCounters {
   uint64_t reads = 0;       // requests completed by storage
+  uint64_t ios = 0;         // storage operations issued for them (long requests are split)
   uint64_t bytes_read = 0;  // bytes those requests asked for
   double seconds = 0;       // wall time spent inside Read()
 };
@@ -135,6 +161,7 @@ class IoEngine {
  private:
   friend Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options);
   std::atomic<uint64_t> reads_{0};
+  std::atomic<uint64_t> ios_{0};
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<int64_t> nanos_{0};
   std::atomic<uint64_t> completions_{0};

@@ -69,21 +69,20 @@ void RecordIterator::ReadAhead() {
         bytes_in_flight_ += cost;
       }
     }
-    auto records = dataset_.ReadRecords(batch, options_.fidelity);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!records.ok()) {
-      error_ = records.status();
-    } else {
-      for (size_t i = 0; i < batch.size(); ++i) {
-        RecordBatch b{batch[i], std::move((*records)[i])};
-        if (options_.shuffle_seed) {
-          const auto perm = SeededPermutation(b.images.size(), *options_.shuffle_seed ^ (batch[i] * 0x9e3779b97f4a7c15ULL));
-          std::vector<Image> shuffled;
-          for (uint64_t j : perm) shuffled.push_back(std::move(b.images[j]));
-          b.images = std::move(shuffled);
-        }
-        ready_.push_back(std::move(b));
+    std::vector<RecordPrefix> prefixes(batch.size());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < batch.size() && !spare_.empty(); ++i) {
+        prefixes[i].buffer = std::move(spare_.back());
+        spare_.pop_back();
       }
+    }
+    const Status read = dataset_.ReadRecordPrefixes(batch, options_.fidelity, &prefixes);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!read.ok()) {
+      error_ = read;
+    } else {
+      for (size_t i = 0; i < batch.size(); ++i) ready_.emplace_back(batch[i], std::move(prefixes[i]));
     }
     changed_.notify_all();
   }
@@ -92,16 +91,28 @@ void RecordIterator::ReadAhead() {
 Result<std::optional<RecordBatch>> RecordIterator::Next() {
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait(lock, [&] { return !ready_.empty() || !error_.ok() || delivered_ == order_.size(); });
-  if (!ready_.empty()) {
-    RecordBatch b = std::move(ready_.front());
-    ready_.pop_front();
-    ++delivered_;
-    bytes_in_flight_ -= RecordCost(b.record);
-    changed_.notify_all();
-    return std::optional<RecordBatch>(std::move(b));
+  if (ready_.empty()) {
+    if (!error_.ok()) return error_;
+    return std::optional<RecordBatch>();
   }
-  if (!error_.ok()) return error_;
-  return std::optional<RecordBatch>();
+  auto [record, prefix] = std::move(ready_.front());
+  ready_.pop_front();
+  lock.unlock();
+  auto images = dataset_.ParseRecord(record, options_.fidelity, prefix.bytes());
+  lock.lock();
+  ++delivered_;
+  bytes_in_flight_ -= RecordCost(record);
+  spare_.push_back(std::move(prefix.buffer));
+  changed_.notify_all();
+  lock.unlock();
+  if (!images.ok()) return images.status();
+  if (options_.shuffle_seed) {
+    std::vector<Image> shuffled;
+    const uint64_t seed = *options_.shuffle_seed ^ (record * 0x9e3779b97f4a7c15ULL);
+    for (uint64_t j : SeededPermutation(images->size(), seed)) shuffled.push_back(std::move((*images)[j]));
+    *images = std::move(shuffled);
+  }
+  return std::optional<RecordBatch>(RecordBatch{record, std::move(images).value()});
 }
 
 }  // namespace pcr

@@ -16,7 +16,7 @@ namespace pcr {
 
 struct RecordIteratorOptions {
   int fidelity = 0;                         // scan groups to read; 0: all
-  size_t records_in_flight = 4;             // records read ahead of the caller, at most
+  size_t records_in_flight = 16;            // records read ahead of the caller, at most
   uint64_t max_bytes_in_flight = 256 << 20;  // read-ahead memory bound; one record may exceed it
   std::optional<uint64_t> shuffle_seed;     // shuffle record order and images within records
 };
@@ -27,7 +27,8 @@ struct RecordBatch {
 };
 
 // A background thread reads the next records (several per engine call, so
-// they are in flight together) while the caller works on earlier ones.
+// they are in flight together) while the caller works on earlier ones; the
+// caller's thread checks and cuts each record in Next().
 class RecordIterator {
  public:
   // REQUIRES: `dataset` outlives the iterator.
@@ -53,7 +54,8 @@ class RecordIterator {
 
   std::mutex mu_;
   std::condition_variable changed_;
-  std::deque<RecordBatch> ready_;   // read, not yet taken
+  std::deque<std::pair<uint64_t, RecordPrefix>> ready_;  // read, not yet taken; parsed by Next()
+  std::vector<IoBuffer> spare_;     // buffers of parsed records, reused for reads
   size_t scheduled_ = 0;            // records handed to the reader so far
   size_t delivered_ = 0;            // records returned by Next()
   uint64_t bytes_in_flight_ = 0;    // of records scheduled and not yet delivered

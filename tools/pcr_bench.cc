@@ -114,7 +114,7 @@ struct ReadArgs {
   std::string mode = "records";
   uint64_t count = 1000;
   uint64_t seed = 1;
-  uint64_t records_in_flight = 8;
+  uint64_t records_in_flight = 16;
 };
 
 int Read(const ReadArgs& a) {
