@@ -1,6 +1,7 @@
 #include "reader/image_dataset.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 namespace pcr {
@@ -111,8 +112,12 @@ Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<cons
   std::vector<RecordPrefix> prefixes;
   PCR_RETURN_IF_ERROR(ReadRecordPrefixes(records, fidelity, &prefixes));
   std::vector<std::vector<Image>> out(records.size());
+  RecordBatch batch;
   for (size_t i = 0; i < records.size(); ++i) {
-    PCR_ASSIGN_OR_RETURN(out[i], ParseRecord(records[i], fidelity, prefixes[i].bytes()));
+    PCR_RETURN_IF_ERROR(ParseRecord(records[i], fidelity, prefixes[i].bytes(), &batch));
+    for (const ImageView& v : batch.images) {
+      out[i].push_back({v.label, std::string(v.key), Bytes(v.jpeg.begin(), v.jpeg.end())});
+    }
   }
   return out;
 }
@@ -148,7 +153,7 @@ Status ImageDataset::ReadRecordPrefixes(std::span<const uint64_t> records, int f
   return engine_->Read(reads);
 }
 
-Result<std::vector<Image>> ImageDataset::ParseRecord(uint64_t record, int fidelity, ByteSpan prefix) const {
+Status ImageDataset::ParseRecord(uint64_t record, int fidelity, ByteSpan prefix, RecordBatch* batch) const {
   PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
   if (record >= num_records() || prefix.size() != RecordBytes(record, fidelity)) {
     return Status::InvalidArgument("record " + std::to_string(record) + ": not a prefix read at fidelity " +
@@ -164,19 +169,24 @@ Result<std::vector<Image>> ImageDataset::ParseRecord(uint64_t record, int fideli
     PCR_RETURN_IF_ERROR(file.CheckStream(loc.stripe, s, prefix.subspan(off, stripe.streams[s].length)));
     off += stripe.streams[s].length;
   }
-  std::vector<Image> images(loc.image_count);
+  // Scan group bytes plus one EOI per image.
+  batch->record = record;
+  batch->data.Resize(prefix.size() - stripe.streams[0].length + loc.image_count * kJpegEndOfImage.size());
+  batch->images.resize(loc.image_count);
+  uint8_t* out = batch->data.data();
   for (uint64_t i = 0; i < loc.image_count; ++i) {
-    Image& img = images[i];
-    img.label = samples_[loc.first_image + i].label;
-    img.key = samples_[loc.first_image + i].key;
+    uint8_t* const start = out;
     for (int g = 1; g <= fidelity; ++g) {
       const uint64_t len = stripe.chunk(g, i).length;
-      PutBytes(&img.jpeg, prefix.subspan(cursor[g], len));
+      std::memcpy(out, prefix.data() + cursor[g], len);
+      out += len;
       cursor[g] += len;
     }
-    PutBytes(&img.jpeg, kJpegEndOfImage);
+    out = std::copy(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), out);
+    const SampleMetadata& sample = samples_[loc.first_image + i];
+    batch->images[i] = {sample.label, sample.key, ByteSpan(start, static_cast<size_t>(out - start))};
   }
-  return images;
+  return Status::OK();
 }
 
 std::pair<uint64_t, uint64_t> ImageDataset::Locate(uint64_t image) const {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,22 @@ struct Image {
 struct ImageRequest {
   uint64_t image = 0;  // dataset-wide index
   int fidelity = 1;    // 1..num_scan_groups()
+};
+
+// An image inside a RecordBatch; valid while the batch is neither refilled
+// nor destroyed.
+struct ImageView {
+  int64_t label = -1;
+  std::string_view key;  // owned by the dataset
+  ByteSpan jpeg;         // standalone JPEG: scan groups 1..fidelity and EOI
+};
+
+// The images of one record, their JPEGs back to back in one buffer that is
+// reused when the batch is refilled.
+struct RecordBatch {
+  uint64_t record = 0;
+  std::vector<ImageView> images;
+  IoBuffer data;
 };
 
 // A record's prefix as read from storage: bytes() are the metadata and scan
@@ -84,8 +101,9 @@ class ImageDataset {
   // in one engine call into (*prefixes)[i], whose buffers are reused ...
   Status ReadRecordPrefixes(std::span<const uint64_t> records, int fidelity,
                             std::vector<RecordPrefix>* prefixes) const;
-  // ... and one prefix checked stream by stream and cut into images.
-  Result<std::vector<Image>> ParseRecord(uint64_t record, int fidelity, ByteSpan prefix) const;
+  // ... and one prefix checked stream by stream and cut into `batch`,
+  // reusing its buffer.
+  Status ParseRecord(uint64_t record, int fidelity, ByteSpan prefix, RecordBatch* batch) const;
   // Reads one image's chunks of groups 1..fidelity (at most `fidelity` reads,
   // fewer when chunks are close) and checks each chunk.
   Result<Image> ReadImage(uint64_t image, int fidelity) const;

@@ -88,31 +88,31 @@ void RecordIterator::ReadAhead() {
   }
 }
 
-Result<std::optional<RecordBatch>> RecordIterator::Next() {
+Result<bool> RecordIterator::Next(RecordBatch* batch) {
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait(lock, [&] { return !ready_.empty() || !error_.ok() || delivered_ == order_.size(); });
   if (ready_.empty()) {
     if (!error_.ok()) return error_;
-    return std::optional<RecordBatch>();
+    return false;
   }
   auto [record, prefix] = std::move(ready_.front());
   ready_.pop_front();
   lock.unlock();
-  auto images = dataset_.ParseRecord(record, options_.fidelity, prefix.bytes());
+  const Status parsed = dataset_.ParseRecord(record, options_.fidelity, prefix.bytes(), batch);
   lock.lock();
   ++delivered_;
   bytes_in_flight_ -= RecordCost(record);
   spare_.push_back(std::move(prefix.buffer));
   changed_.notify_all();
   lock.unlock();
-  if (!images.ok()) return images.status();
+  PCR_RETURN_IF_ERROR(parsed);
   if (options_.shuffle_seed) {
-    std::vector<Image> shuffled;
     const uint64_t seed = *options_.shuffle_seed ^ (record * 0x9e3779b97f4a7c15ULL);
-    for (uint64_t j : SeededPermutation(images->size(), seed)) shuffled.push_back(std::move((*images)[j]));
-    *images = std::move(shuffled);
+    const std::vector<ImageView> in_order = batch->images;
+    const std::vector<uint64_t> perm = SeededPermutation(in_order.size(), seed);
+    for (size_t j = 0; j < perm.size(); ++j) batch->images[j] = in_order[perm[j]];
   }
-  return std::optional<RecordBatch>(RecordBatch{record, std::move(images).value()});
+  return true;
 }
 
 }  // namespace pcr

@@ -21,11 +21,6 @@ struct RecordIteratorOptions {
   std::optional<uint64_t> shuffle_seed;     // shuffle record order and images within records
 };
 
-struct RecordBatch {
-  uint64_t record = 0;
-  std::vector<Image> images;
-};
-
 // A background thread reads the next records (several per engine call, so
 // they are in flight together) while the caller works on earlier ones; the
 // caller's thread checks and cuts each record in Next().
@@ -38,8 +33,9 @@ class RecordIterator {
   RecordIterator(const RecordIterator&) = delete;
   RecordIterator& operator=(const RecordIterator&) = delete;
 
-  // The next record; nullopt after the last one. An error ends the iteration.
-  Result<std::optional<RecordBatch>> Next();
+  // Fills `batch` with the next record, reusing its buffer; false after the
+  // last record. An error ends the iteration.
+  Result<bool> Next(RecordBatch* batch);
   // The order records are delivered in.
   const std::vector<uint64_t>& order() const { return order_; }
 

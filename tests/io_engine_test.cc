@@ -171,3 +171,31 @@ TEST_CASE("PCR_IO_ENGINE selects the engine") {
 
 }  // namespace
 }  // namespace pcr
+
+namespace pcr {
+namespace {
+
+TEST_CASE("long requests are split into I/Os; aligned direct requests are read in place") {
+  const IoEngineKind kind = GENERATE(IoEngineKind::kPread, IoEngineKind::kUring);
+  const bool direct = GENERATE(false, true);
+  INFO(Name(kind) << (direct ? " direct" : " buffered"));
+  Files files(4);
+  const Bytes& content = files.contents[3];  // 19003 bytes
+  auto engine = Engine(kind, {.direct = direct, .max_io_bytes = 4096});
+  auto f = engine->Open(files.paths[3]);
+  REQUIRE(f.ok());
+  IoBuffer aligned(8192);
+  Bytes unaligned(5000);
+  ReadRequest reqs[] = {{f->get(), 4096, 8192, aligned.data()}, {f->get(), 17, 5000, unaligned.data()}};
+  REQUIRE(engine->Read(reqs).ok());
+  CHECK(std::equal(aligned.data(), aligned.data() + 8192, content.begin() + 4096));
+  CHECK(std::equal(unaligned.begin(), unaligned.end(), content.begin() + 17));
+  const IoCounters c = engine->counters();
+  CHECK(c.reads == 2);
+  CHECK(c.bytes_read == 8192 + 5000);
+  // 8192 bytes in two I/Os; 5000 bytes at 17 in two (direct: its aligned 8192 bytes).
+  CHECK(c.ios == 4);
+}
+
+}  // namespace
+}  // namespace pcr

@@ -137,11 +137,12 @@ int Read(const ReadArgs& a) {
     auto it = pcr::RecordIterator::Create(
         ds, {.fidelity = static_cast<int>(k), .records_in_flight = a.records_in_flight});
     if (!it.ok()) return pcr::cli::ReportError("pcr-bench", it.status());
+    pcr::RecordBatch batch;
     while (true) {
-      auto next = (*it)->Next();
-      if (!next.ok()) return pcr::cli::ReportError("pcr-bench", next.status());
-      if (!next->has_value()) break;
-      images += (*next)->images.size();
+      auto more = (*it)->Next(&batch);
+      if (!more.ok()) return pcr::cli::ReportError("pcr-bench", more.status());
+      if (!*more) break;
+      images += batch.images.size();
       ++records;
     }
   } else {
