@@ -86,6 +86,7 @@ struct IoFaults {
   uint64_t max_bytes_per_call = 0;  // > 0: each read call moves at most this many bytes
   uint32_t eagain_every = 0;        // > 0: every Nth completed call reports EAGAIN instead
   bool refuse_direct = false;       // opening with O_DIRECT fails as on a filesystem without it
+  bool refuse_uring = false;        // creating a ring fails as under seccomp
 };
 
 struct IoEngineOptions {

@@ -99,7 +99,7 @@ class UringEngine final : public IoEngine {
 
 std::unique_ptr<IoEngine> MakeUringEngine(const IoEngineOptions& options, std::string* why) {
   io_uring ring;
-  const int r = io_uring_queue_init(options.queue_depth, &ring, 0);
+  const int r = options.faults.refuse_uring ? -EPERM : io_uring_queue_init(options.queue_depth, &ring, 0);
   if (r < 0) {
     *why = std::strerror(-r);
     return nullptr;

@@ -48,13 +48,16 @@ void RecordIterator::ReadAhead() {
     std::vector<uint64_t> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      // Schedule as many records as the count and memory bounds allow; the
-      // next record is always allowed when nothing is in flight.
+      // Wait until half the slots are free (or nothing is in flight), so each
+      // batch is large and one half is read while the caller drains the
+      // other; then schedule as many records as the count and memory bounds
+      // allow. The next record is always allowed when nothing is in flight.
+      const size_t low_water = (options_.records_in_flight + 1) / 2;
       changed_.wait(lock, [&] {
         if (stop_ || !error_.ok() || scheduled_ == order_.size()) return true;
         const size_t in_flight = scheduled_ - delivered_;
-        return in_flight < options_.records_in_flight &&
-               (in_flight == 0 ||
+        return in_flight == 0 ||
+               (options_.records_in_flight - in_flight >= low_water &&
                 bytes_in_flight_ + RecordCost(order_[scheduled_]) <= options_.max_bytes_in_flight);
       });
       if (stop_ || !error_.ok() || scheduled_ == order_.size()) return;

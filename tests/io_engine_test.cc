@@ -199,3 +199,23 @@ TEST_CASE("long requests are split into I/Os; aligned direct requests are read i
 
 }  // namespace
 }  // namespace pcr
+
+namespace pcr {
+namespace {
+
+TEST_CASE("without io_uring the automatic engine falls back to pread with a note") {
+  const char* saved = std::getenv("PCR_IO_ENGINE");
+  const std::string restore = saved != nullptr ? saved : "";
+  unsetenv("PCR_IO_ENGINE");
+  auto fallback = MakeIoEngine({.faults = {.refuse_uring = true}});
+  REQUIRE(fallback.ok());
+  CHECK((*fallback)->name() == "pread");
+  CHECK_THAT((*fallback)->note(), Catch::Contains("io_uring unavailable"));
+  auto forced = MakeIoEngine({.kind = IoEngineKind::kUring, .faults = {.refuse_uring = true}});
+  REQUIRE_FALSE(forced.ok());
+  CHECK(forced.status().code() == StatusCode::kNotSupported);
+  if (!restore.empty()) setenv("PCR_IO_ENGINE", restore.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace pcr
