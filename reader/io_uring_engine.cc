@@ -45,6 +45,9 @@ class UringEngine final : public IoEngine {
                            ops[i].offset + done[i]);
         io_uring_sqe_set_data64(sqe, i);
         ++inflight;
+        // Under a bandwidth cap each entry goes out as soon as its budget
+        // allows, so waiting for budget overlaps the reads already issued.
+        if (options_.max_mbps > 0) io_uring_submit(&ring_);
       }
       const int submitted = io_uring_submit_and_wait(&ring_, 1);
       if (submitted < 0 && submitted != -EINTR && submitted != -EAGAIN && submitted != -EBUSY) {
