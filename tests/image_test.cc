@@ -283,60 +283,70 @@ TEST_CASE("a custom scan script file defines the groups") {
 namespace pcr {
 namespace {
 
-TEST_CASE("a record at fidelity k is one read of its prefix; an image costs at most k reads") {
+// The sample dataset opened through an engine whose counters the test reads.
+struct CountedSample {
   TempDir tmp;
-  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
-  auto engine = MakeIoEngine();
-  REQUIRE(engine.ok());
-  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine->get()});
-  REQUIRE(ds.ok());
+  std::unique_ptr<IoEngine> engine;
+  std::unique_ptr<ImageDataset> ds;
+  CountedSample() {
+    REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
+    auto e = MakeIoEngine();
+    REQUIRE(e.ok());
+    engine = std::move(e).value();
+    auto opened = ImageDataset::Open(tmp / "ds", {.engine = engine.get()});
+    REQUIRE(opened.ok());
+    ds = std::move(opened).value();
+  }
+};
+
+TEST_CASE("a record at fidelity k is one read of its prefix; an image costs at most k reads") {
+  CountedSample s;
+  auto* ds = &s.ds;
+  auto& engine = s.engine;
   for (int k = 1; k <= (*ds)->num_scan_groups(); ++k) {
     for (uint64_t r = 0; r < (*ds)->num_records(); ++r) {
-      const IoCounters before = (*engine)->counters();
+      const IoCounters before = engine->counters();
       REQUIRE((*ds)->ReadRecord(r, k).ok());
-      const IoCounters after = (*engine)->counters();
+      const IoCounters after = engine->counters();
       CHECK(after.reads - before.reads == 1);
       CHECK(after.bytes_read - before.bytes_read == (*ds)->RecordBytes(r, k));
     }
     for (uint64_t i = 0; i < (*ds)->num_images(); ++i) {
-      const IoCounters before = (*engine)->counters();
+      const IoCounters before = engine->counters();
       const uint64_t requested = (*ds)->bytes_requested();
       auto img = (*ds)->ReadImage(i, k);
       REQUIRE(img.ok());
-      const IoCounters after = (*engine)->counters();
+      const IoCounters after = engine->counters();
       const uint64_t wanted = img->jpeg.size() - kJpegEndOfImage.size();
       CHECK(after.reads - before.reads <= static_cast<uint64_t>(k));
       CHECK((*ds)->bytes_requested() - requested == wanted);
       CHECK(after.bytes_read - before.bytes_read >= wanted);
       // Without coalescing across holes, exactly the chunks are read.
       const ImageRequest one{i, k};
-      const IoCounters before_exact = (*engine)->counters();
+      const IoCounters before_exact = engine->counters();
       auto exact = (*ds)->ReadImages({&one, 1}, {.hole_limit = 0});
       REQUIRE(exact.ok());
-      CHECK((*engine)->counters().bytes_read - before_exact.bytes_read == wanted);
+      CHECK(engine->counters().bytes_read - before_exact.bytes_read == wanted);
       CHECK(exact->at(0).jpeg == img->jpeg);
     }
   }
 }
 
 TEST_CASE("batched image reads coalesce, and match single reads") {
-  TempDir tmp;
-  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
-  auto engine = MakeIoEngine();
-  REQUIRE(engine.ok());
-  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine->get()});
-  REQUIRE(ds.ok());
+  CountedSample s;
+  auto* ds = &s.ds;
+  auto& engine = s.engine;
   const int L = (*ds)->num_scan_groups();
   // Every image of record 1 at fidelity k: the chunks tile streams 1..k, one read.
   for (int k = 1; k <= L; ++k) {
     const RecordLocation& rec = (*ds)->record(1);
     std::vector<ImageRequest> whole;
     for (uint64_t i = rec.first_image + rec.image_count; i-- > rec.first_image;) whole.push_back({i, k});
-    const IoCounters before = (*engine)->counters();
+    const IoCounters before = engine->counters();
     auto images = (*ds)->ReadImages(whole);
     REQUIRE(images.ok());
-    CHECK((*engine)->counters().reads - before.reads == 1);
-    CHECK((*engine)->counters().bytes_read - before.bytes_read ==
+    CHECK(engine->counters().reads - before.reads == 1);
+    CHECK(engine->counters().bytes_read - before.bytes_read ==
           (*ds)->RecordBytes(1, k) - (*ds)->RecordBytes(1, 0));
     auto record = (*ds)->ReadRecord(1, k);
     REQUIRE(record.ok());
