@@ -103,6 +103,11 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
       op = {r.file, begin, end - begin, r.offset + r.length - begin, bounce[i].data(), &r.status};
       bounce_offset[i] = r.offset - begin;
     }
+    // Buffered: ask the kernel to read a long request ahead as one stream;
+    // io_uring would otherwise fault in each piece from a worker thread.
+    if (!r.file->direct() && r.length > options_.max_io_bytes) {
+      posix_fadvise(r.file->fd(), static_cast<off_t>(r.offset), static_cast<off_t>(r.length), POSIX_FADV_WILLNEED);
+    }
     // Long requests become several I/Os of at most max_io_bytes, in flight
     // together.
     const uint64_t piece = std::max<uint64_t>(
