@@ -7,6 +7,7 @@
 #include "format/checksum.h"
 #include "reader/image_dataset.h"
 #include "reader/jpeg_decode.h"
+#include "reader/stream_reader.h"
 #include "reader/verify.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
@@ -403,6 +404,61 @@ TEST_CASE("--shuffle writes a seeded permutation, the same for any jobs") {
   CHECK(ka == Keys(tmp / "b"));
   CHECK(ka != Keys(tmp / "c"));
   CHECK(ReadFile(tmp.path() / "a/records-00000.pcr") == ReadFile(tmp.path() / "b/records-00000.pcr"));
+}
+
+}  // namespace
+}  // namespace pcr
+
+namespace pcr {
+namespace {
+
+TEST_CASE("many streams of many files in one call, coalesced and checked") {
+  TempDir tmp;
+  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
+  auto engine = MakeIoEngine();
+  REQUIRE(engine.ok());
+  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine->get()});
+  REQUIRE(ds.ok());
+  // Every stream of every file, last file first and streams in reverse.
+  std::vector<StreamRequest> requests;
+  for (size_t f = (*ds)->files().size(); f-- > 0;) {
+    const PcrFile& file = *(*ds)->files()[f];
+    for (size_t s = file.index().stripes[0].streams.size(); s-- > 0;) requests.push_back({&file, 0, s});
+  }
+  const IoCounters before = (*engine)->counters();
+  auto streams = ReadStreams(**engine, requests);
+  REQUIRE(streams.ok());
+  // Streams of a stripe are contiguous: one read per file.
+  CHECK((*engine)->counters().reads - before.reads == (*ds)->files().size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Bytes file = ReadFile(requests[i].file->path());
+    const StripeInfo& stripe = requests[i].file->index().stripes[0];
+    const uint64_t off = stripe.stream_offset(requests[i].stream);
+    CHECK(streams->at(i) == Bytes(file.begin() + off, file.begin() + off + stripe.streams[requests[i].stream].length));
+  }
+  const StreamRequest missing{(*ds)->files()[0].get(), 0, 99};
+  CHECK_FALSE(ReadStreams(**engine, {&missing, 1}).ok());
+}
+
+TEST_CASE("a corrupt stream read in a batch names its file, stripe and stream") {
+  TempDir tmp;
+  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
+  const std::string path = tmp / "ds/records-00001.pcr";
+  {
+    auto clean = ImageDataset::Open(tmp / "ds");
+    REQUIRE(clean.ok());
+    Bytes bytes = ReadFile(path);
+    bytes[(*clean)->files()[1]->index().stripes[0].stream_offset(3) + 2] ^= 0x10;
+    test::WriteFile(path, bytes);
+  }
+  auto engine = MakeIoEngine();
+  REQUIRE(engine.ok());
+  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine->get()});
+  REQUIRE(ds.ok());
+  const StreamRequest reqs[] = {{(*ds)->files()[0].get(), 0, 3}, {(*ds)->files()[1].get(), 0, 3}};
+  auto got = ReadStreams(**engine, reqs);
+  REQUIRE_FALSE(got.ok());
+  CHECK_THAT(got.status().message(), Catch::Contains(path + ": stripe 0 stream 3 at offset"));
 }
 
 }  // namespace
