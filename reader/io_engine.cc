@@ -249,6 +249,10 @@ Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options) {
   if (o.queue_depth == 0 || o.queue_depth > 4096) {
     return Status::InvalidArgument("queue depth must be 1..4096");
   }
+  // io_uring takes 32-bit lengths.
+  if (o.max_io_bytes < kDirectAlignment || o.max_io_bytes > (uint64_t{1} << 30)) {
+    return Status::InvalidArgument("max_io_bytes must be 4 KiB..1 GiB");
+  }
   if (o.kind == IoEngineKind::kPread) return std::unique_ptr<IoEngine>(new PreadEngine(o));
   std::string why;
   auto uring = MakeUringEngine(o, &why);

@@ -166,6 +166,7 @@ TEST_CASE("PCR_IO_ENGINE selects the engine") {
   CHECK(((*automatic)->name() == "uring" || !(*automatic)->note().empty()));
   CHECK((*MakeIoEngine({.kind = IoEngineKind::kPread}))->name() == "pread");
   CHECK_FALSE(MakeIoEngine({.queue_depth = 0}).ok());
+  CHECK_FALSE(MakeIoEngine({.max_io_bytes = uint64_t{1} << 32}).ok());
   if (!restore.empty()) setenv("PCR_IO_ENGINE", restore.c_str(), 1);
 }
 
