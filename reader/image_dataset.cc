@@ -4,6 +4,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "reader/stream_reader.h"
+
 namespace pcr {
 
 namespace fs = std::filesystem;
@@ -24,7 +26,8 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path
                                      std::to_string(static_cast<int>(file->header().kind)) + ")");
     }
     ds->script_ = file->index().script;
-    PCR_RETURN_IF_ERROR(ds->AddFile(std::move(file)));
+    ds->AddFile(std::move(file));
+    PCR_RETURN_IF_ERROR(ds->LoadSamples());
     return ds;
   }
   const std::string manifest_path = (fs::path(path) / kDatasetManifestName).string();
@@ -51,29 +54,39 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path
     if (file->footer().index_checksum != entry.index_checksum) return mismatch("index checksum");
     if (file->index().stripes.size() != entry.stripe_count) return mismatch("record count");
     if (!(file->index().script == m.script)) return mismatch("scan script");
-    const uint64_t before = ds->samples_.size();
-    PCR_RETURN_IF_ERROR(ds->AddFile(std::move(file)));
-    if (ds->samples_.size() - before != entry.image_count) return mismatch("image count");
+    uint64_t images = 0;
+    for (const StripeInfo& stripe : file->index().stripes) images += stripe.image_count;
+    if (images != entry.image_count) return mismatch("image count");
+    ds->AddFile(std::move(file));
   }
+  PCR_RETURN_IF_ERROR(ds->LoadSamples());
   return ds;
 }
 
-Status ImageDataset::AddFile(std::unique_ptr<PcrFile> file) {
+void ImageDataset::AddFile(std::unique_ptr<PcrFile> file) {
+  uint64_t first_image = records_.empty() ? 0 : records_.back().first_image + records_.back().image_count;
   const FileIndex& index = file->index();
   for (size_t s = 0; s < index.stripes.size(); ++s) {
-    const StripeInfo& stripe = index.stripes[s];
-    Bytes meta(stripe.streams[0].length);
-    PCR_RETURN_IF_ERROR(file->ReadRange(stripe.offset, meta));
-    PCR_RETURN_IF_ERROR(file->CheckStream(s, 0, meta));
-    auto samples = DecodeSampleMetadata(meta, stripe.image_count);
-    if (!samples.ok()) {
-      return samples.status().WithPrefix(file->path() + ": stripe " + std::to_string(s) +
-                                         " at offset " + std::to_string(stripe.offset));
-    }
-    records_.push_back({files_.size(), s, samples_.size(), stripe.image_count});
-    for (auto& sample : *samples) samples_.push_back(std::move(sample));
+    records_.push_back({files_.size(), s, first_image, index.stripes[s].image_count});
+    first_image += index.stripes[s].image_count;
   }
   files_.push_back(std::move(file));
+}
+
+Status ImageDataset::LoadSamples() {
+  std::vector<StreamRequest> requests;
+  for (const RecordLocation& loc : records_) requests.push_back({files_[loc.file].get(), loc.stripe, 0});
+  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> streams, ReadStreams(*engine_, requests));
+  for (size_t r = 0; r < records_.size(); ++r) {
+    const RecordLocation& loc = records_[r];
+    auto samples = DecodeSampleMetadata(streams[r], loc.image_count);
+    if (!samples.ok()) {
+      const PcrFile& file = *files_[loc.file];
+      return samples.status().WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) +
+                                         " at offset " + std::to_string(file.index().stripes[loc.stripe].offset));
+    }
+    for (auto& sample : *samples) samples_.push_back(std::move(sample));
+  }
   return Status::OK();
 }
 

@@ -120,7 +120,10 @@ class ImageDataset {
 
  private:
   ImageDataset() = default;
-  Status AddFile(std::unique_ptr<PcrFile> file);
+  // Appends the file and its records; their samples come from LoadSamples().
+  void AddFile(std::unique_ptr<PcrFile> file);
+  // Reads every record's sample metadata in one coalesced call.
+  Status LoadSamples();
   Status CheckFidelity(int fidelity) const;
 
   std::unique_ptr<IoEngine> owned_engine_;
