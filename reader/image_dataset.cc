@@ -242,14 +242,9 @@ Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest
   }
   const ReadPlan plan = PlanReads(ranges, coalesce);
   bytes_requested_.fetch_add(plan.bytes_requested, std::memory_order_relaxed);
-  std::vector<Bytes> buffers(plan.reads.size());
-  std::vector<ReadRequest> reads(plan.reads.size());
-  for (size_t k = 0; k < plan.reads.size(); ++k) {
-    buffers[k].resize(plan.reads[k].length);
-    reads[k] = {&files_[plan.reads[k].file]->file(), plan.reads[k].offset, plan.reads[k].length,
-                buffers[k].data()};
-  }
-  PCR_RETURN_IF_ERROR(engine_->Read(reads));
+  std::vector<const PcrFile*> files;
+  for (const auto& f : files_) files.push_back(f.get());
+  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> buffers, ReadPlanned(*engine_, plan, files));
   std::vector<Image> images(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     Image& img = images[i];

@@ -4,6 +4,19 @@
 
 namespace pcr {
 
+Result<std::vector<Bytes>> ReadPlanned(IoEngine& engine, const ReadPlan& plan,
+                                       std::span<const PcrFile* const> files) {
+  std::vector<Bytes> buffers(plan.reads.size());
+  std::vector<ReadRequest> reads(plan.reads.size());
+  for (size_t k = 0; k < plan.reads.size(); ++k) {
+    buffers[k].resize(plan.reads[k].length);
+    reads[k] = {&files[plan.reads[k].file]->file(), plan.reads[k].offset, plan.reads[k].length,
+                buffers[k].data()};
+  }
+  PCR_RETURN_IF_ERROR(engine.Read(reads));
+  return buffers;
+}
+
 Result<std::vector<Bytes>> ReadStreams(IoEngine& engine, std::span<const StreamRequest> requests,
                                        const CoalesceOptions& coalesce) {
   std::map<const PcrFile*, size_t> file_number;
@@ -22,14 +35,7 @@ Result<std::vector<Bytes>> ReadStreams(IoEngine& engine, std::span<const StreamR
     ranges[i] = {it->second, stripe.stream_offset(r.stream), stripe.streams[r.stream].length};
   }
   const ReadPlan plan = PlanReads(ranges, coalesce);
-  std::vector<Bytes> buffers(plan.reads.size());
-  std::vector<ReadRequest> reads(plan.reads.size());
-  for (size_t k = 0; k < plan.reads.size(); ++k) {
-    buffers[k].resize(plan.reads[k].length);
-    reads[k] = {&files[plan.reads[k].file]->file(), plan.reads[k].offset, plan.reads[k].length,
-                buffers[k].data()};
-  }
-  PCR_RETURN_IF_ERROR(engine.Read(reads));
+  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> buffers, ReadPlanned(engine, plan, files));
   std::vector<Bytes> out(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const RequestSlice& slice = plan.slices[i];

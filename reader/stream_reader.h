@@ -15,6 +15,11 @@ struct StreamRequest {
   size_t stream = 0;
 };
 
+// Performs `plan` in one engine call; PlannedRead::file indexes `files`.
+// Result k holds the bytes of plan.reads[k].
+Result<std::vector<Bytes>> ReadPlanned(IoEngine& engine, const ReadPlan& plan,
+                                       std::span<const PcrFile* const> files);
+
 // Reads every requested stream in one engine call, planned and coalesced
 // across files, and checks each against its checksum. Result i holds
 // requests[i]. REQUIRES: every file was opened with `engine`.
