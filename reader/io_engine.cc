@@ -123,16 +123,14 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
   Status first = Status::OK();
   for (size_t i = 0; i < requests.size(); ++i) {
     ReadRequest& r = requests[i];
-    if (!r.status.ok() || r.length == 0) continue;
+    if (!r.status.ok()) {
+      if (first.ok()) first = r.status;
+      continue;
+    }
+    if (r.length == 0) continue;
     if (bounce[i].size() > 0) std::memcpy(r.out, bounce[i].data() + bounce_offset[i], r.length);
     reads_.fetch_add(1, std::memory_order_relaxed);
     bytes_read_.fetch_add(r.length, std::memory_order_relaxed);
-  }
-  for (const ReadRequest& r : requests) {
-    if (!r.status.ok()) {
-      first = r.status;
-      break;
-    }
   }
   nanos_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::steady_clock::now() - start)

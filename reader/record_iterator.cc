@@ -43,6 +43,13 @@ uint64_t RecordIterator::RecordCost(uint64_t record) const {
   return dataset_.RecordBytes(record, options_.fidelity);
 }
 
+bool RecordIterator::CanSchedule() const {
+  const size_t in_flight = scheduled_ - delivered_;
+  return in_flight == 0 ||
+         (in_flight < options_.records_in_flight &&
+          bytes_in_flight_ + RecordCost(order_[scheduled_]) <= options_.max_bytes_in_flight);
+}
+
 void RecordIterator::ReadAhead() {
   while (true) {
     std::vector<uint64_t> batch;
@@ -55,21 +62,13 @@ void RecordIterator::ReadAhead() {
       const size_t low_water = (options_.records_in_flight + 1) / 2;
       changed_.wait(lock, [&] {
         if (stop_ || !error_.ok() || scheduled_ == order_.size()) return true;
-        const size_t in_flight = scheduled_ - delivered_;
-        return in_flight == 0 ||
-               (options_.records_in_flight - in_flight >= low_water &&
-                bytes_in_flight_ + RecordCost(order_[scheduled_]) <= options_.max_bytes_in_flight);
+        const size_t free = options_.records_in_flight - (scheduled_ - delivered_);
+        return CanSchedule() && (scheduled_ == delivered_ || free >= low_water);
       });
       if (stop_ || !error_.ok() || scheduled_ == order_.size()) return;
-      while (scheduled_ < order_.size()) {
-        const size_t in_flight = scheduled_ - delivered_;
-        const uint64_t cost = RecordCost(order_[scheduled_]);
-        if (in_flight >= options_.records_in_flight ||
-            (in_flight > 0 && bytes_in_flight_ + cost > options_.max_bytes_in_flight)) {
-          break;
-        }
+      while (scheduled_ < order_.size() && CanSchedule()) {
+        bytes_in_flight_ += RecordCost(order_[scheduled_]);
         batch.push_back(order_[scheduled_++]);
-        bytes_in_flight_ += cost;
       }
     }
     std::vector<RecordPrefix> prefixes(batch.size());

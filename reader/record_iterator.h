@@ -43,6 +43,9 @@ class RecordIterator {
   RecordIterator(const ImageDataset& dataset, const RecordIteratorOptions& options);
   void ReadAhead();
   uint64_t RecordCost(uint64_t record) const;
+  // Whether record order_[scheduled_] fits the count and byte bounds; always
+  // true when nothing is in flight. REQUIRES: mu_ held, scheduled_ < order_.size()
+  bool CanSchedule() const;
 
   const ImageDataset& dataset_;
   const RecordIteratorOptions options_;

@@ -252,8 +252,8 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     return Status::OK();
   };
 
-  // Batches are a multiple of the record size, so record boundaries do not
-  // depend on `jobs` or on skipped files.
+  // Records are cut by the count of converted images, so their boundaries do
+  // not depend on the batch size (and so on `jobs`).
   const size_t batch = std::max<size_t>(options.images_per_record, 4 * static_cast<size_t>(jobs));
   for (size_t begin = 0; begin < sources.size(); begin += batch) {
     const size_t end = std::min(sources.size(), begin + batch);
