@@ -12,9 +12,71 @@ Status CorruptAt(uint64_t offset, const std::string& what) {
   return Status::Corruption("at offset " + std::to_string(offset) + ": " + what);
 }
 
+uint8_t RoleMask(FeatureType type) {
+  uint8_t mask = 0;
+  for (const StreamRole r : RolesOf(type)) mask |= static_cast<uint8_t>(1u << static_cast<uint8_t>(r));
+  return mask;
+}
+
 bool ValidFileName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." &&
          name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
+// The table part of a stripe's index entry; stripe->streams is already decoded.
+Status DecodeTableStripe(Decoder* d, const TableSchema& schema, StripeInfo* stripe) {
+  if (!d->GetVarintAtMost(kMaxStripeRows, &stripe->row_count)) {
+    return Status::Corruption("bad row count");
+  }
+  const size_t n = stripe->streams.size();
+  // Every stream needs at least four index bytes here.
+  if (n > d->remaining() / 4) return Status::Corruption("truncated stream descriptions");
+  stripe->table_streams.resize(n);
+  std::vector<uint8_t> roles_seen(schema.features.size(), 0);
+  for (size_t s = 0; s < n; ++s) {
+    TableStream& t = stripe->table_streams[s];
+    uint64_t feature;
+    uint8_t role, codec;
+    if (!d->GetVarintAtMost(schema.features.size(), &feature) || !d->GetFixed8(&role) ||
+        !d->GetFixed8(&codec) || !d->GetVarint64(&t.raw_length)) {
+      return Status::Corruption("truncated description of stream " + std::to_string(s));
+    }
+    const std::string which = "stream " + std::to_string(s);
+    if (feature == schema.features.size()) return Status::Corruption(which + ": no such feature");
+    if (role >= kRoleCount) return Status::Corruption(which + ": unknown role " + std::to_string(role));
+    if (codec > static_cast<uint8_t>(StreamCodec::kZstd)) {
+      return Status::Corruption(which + ": unknown codec " + std::to_string(codec));
+    }
+    t.feature = static_cast<uint32_t>(feature);
+    t.role = static_cast<StreamRole>(role);
+    t.codec = static_cast<StreamCodec>(codec);
+    const auto roles = RolesOf(schema.features[feature].type);
+    if (std::find(roles.begin(), roles.end(), t.role) == roles.end()) {
+      return Status::Corruption(which + ": a " + FeatureTypeName(schema.features[feature].type) +
+                                " feature has no " + StreamRoleName(t.role) + " stream");
+    }
+    if (roles_seen[feature] & (1u << role)) {
+      return Status::Corruption(which + ": second " + StreamRoleName(t.role) + " stream of feature '" +
+                                schema.features[feature].name + "'");
+    }
+    roles_seen[feature] |= static_cast<uint8_t>(1u << role);
+    const uint64_t length = stripe->streams[s].length;
+    if (t.codec == StreamCodec::kNone ? t.raw_length != length : (length == 0 || t.raw_length == 0)) {
+      return Status::Corruption(which + ": raw length " + std::to_string(t.raw_length) +
+                                " does not fit stored length " + std::to_string(length));
+    }
+    if (t.role == StreamRole::kPresence && t.raw_length != 0 &&
+        t.raw_length != (stripe->row_count + 7) / 8) {
+      return Status::Corruption(which + ": presence bitmap of " + std::to_string(t.raw_length) +
+                                " bytes for " + std::to_string(stripe->row_count) + " rows");
+    }
+  }
+  for (size_t f = 0; f < schema.features.size(); ++f) {
+    if (roles_seen[f] != RoleMask(schema.features[f].type)) {
+      return Status::Corruption("feature '" + schema.features[f].name + "' lacks streams");
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -106,6 +168,7 @@ uint64_t StripeInfo::stream_offset(size_t s) const {
 
 void FileIndex::EncodeTo(FileKind kind, Bytes* out) const {
   if (kind == FileKind::kImages) EncodeScanScript(script, out);
+  if (kind == FileKind::kTable) schema.EncodeTo(out);
   PutVarint64(out, stripes.size());
   for (const StripeInfo& stripe : stripes) {
     PutVarint64(out, stripe.offset);
@@ -114,7 +177,16 @@ void FileIndex::EncodeTo(FileKind kind, Bytes* out) const {
       PutVarint64(out, s.length);
       PutFixed64(out, s.checksum);
     }
-    if (kind != FileKind::kImages) continue;
+    if (kind == FileKind::kTable) {
+      PutVarint64(out, stripe.row_count);
+      for (const TableStream& t : stripe.table_streams) {
+        PutVarint64(out, t.feature);
+        PutFixed8(out, static_cast<uint8_t>(t.role));
+        PutFixed8(out, static_cast<uint8_t>(t.codec));
+        PutVarint64(out, t.raw_length);
+      }
+      continue;
+    }
     PutVarint64(out, stripe.image_count);
     for (const ChunkInfo& c : stripe.chunks) {
       PutVarint64(out, c.length);
@@ -134,6 +206,11 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t ind
     Status valid = ValidateScanScript(index.script);
     if (!valid.ok()) return corrupt(valid.message());
   }
+  if (kind == FileKind::kTable) {
+    std::string error;
+    if (!TableSchema::DecodeFrom(&d, &index.schema, &error)) return corrupt(error);
+  }
+  uint64_t table_rows = 0;
   uint64_t stripe_count;
   // Every stripe takes at least two index bytes.
   if (!d.GetVarintAtMost(d.remaining() / 2, &stripe_count)) return corrupt("bad stripe count");
@@ -159,6 +236,12 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t ind
         return corrupt("stream of stripe " + std::to_string(i) + " runs past the index");
       }
       expected_offset += s.length;
+    }
+    if (kind == FileKind::kTable) {
+      Status s = DecodeTableStripe(&d, index.schema, &stripe);
+      if (!s.ok()) return corrupt("stripe " + std::to_string(i) + ": " + s.message());
+      table_rows += stripe.row_count;
+      continue;
     }
     if (kind != FileKind::kImages) continue;
     if (stream_count != group_count + 1) {
@@ -192,6 +275,10 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t ind
   if (expected_offset != index_offset) {
     return corrupt("stripes end at " + std::to_string(expected_offset) + ", index starts at " +
                    std::to_string(index_offset));
+  }
+  if (kind == FileKind::kTable && table_rows != index.schema.row_count) {
+    return corrupt("stripes hold " + std::to_string(table_rows) + " rows, the schema " +
+                   std::to_string(index.schema.row_count));
   }
   if (!d.done()) return corrupt(std::to_string(d.remaining()) + " trailing bytes");
   return index;

@@ -17,6 +17,7 @@
 #include "format/coding.h"
 #include "format/scan_script.h"
 #include "format/status.h"
+#include "format/table_format.h"
 
 namespace pcr {
 
@@ -81,6 +82,9 @@ struct StripeInfo {
   // Image stripes: chunks[(g - 1) * image_count + i] is image i in group g.
   uint64_t image_count = 0;
   std::vector<ChunkInfo> chunks;
+  // Table stripes: table_streams[s] says what streams[s] holds.
+  uint64_t row_count = 0;
+  std::vector<TableStream> table_streams;
 
   uint64_t length() const;
   // File offset of stream s. REQUIRES: s < streams.size()
@@ -91,14 +95,20 @@ struct StripeInfo {
   }
 };
 
+// Table stripes hold at most this many rows (list lengths and row numbers are 32-bit).
+inline constexpr uint64_t kMaxStripeRows = 0xffffffff;
+
 struct FileIndex {
-  ScanScript script;  // image files only
+  ScanScript script;   // image files only
+  TableSchema schema;  // table files only
   std::vector<StripeInfo> stripes;
 
   void EncodeTo(FileKind kind, Bytes* out) const;
   // Decodes and checks the index found at file offset index_offset: stripes
   // tile the file from kFileHeaderSize to index_offset exactly, image stripes
-  // have script.group_count() + 1 streams and chunks that tile each group.
+  // have script.group_count() + 1 streams and chunks that tile each group,
+  // table stripes hold exactly the streams their features' types need and
+  // their rows add up to the schema's.
   static Result<FileIndex> DecodeFrom(ByteSpan in, FileKind kind, uint64_t index_offset);
 };
 

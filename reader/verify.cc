@@ -2,12 +2,13 @@
 
 #include "format/file_format.h"
 #include "reader/image_dataset.h"
+#include "reader/table_reader.h"
 
 namespace pcr {
 
 namespace {
 
-// Checks every stream and chunk of one open image file.
+// Checks every stream, and every chunk of image stripes, of one open file.
 void VerifyFile(const PcrFile& file, VerifyReport* report) {
   report->files++;
   const FileIndex& index = file.index();
@@ -41,10 +42,30 @@ void VerifyFile(const PcrFile& file, VerifyReport* report) {
   report->bytes += file.footer().index_length + kFileHeaderSize + kFooterSize;
 }
 
+// Checks every stream of a table and decodes every feature of every stripe.
+void VerifyTable(const std::string& path, VerifyReport* report) {
+  auto table = Table::Open(path);
+  if (!table.ok()) {
+    report->errors.push_back(table.status().ToString());
+    return;
+  }
+  VerifyFile((*table)->file(), report);
+  std::vector<uint32_t> all((*table)->schema().features.size());
+  for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
+  for (size_t s = 0; s < (*table)->stripe_count(); ++s) {
+    auto batch = (*table)->Read(all, s, 1);
+    if (!batch.ok()) report->errors.push_back(batch.status().ToString());
+  }
+}
+
 }  // namespace
 
 VerifyReport VerifyPath(const std::string& path) {
   VerifyReport report;
+  if (IsTablePath(path)) {
+    VerifyTable(path, &report);
+    return report;
+  }
   // Opening checks header, footer, index and manifest, and reads every
   // record's sample metadata.
   auto ds = ImageDataset::Open(path);

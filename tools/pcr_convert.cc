@@ -4,6 +4,7 @@
 
 #include "tools/cli.h"
 #include "writer/image_converter.h"
+#include "writer/table_converter.h"
 
 namespace {
 
@@ -20,7 +21,24 @@ constexpr char kUsage[] =
     "  --scan-script        spectral (default), libjpeg, or a script file\n"
     "  --strip-metadata     drop APPn/COM segments (EXIF, ICC profiles)\n"
     "  --skip-bad           skip files that cannot be converted; list them in OUT_DIR/skipped.tsv\n"
-    "  --shuffle SEED       write images in a shuffled order\n";
+    "  --shuffle SEED       write images in a shuffled order\n"
+    "\n"
+    "       pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
+    "                         [--zstd-level N] [--popularity FILE] [--float32]\n"
+    "\n"
+    "  INPUT is .csv (header row; column types inferred; empty and NA are missing)\n"
+    "  or .jsonl (one object per line; \"dense\", \"sparse\" and \"scored\" map\n"
+    "  feature ids to values; other keys are columns). Writes OUT_DIR/<stem>.pcr.\n"
+    "  --rows-per-stripe N  close a stripe after N rows (default: by size only)\n"
+    "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 256)\n"
+    "  --zstd-level N       zstd level of every stream (default 3)\n"
+    "  --popularity FILE    write the streams of these features first, most used first\n"
+    "  --float32            store floating point values as float32 (lossy)\n"
+    "\n"
+    "       pcr-convert reorder IN OUT --popularity FILE\n"
+    "\n"
+    "  Rewrites table IN with its streams in popularity order, copying compressed\n"
+    "  streams. OUT is a .pcr path or a directory.\n";
 
 int Usage(const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "pcr-convert: %s\n", why.c_str());
@@ -94,6 +112,60 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
   return pcr::cli::kExitOk;
 }
 
+void PrintTableReport(const pcr::TableConvertReport& r) {
+  std::printf("%s: %llu rows, %zu features, %llu stripes, %llu bytes from %llu input bytes (%.3f)\n",
+              r.path.c_str(), static_cast<unsigned long long>(r.schema.row_count), r.schema.features.size(),
+              static_cast<unsigned long long>(r.stripes), static_cast<unsigned long long>(r.output_bytes),
+              static_cast<unsigned long long>(r.input_bytes),
+              r.input_bytes ? static_cast<double>(r.output_bytes) / r.input_bytes : 0.0);
+}
+
+int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
+  pcr::TableConvertOptions o;
+  std::vector<std::string> positional;
+  std::string popularity;
+  while (!args.empty()) {
+    const std::string a = args.next();
+    uint64_t n = 0;
+    auto number = [&]() { return !args.empty() && pcr::cli::ParseUint(args.next(), &n); };
+    if (a == "--popularity") {
+      if (args.empty()) return Usage("--popularity needs a file");
+      popularity = args.next();
+    } else if (!reorder && a == "--rows-per-stripe") {
+      if (!number() || n == 0 || n > pcr::kMaxStripeRows) return Usage("--rows-per-stripe needs a positive integer");
+      o.writer.rows_per_stripe = n;
+    } else if (!reorder && a == "--stripe-mb") {
+      if (!number() || n == 0 || n > (1u << 20)) return Usage("--stripe-mb needs a positive integer");
+      o.writer.stripe_bytes = n << 20;
+    } else if (!reorder && a == "--zstd-level") {
+      if (!number() || n < 1 || n > 22) return Usage("--zstd-level needs an integer in 1..22");
+      o.writer.zstd_level = static_cast<int>(n);
+    } else if (!reorder && a == "--float32") {
+      o.float32 = true;
+    } else if (a.starts_with("--")) {
+      return Usage("unknown option " + a);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) return Usage(reorder ? "reorder needs IN and OUT" : "table needs INPUT and OUT_DIR");
+  if (reorder && popularity.empty()) return Usage("reorder needs --popularity FILE");
+  if (!popularity.empty()) {
+    auto order = pcr::ReadPopularityFile(popularity);
+    if (!order.ok()) return pcr::cli::ReportError("pcr-convert", order.status());
+    o.writer.stream_order = std::move(order).value();
+  }
+  auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order)
+                        : [&] {
+                            o.input = positional[0];
+                            o.out_dir = positional[1];
+                            return pcr::ConvertTable(o);
+                          }();
+  if (!result.ok()) return pcr::cli::ReportError("pcr-convert", result.status());
+  PrintTableReport(*result);
+  return pcr::cli::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +173,8 @@ int main(int argc, char** argv) {
   if (args.empty()) return Usage("");
   const std::string command = args.next();
   if (command == "images") return ConvertImagesCommand(args);
+  if (command == "table") return ConvertTableCommand(args, false);
+  if (command == "reorder") return ConvertTableCommand(args, true);
   if (command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return pcr::cli::kExitOk;

@@ -4,7 +4,13 @@
 #include <fstream>
 #include <string>
 
+#include <charconv>
+#include <map>
+
+#include "format/json.h"
+#include "format/popularity.h"
 #include "reader/image_dataset.h"
+#include "reader/table_reader.h"
 #include "reader/verify.h"
 #include "tools/cli.h"
 
@@ -17,7 +23,11 @@ constexpr char kUsage[] =
     "usage: pcr-dump PATH [--json]                      summary of a file or dataset directory\n"
     "       pcr-dump verify PATH                        check every checksum\n"
     "       pcr-dump extract PATH OUT_DIR --fidelity K  write every image as OUT_DIR/<key>\n"
-    "                                                   at scan group K (1..L or full)\n";
+    "                                                   at scan group K (1..L or full)\n"
+    "       pcr-dump cat PATH [--features A,B,...] [--format csv]\n"
+    "                                                   a table's features (default all) as CSV\n"
+    "       pcr-dump popularity LOG...                  aggregate table access logs into a\n"
+    "                                                   popularity file (stdout)\n";
 
 int Usage(const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "pcr-dump: %s\n", why.c_str());
@@ -56,7 +66,88 @@ void PrintStructure(const pcr::PcrFile& f) {
               static_cast<unsigned long long>(f.size() - pcr::kFooterSize), pcr::kFooterSize);
 }
 
+int TableSummary(const std::string& path, bool json) {
+  auto opened = pcr::Table::Open(path);
+  if (!opened.ok()) return Fail(opened.status());
+  const pcr::Table& t = **opened;
+  const pcr::TableSchema& schema = t.schema();
+  const auto& stripes = t.file().index().stripes;
+  std::vector<uint64_t> bytes(schema.features.size()), raw(schema.features.size());
+  for (const pcr::StripeInfo& s : stripes) {
+    for (size_t k = 0; k < s.streams.size(); ++k) {
+      bytes[s.table_streams[k].feature] += s.streams[k].length;
+      raw[s.table_streams[k].feature] += s.table_streams[k].raw_length;
+    }
+  }
+  auto coverage = [&](const pcr::FeatureInfo& f) { return Ratio(f.present_count, schema.row_count); };
+  auto mean_length = [&](const pcr::FeatureInfo& f) { return Ratio(f.value_count, f.present_count); };
+  if (json) {
+    Json j;
+    j.BeginObject()
+        .Key("path").String(t.file().path())
+        .Key("rows").Uint(schema.row_count)
+        .Key("stripes").Uint(stripes.size())
+        .Key("file_bytes").Uint(t.file().size())
+        .Key("features").BeginArray();
+    for (size_t f = 0; f < schema.features.size(); ++f) {
+      const pcr::FeatureInfo& fi = schema.features[f];
+      j.BeginObject().Key("name").String(fi.name).Key("type").String(pcr::FeatureTypeName(fi.type));
+      if (fi.has_id) j.Key("id").Int(fi.id);
+      j.Key("coverage").Double(coverage(fi))
+          .Key("mean_length").Double(mean_length(fi))
+          .Key("bytes").Uint(bytes[f])
+          .Key("raw_bytes").Uint(raw[f])
+          .EndObject();
+    }
+    j.EndArray().Key("stripe_list").BeginArray();
+    for (const pcr::StripeInfo& s : stripes) {
+      j.BeginObject().Key("offset").Uint(s.offset).Key("rows").Uint(s.row_count).Key("bytes").Uint(s.length());
+      j.Key("feature_order").BeginArray();
+      for (size_t k = 0; k < s.table_streams.size(); ++k) {
+        if (k == 0 || s.table_streams[k].feature != s.table_streams[k - 1].feature) {
+          j.String(schema.features[s.table_streams[k].feature].name);
+        }
+      }
+      j.EndArray().EndObject();
+    }
+    j.EndArray().EndObject();
+    std::printf("%s\n", j.str().c_str());
+    return pcr::cli::kExitOk;
+  }
+  std::printf("%s\n", t.file().path().c_str());
+  std::printf("  rows      %llu in %zu stripes, %llu bytes\n", static_cast<unsigned long long>(schema.row_count),
+              stripes.size(), static_cast<unsigned long long>(t.file().size()));
+  std::printf("  features  %zu\n\n", schema.features.size());
+  std::printf("  %-24s %-16s %9s %11s %12s %12s\n", "feature", "type", "coverage", "mean_length", "bytes",
+              "raw_bytes");
+  for (size_t f = 0; f < schema.features.size(); ++f) {
+    const pcr::FeatureInfo& fi = schema.features[f];
+    std::printf("  %-24s %-16s %9.4f %11.3f %12llu %12llu\n", fi.name.c_str(), pcr::FeatureTypeName(fi.type),
+                coverage(fi), mean_length(fi), static_cast<unsigned long long>(bytes[f]),
+                static_cast<unsigned long long>(raw[f]));
+  }
+  std::printf("\n  stream order (offset, feature: stored bytes per stream)\n");
+  for (size_t i = 0; i < stripes.size(); ++i) {
+    const pcr::StripeInfo& s = stripes[i];
+    std::printf("  @%-12llu stripe %zu, %llu rows, %llu bytes\n", static_cast<unsigned long long>(s.offset), i,
+                static_cast<unsigned long long>(s.row_count), static_cast<unsigned long long>(s.length()));
+    for (size_t k = 0; k < s.table_streams.size(); ++k) {
+      const pcr::TableStream& ts = s.table_streams[k];
+      if (k > 0 && ts.feature == s.table_streams[k - 1].feature) continue;
+      std::printf("  @%-12llu   %-24s", static_cast<unsigned long long>(s.stream_offset(k)),
+                  schema.features[ts.feature].name.c_str());
+      for (size_t m = k; m < s.table_streams.size() && s.table_streams[m].feature == ts.feature; ++m) {
+        std::printf(" %s %llu", pcr::StreamRoleName(s.table_streams[m].role),
+                    static_cast<unsigned long long>(s.streams[m].length));
+      }
+      std::printf("\n");
+    }
+  }
+  return pcr::cli::kExitOk;
+}
+
 int Summary(const std::string& path, bool json) {
+  if (pcr::IsTablePath(path)) return TableSummary(path, json);
   auto opened = pcr::ImageDataset::Open(path);
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
@@ -189,6 +280,127 @@ int Extract(const std::string& path, const std::string& out_dir, const std::stri
   return pcr::cli::kExitOk;
 }
 
+template <typename T>
+void AppendNumber(T v, std::string* out) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
+}
+
+// One cell of row r: empty when missing; strings and lists quoted.
+void AppendCell(const pcr::Column& c, uint64_t r, std::string* out) {
+  if (!c.present[r]) return;
+  auto quoted = [&](std::string_view s) {
+    out->push_back('"');
+    for (const char ch : s) {
+      if (ch == '"') out->push_back('"');
+      out->push_back(ch);
+    }
+    out->push_back('"');
+  };
+  switch (c.type) {
+    case pcr::FeatureType::kInt64:
+      AppendNumber(c.ints[r], out);
+      return;
+    case pcr::FeatureType::kFloat64:
+      AppendNumber(c.doubles[r], out);
+      return;
+    case pcr::FeatureType::kFloat32:
+      AppendNumber(c.floats[r], out);
+      return;
+    case pcr::FeatureType::kString:
+      quoted(c.string(r));
+      return;
+    default: {
+      std::string list = "[";
+      for (uint64_t i = c.offsets[r]; i < c.offsets[r + 1]; ++i) {
+        if (i > c.offsets[r]) list += ',';
+        if (c.type == pcr::FeatureType::kIdList) {
+          AppendNumber(c.ints[i], &list);
+          continue;
+        }
+        list += '[';
+        AppendNumber(c.ints[i], &list);
+        list += ',';
+        if (c.type == pcr::FeatureType::kScoredIdList64) {
+          AppendNumber(c.doubles[i], &list);
+        } else {
+          AppendNumber(c.floats[i], &list);
+        }
+        list += ']';
+      }
+      list += ']';
+      quoted(list);
+    }
+  }
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+int Cat(const std::string& path, const std::string& features_arg) {
+  auto opened = pcr::Table::Open(path);
+  if (!opened.ok()) return Fail(opened.status());
+  pcr::Table& t = **opened;
+  std::vector<uint32_t> features;
+  if (features_arg.empty()) {
+    for (uint32_t f = 0; f < t.schema().features.size(); ++f) features.push_back(f);
+  } else {
+    auto resolved = t.Resolve(SplitList(features_arg));
+    if (!resolved.ok()) return Fail(resolved.status());
+    features = std::move(resolved).value();
+  }
+  std::string out;
+  for (size_t j = 0; j < features.size(); ++j) {
+    if (j > 0) out += ',';
+    out += '"';
+    for (const char ch : t.schema().features[features[j]].name) {
+      if (ch == '"') out += '"';
+      out += ch;
+    }
+    out += '"';
+  }
+  out += '\n';
+  for (size_t s = 0; s < t.stripe_count(); ++s) {
+    auto batch = t.Read(features, s, 1);
+    if (!batch.ok()) return Fail(batch.status());
+    for (uint64_t r = 0; r < batch->rows; ++r) {
+      for (size_t j = 0; j < features.size(); ++j) {
+        if (j > 0) out += ',';
+        AppendCell(batch->columns[j], r, &out);
+      }
+      out += '\n';
+      if (out.size() > (1 << 20)) {
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+      }
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return std::fflush(stdout) == 0 ? pcr::cli::kExitOk : Fail(pcr::Status::IOError("cannot write stdout"));
+}
+
+int Popularity(const std::vector<std::string>& logs) {
+  std::map<std::string, uint64_t> counts;
+  for (const std::string& log : logs) {
+    std::ifstream in(log, std::ios::binary);
+    if (!in) return Fail(pcr::Status::IOError("cannot open " + log));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    pcr::Status s = pcr::CountAccessLog(text, &counts);
+    if (!s.ok()) return Fail(s.WithPrefix(log));
+  }
+  std::fputs(pcr::FormatPopularity(counts).c_str(), stdout);
+  return pcr::cli::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -204,6 +416,29 @@ int main(int argc, char** argv) {
     const std::string path = args.next();
     if (!args.empty()) return Usage("unexpected argument " + args.peek());
     return Verify(path);
+  }
+  if (first == "cat") {
+    std::string path, features, format = "csv";
+    while (!args.empty()) {
+      const std::string a = args.next();
+      if (a == "--features" || a == "--format") {
+        if (args.empty()) return Usage(a + " needs a value");
+        (a == "--features" ? features : format) = args.next();
+      } else if (a.starts_with("--") || !path.empty()) {
+        return Usage("unexpected argument " + a);
+      } else {
+        path = a;
+      }
+    }
+    if (path.empty()) return Usage("cat needs PATH");
+    if (format != "csv") return Usage("unknown format " + format + " (csv is supported)");
+    return Cat(path, features);
+  }
+  if (first == "popularity") {
+    std::vector<std::string> logs;
+    while (!args.empty()) logs.push_back(args.next());
+    if (logs.empty()) return Usage("popularity needs at least one LOG");
+    return Popularity(logs);
   }
   if (first == "extract") {
     std::vector<std::string> positional;

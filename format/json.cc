@@ -1,0 +1,312 @@
+#include "format/json.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace pcr {
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else {
+    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  }
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  out->push_back('"');
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(ch);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out->append(buf);
+    } else {
+      out->push_back(ch);
+    }
+  }
+  out->push_back('"');
+}
+
+bool JsonCursor::Fail(std::string what) {
+  if (error_.empty()) error_ = std::move(what);
+  return false;
+}
+
+void JsonCursor::SkipSpace() {
+  while (pos_ < text_.size() &&
+         (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
+    ++pos_;
+  }
+}
+
+bool JsonCursor::Consume(char c, const char* what) {
+  SkipSpace();
+  if (pos_ < text_.size() && text_[pos_] == c) {
+    ++pos_;
+    return true;
+  }
+  return Fail(std::string("expected ") + what);
+}
+
+JsonCursor::Kind JsonCursor::Peek() {
+  SkipSpace();
+  if (pos_ >= text_.size()) return Kind::kEnd;
+  switch (text_[pos_]) {
+    case '{':
+      return Kind::kObject;
+    case '[':
+      return Kind::kArray;
+    case '"':
+      return Kind::kString;
+    case 't':
+      return Kind::kTrue;
+    case 'f':
+      return Kind::kFalse;
+    case 'n':
+      return Kind::kNull;
+    default:
+      return text_[pos_] == '-' || IsDigit(text_[pos_]) ? Kind::kNumber : Kind::kInvalid;
+  }
+}
+
+bool JsonCursor::BeginObject() {
+  if (depth_ >= kMaxDepth) return Fail("nesting deeper than 64");
+  if (!Consume('{', "'{'")) return false;
+  ++depth_;
+  need_comma_ = false;
+  return true;
+}
+
+bool JsonCursor::NextMember(std::string* key, bool* done) {
+  SkipSpace();
+  if (pos_ < text_.size() && text_[pos_] == '}') {
+    ++pos_;
+    --depth_;
+    need_comma_ = true;
+    *done = true;
+    return true;
+  }
+  if (need_comma_ && !Consume(',', "',' or '}'")) return false;
+  *done = false;
+  if (Peek() != Kind::kString) return Fail("expected a string key");
+  if (!String(key)) return false;
+  if (!Consume(':', "':'")) return false;
+  need_comma_ = false;
+  return true;
+}
+
+bool JsonCursor::BeginArray() {
+  if (depth_ >= kMaxDepth) return Fail("nesting deeper than 64");
+  if (!Consume('[', "'['")) return false;
+  ++depth_;
+  need_comma_ = false;
+  return true;
+}
+
+bool JsonCursor::NextElement(bool* done) {
+  SkipSpace();
+  if (pos_ < text_.size() && text_[pos_] == ']') {
+    ++pos_;
+    --depth_;
+    need_comma_ = true;
+    *done = true;
+    return true;
+  }
+  if (need_comma_ && !Consume(',', "',' or ']'")) return false;
+  *done = false;
+  need_comma_ = false;
+  return true;
+}
+
+bool JsonCursor::String(std::string* out) {
+  if (!Consume('"', "a string")) return false;
+  out->clear();
+  while (true) {
+    if (pos_ >= text_.size()) return Fail("unterminated string");
+    const char c = text_[pos_];
+    if (c == '"') {
+      ++pos_;
+      break;
+    }
+    if (static_cast<unsigned char>(c) < 0x20) return Fail("control character in string");
+    if (c != '\\') {
+      out->push_back(c);
+      ++pos_;
+      continue;
+    }
+    if (pos_ + 1 >= text_.size()) return Fail("unterminated string");
+    const char e = text_[pos_ + 1];
+    pos_ += 2;
+    switch (e) {
+      case '"':
+      case '\\':
+      case '/':
+        out->push_back(e);
+        break;
+      case 'b':
+        out->push_back('\b');
+        break;
+      case 'f':
+        out->push_back('\f');
+        break;
+      case 'n':
+        out->push_back('\n');
+        break;
+      case 'r':
+        out->push_back('\r');
+        break;
+      case 't':
+        out->push_back('\t');
+        break;
+      case 'u': {
+        auto hex4 = [&](uint32_t* v) {
+          if (pos_ + 4 > text_.size()) return false;
+          const auto r = std::from_chars(text_.data() + pos_, text_.data() + pos_ + 4, *v, 16);
+          if (r.ec != std::errc() || r.ptr != text_.data() + pos_ + 4) return false;
+          pos_ += 4;
+          return true;
+        };
+        uint32_t cp;
+        if (!hex4(&cp)) return Fail("bad \\u escape");
+        if (cp >= 0xd800 && cp < 0xdc00) {
+          uint32_t low;
+          if (text_.substr(pos_, 2) != "\\u") return Fail("unpaired surrogate");
+          pos_ += 2;
+          if (!hex4(&low) || low < 0xdc00 || low >= 0xe000) return Fail("unpaired surrogate");
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+        } else if (cp >= 0xdc00 && cp < 0xe000) {
+          return Fail("unpaired surrogate");
+        }
+        AppendUtf8(cp, out);
+        break;
+      }
+      default:
+        --pos_;
+        return Fail("bad escape");
+    }
+  }
+  need_comma_ = true;
+  return true;
+}
+
+bool JsonCursor::Number(JsonNumber* out) {
+  SkipSpace();
+  const size_t start = pos_;
+  size_t p = pos_;
+  if (p < text_.size() && text_[p] == '-') ++p;
+  if (p >= text_.size() || !IsDigit(text_[p])) return Fail("expected a number");
+  if (text_[p] == '0') {
+    ++p;
+  } else {
+    while (p < text_.size() && IsDigit(text_[p])) ++p;
+  }
+  bool integral = true;
+  if (p < text_.size() && text_[p] == '.') {
+    integral = false;
+    ++p;
+    if (p >= text_.size() || !IsDigit(text_[p])) return Fail("expected a digit after '.'");
+    while (p < text_.size() && IsDigit(text_[p])) ++p;
+  }
+  if (p < text_.size() && (text_[p] == 'e' || text_[p] == 'E')) {
+    integral = false;
+    ++p;
+    if (p < text_.size() && (text_[p] == '+' || text_[p] == '-')) ++p;
+    if (p >= text_.size() || !IsDigit(text_[p])) return Fail("expected an exponent");
+    while (p < text_.size() && IsDigit(text_[p])) ++p;
+  }
+  const char* first = text_.data() + start;
+  const char* last = text_.data() + p;
+  out->is_int = false;
+  if (integral) {
+    const auto r = std::from_chars(first, last, out->i);
+    out->is_int = r.ec == std::errc() && r.ptr == last;
+  }
+  if (out->is_int) {
+    out->d = static_cast<double>(out->i);
+  } else {
+    const auto r = std::from_chars(first, last, out->d);
+    if (r.ec != std::errc() || r.ptr != last) return Fail("number out of range");
+  }
+  pos_ = p;
+  need_comma_ = true;
+  return true;
+}
+
+bool JsonCursor::Literal(Kind* kind) {
+  SkipSpace();
+  for (const auto& [word, k] : {std::pair{std::string_view("true"), Kind::kTrue},
+                                std::pair{std::string_view("false"), Kind::kFalse},
+                                std::pair{std::string_view("null"), Kind::kNull}}) {
+    if (text_.substr(pos_, word.size()) == word) {
+      pos_ += word.size();
+      *kind = k;
+      need_comma_ = true;
+      return true;
+    }
+  }
+  return Fail("expected a value");
+}
+
+bool JsonCursor::SkipValue() {
+  std::string s;
+  switch (Peek()) {
+    case Kind::kObject: {
+      if (!BeginObject()) return false;
+      bool done;
+      while (NextMember(&s, &done) && !done) {
+        if (!SkipValue()) return false;
+      }
+      return error_.empty();
+    }
+    case Kind::kArray: {
+      if (!BeginArray()) return false;
+      bool done;
+      while (NextElement(&done) && !done) {
+        if (!SkipValue()) return false;
+      }
+      return error_.empty();
+    }
+    case Kind::kString:
+      return String(&s);
+    case Kind::kNumber: {
+      JsonNumber n;
+      return Number(&n);
+    }
+    case Kind::kEnd:
+      return Fail("unexpected end of text");
+    default: {
+      Kind k;
+      return Literal(&k);
+    }
+  }
+}
+
+bool JsonCursor::End() {
+  SkipSpace();
+  if (pos_ != text_.size()) return Fail("trailing characters after the value");
+  return true;
+}
+
+}  // namespace pcr

@@ -1,0 +1,59 @@
+// JSON text: a pull parser over one value (RFC 8259) and string quoting.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace pcr {
+
+// Appends `s` as a JSON string literal.
+void AppendJsonString(std::string_view s, std::string* out);
+
+struct JsonNumber {
+  bool is_int = false;  // no fraction or exponent, and fits int64
+  int64_t i = 0;
+  double d = 0;  // the value, also set for integers
+};
+
+// Reads JSON from `text` token by token. Every method returns false on
+// malformed input, after which error() says what was expected and
+// position() is the byte offset of the fault.
+class JsonCursor {
+ public:
+  enum class Kind { kObject, kArray, kString, kNumber, kTrue, kFalse, kNull, kEnd, kInvalid };
+
+  explicit JsonCursor(std::string_view text) : text_(text) {}
+
+  // Skips white space; the kind of the next value, kEnd at the end of the text.
+  Kind Peek();
+  bool BeginObject();
+  // Inside an object: reads the next member's key and its ':'; *done when the
+  // object's '}' was consumed instead.
+  bool NextMember(std::string* key, bool* done);
+  bool BeginArray();
+  // Inside an array: *done when its ']' was consumed, else a value follows.
+  bool NextElement(bool* done);
+  bool String(std::string* out);
+  bool Number(JsonNumber* out);
+  // true, false or null.
+  bool Literal(Kind* kind);
+  bool SkipValue();
+  // OK when only white space remains.
+  bool End();
+
+  size_t position() const { return pos_; }
+  const std::string& error() const { return error_; }
+  bool Fail(std::string what);
+
+ private:
+  void SkipSpace();
+  bool Consume(char c, const char* what);
+  std::string_view text_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+  bool need_comma_ = false;
+  std::string error_;
+};
+
+}  // namespace pcr

@@ -1,0 +1,124 @@
+#include "format/popularity.h"
+
+#include <algorithm>
+
+#include "format/json.h"
+
+namespace pcr {
+
+namespace {
+
+// Calls fn(line, number) for every line that is not blank.
+template <typename Fn>
+Status ForEachLine(std::string_view text, Fn fn) {
+  uint64_t number = 0;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    PCR_RETURN_IF_ERROR(fn(line, number));
+  }
+  return Status::OK();
+}
+
+Status LineError(uint64_t line, const JsonCursor& json, const std::string& what = "") {
+  return Status::InvalidArgument("line " + std::to_string(line) + ", column " +
+                                 std::to_string(json.position() + 1) + ": " +
+                                 (what.empty() ? json.error() : what));
+}
+
+}  // namespace
+
+std::string FormatAccessLogEntry(const std::vector<std::string>& features) {
+  std::string out = "{\"features\":[";
+  for (size_t i = 0; i < features.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendJsonString(features[i], &out);
+  }
+  out += "]}\n";
+  return out;
+}
+
+Status CountAccessLog(std::string_view text, std::map<std::string, uint64_t>* counts) {
+  return ForEachLine(text, [&](std::string_view line, uint64_t number) -> Status {
+    JsonCursor json(line);
+    std::string key, name;
+    bool done;
+    bool seen = false;
+    if (!json.BeginObject()) return LineError(number, json);
+    while (json.NextMember(&key, &done) && !done) {
+      if (key != "features") {
+        if (!json.SkipValue()) break;
+        continue;
+      }
+      seen = true;
+      if (!json.BeginArray()) break;
+      while (json.NextElement(&done) && !done) {
+        if (json.Peek() != JsonCursor::Kind::kString) return LineError(number, json, "expected a feature name");
+        if (!json.String(&name)) break;
+        (*counts)[name]++;
+      }
+    }
+    if (!json.error().empty() || !json.End()) return LineError(number, json);
+    if (!seen) return LineError(number, json, "no \"features\" member");
+    return Status::OK();
+  });
+}
+
+std::string FormatPopularity(const std::map<std::string, uint64_t>& counts) {
+  std::vector<std::pair<std::string, uint64_t>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [feature, count] : sorted) {
+    out += "{\"feature\":";
+    AppendJsonString(feature, &out);
+    out += ",\"count\":" + std::to_string(count) + "}\n";
+  }
+  return out;
+}
+
+Result<std::vector<PopularityEntry>> ParsePopularity(std::string_view text) {
+  std::vector<PopularityEntry> entries;
+  Status s = ForEachLine(text, [&](std::string_view line, uint64_t number) -> Status {
+    JsonCursor json(line);
+    PopularityEntry e;
+    bool has_feature = false, has_count = false, done;
+    std::string key;
+    if (!json.BeginObject()) return LineError(number, json);
+    while (json.NextMember(&key, &done) && !done) {
+      if (key == "feature") {
+        if (json.Peek() != JsonCursor::Kind::kString) return LineError(number, json, "\"feature\" must be a string");
+        has_feature = json.String(&e.feature);
+      } else if (key == "count") {
+        JsonNumber n;
+        if (json.Peek() != JsonCursor::Kind::kNumber || !json.Number(&n) || !n.is_int || n.i < 0) {
+          return LineError(number, json, "\"count\" must be a non-negative integer");
+        }
+        e.count = static_cast<uint64_t>(n.i);
+        has_count = true;
+      } else if (!json.SkipValue()) {
+        break;
+      }
+    }
+    if (!json.error().empty() || !json.End()) return LineError(number, json);
+    if (!has_feature || !has_count) return LineError(number, json, "needs \"feature\" and \"count\"");
+    entries.push_back(std::move(e));
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return entries;
+}
+
+std::vector<std::string> PopularityOrder(std::vector<PopularityEntry> entries) {
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const PopularityEntry& a, const PopularityEntry& b) { return a.count > b.count; });
+  std::vector<std::string> names;
+  names.reserve(entries.size());
+  for (PopularityEntry& e : entries) names.push_back(std::move(e.feature));
+  return names;
+}
+
+}  // namespace pcr

@@ -1,0 +1,332 @@
+#include "format/table_format.h"
+
+#include <zstd.h>
+
+#include <bit>
+#include <cstring>
+#include <unordered_set>
+
+static_assert(std::endian::native == std::endian::little, "stream values are little-endian");
+
+namespace pcr {
+
+namespace {
+
+constexpr StreamRole kScalarRoles[] = {StreamRole::kPresence, StreamRole::kValues};
+constexpr StreamRole kListRoles[] = {StreamRole::kPresence, StreamRole::kLengths, StreamRole::kValues};
+constexpr StreamRole kScoredRoles[] = {StreamRole::kPresence, StreamRole::kLengths, StreamRole::kValues,
+                                       StreamRole::kScores};
+
+// Bytes per value of a fixed-width values stream; 0 for strings.
+size_t ValueWidth(FeatureType type) {
+  switch (type) {
+    case FeatureType::kFloat32:
+      return 4;
+    case FeatureType::kString:
+      return 0;
+    default:
+      return 8;
+  }
+}
+
+size_t ScoreWidth(FeatureType type) {
+  return type == FeatureType::kScoredIdList32 ? 4 : type == FeatureType::kScoredIdList64 ? 8 : 0;
+}
+
+template <typename T>
+void AppendValues(ByteSpan in, std::vector<T>* out) {
+  const size_t old = out->size();
+  out->resize(old + in.size() / sizeof(T));
+  if (!in.empty()) std::memcpy(out->data() + old, in.data(), in.size());
+}
+
+// Spreads n present values of `in` over the rows of `present`, zero elsewhere.
+template <typename T>
+void ScatterValues(ByteSpan in, const uint8_t* present, uint64_t rows, std::vector<T>* out) {
+  const size_t old = out->size();
+  out->resize(old + rows);
+  T* dst = out->data() + old;
+  const uint8_t* src = in.data();
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (present[r]) {
+      std::memcpy(&dst[r], src, sizeof(T));
+      src += sizeof(T);
+    } else {
+      dst[r] = T{};
+    }
+  }
+}
+
+Status Bad(StreamRole role, const std::string& what) {
+  return Status::Corruption(std::string(StreamRoleName(role)) + " stream: " + what);
+}
+
+}  // namespace
+
+const char* FeatureTypeName(FeatureType type) {
+  switch (type) {
+    case FeatureType::kInt64:
+      return "int64";
+    case FeatureType::kFloat64:
+      return "float64";
+    case FeatureType::kFloat32:
+      return "float32";
+    case FeatureType::kString:
+      return "string";
+    case FeatureType::kIdList:
+      return "id_list";
+    case FeatureType::kScoredIdList64:
+      return "scored_id_list64";
+    case FeatureType::kScoredIdList32:
+      return "scored_id_list32";
+  }
+  return "unknown";
+}
+
+const char* StreamRoleName(StreamRole role) {
+  switch (role) {
+    case StreamRole::kPresence:
+      return "presence";
+    case StreamRole::kLengths:
+      return "lengths";
+    case StreamRole::kValues:
+      return "values";
+    case StreamRole::kScores:
+      return "scores";
+  }
+  return "unknown";
+}
+
+bool IsListType(FeatureType type) {
+  return type == FeatureType::kIdList || type == FeatureType::kScoredIdList64 ||
+         type == FeatureType::kScoredIdList32;
+}
+
+std::span<const StreamRole> RolesOf(FeatureType type) {
+  if (ScoreWidth(type) != 0) return kScoredRoles;
+  if (IsListType(type) || type == FeatureType::kString) return kListRoles;
+  return kScalarRoles;
+}
+
+void TableSchema::EncodeTo(Bytes* out) const {
+  PutVarint64(out, row_count);
+  PutVarint64(out, features.size());
+  for (const FeatureInfo& f : features) {
+    PutLengthPrefixed(out, f.name);
+    PutFixed8(out, static_cast<uint8_t>(f.type));
+    PutFixed8(out, f.has_id ? 1 : 0);
+    if (f.has_id) PutVarsint64(out, f.id);
+    PutVarint64(out, f.present_count);
+    PutVarint64(out, f.value_count);
+  }
+}
+
+bool TableSchema::DecodeFrom(Decoder* d, TableSchema* schema, std::string* error) {
+  uint64_t n;
+  if (!d->GetVarint64(&schema->row_count) || !d->GetVarintAtMost(d->remaining() / 5, &n)) {
+    *error = "truncated table schema";
+    return false;
+  }
+  schema->features.resize(n);
+  std::unordered_set<std::string> names;
+  for (uint64_t i = 0; i < n; ++i) {
+    FeatureInfo& f = schema->features[i];
+    uint8_t type, flags;
+    if (!d->GetLengthPrefixed(d->remaining(), &f.name) || !d->GetFixed8(&type) || !d->GetFixed8(&flags) ||
+        (flags == 1 && !d->GetVarsint64(&f.id)) || !d->GetVarint64(&f.present_count) ||
+        !d->GetVarint64(&f.value_count)) {
+      *error = "truncated feature " + std::to_string(i);
+      return false;
+    }
+    if (type < 1 || type > kMaxFeatureType) {
+      *error = "feature " + std::to_string(i) + " has unknown type " + std::to_string(type);
+      return false;
+    }
+    if (flags > 1) {
+      *error = "feature " + std::to_string(i) + " has unknown flags " + std::to_string(flags);
+      return false;
+    }
+    f.type = static_cast<FeatureType>(type);
+    f.has_id = flags == 1;
+    if (f.present_count > schema->row_count) {
+      *error = "feature '" + f.name + "' is present in more rows than the table has";
+      return false;
+    }
+    if (!names.insert(f.name).second) {
+      *error = "duplicate feature name '" + f.name + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+void FeatureStreams::Clear() {
+  rows.clear();
+  lengths.clear();
+  values.clear();
+  scores.clear();
+}
+
+Bytes FeatureStreams::Raw(StreamRole role, uint64_t row_count) const {
+  switch (role) {
+    case StreamRole::kPresence: {
+      if (rows.size() == row_count) return {};
+      Bytes bitmap((row_count + 7) / 8, 0);
+      for (const uint32_t r : rows) bitmap[r / 8] |= static_cast<uint8_t>(1u << (r % 8));
+      return bitmap;
+    }
+    case StreamRole::kLengths:
+      return lengths;
+    case StreamRole::kValues:
+      return values;
+    case StreamRole::kScores:
+      return scores;
+  }
+  return {};
+}
+
+StoredStream CompressStream(ByteSpan raw, int zstd_level) {
+  StoredStream s{.codec = StreamCodec::kNone, .raw_length = raw.size()};
+  if (!raw.empty()) {
+    s.bytes.resize(ZSTD_compressBound(raw.size()));
+    const size_t n = ZSTD_compress(s.bytes.data(), s.bytes.size(), raw.data(), raw.size(), zstd_level);
+    if (!ZSTD_isError(n) && n < raw.size()) {
+      s.bytes.resize(n);
+      s.codec = StreamCodec::kZstd;
+      return s;
+    }
+  }
+  s.bytes.assign(raw.begin(), raw.end());
+  return s;
+}
+
+Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length, Bytes* out) {
+  if (codec == StreamCodec::kNone) {
+    if (stored.size() != raw_length) return Status::Corruption("stored stream length differs from raw length");
+    out->assign(stored.begin(), stored.end());
+    return Status::OK();
+  }
+  if (codec != StreamCodec::kZstd) return Status::Corruption("unknown codec " + std::to_string(int(codec)));
+  const unsigned long long content = ZSTD_getFrameContentSize(stored.data(), stored.size());
+  // A zstd block of at least 4 bytes decodes to at most 128 KiB.
+  if (raw_length / 32768 > stored.size()) {
+    return Status::Corruption("raw length " + std::to_string(raw_length) + " exceeds what " +
+                              std::to_string(stored.size()) + " zstd bytes can hold");
+  }
+  if (content != raw_length) {
+    return Status::Corruption("zstd frame content size " +
+                              (content == ZSTD_CONTENTSIZE_ERROR     ? std::string("unreadable")
+                               : content == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("missing")
+                                                                     : std::to_string(content)) +
+                              " differs from raw length " + std::to_string(raw_length));
+  }
+  out->resize(raw_length);
+  const size_t n = ZSTD_decompress(out->data(), out->size(), stored.data(), stored.size());
+  if (ZSTD_isError(n)) return Status::Corruption(std::string("zstd: ") + ZSTD_getErrorName(n));
+  if (n != raw_length) {
+    return Status::Corruption("zstd frame decoded to " + std::to_string(n) + " bytes, expected " +
+                              std::to_string(raw_length));
+  }
+  return Status::OK();
+}
+
+Column::Column(FeatureType t) : type(t) {
+  if (IsListType(t) || t == FeatureType::kString) offsets.push_back(0);
+}
+
+Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan presence, ByteSpan lengths,
+                            ByteSpan values, ByteSpan scores, Column* column) {
+  // Presence: empty means every row holds the feature. Sizes are checked
+  // against the streams before anything proportional to row_count is allocated.
+  uint64_t present_rows = row_count;
+  if (!presence.empty()) {
+    if (presence.size() != (row_count + 7) / 8) {
+      return Bad(StreamRole::kPresence, std::to_string(presence.size()) + " bytes for " +
+                                            std::to_string(row_count) + " rows");
+    }
+    if (row_count % 8 != 0 && (presence.back() >> (row_count % 8)) != 0) {
+      return Bad(StreamRole::kPresence, "bits set past the last row");
+    }
+    present_rows = 0;
+    for (const uint8_t b : presence) present_rows += std::popcount(b);
+  }
+  const size_t width = ValueWidth(type);
+  const bool scalar = !IsListType(type) && type != FeatureType::kString;
+  if (scalar && values.size() != present_rows * width) {
+    return Bad(StreamRole::kValues, std::to_string(values.size()) + " bytes for " +
+                                        std::to_string(present_rows) + " present rows of " +
+                                        std::to_string(width) + " bytes");
+  }
+  if (!scalar && lengths.size() != present_rows * 4) {
+    return Bad(StreamRole::kLengths, std::to_string(lengths.size()) + " bytes for " +
+                                         std::to_string(present_rows) + " present rows");
+  }
+  if (row_count > (presence.size() + values.size() + lengths.size()) * 8) {
+    return Status::Corruption(std::to_string(row_count) + " rows, more than the streams can hold");
+  }
+  const size_t first_row = column->present.size();
+  if (presence.empty()) {
+    column->present.resize(first_row + row_count, 1);
+  } else {
+    column->present.resize(first_row + row_count);
+    uint8_t* p = column->present.data() + first_row;
+    for (uint64_t r = 0; r < row_count; ++r) p[r] = (presence[r / 8] >> (r % 8)) & 1;
+  }
+  const uint8_t* present = column->present.data() + first_row;
+  column->rows += row_count;
+
+  if (scalar) {
+    if (!lengths.empty() || !scores.empty()) return Status::Corruption("scalar feature with list streams");
+    switch (type) {
+      case FeatureType::kInt64:
+        ScatterValues(values, present, row_count, &column->ints);
+        break;
+      case FeatureType::kFloat64:
+        ScatterValues(values, present, row_count, &column->doubles);
+        break;
+      default:
+        ScatterValues(values, present, row_count, &column->floats);
+        break;
+    }
+    return Status::OK();
+  }
+
+  const size_t first_offset = column->offsets.size();
+  column->offsets.resize(first_offset + row_count);
+  uint64_t* offsets = column->offsets.data() + first_offset;
+  uint64_t total = column->offsets[first_offset - 1];
+  const uint64_t base = total;
+  const uint8_t* len = lengths.data();
+  for (uint64_t r = 0; r < row_count; ++r) {
+    if (present[r]) {
+      total += LoadFixed32(len);
+      len += 4;
+    }
+    offsets[r] = total;
+  }
+  const uint64_t elements = total - base;
+  if (type == FeatureType::kString) {
+    if (!scores.empty()) return Status::Corruption("string feature with a scores stream");
+    if (values.size() != elements) {
+      return Bad(StreamRole::kValues, std::to_string(values.size()) + " bytes, lengths sum to " +
+                                          std::to_string(elements));
+    }
+    column->bytes.append(reinterpret_cast<const char*>(values.data()), values.size());
+    return Status::OK();
+  }
+  if (values.size() / 8 != elements || values.size() % 8 != 0) {
+    return Bad(StreamRole::kValues, std::to_string(values.size()) + " bytes for " +
+                                        std::to_string(elements) + " ids");
+  }
+  const size_t sw = ScoreWidth(type);
+  if (scores.size() != elements * sw) {
+    return Bad(StreamRole::kScores, std::to_string(scores.size()) + " bytes for " +
+                                        std::to_string(elements) + " ids");
+  }
+  AppendValues(values, &column->ints);
+  if (type == FeatureType::kScoredIdList64) AppendValues(scores, &column->doubles);
+  if (type == FeatureType::kScoredIdList32) AppendValues(scores, &column->floats);
+  return Status::OK();
+}
+
+}  // namespace pcr

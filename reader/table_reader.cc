@@ -1,0 +1,174 @@
+#include "reader/table_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <unordered_map>
+
+#include "format/popularity.h"
+#include "reader/stream_reader.h"
+
+namespace pcr {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<std::string> FindTableFile(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return path;
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    if (e.path().extension() == kRecordFileExtension) found.push_back(e.path().string());
+  }
+  if (ec) return Status::IOError("cannot list " + path + ": " + ec.message());
+  if (found.size() != 1) {
+    return Status::InvalidArgument(path + ": expected one table (.pcr) file, found " +
+                                   std::to_string(found.size()));
+  }
+  return found[0];
+}
+
+}  // namespace
+
+bool IsTablePath(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return !fs::exists(fs::path(path) / kDatasetManifestName, ec);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  uint8_t head[kFileHeaderSize];
+  const bool read_all = pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head));
+  close(fd);
+  if (!read_all) return false;
+  auto h = FileHeader::DecodeFrom(head);
+  return h.ok() && h->kind == FileKind::kTable;
+}
+
+Result<std::unique_ptr<Table>> Table::Open(const std::string& path, const TableReaderOptions& options) {
+  std::unique_ptr<IoEngine> owned;
+  IoEngine* engine = options.engine;
+  if (engine == nullptr) {
+    PCR_ASSIGN_OR_RETURN(owned, MakeIoEngine(options.io));
+    engine = owned.get();
+  }
+  std::unique_ptr<Table> t(new Table(std::move(owned), engine, options));
+  PCR_ASSIGN_OR_RETURN(const std::string file, FindTableFile(path));
+  PCR_ASSIGN_OR_RETURN(t->file_, PcrFile::Open(file, engine));
+  if (t->file_->header().kind != FileKind::kTable) {
+    return Status::InvalidArgument(file + ": not a table file");
+  }
+  const FileIndex& index = t->file_->index();
+  for (const StripeInfo& stripe : index.stripes) {
+    std::vector<size_t> where(index.schema.features.size() * kRoleCount, SIZE_MAX);
+    for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
+      const TableStream& s = stripe.table_streams[k];
+      where[s.feature * kRoleCount + static_cast<size_t>(s.role)] = k;
+    }
+    t->stream_of_.push_back(std::move(where));
+  }
+  return t;
+}
+
+Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& names) const {
+  std::unordered_map<std::string_view, uint32_t> by_name;
+  const auto& features = schema().features;
+  for (uint32_t f = 0; f < features.size(); ++f) by_name.emplace(features[f].name, f);
+  std::vector<uint32_t> out;
+  for (const std::string& n : names) {
+    const auto it = by_name.find(n);
+    if (it == by_name.end()) return Status::InvalidArgument(file_->path() + ": no feature '" + n + "'");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+uint64_t Table::SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const {
+  uint64_t bytes = 0;
+  for (size_t s = first; s < first + count; ++s) {
+    const StripeInfo& stripe = file_->index().stripes[s];
+    for (const uint32_t f : features) {
+      for (const StreamRole role : RolesOf(schema().features[f].type)) {
+        bytes += stripe.streams[StreamIndex(s, f, role)].length;
+      }
+    }
+  }
+  return bytes;
+}
+
+Status Table::LogAccess(std::span<const uint32_t> features) {
+  std::vector<uint32_t> key(features.begin(), features.end());
+  std::sort(key.begin(), key.end());
+  if (!logged_.insert(key).second) return Status::OK();
+  std::vector<std::string> names;
+  for (const uint32_t f : features) names.push_back(schema().features[f].name);
+  const std::string line = FormatAccessLogEntry(names);
+  const int fd = open(options_.access_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError("cannot open access log " + options_.access_log + ": " + std::strerror(errno));
+  const ssize_t n = write(fd, line.data(), line.size());
+  const int err = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(line.size())) {
+    return Status::IOError("cannot append to access log " + options_.access_log + ": " + std::strerror(err));
+  }
+  return Status::OK();
+}
+
+Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first, size_t count) {
+  const auto& all = schema().features;
+  for (const uint32_t f : features) {
+    if (f >= all.size()) return Status::InvalidArgument(file_->path() + ": no feature " + std::to_string(f));
+  }
+  if (first > stripe_count() || count > stripe_count() - first) {
+    return Status::InvalidArgument(file_->path() + ": stripes [" + std::to_string(first) + ", +" +
+                                   std::to_string(count) + ") out of " + std::to_string(stripe_count()));
+  }
+  if (!options_.access_log.empty()) PCR_RETURN_IF_ERROR(LogAccess(features));
+
+  std::vector<StreamRequest> requests;
+  for (size_t s = first; s < first + count; ++s) {
+    for (const uint32_t f : features) {
+      for (const StreamRole role : RolesOf(all[f].type)) requests.push_back({file_.get(), s, StreamIndex(s, f, role)});
+    }
+  }
+  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> stored, ReadStreams(*engine_, requests, options_.coalesce));
+
+  TableBatch batch;
+  for (const uint32_t f : features) batch.columns.emplace_back(all[f].type);
+  size_t next = 0;
+  for (size_t s = first; s < first + count; ++s) {
+    const StripeInfo& stripe = file_->index().stripes[s];
+    batch.rows += stripe.row_count;
+    for (size_t j = 0; j < features.size(); ++j) {
+      const uint32_t f = features[j];
+      ByteSpan raw[kRoleCount];
+      for (const StreamRole role : RolesOf(all[f].type)) {
+        const size_t k = requests[next].stream;
+        const TableStream& t = stripe.table_streams[k];
+        Bytes& buf = scratch_[static_cast<size_t>(role)];
+        Status st = DecompressStream(stored[next], t.codec, t.raw_length, &buf);
+        if (!st.ok()) {
+          return st.WithPrefix(file_->path() + ": stripe " + std::to_string(s) + " stream " + std::to_string(k) +
+                               " (" + StreamRoleName(role) + " of feature '" + all[f].name + "') at offset " +
+                               std::to_string(stripe.stream_offset(k)));
+        }
+        batch.bytes_selected += stored[next].size();
+        raw[static_cast<size_t>(role)] = buf;
+        ++next;
+      }
+      Status st = DecodeFeatureStreams(all[f].type, stripe.row_count, raw[0], raw[1], raw[2], raw[3],
+                                       &batch.columns[j]);
+      if (!st.ok()) {
+        return st.WithPrefix(file_->path() + ": stripe " + std::to_string(s) + " feature '" + all[f].name +
+                             "' at offset " +
+                             std::to_string(stripe.stream_offset(StreamIndex(s, f, StreamRole::kPresence))));
+      }
+    }
+  }
+  return batch;
+}
+
+}  // namespace pcr

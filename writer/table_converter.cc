@@ -1,0 +1,616 @@
+#include "writer/table_converter.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <unordered_map>
+
+#include "format/json.h"
+#include "format/popularity.h"
+#include "reader/table_reader.h"
+
+namespace pcr {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A read-only view of a whole input file.
+class MappedInput {
+ public:
+  static Result<std::unique_ptr<MappedInput>> Open(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      return Status::InvalidArgument(path + ": not a regular file");
+    }
+    auto in = std::unique_ptr<MappedInput>(new MappedInput());
+    if (st.st_size > 0) {
+      void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        close(fd);
+        return Status::IOError("cannot map " + path + ": " + std::strerror(errno));
+      }
+      madvise(p, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
+      in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(st.st_size));
+    }
+    close(fd);
+    return in;
+  }
+  ~MappedInput() {
+    if (!text_.empty()) munmap(const_cast<char*>(text_.data()), text_.size());
+  }
+  std::string_view text() const { return text_; }
+
+ private:
+  MappedInput() = default;
+  std::string_view text_;
+};
+
+Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what) {
+  return Status::InvalidArgument(input + ": line " + std::to_string(line) + ", column " +
+                                 std::to_string(column) + ": " + what);
+}
+
+FeatureType FloatType(bool float32) { return float32 ? FeatureType::kFloat32 : FeatureType::kFloat64; }
+
+// ---- CSV (RFC 4180) ----
+
+struct CsvCell {
+  std::string text;
+  bool quoted = false;
+  uint64_t line = 0;
+  uint64_t column = 0;  // 1-based byte column of the cell's first character
+
+  // Unquoted empty cells and unquoted NA are missing values.
+  bool missing() const { return !quoted && (text.empty() || text == "NA"); }
+};
+
+class CsvReader {
+ public:
+  CsvReader(std::string_view text, const std::string& input) : text_(text), input_(input) {}
+
+  // Reads the next record into cells[0, *count); false at the end of the text.
+  Result<bool> Next(std::vector<CsvCell>* cells, size_t* count) {
+    if (pos_ >= text_.size()) return false;
+    record_line_ = line_;
+    *count = 0;
+    while (true) {
+      if (*count == cells->size()) cells->emplace_back();
+      CsvCell& cell = (*cells)[(*count)++];
+      cell.text.clear();
+      cell.line = line_;
+      cell.column = pos_ - line_start_ + 1;
+      cell.quoted = pos_ < text_.size() && text_[pos_] == '"';
+      if (cell.quoted) {
+        ++pos_;
+        while (true) {
+          const size_t q = text_.find('"', pos_);
+          if (q == std::string_view::npos) {
+            return InputError(input_, cell.line, cell.column, "quoted field is never closed");
+          }
+          for (size_t i = pos_; i < q; ++i) {
+            if (text_[i] == '\n') {
+              ++line_;
+              line_start_ = i + 1;
+            }
+          }
+          cell.text.append(text_.substr(pos_, q - pos_));
+          pos_ = q + 1;
+          if (pos_ < text_.size() && text_[pos_] == '"') {
+            cell.text.push_back('"');
+            ++pos_;
+            continue;
+          }
+          break;
+        }
+      } else {
+        const size_t end = text_.find_first_of(",\n\"", pos_);
+        const size_t stop = end == std::string_view::npos ? text_.size() : end;
+        if (stop < text_.size() && text_[stop] == '"') {
+          return InputError(input_, line_, stop - line_start_ + 1, "quote inside an unquoted field");
+        }
+        size_t last = stop;
+        if (last > pos_ && text_[last - 1] == '\r' && (stop == text_.size() || text_[stop] == '\n')) --last;
+        cell.text.assign(text_.substr(pos_, last - pos_));
+        pos_ = stop;
+      }
+      if (pos_ >= text_.size()) return true;
+      if (text_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (text_[pos_] == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') ++pos_;
+      if (text_[pos_] == '\n') {
+        ++pos_;
+        ++line_;
+        line_start_ = pos_;
+        return true;
+      }
+      return InputError(input_, line_, pos_ - line_start_ + 1, "text after a closing quote");
+    }
+  }
+  uint64_t record_line() const { return record_line_; }
+
+ private:
+  std::string_view text_;
+  const std::string& input_;
+  size_t pos_ = 0;
+  uint64_t line_ = 1;
+  size_t line_start_ = 0;
+  uint64_t record_line_ = 1;
+};
+
+bool ParseInt(std::string_view s, int64_t* v) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// Decimal numbers only: no inf, nan or hexadecimal.
+bool ParseFloat(std::string_view s, double* v) {
+  const size_t digit = !s.empty() && s[0] == '-' ? 1 : 0;
+  if (digit >= s.size() || !((s[digit] >= '0' && s[digit] <= '9') || s[digit] == '.')) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+Status CheckCellCount(const std::string& input, const CsvReader& csv, const std::vector<CsvCell>& cells,
+                      size_t count, size_t want) {
+  if (count == want) return Status::OK();
+  const CsvCell& at = cells[std::min(count, want) - 1];
+  return InputError(input, csv.record_line(), at.column,
+                    "row has " + std::to_string(count) + " cells, the header " + std::to_string(want));
+}
+
+Status ConvertCsv(const TableConvertOptions& options, std::string_view text, const std::string& out_path,
+                  TableConvertReport* report) {
+  const std::string& input = options.input;
+  std::vector<CsvCell> cells;
+  size_t count = 0;
+  CsvReader header(text, input);
+  PCR_ASSIGN_OR_RETURN(const bool has_header, header.Next(&cells, &count));
+  if (!has_header) return Status::InvalidArgument(input + ": empty file, expected a header row");
+  std::vector<FeatureInfo> features(count);
+  std::unordered_map<std::string, size_t> names;
+  for (size_t c = 0; c < count; ++c) {
+    features[c].name = cells[c].text;
+    if (!names.emplace(cells[c].text, c).second) {
+      return InputError(input, cells[c].line, cells[c].column, "duplicate column name '" + cells[c].text + "'");
+    }
+  }
+  const size_t columns = count;
+
+  // Pass 1: the narrowest type holding every present cell of each column.
+  std::vector<bool> can_int(columns, true), can_float(columns, true), any(columns, false);
+  {
+    CsvReader csv = header;
+    while (true) {
+      PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
+      if (!more) break;
+      PCR_RETURN_IF_ERROR(CheckCellCount(input, csv, cells, count, columns));
+      for (size_t c = 0; c < columns; ++c) {
+        if (cells[c].missing()) continue;
+        any[c] = true;
+        int64_t i;
+        double d;
+        if (can_int[c] && !ParseInt(cells[c].text, &i)) can_int[c] = false;
+        if (!can_int[c] && can_float[c] && !ParseFloat(cells[c].text, &d)) can_float[c] = false;
+      }
+    }
+  }
+  for (size_t c = 0; c < columns; ++c) {
+    features[c].type = !any[c]      ? FeatureType::kString
+                       : can_int[c] ? FeatureType::kInt64
+                       : can_float[c] ? FloatType(options.float32)
+                                      : FeatureType::kString;
+  }
+
+  // Pass 2: write.
+  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));
+  CsvReader csv = header;
+  while (true) {
+    PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
+    if (!more) break;
+    for (size_t c = 0; c < columns; ++c) {
+      if (cells[c].missing()) continue;
+      const std::string& t = cells[c].text;
+      int64_t i = 0;
+      double d = 0;
+      switch (features[c].type) {
+        case FeatureType::kInt64:
+          ParseInt(t, &i);
+          writer->AddInt64(c, i);
+          break;
+        case FeatureType::kString:
+          writer->AddString(c, t);
+          break;
+        default:
+          ParseFloat(t, &d);
+          writer->AddFloat(c, d);
+          break;
+      }
+    }
+    PCR_RETURN_IF_ERROR(writer->EndRow());
+  }
+  PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
+  report->stripes = writer->stripe_count();
+  return Status::OK();
+}
+
+// ---- JSON Lines with map features ----
+
+enum class MapKind { kColumn, kDense, kSparse, kScored };
+
+struct JsonValue {
+  enum Kind { kInt, kFloat, kString, kNull } kind = kNull;
+  int64_t i = 0;
+  double d = 0;
+  std::string s;
+};
+
+// What one row holds, in the order of its text.
+struct JsonRow {
+  struct Item {
+    MapKind map = MapKind::kColumn;
+    std::string key;  // column name, or the feature id as written
+    int64_t id = 0;
+    uint64_t column = 0;
+    JsonValue value;             // columns and dense features
+    std::vector<int64_t> ids;    // sparse and scored features
+    std::vector<double> scores;  // scored features
+  };
+  std::vector<Item> items;
+  size_t count = 0;
+};
+
+class JsonlParser {
+ public:
+  explicit JsonlParser(const std::string& input) : input_(input) {}
+
+  // Parses one line into row->items[0, row->count).
+  Status ParseLine(std::string_view line, uint64_t number, JsonRow* row) {
+    JsonCursor json(line);
+    line_ = number;
+    row->count = 0;
+    std::string key;
+    bool done;
+    if (json.Peek() != JsonCursor::Kind::kObject) return Error(json, "a row must be a JSON object");
+    if (!json.BeginObject()) return Error(json);
+    while (json.NextMember(&key, &done) && !done) {
+      const MapKind map = key == "dense"    ? MapKind::kDense
+                          : key == "sparse" ? MapKind::kSparse
+                          : key == "scored" ? MapKind::kScored
+                                            : MapKind::kColumn;
+      if (map == MapKind::kColumn) {
+        JsonRow::Item& item = Add(row, map, key, json);
+        PCR_RETURN_IF_ERROR(Scalar(json, "column '" + key + "'", &item.value));
+        continue;
+      }
+      if (json.Peek() == JsonCursor::Kind::kNull) {
+        JsonCursor::Kind k;
+        json.Literal(&k);
+        continue;
+      }
+      if (json.Peek() != JsonCursor::Kind::kObject) return Error(json, "'" + key + "' must be an object");
+      const std::string map_name = key;
+      if (!json.BeginObject()) return Error(json);
+      while (json.NextMember(&key, &done) && !done) {
+        JsonRow::Item& item = Add(row, map, key, json);
+        const std::string what = map_name + " feature " + key;
+        if (!ParseId(key, &item.id)) return Error(json, what + ": key is not an int64 feature id");
+        PCR_RETURN_IF_ERROR(MapValue(json, map, what, &item));
+      }
+      if (!json.error().empty()) return Error(json);
+    }
+    if (!json.error().empty() || !json.End()) return Error(json);
+    return Status::OK();
+  }
+
+ private:
+  static bool ParseId(const std::string& key, int64_t* id) { return ParseInt(key, id); }
+
+  JsonRow::Item& Add(JsonRow* row, MapKind map, const std::string& key, JsonCursor& json) {
+    if (row->count == row->items.size()) row->items.emplace_back();
+    JsonRow::Item& item = row->items[row->count++];
+    item.map = map;
+    item.key = key;
+    item.column = json.position() + 1;
+    item.ids.clear();
+    item.scores.clear();
+    return item;
+  }
+
+  Status Error(JsonCursor& json, const std::string& what = "") {
+    return InputError(input_, line_, json.position() + 1, what.empty() ? json.error() : what);
+  }
+
+  Status Scalar(JsonCursor& json, const std::string& what, JsonValue* v) {
+    JsonNumber n;
+    JsonCursor::Kind k;
+    switch (json.Peek()) {
+      case JsonCursor::Kind::kNumber:
+        if (!json.Number(&n)) return Error(json);
+        v->kind = n.is_int ? JsonValue::kInt : JsonValue::kFloat;
+        v->i = n.i;
+        v->d = n.d;
+        return Status::OK();
+      case JsonCursor::Kind::kString:
+        v->kind = JsonValue::kString;
+        if (!json.String(&v->s)) return Error(json);
+        return Status::OK();
+      case JsonCursor::Kind::kTrue:
+      case JsonCursor::Kind::kFalse:
+      case JsonCursor::Kind::kNull:
+        if (!json.Literal(&k)) return Error(json);
+        v->kind = k == JsonCursor::Kind::kNull ? JsonValue::kNull : JsonValue::kInt;
+        v->i = k == JsonCursor::Kind::kTrue ? 1 : 0;
+        return Status::OK();
+      default:
+        return Error(json, what + ": expected a number, string, boolean or null");
+    }
+  }
+
+  Status Id(JsonCursor& json, const std::string& what, int64_t* id) {
+    JsonNumber n;
+    if (json.Peek() != JsonCursor::Kind::kNumber) return Error(json, what + ": expected an int64 id");
+    const size_t at = json.position();
+    if (!json.Number(&n)) return Error(json);
+    if (!n.is_int) {
+      return InputError(input_, line_, at + 1, what + ": id is not an int64");
+    }
+    *id = n.i;
+    return Status::OK();
+  }
+
+  Status MapValue(JsonCursor& json, MapKind map, const std::string& what, JsonRow::Item* item) {
+    if (map == MapKind::kDense) {
+      if (json.Peek() == JsonCursor::Kind::kNull) return Scalar(json, what, &item->value);
+      if (json.Peek() != JsonCursor::Kind::kNumber) return Error(json, what + ": expected a number");
+      return Scalar(json, what, &item->value);
+    }
+    if (json.Peek() != JsonCursor::Kind::kArray) return Error(json, what + ": expected an array");
+    bool done;
+    if (!json.BeginArray()) return Error(json);
+    while (json.NextElement(&done) && !done) {
+      int64_t id;
+      if (map == MapKind::kSparse) {
+        PCR_RETURN_IF_ERROR(Id(json, what, &id));
+        item->ids.push_back(id);
+        continue;
+      }
+      bool pair_done;
+      if (json.Peek() != JsonCursor::Kind::kArray) return Error(json, what + ": expected an [id, score] pair");
+      if (!json.BeginArray() || !json.NextElement(&pair_done) || pair_done) {
+        return Error(json, what + ": expected an [id, score] pair");
+      }
+      PCR_RETURN_IF_ERROR(Id(json, what, &id));
+      JsonNumber score;
+      if (!json.NextElement(&pair_done) || pair_done || json.Peek() != JsonCursor::Kind::kNumber ||
+          !json.Number(&score)) {
+        return Error(json, what + ": expected a numeric score");
+      }
+      if (!json.NextElement(&pair_done) || !pair_done) return Error(json, what + ": a pair has two elements");
+      item->ids.push_back(id);
+      item->scores.push_back(score.d);
+    }
+    if (!json.error().empty()) return Error(json);
+    return Status::OK();
+  }
+
+  const std::string& input_;
+  uint64_t line_ = 0;
+};
+
+// Calls fn(line, number) for every line that holds more than white space.
+template <typename Fn>
+Status ForEachJsonLine(std::string_view text, Fn fn) {
+  uint64_t number = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    PCR_RETURN_IF_ERROR(fn(line, number));
+  }
+  return Status::OK();
+}
+
+struct JsonFeature {
+  size_t index = 0;
+  uint64_t last_line = 0;
+  bool saw_int = false, saw_float = false, saw_string = false;
+};
+
+Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, const std::string& out_path,
+                    TableConvertReport* report) {
+  const std::string& input = options.input;
+  JsonlParser parser(input);
+  JsonRow row;
+  std::vector<FeatureInfo> features;
+  std::vector<JsonFeature> state;
+  std::unordered_map<std::string, size_t> by_name;
+  auto name_of = [](const JsonRow::Item& item) {
+    return item.map == MapKind::kColumn ? item.key : std::to_string(item.id);
+  };
+
+  // Pass 1: features in order of first appearance, and column types.
+  PCR_RETURN_IF_ERROR(ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
+    PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
+    for (size_t k = 0; k < row.count; ++k) {
+      const JsonRow::Item& item = row.items[k];
+      if (item.map == MapKind::kDense && item.value.kind == JsonValue::kNull) continue;
+      if (item.map == MapKind::kColumn && item.value.kind == JsonValue::kNull) {
+        if (!by_name.count(item.key)) {
+          by_name.emplace(item.key, features.size());
+          features.push_back({.name = item.key, .type = FeatureType::kString});
+          state.push_back({.index = features.size() - 1});
+        }
+        state[by_name[item.key]].last_line = number;
+        continue;
+      }
+      const std::string name = name_of(item);
+      const FeatureType type = item.map == MapKind::kColumn   ? FeatureType::kString
+                               : item.map == MapKind::kDense  ? FloatType(options.float32)
+                               : item.map == MapKind::kSparse ? FeatureType::kIdList
+                               : options.float32              ? FeatureType::kScoredIdList32
+                                                              : FeatureType::kScoredIdList64;
+      auto [it, added] = by_name.emplace(name, features.size());
+      if (added) {
+        features.push_back({.name = name, .type = type, .has_id = item.map != MapKind::kColumn, .id = item.id});
+        state.push_back({.index = features.size() - 1});
+      }
+      FeatureInfo& f = features[it->second];
+      JsonFeature& st = state[it->second];
+      const bool column = item.map == MapKind::kColumn;
+      if (f.has_id == column || (!column && f.type != type)) {
+        return InputError(input, number, item.column,
+                          "feature '" + name + "' appears both as " +
+                              (f.has_id ? std::string("a map feature") : std::string("a column")) +
+                              " of another kind and here");
+      }
+      if (st.last_line == number) {
+        return InputError(input, number, item.column, "feature '" + name + "' appears twice in the row");
+      }
+      st.last_line = number;
+      if (!column) continue;
+      st.saw_int |= item.value.kind == JsonValue::kInt;
+      st.saw_float |= item.value.kind == JsonValue::kFloat;
+      st.saw_string |= item.value.kind == JsonValue::kString;
+      if (st.saw_string && (st.saw_int || st.saw_float)) {
+        return InputError(input, number, item.column, "column '" + name + "' holds both numbers and strings");
+      }
+      f.type = st.saw_string ? FeatureType::kString
+               : st.saw_float ? FloatType(options.float32)
+                              : FeatureType::kInt64;
+    }
+    return Status::OK();
+  }));
+
+  // Pass 2: write.
+  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));
+  PCR_RETURN_IF_ERROR(ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
+    PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
+    for (size_t k = 0; k < row.count; ++k) {
+      const JsonRow::Item& item = row.items[k];
+      if (item.value.kind == JsonValue::kNull && (item.map == MapKind::kColumn || item.map == MapKind::kDense)) {
+        continue;
+      }
+      const size_t f = by_name.at(name_of(item));
+      switch (features[f].type) {
+        case FeatureType::kInt64:
+          writer->AddInt64(f, item.value.i);
+          break;
+        case FeatureType::kString:
+          writer->AddString(f, item.value.s);
+          break;
+        case FeatureType::kFloat32:
+        case FeatureType::kFloat64:
+          if (item.value.kind == JsonValue::kInt &&
+              (item.value.i > (int64_t{1} << 53) || item.value.i < -(int64_t{1} << 53))) {
+            return InputError(input, number, item.column,
+                              "feature '" + features[f].name + "' mixes floats with an integer beyond 2^53");
+          }
+          writer->AddFloat(f, item.value.kind == JsonValue::kInt ? static_cast<double>(item.value.i)
+                                                                 : item.value.d);
+          break;
+        default:
+          writer->AddIdList(f, item.ids, item.scores);
+          break;
+      }
+    }
+    return writer->EndRow();
+  }));
+  PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
+  report->stripes = writer->stripe_count();
+  return Status::OK();
+}
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
+  const bool csv = EndsWith(options.input, ".csv");
+  const bool jsonl = EndsWith(options.input, ".jsonl") || EndsWith(options.input, ".ndjson");
+  if (!csv && !jsonl) {
+    return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .jsonl or .ndjson)");
+  }
+  PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(options.input));
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec) return Status::IOError("cannot create " + options.out_dir + ": " + ec.message());
+  TableConvertReport report;
+  report.path = (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
+  if (fs::equivalent(report.path, options.input, ec)) {
+    return Status::InvalidArgument(report.path + ": output would replace the input");
+  }
+  report.input_bytes = in->text().size();
+  PCR_RETURN_IF_ERROR(csv ? ConvertCsv(options, in->text(), report.path, &report)
+                          : ConvertJsonl(options, in->text(), report.path, &report));
+  report.output_bytes = fs::file_size(report.path, ec);
+  return report;
+}
+
+Result<std::vector<std::string>> ReadPopularityFile(const std::string& path) {
+  PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(path));
+  auto entries = ParsePopularity(in->text());
+  if (!entries.ok()) return entries.status().WithPrefix(path);
+  return PopularityOrder(std::move(entries).value());
+}
+
+}  // namespace pcr
+
+namespace pcr {
+
+Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
+                                        const std::vector<std::string>& stream_order) {
+  PCR_ASSIGN_OR_RETURN(auto table, Table::Open(input));
+  const PcrFile& in = table->file();
+  TableConvertReport report;
+  report.path = output;
+  std::error_code ec;
+  if (!EndsWith(output, kRecordFileExtension)) {
+    fs::create_directories(output, ec);
+    if (ec) return Status::IOError("cannot create " + output + ": " + ec.message());
+    report.path = (fs::path(output) / fs::path(in.path()).filename()).string();
+  }
+  if (fs::equivalent(report.path, in.path(), ec)) {
+    return Status::InvalidArgument(report.path + ": output would replace the input");
+  }
+  TableWriterOptions options{.stream_order = stream_order};
+  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, table->schema().features, options));
+  for (size_t s = 0; s < table->stripe_count(); ++s) {
+    const StripeInfo& stripe = in.index().stripes[s];
+    Bytes data(stripe.length());
+    PCR_RETURN_IF_ERROR(in.ReadRange(stripe.offset, data));
+    std::vector<Bytes> streams(stripe.streams.size());
+    uint64_t off = 0;
+    for (size_t k = 0; k < streams.size(); ++k) {
+      const ByteSpan bytes = ByteSpan(data).subspan(off, stripe.streams[k].length);
+      PCR_RETURN_IF_ERROR(in.CheckStream(s, k, bytes));
+      streams[k].assign(bytes.begin(), bytes.end());
+      off += bytes.size();
+    }
+    PCR_RETURN_IF_ERROR(writer->AddStoredStripe(stripe, std::move(streams)));
+  }
+  writer->SetFeatureCounts(table->schema().features);
+  PCR_ASSIGN_OR_RETURN(report.schema, writer->Finish());
+  report.stripes = writer->stripe_count();
+  report.input_bytes = in.size();
+  report.output_bytes = fs::file_size(report.path, ec);
+  return report;
+}
+
+}  // namespace pcr

@@ -1,0 +1,78 @@
+// Writing kTable files: rows are flattened into per-feature streams and
+// written stripe by stripe, each stripe's streams in popularity order.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/file_format.h"
+#include "writer/file_writer.h"
+
+namespace pcr {
+
+struct TableWriterOptions {
+  // A stripe is closed when it holds this many rows (0: no row limit) ...
+  uint64_t rows_per_stripe = 0;
+  // ... or when its raw (uncompressed) streams reach this many bytes.
+  uint64_t stripe_bytes = 256ull << 20;
+  int zstd_level = 3;
+  // Features whose streams come first, in this order; the rest follow in
+  // schema order. Names not in the schema are ignored.
+  std::vector<std::string> stream_order;
+};
+
+// Features are written in the order of `order`: the indices of `names`
+// first, in their order, then every other feature in schema order.
+std::vector<uint32_t> StreamOrder(const std::vector<FeatureInfo>& features,
+                                  const std::vector<std::string>& names);
+
+class TableFileWriter {
+ public:
+  // `features` gives names, types and ids; their counts are computed.
+  static Result<std::unique_ptr<TableFileWriter>> Create(const std::string& path,
+                                                         std::vector<FeatureInfo> features,
+                                                         const TableWriterOptions& options);
+
+  // Values of the current row. Each feature gets at most one value per row;
+  // features not given a value are missing from the row.
+  void AddInt64(size_t feature, int64_t v);
+  // Stored as float for kFloat32 features.
+  void AddFloat(size_t feature, double v);
+  void AddString(size_t feature, std::string_view s);
+  // `scores` has one entry per id for scored features and is empty otherwise.
+  void AddIdList(size_t feature, std::span<const int64_t> ids, std::span<const double> scores);
+  // Ends the current row; writes the stripe when it is full.
+  Status EndRow();
+
+  // Appends a stripe of already stored streams: streams[k] holds the stream of
+  // (feature, role) given by stripe.table_streams[k]; the stripe is written in
+  // the writer's stream order. Used to reorder a file without decoding it.
+  Status AddStoredStripe(const StripeInfo& stripe, std::vector<Bytes> streams);
+  // Counts of a copied stripe are not recomputed: the caller sets them here.
+  void SetFeatureCounts(const std::vector<FeatureInfo>& features);
+
+  size_t stripe_count() const { return index_.stripes.size(); }
+  // Writes the last stripe, the index and the footer, and commits the file.
+  Result<TableSchema> Finish();
+
+ private:
+  TableFileWriter(std::unique_ptr<AtomicFile> file, std::vector<FeatureInfo> features,
+                  const TableWriterOptions& options);
+  void Present(size_t feature);
+  Status WriteStripe();
+  Status AppendStream(const StoredStream& s, uint32_t feature, StreamRole role, uint64_t checksum,
+                      StripeInfo* stripe);
+
+  std::unique_ptr<AtomicFile> file_;
+  TableWriterOptions options_;
+  FileIndex index_;
+  std::vector<uint32_t> order_;
+  std::vector<FeatureStreams> streams_;
+  uint32_t stripe_rows_ = 0;
+  uint64_t stripe_bytes_ = 0;
+};
+
+}  // namespace pcr
