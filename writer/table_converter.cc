@@ -322,6 +322,7 @@ class JsonlParser {
     JsonRow::Item& item = row->items[row->count++];
     item.map = map;
     item.key = key;
+    json.Peek();
     item.column = json.position() + 1;
     item.ids.clear();
     item.scores.clear();

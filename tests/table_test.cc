@@ -1,0 +1,491 @@
+// Table files: CSV and JSON Lines round trips, projections, popularity
+// ordering, reorder, malformed input and corrupt files.
+#include <catch2/catch.hpp>
+
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <variant>
+
+#include "format/popularity.h"
+#include "reader/table_reader.h"
+#include "reader/verify.h"
+#include "tests/test_util.h"
+#include "writer/table_converter.h"
+
+namespace pcr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+// An independent RFC 4180 reader: rows of (text, quoted) cells.
+struct Cell {
+  std::string text;
+  bool quoted = false;
+};
+std::vector<std::vector<Cell>> ParseCsv(const std::string& text) {
+  std::vector<std::vector<Cell>> rows(1, std::vector<Cell>(1));
+  size_t i = 0;
+  while (i < text.size()) {
+    Cell& cell = rows.back().back();
+    const char c = text[i];
+    if (c == '"' && cell.text.empty() && !cell.quoted) {
+      cell.quoted = true;
+      for (++i; i < text.size(); ++i) {
+        if (text[i] == '"') {
+          if (i + 1 < text.size() && text[i + 1] == '"') {
+            cell.text += '"';
+            ++i;
+          } else {
+            break;
+          }
+        } else {
+          cell.text += text[i];
+        }
+      }
+      ++i;
+    } else if (c == ',') {
+      rows.back().emplace_back();
+      ++i;
+    } else if (c == '\n' || (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n')) {
+      i += c == '\r' ? 2 : 1;
+      if (i < text.size()) rows.emplace_back(1);
+    } else {
+      cell.text += c;
+      ++i;
+    }
+  }
+  return rows;
+}
+
+std::string Slurp(const std::string& path) {
+  const Bytes b = test::ReadFile(path);
+  return std::string(b.begin(), b.end());
+}
+
+std::vector<uint32_t> AllFeatures(const Table& t) {
+  std::vector<uint32_t> all(t.schema().features.size());
+  for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
+  return all;
+}
+
+// Converts `csv` and checks every cell against an independent parse.
+void CheckCsvRoundTrip(const std::string& csv, uint64_t rows_per_stripe) {
+  INFO(csv);
+  TempDir out;
+  TableConvertOptions o{.input = csv, .out_dir = out.path().string()};
+  o.writer.rows_per_stripe = rows_per_stripe;
+  auto report = ConvertTable(o);
+  REQUIRE(report.ok());
+  const auto rows = ParseCsv(Slurp(csv));
+  auto table = Table::Open(report->path);
+  REQUIRE(table.ok());
+  Table& t = **table;
+  const auto& features = t.schema().features;
+  REQUIRE(features.size() == rows[0].size());
+  REQUIRE(t.schema().row_count == rows.size() - 1);
+  auto batch = t.Read(AllFeatures(t), 0, t.stripe_count());
+  REQUIRE(batch.ok());
+  REQUIRE(batch->rows == rows.size() - 1);
+  uint64_t checked = 0;
+  for (size_t c = 0; c < features.size(); ++c) {
+    INFO("column " << features[c].name);
+    CHECK(features[c].name == rows[0][c].text);
+    const Column& col = batch->columns[c];
+    for (size_t r = 1; r < rows.size(); ++r) {
+      const Cell& cell = rows[r][c];
+      const bool missing = !cell.quoted && (cell.text.empty() || cell.text == "NA");
+      INFO("row " << r << " cell '" << cell.text << "'");
+      REQUIRE(col.present[r - 1] == !missing);
+      if (missing) continue;
+      switch (col.type) {
+        case FeatureType::kInt64:
+          REQUIRE(col.ints[r - 1] == std::stoll(cell.text));
+          break;
+        case FeatureType::kFloat64: {
+          const double want = std::strtod(cell.text.c_str(), nullptr);
+          REQUIRE(std::memcmp(&col.doubles[r - 1], &want, 8) == 0);
+          break;
+        }
+        case FeatureType::kString:
+          REQUIRE(col.string(r - 1) == cell.text);
+          break;
+        default:
+          FAIL("unexpected type " << FeatureTypeName(col.type));
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked > 0);
+  const VerifyReport v = VerifyPath(report->path);
+  CHECK(v.errors.empty());
+}
+
+TEST_CASE("bundled CSV reads back exactly, in one stripe and in many") {
+  const std::string csv = test::DataDir() + "/tabular/Soybean.csv";
+  CheckCsvRoundTrip(csv, 0);
+  CheckCsvRoundTrip(csv, 100);
+  CheckCsvRoundTrip(csv, 1);
+}
+
+TEST_CASE("every corpus CSV reads back exactly") {
+  const std::string corpus = test::CorpusDir();
+  if (corpus.empty()) {
+    WARN("skipped: shared corpus not found");
+    return;
+  }
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(corpus + "/tabular")) {
+    if (e.path().extension() != ".csv") continue;
+    CheckCsvRoundTrip(e.path().string(), 0);
+    CheckCsvRoundTrip(e.path().string(), 1000);
+    ++files;
+  }
+  CHECK(files >= 5);
+}
+
+TEST_CASE("CSV column types are the narrowest that hold every cell") {
+  TempDir dir;
+  const std::string csv = dir / "types.csv";
+  std::ofstream(csv) << "i,f,s,q,m,e\n1,2.5,x,\"7\",NA,\n-3,1e3,\"a,\"\"b\"\"\nc\",\"NA\",,\n,7,9, 1,2,\r\n";
+  auto report = ConvertTable({.input = csv, .out_dir = dir.path().string()});
+  REQUIRE(report.ok());
+  const auto& f = report->schema.features;
+  CHECK(f[0].type == FeatureType::kInt64);
+  CHECK(f[1].type == FeatureType::kFloat64);
+  CHECK(f[2].type == FeatureType::kString);
+  CHECK(f[3].type == FeatureType::kString);  // a quoted "NA" is the string NA
+  CHECK(f[4].type == FeatureType::kInt64);
+  CHECK(f[5].type == FeatureType::kString);  // never present
+  auto t = Table::Open(report->path);
+  REQUIRE(t.ok());
+  auto b = (*t)->Read(AllFeatures(**t), 0, 1);
+  REQUIRE(b.ok());
+  CHECK(b->columns[2].string(1) == "a,\"b\"\nc");
+  CHECK(b->columns[2].string(2) == "9");
+  CHECK(b->columns[3].string(1) == "NA");
+  CHECK(b->columns[3].string(2) == " 1");
+  CHECK(b->columns[4].present == std::vector<uint8_t>{0, 0, 1});
+  CHECK(b->columns[1].doubles == std::vector<double>{2.5, 1000, 7});
+  CHECK(f[4].present_count == 1);
+
+  TableConvertOptions f32{.input = csv, .out_dir = (dir / "f32"), .float32 = true};
+  auto r32 = ConvertTable(f32);
+  REQUIRE(r32.ok());
+  CHECK(r32->schema.features[1].type == FeatureType::kFloat32);
+}
+
+// A seeded JSON Lines map dataset and the values it holds.
+struct MapRow {
+  int64_t label = 0;
+  std::optional<std::string> name;
+  std::map<int64_t, double> dense;
+  std::map<int64_t, std::vector<int64_t>> sparse;
+  std::map<int64_t, std::vector<std::pair<int64_t, double>>> scored;
+};
+
+std::vector<MapRow> MakeMapRows(int n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<MapRow> rows(n);
+  for (MapRow& r : rows) {
+    r.label = static_cast<int64_t>(rng() % 2);
+    if (rng() % 3 == 0) r.name = "n" + std::to_string(rng() % 100) + (rng() % 5 == 0 ? "\"\\\n\u00e9" : "");
+    for (int64_t id = 100; id < 140; ++id) {
+      if (rng() % 10 < 4) r.dense[id] = std::ldexp(static_cast<double>(rng() % 100000), -(int)(rng() % 20)) - 3;
+    }
+    for (int64_t id = 1000; id < 1010; ++id) {
+      if (rng() % 10 < 4) {
+        auto& ids = r.sparse[id];
+        for (uint64_t k = rng() % 30; k > 0; --k) ids.push_back(static_cast<int64_t>(rng()));
+      }
+    }
+    for (int64_t id = 2000; id < 2003; ++id) {
+      if (rng() % 2) {
+        auto& l = r.scored[id];
+        for (uint64_t k = rng() % 5; k > 0; --k) l.push_back({static_cast<int64_t>(rng() % 1000), (rng() % 64) / 8.0});
+      }
+    }
+  }
+  return rows;
+}
+
+std::string Num(double d) {
+  char buf[64];
+  return std::string(buf, std::to_chars(buf, buf + sizeof(buf), d).ptr);
+}
+
+std::string ToJsonl(const std::vector<MapRow>& rows) {
+  std::string out;
+  for (const MapRow& r : rows) {
+    out += "{\"label\": " + std::to_string(r.label);
+    if (r.name) {
+      out += ", \"name\": \"";
+      for (const char c : *r.name) out += c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : std::string(1, c);
+      out += "\"";
+    }
+    out += ", \"dense\": {";
+    bool first = true;
+    for (const auto& [id, v] : r.dense) {
+      out += (first ? "\"" : ", \"") + std::to_string(id) + "\": " + Num(v);
+      first = false;
+    }
+    out += "}, \"sparse\": {";
+    first = true;
+    for (const auto& [id, ids] : r.sparse) {
+      out += (first ? "\"" : ", \"") + std::to_string(id) + "\": [";
+      for (size_t k = 0; k < ids.size(); ++k) out += (k ? "," : "") + std::to_string(ids[k]);
+      out += "]";
+      first = false;
+    }
+    out += "}, \"scored\": {";
+    first = true;
+    for (const auto& [id, l] : r.scored) {
+      out += (first ? "\"" : ", \"") + std::to_string(id) + "\": [";
+      for (size_t k = 0; k < l.size(); ++k) out += (k ? ", [" : "[") + std::to_string(l[k].first) + ", " + Num(l[k].second) + "]";
+      out += "]";
+      first = false;
+    }
+    out += "}}\n";
+  }
+  return out;
+}
+
+// Checks every value of `t` against `rows`.
+void CheckMapTable(Table& t, const std::vector<MapRow>& rows) {
+  REQUIRE(t.schema().row_count == rows.size());
+  auto b = t.Read(AllFeatures(t), 0, t.stripe_count());
+  REQUIRE(b.ok());
+  uint64_t values = 0;
+  for (size_t j = 0; j < t.schema().features.size(); ++j) {
+    const FeatureInfo& f = t.schema().features[j];
+    const Column& c = b->columns[j];
+    INFO("feature " << f.name);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const MapRow& row = rows[r];
+      INFO("row " << r);
+      if (f.name == "label") {
+        REQUIRE(c.present[r]);
+        REQUIRE(c.ints[r] == row.label);
+      } else if (f.name == "name") {
+        REQUIRE(c.present[r] == row.name.has_value());
+        if (row.name) REQUIRE(c.string(r) == *row.name);
+      } else if (f.type == FeatureType::kFloat64) {
+        REQUIRE(f.has_id);
+        const auto it = row.dense.find(f.id);
+        REQUIRE(c.present[r] == (it != row.dense.end()));
+        if (c.present[r]) REQUIRE(c.doubles[r] == it->second);
+      } else if (f.type == FeatureType::kIdList) {
+        const auto it = row.sparse.find(f.id);
+        REQUIRE(c.present[r] == (it != row.sparse.end()));
+        const std::vector<int64_t> got(c.ints.begin() + c.offsets[r], c.ints.begin() + c.offsets[r + 1]);
+        REQUIRE(got == (c.present[r] ? it->second : std::vector<int64_t>{}));
+      } else {
+        REQUIRE(f.type == FeatureType::kScoredIdList64);
+        const auto it = row.scored.find(f.id);
+        REQUIRE(c.present[r] == (it != row.scored.end()));
+        std::vector<std::pair<int64_t, double>> got;
+        for (uint64_t k = c.offsets[r]; k < c.offsets[r + 1]; ++k) got.push_back({c.ints[k], c.doubles[k]});
+        REQUIRE(got == (c.present[r] ? it->second : std::vector<std::pair<int64_t, double>>{}));
+      }
+      values += c.present[r];
+    }
+  }
+  CHECK(values > rows.size() * 10);
+}
+
+TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reorder") {
+  TempDir dir;
+  const auto rows = MakeMapRows(500, 7);
+  const std::string input = dir / "maps.jsonl";
+  std::ofstream(input) << ToJsonl(rows);
+  TableConvertOptions o{.input = input, .out_dir = dir / "a"};
+  o.writer.rows_per_stripe = 128;
+  auto report = ConvertTable(o);
+  REQUIRE(report.ok());
+  CHECK(report->stripes == 4);
+  CHECK(report->schema.features.size() == 2 + 40 + 10 + 3);
+
+  auto table = Table::Open(report->path);
+  REQUIRE(table.ok());
+  Table& t = **table;
+  CheckMapTable(t, rows);
+
+  SECTION("a projection returns the same columns as a full read") {
+    auto ids = t.Resolve({"1003", "2001", "117", "label"});
+    REQUIRE(ids.ok());
+    auto part = t.Read(*ids, 1, 2);
+    REQUIRE(part.ok());
+    auto full = t.Read(AllFeatures(t), 1, 2);
+    REQUIRE(full.ok());
+    CHECK(part->rows == 256);
+    for (size_t j = 0; j < ids->size(); ++j) {
+      const Column& a = part->columns[j];
+      const Column& b = full->columns[(*ids)[j]];
+      CHECK(a.present == b.present);
+      CHECK(a.ints == b.ints);
+      CHECK(a.doubles == b.doubles);
+      CHECK(a.offsets == b.offsets);
+    }
+    CHECK(part->bytes_selected == t.SelectedBytes(*ids, 1, 2));
+    CHECK(!t.Resolve({"label", "nope"}).ok());
+  }
+
+  SECTION("access logs become a popularity file that orders streams; reorder copies them") {
+    const std::string log = dir / "access.log";
+    auto logged = Table::Open(report->path, {.access_log = log});
+    REQUIRE(logged.ok());
+    auto a = t.Resolve({"1005", "2002", "120"});
+    auto b = t.Resolve({"2002", "120"});
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE((*logged)->Read(*a, 0, 1).ok());
+    REQUIRE((*logged)->Read(*b, 0, 1).ok());
+    REQUIRE((*logged)->Read(*a, 1, 1).ok());  // the same projection is logged once
+    std::map<std::string, uint64_t> counts;
+    REQUIRE(CountAccessLog(Slurp(log), &counts).ok());
+    CHECK(counts == std::map<std::string, uint64_t>{{"1005", 1}, {"120", 2}, {"2002", 2}});
+    const std::string pop = dir / "popularity.jsonl";
+    std::ofstream(pop) << FormatPopularity(counts);
+    auto order = ReadPopularityFile(pop);
+    REQUIRE(order.ok());
+    CHECK(*order == std::vector<std::string>{"120", "2002", "1005"});
+
+    auto check_order = [&](const std::string& path) {
+      auto r = Table::Open(path);
+      REQUIRE(r.ok());
+      for (const StripeInfo& s : (*r)->file().index().stripes) {
+        std::vector<std::string> firsts;
+        for (const TableStream& ts : s.table_streams) {
+          const std::string& name = (*r)->schema().features[ts.feature].name;
+          if (firsts.empty() || firsts.back() != name) firsts.push_back(name);
+        }
+        REQUIRE(firsts.size() == (*r)->schema().features.size());
+        CHECK(std::vector<std::string>(firsts.begin(), firsts.begin() + 4) ==
+              std::vector<std::string>{"120", "2002", "1005", "label"});
+      }
+      CheckMapTable(**r, rows);
+      // The popular features are now one contiguous range: one read per stripe at hole limit 0.
+      auto ids = (*r)->Resolve({"2002", "120"});
+      REQUIRE(ids.ok());
+      const IoCounters before = (*r)->engine().counters();
+      REQUIRE((*r)->Read(*ids, 0, (*r)->stripe_count()).ok());
+      CHECK((*r)->engine().counters().reads - before.reads == (*r)->stripe_count());
+    };
+
+    TableConvertOptions ordered = o;
+    ordered.out_dir = dir / "b";
+    ordered.writer.stream_order = *order;
+    auto rb = ConvertTable(ordered);
+    REQUIRE(rb.ok());
+    check_order(rb->path);
+
+    auto rc = ReorderTable(report->path, dir / "c", *order);
+    REQUIRE(rc.ok());
+    check_order(rc->path);
+    CHECK(rc->output_bytes == report->output_bytes);
+    CHECK(rc->schema == report->schema);
+    CHECK(!ReorderTable(report->path, report->path, *order).ok());
+  }
+}
+
+TEST_CASE("float32 maps store floats and scores as float") {
+  TempDir dir;
+  const std::string input = dir / "f.jsonl";
+  std::ofstream(input) << "{\"dense\": {\"1\": 0.1}, \"scored\": {\"2\": [[5, 0.3]]}}\n";
+  TableConvertOptions o{.input = input, .out_dir = dir.path().string(), .float32 = true};
+  auto report = ConvertTable(o);
+  REQUIRE(report.ok());
+  auto t = Table::Open(report->path);
+  REQUIRE(t.ok());
+  auto b = (*t)->Read(AllFeatures(**t), 0, 1);
+  REQUIRE(b.ok());
+  CHECK(b->columns[0].floats == std::vector<float>{0.1f});
+  CHECK(b->columns[1].type == FeatureType::kScoredIdList32);
+  CHECK(b->columns[1].floats == std::vector<float>{0.3f});
+}
+
+TEST_CASE("malformed input names line and column and leaves nothing behind") {
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"bad.csv", "a,b\n1,\"x\n2,3\n", "line 2, column 3: quoted field is never closed"},
+      {"bad.csv", "a,b\n1,2\n3\n", "line 3, column 1: row has 1 cells, the header 2"},
+      {"bad.csv", "a,b\n1,2,3\n", "line 2, column 3: row has 3 cells"},
+      {"bad.csv", "a,b\n1,x\"y\n", "line 2, column 4: quote inside an unquoted field"},
+      {"bad.csv", "a,b\n\"1\"x,2\n", "line 2, column 4: text after a closing quote"},
+      {"bad.csv", "a,a\n1,2\n", "line 1, column 3: duplicate column name 'a'"},
+      {"bad.csv", "", "empty file"},
+      {"bad.jsonl", "{\"dense\": {\"1\": 2}}\n{\"dense\": {\"1\": \"x\"}}\n",
+       "line 2, column 17: dense feature 1: expected a number"},
+      {"bad.jsonl", "{\"sparse\": {\"3\": [1, 2.5]}}\n", "line 1, column 22: sparse feature 3: id is not an int64"},
+      {"bad.jsonl", "{\"sparse\": {\"x\": [1]}}\n", "line 1, column 18: sparse feature x: key is not an int64 feature id"},
+      {"bad.jsonl", "{\"scored\": {\"3\": [[1]]}}\n", "line 1, column 22: scored feature 3: expected a numeric score"},
+      {"bad.jsonl", "{\"a\": 1}\n{\"a\": \"s\"}\n", "line 2, column 7: column 'a' holds both numbers and strings"},
+      {"bad.jsonl", "{\"a\": 1, \"a\": 2}\n", "line 1, column 15: feature 'a' appears twice in the row"},
+      {"bad.jsonl", "{\"dense\": {\"5\": 1}, \"sparse\": {\"5\": [1]}}\n", "line 1, column 37: feature '5' appears both"},
+      {"bad.jsonl", "{\"a\": 1}\n{\"a\": 2\n", "line 2, column 8: expected ',' or '}'"},
+      {"bad.jsonl", "[1]\n", "line 1, column 1: a row must be a JSON object"},
+      {"bad.jsonl", "{\"a\": [1]}\n", "line 1, column 7: column 'a': expected a number, string, boolean or null"},
+  };
+  for (const auto& [name, text, want] : cases) {
+    INFO(text);
+    TempDir dir;
+    const std::string input = dir / name;
+    std::ofstream(input) << text;
+    auto r = ConvertTable({.input = input, .out_dir = dir / "out"});
+    REQUIRE(!r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains(input) && Catch::Contains(want));
+    for (const auto& e : fs::directory_iterator(dir / "out")) FAIL("left behind: " << e.path());
+    CHECK(Slurp(input) == text);
+  }
+}
+
+TEST_CASE("corrupt and truncated table files are refused or read back unchanged") {
+  TempDir dir;
+  const auto rows = MakeMapRows(60, 11);
+  const std::string input = dir / "maps.jsonl";
+  std::ofstream(input) << ToJsonl(rows);
+  TableConvertOptions o{.input = input, .out_dir = dir / "good"};
+  o.writer.rows_per_stripe = 25;
+  auto report = ConvertTable(o);
+  REQUIRE(report.ok());
+  const Bytes good = test::ReadFile(report->path);
+  const std::string bad = dir / "bad.pcr";
+
+  // Reads every value; "" when the file reads back as the original.
+  auto outcome = [&]() -> std::string {
+    auto t = Table::Open(bad);
+    if (!t.ok()) return t.status().message();
+    auto b = (*t)->Read(AllFeatures(**t), 0, (*t)->stripe_count());
+    if (!b.ok()) return b.status().message();
+    CheckMapTable(**t, rows);
+    return "";
+  };
+
+  for (size_t len = 0; len < good.size(); len += 1 + len / 16) {
+    test::WriteFile(bad, ByteSpan(good).first(len));
+    const std::string msg = outcome();
+    INFO("truncated to " << len);
+    CHECK_THAT(msg, Catch::Contains(bad));
+  }
+  uint64_t refused = 0, flips = 0;
+  for (size_t at = 0; at < good.size(); at += 3) {
+    Bytes b = good;
+    b[at] ^= static_cast<uint8_t>(1u << (at % 8));
+    test::WriteFile(bad, b);
+    const std::string msg = outcome();
+    INFO("bit flipped at " << at);
+    if (!msg.empty()) {
+      CHECK_THAT(msg, Catch::Contains(bad));
+      ++refused;
+    }
+    ++flips;
+  }
+  CHECK(refused == flips);  // every byte is covered by a checksum
+}
+
+}  // namespace
+}  // namespace pcr
