@@ -14,6 +14,7 @@
 #include "reader/image_dataset.h"
 #include "reader/jpeg_decode.h"
 #include "reader/record_iterator.h"
+#include "reader/table_reader.h"
 #include "tools/cli.h"
 
 namespace {
@@ -36,6 +37,10 @@ constexpr char kUsage[] =
     "       pcr-bench read-files PATH... [--direct] [--max-mbps N]\n"
     "         Reads every file under PATH whole with sequential read() calls, as a\n"
     "         TFRecord reader does.\n"
+    "       pcr-bench table PATH (--features A,B,...|--features-file FILE) [--hole-limit BYTES]\n"
+    "                 [--engine uring|pread] [--direct] [--stripes-per-read N]\n"
+    "         Opens a table and reads the projection from every stripe on one thread,\n"
+    "         decoding it into columns. FILE holds one feature name per line.\n"
     "  Each prints one JSON object.\n";
 
 int Usage(const std::string& why) {
@@ -331,6 +336,106 @@ int ParseReadFiles(pcr::cli::Args& args) {
   return ReadFiles(paths, direct, static_cast<double>(mbps));
 }
 
+struct TableArgs {
+  std::string path;
+  std::vector<std::string> features;
+  pcr::IoEngineOptions io;
+  pcr::CoalesceOptions coalesce;
+  uint64_t stripes_per_read = 1;
+};
+
+int TableBench(const TableArgs& a) {
+  auto engine = pcr::MakeIoEngine(a.io);
+  if (!engine.ok()) return pcr::cli::ReportError("pcr-bench", engine.status());
+  const auto start = Clock::now();
+  auto opened = pcr::Table::Open(a.path, {.engine = engine->get(), .coalesce = a.coalesce});
+  if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
+  pcr::Table& t = **opened;
+  auto features = t.Resolve(a.features);
+  if (!features.ok()) return pcr::cli::ReportError("pcr-bench", features.status());
+  const pcr::IoCounters open_counters = (*engine)->counters();
+  uint64_t rows = 0, selected = 0, values = 0;
+  for (size_t s = 0; s < t.stripe_count(); s += a.stripes_per_read) {
+    const size_t n = std::min<size_t>(a.stripes_per_read, t.stripe_count() - s);
+    auto batch = t.Read(*features, s, n);
+    if (!batch.ok()) return pcr::cli::ReportError("pcr-bench", batch.status());
+    rows += batch->rows;
+    selected += batch->bytes_selected;
+    for (const pcr::Column& c : batch->columns) values += c.ints.size() + c.doubles.size() + c.floats.size();
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const pcr::IoCounters c = (*engine)->counters();
+  const uint64_t data_reads = c.reads - open_counters.reads;
+  Json j;
+  j.BeginObject()
+      .Key("bench").String("table")
+      .Key("engine").String(std::string((*engine)->name()))
+      .Key("direct").Uint(a.io.direct ? 1 : 0)
+      .Key("hole_limit").Uint(a.coalesce.hole_limit)
+      .Key("features").Uint(features->size())
+      .Key("table_features").Uint(t.schema().features.size())
+      .Key("stripes").Uint(t.stripe_count())
+      .Key("rows").Uint(rows)
+      .Key("values").Uint(values)
+      .Key("bytes_selected").Uint(selected)
+      .Key("bytes_read").Uint(c.bytes_read)
+      .Key("reads").Uint(c.reads)
+      .Key("open_reads").Uint(open_counters.reads)
+      .Key("over_read").Double(Ratio(c.bytes_read - open_counters.bytes_read, selected))
+      .Key("reads_per_stripe").Double(Ratio(data_reads, t.stripe_count()))
+      .Key("seconds").Double(seconds)
+      .Key("rows_per_s").Double(rows / seconds)
+      .Key("note").String((*engine)->note())
+      .EndObject();
+  std::printf("%s\n", j.str().c_str());
+  return pcr::cli::kExitOk;
+}
+
+int ParseTable(pcr::cli::Args& args) {
+  TableArgs t;
+  while (!args.empty()) {
+    const std::string a = args.next();
+    uint64_t n = 0;
+    auto number = [&]() { return !args.empty() && pcr::cli::ParseUint(args.next(), &n); };
+    if (a == "--features") {
+      if (args.empty()) return Usage("--features needs a list");
+      const std::string list = args.next();
+      for (size_t start = 0;;) {
+        const size_t comma = list.find(',', start);
+        t.features.push_back(list.substr(start, comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (a == "--features-file") {
+      if (args.empty()) return Usage("--features-file needs a file");
+      std::ifstream in(args.next());
+      if (!in) return Usage("cannot read the features file");
+      for (std::string line; std::getline(in, line);) {
+        if (!line.empty()) t.features.push_back(line);
+      }
+    } else if (a == "--hole-limit") {
+      if (!number()) return Usage("--hole-limit needs a byte count");
+      t.coalesce.hole_limit = n;
+    } else if (a == "--engine") {
+      if (args.empty()) return Usage("--engine needs uring or pread");
+      const std::string e = args.next();
+      if (e != "uring" && e != "pread") return Usage("--engine needs uring or pread");
+      t.io.kind = e == "uring" ? pcr::IoEngineKind::kUring : pcr::IoEngineKind::kPread;
+    } else if (a == "--direct") {
+      t.io.direct = true;
+    } else if (a == "--stripes-per-read") {
+      if (!number() || n == 0) return Usage("--stripes-per-read needs a positive integer");
+      t.stripes_per_read = n;
+    } else if (a.starts_with("--") || !t.path.empty()) {
+      return Usage("unexpected argument " + a);
+    } else {
+      t.path = a;
+    }
+  }
+  if (t.path.empty() || t.features.empty()) return Usage("table needs PATH and features");
+  return TableBench(t);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -340,6 +445,7 @@ int main(int argc, char** argv) {
   if (command == "decode") return ParseDecode(args);
   if (command == "read") return ParseRead(args);
   if (command == "read-files") return ParseReadFiles(args);
+  if (command == "table") return ParseTable(args);
   if (command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return pcr::cli::kExitOk;
