@@ -116,6 +116,10 @@ Result<FileHeader> FileHeader::DecodeFrom(ByteSpan in) {
   const uint8_t kind = in[10];
   if (kind < 1 || kind > 3) return CorruptAt(10, "unknown file kind " + std::to_string(kind));
   h.kind = static_cast<FileKind>(kind);
+  if (h.kind == FileKind::kTable && h.version_minor < kTableVersionMinor) {
+    return CorruptAt(9, "table file stamped version 0." + std::to_string(h.version_minor) +
+                            ", before table files existed (0.2)");
+  }
   if (in[11] != 0) return CorruptAt(11, "reserved header byte is not zero");
   return h;
 }

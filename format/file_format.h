@@ -30,7 +30,10 @@ enum class FileKind : uint8_t {
 
 inline constexpr std::array<uint8_t, 8> kFileMagic = {0x89, 'P', 'C', 'R', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint8_t kVersionMajor = 0;
-inline constexpr uint8_t kVersionMinor = 1;
+inline constexpr uint8_t kVersionMinor = 2;  // the newest minor version this code reads
+// Files are stamped with the version that defined their kind: images and
+// dataset manifests 0.1, tables 0.2.
+inline constexpr uint8_t kTableVersionMinor = 2;
 inline constexpr size_t kFileHeaderSize = 16;
 inline constexpr size_t kFooterSize = 32;
 inline constexpr uint32_t kFooterMagic = 0x31524350;  // "PCR1" in file order
@@ -45,11 +48,12 @@ inline constexpr std::array<uint8_t, 2> kJpegEndOfImage = {0xff, 0xd9};
 struct FileHeader {
   FileKind kind = FileKind::kImages;
   uint8_t version_major = kVersionMajor;
-  uint8_t version_minor = kVersionMinor;
+  uint8_t version_minor = 1;
 
   void EncodeTo(Bytes* out) const;
   // Rejects a wrong magic or checksum, an unknown kind, and versions this
-  // reader cannot read (major != 0, or minor > kVersionMinor).
+  // reader cannot read (major != 0, or minor > kVersionMinor), and table
+  // files stamped older than kTableVersionMinor.
   static Result<FileHeader> DecodeFrom(ByteSpan in);
 };
 

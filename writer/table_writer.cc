@@ -30,7 +30,7 @@ Result<std::unique_ptr<TableFileWriter>> TableFileWriter::Create(const std::stri
                                                                  const TableWriterOptions& options) {
   PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
   Bytes header;
-  FileHeader{.kind = FileKind::kTable}.EncodeTo(&header);
+  FileHeader{.kind = FileKind::kTable, .version_minor = kTableVersionMinor}.EncodeTo(&header);
   PCR_RETURN_IF_ERROR(file->Append(header));
   return std::unique_ptr<TableFileWriter>(new TableFileWriter(std::move(file), std::move(features), options));
 }

@@ -1,0 +1,68 @@
+// The Parquet baseline of bench/table_bench.py, through DuckDB (npm package
+// @duckdb/node-api).
+//
+//   node duckdb_table.mjs write TABLE.jsonl FLAT.parquet MAP.parquet
+//       FLAT: one column per feature (label, every dense id, every sparse id);
+//       MAP: the dense and sparse maps as two MAP columns.
+//   node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map]
+//       Materialises the job's features (one per line in JOB.txt) from every
+//       row on one thread; prints {"rows", "seconds", "bytes_selected"}.
+import { DuckDBInstance } from '@duckdb/node-api';
+import { readFileSync } from 'node:fs';
+
+const quote = (name) => '"' + name.replaceAll('"', '""') + '"';
+const literal = (s) => "'" + s.replaceAll("'", "''") + "'";
+
+async function connect() {
+  const instance = await DuckDBInstance.create(':memory:');
+  const c = await instance.connect();
+  await c.run('SET threads = 1');
+  return c;
+}
+
+async function write(jsonl, flat, map) {
+  const c = await connect();
+  await c.run('SET threads = 2');
+  const source = `read_json(${literal(jsonl)}, format = 'newline_delimited', ` +
+      `columns = {label: 'BIGINT', dense: 'MAP(VARCHAR, FLOAT)', sparse: 'MAP(VARCHAR, BIGINT[])'})`;
+  await c.run(`CREATE TABLE rows AS SELECT * FROM ${source}`);
+  const keys = async (column) => (await c.runAndReadAll(
+      `SELECT DISTINCT unnest(map_keys(${column})) AS k FROM rows ORDER BY 1`)).getRows().map((r) => r[0]);
+  const columns = ['label'];
+  for (const k of await keys('dense')) columns.push(`dense[${literal(k)}] AS ${quote(k)}`);
+  for (const k of await keys('sparse')) columns.push(`sparse[${literal(k)}] AS ${quote(k)}`);
+  await c.run(`COPY (SELECT ${columns.join(', ')} FROM rows) TO ${literal(flat)} (FORMAT parquet, COMPRESSION zstd)`);
+  await c.run(`COPY rows TO ${literal(map)} (FORMAT parquet, COMPRESSION zstd)`);
+}
+
+async function read(file, jobFile, layout) {
+  const features = readFileSync(jobFile, 'utf8').split('\n').filter((l) => l.length > 0);
+  const c = await connect();
+  let select, selected;
+  if (layout === 'map') {
+    select = 'dense, sparse';
+    selected = `SELECT sum(total_compressed_size) FROM parquet_metadata(${literal(file)})`;
+  } else {
+    select = features.map(quote).join(', ');
+    const names = features.map(literal).join(', ');
+    selected = `SELECT sum(total_compressed_size) FROM parquet_metadata(${literal(file)}) ` +
+        `WHERE path_in_schema IN (${names}) OR split_part(path_in_schema, ', ', 1) IN (${names})`;
+  }
+  const start = performance.now();
+  await c.run(`CREATE TEMP TABLE projection AS SELECT ${select} FROM read_parquet(${literal(file)})`);
+  const seconds = (performance.now() - start) / 1000;
+  const rows = Number((await c.runAndReadAll('SELECT count(*) FROM projection')).getRows()[0][0]);
+  const bytes = Number((await c.runAndReadAll(selected)).getRows()[0][0]);
+  console.log(JSON.stringify({ rows, seconds, rows_per_s: rows / seconds, bytes_selected: bytes }));
+}
+
+const [command, ...args] = process.argv.slice(2);
+if (command === 'write' && args.length === 3) {
+  await write(...args);
+} else if (command === 'read' && args.length >= 2) {
+  await read(args[0], args[1], args[2] ?? 'flat');
+} else {
+  console.error('usage: node duckdb_table.mjs write TABLE.jsonl FLAT.parquet MAP.parquet\n' +
+                '       node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map]');
+  process.exit(2);
+}
