@@ -3,7 +3,7 @@
 // training jobs whose feature use follows a skewed popularity.
 //
 //   make_table OUT_DIR [--rows N] [--dense N] [--sparse N] [--history N]
-//              [--jobs N] [--concentration C] [--seed N]
+//              [--jobs N] [--concentration C] [--seed N] [--no-table]
 //
 // Writes OUT_DIR/table.jsonl (map rows: "label", "dense" id -> float,
 // "sparse" id -> list of int64), OUT_DIR/access.log (one line per past job,
@@ -12,7 +12,9 @@
 // from [0.3, 0.45]; list lengths are uniform on 1..49 (mean 25). Each
 // feature has a popularity p, the chance that a job reads it, drawn from
 // Beta(0.1 C, 0.9 C): a job reads 10% of the features on average, and the
-// smaller C, the more jobs agree on which (most p near 0 or near 1).
+// smaller C, the more jobs agree on which (most p near 0 or near 1). The rows
+// depend on --seed only, so tables made with other C or job counts are equal;
+// --no-table writes only the access log and jobs.
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +32,7 @@ struct Args {
   std::string out;
   uint64_t rows = 120000, dense = 1000, sparse = 100, history = 100, jobs = 5, seed = 1;
   double concentration = 0.5;
+  bool table = true;
 };
 
 std::vector<std::string> DrawJob(const std::vector<std::string>& names, const std::vector<double>& p,
@@ -44,7 +47,7 @@ std::vector<std::string> DrawJob(const std::vector<std::string>& names, const st
 
 int Usage() {
   std::fputs("usage: make_table OUT_DIR [--rows N] [--dense N] [--sparse N] [--history N] [--jobs N]\n"
-             "                  [--concentration C] [--seed N]\n",
+             "                  [--concentration C] [--seed N] [--no-table]\n",
              stderr);
   return 2;
 }
@@ -55,6 +58,10 @@ int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
+    if (k == "--no-table") {
+      a.table = false;
+      continue;
+    }
     if (k.starts_with("--") && i + 1 >= argc) return Usage();
     if (k == "--rows") a.rows = std::strtoull(argv[++i], nullptr, 10);
     else if (k == "--dense") a.dense = std::strtoull(argv[++i], nullptr, 10);
@@ -68,7 +75,7 @@ int main(int argc, char** argv) {
   }
   if (a.out.empty() || a.dense + a.sparse == 0) return Usage();
   std::filesystem::create_directories(a.out);
-  std::mt19937_64 rng(a.seed);
+  std::mt19937_64 rng(a.seed), job_rng(a.seed ^ 0x9e3779b97f4a7c15ULL);
   std::uniform_real_distribution<double> coverage_dist(0.3, 0.45), u(0, 1);
 
   // Dense ids 1..D, sparse ids 100001..100000+S.
@@ -81,21 +88,22 @@ int main(int argc, char** argv) {
   std::gamma_distribution<double> ga(0.1 * a.concentration), gb(0.9 * a.concentration);
   std::vector<double> popularity(names.size());
   for (double& p : popularity) {
-    const double x = ga(rng), y = gb(rng);
+    const double x = ga(job_rng), y = gb(job_rng);
     p = x + y > 0 ? x / (x + y) : 0;
   }
 
   std::string log;
-  for (uint64_t h = 0; h < a.history; ++h) log += pcr::FormatAccessLogEntry(DrawJob(names, popularity, rng));
+  for (uint64_t h = 0; h < a.history; ++h) log += pcr::FormatAccessLogEntry(DrawJob(names, popularity, job_rng));
   FILE* f = std::fopen((a.out + "/access.log").c_str(), "w");
   std::fwrite(log.data(), 1, log.size(), f);
   std::fclose(f);
   for (uint64_t j = 0; j < a.jobs; ++j) {
     f = std::fopen((a.out + "/job-" + std::to_string(j) + ".txt").c_str(), "w");
-    for (const std::string& name : DrawJob(names, popularity, rng)) std::fprintf(f, "%s\n", name.c_str());
+    for (const std::string& name : DrawJob(names, popularity, job_rng)) std::fprintf(f, "%s\n", name.c_str());
     std::fclose(f);
   }
 
+  if (!a.table) return 0;
   f = std::fopen((a.out + "/table.jsonl").c_str(), "w");
   std::string line;
   char buf[64];

@@ -30,7 +30,7 @@ constexpr char kUsage[] =
     "  or .jsonl (one object per line; \"dense\", \"sparse\" and \"scored\" map\n"
     "  feature ids to values; other keys are columns). Writes OUT_DIR/<stem>.pcr.\n"
     "  --rows-per-stripe N  close a stripe after N rows (default: by size only)\n"
-    "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 256)\n"
+    "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 1024)\n"
     "  --zstd-level N       zstd level of every stream (default 3)\n"
     "  --popularity FILE    write the streams of these features first, most used first\n"
     "  --float32            store floating point values as float32 (lossy)\n"

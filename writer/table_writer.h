@@ -16,8 +16,9 @@ namespace pcr {
 struct TableWriterOptions {
   // A stripe is closed when it holds this many rows (0: no row limit) ...
   uint64_t rows_per_stripe = 0;
-  // ... or when its raw (uncompressed) streams reach this many bytes.
-  uint64_t stripe_bytes = 256ull << 20;
+  // ... or when its raw (uncompressed) streams reach this many bytes. The
+  // writer holds one stripe's raw and compressed streams in memory.
+  uint64_t stripe_bytes = 1ull << 30;
   int zstd_level = 3;
   // Features whose streams come first, in this order; the rest follow in
   // schema order. Names not in the schema are ignored.
