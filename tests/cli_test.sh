@@ -86,5 +86,43 @@ else
 fi
 expect 2 "extract at fidelity 7 of 6" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x7" --fidelity 7
 
+# Tables.
+csv="$data/tabular/Soybean.csv"
+expect 0 "convert a CSV table" "$tools/pcr-convert" table "$csv" "$tmp/t" --rows-per-stripe 300
+check "table summary" 'Soybean.pcr: 683 rows, 36 features, 3 stripes' "$tmp/out"
+expect 0 "dump a table" "$tools/pcr-dump" "$tmp/t"
+check "schema with statistics" '^  plant.stand +int64 +0\.9473 ' "$tmp/out"
+check "stream order" '^  @16 +Class +presence 0 lengths [0-9]+ values [0-9]+$' "$tmp/out"
+expect 0 "dump a table as JSON" "$tools/pcr-dump" "$tmp/t/Soybean.pcr" --json
+check "json feature order" '"feature_order":\["Class","date"' "$tmp/out"
+expect 0 "cat a projection" "$tools/pcr-dump" cat "$tmp/t" --features Class,hail
+check "cat header" '^"Class","hail"$' "$tmp/out"
+check "cat missing values are empty" '^"2-4-d-injury",$' "$tmp/out"
+expect 0 "cat every feature" "$tools/pcr-dump" cat "$tmp/t" --format csv
+tr -d '"' <"$tmp/out" >"$tmp/cat.csv"
+tr -d '"' <"$csv" | sed 's/\bNA\b//g' >"$tmp/src.csv"
+if cmp -s "$tmp/cat.csv" "$tmp/src.csv"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: cat differs from the source CSV"; fi
+expect 2 "cat as yaml" "$tools/pcr-dump" cat "$tmp/t" --format yaml
+expect 1 "cat an unknown feature" "$tools/pcr-dump" cat "$tmp/t" --features Class,nope
+check "unknown feature named" "no feature 'nope'" "$tmp/err"
+expect 0 "verify a table" "$tools/pcr-dump" verify "$tmp/t"
+printf '{"features":["hail","date"]}\n{"features":["hail"]}\n' >"$tmp/access.log"
+expect 0 "popularity from an access log" "$tools/pcr-dump" popularity "$tmp/access.log"
+cp "$tmp/out" "$tmp/popularity.jsonl"
+check "popularity counts" '^\{"feature":"hail","count":2\}$' "$tmp/popularity.jsonl"
+expect 0 "reorder" "$tools/pcr-convert" reorder "$tmp/t" "$tmp/r" --popularity "$tmp/popularity.jsonl"
+expect 0 "dump the reordered table" "$tools/pcr-dump" "$tmp/r/Soybean.pcr" --json
+check "popular features first" '"feature_order":\["hail","date","Class"' "$tmp/out"
+expect 0 "cat the reordered table" "$tools/pcr-dump" cat "$tmp/r" --features Class,hail
+expect 2 "reorder without popularity" "$tools/pcr-convert" reorder "$tmp/t" "$tmp/r2"
+printf 'a,b\n1,2\n3\n' >"$tmp/bad.csv"
+expect 1 "convert a malformed CSV" "$tools/pcr-convert" table "$tmp/bad.csv" "$tmp/tb"
+check "malformed CSV names line and column" 'bad.csv: line 3, column 1: row has 1 cells' "$tmp/err"
+[ -z "$(ls -A "$tmp/tb")" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: failed table conversion left files"; }
+cp "$tmp/t/Soybean.pcr" "$tmp/bad.pcr"
+printf '\xff' | dd of="$tmp/bad.pcr" bs=1 seek=100 conv=notrunc status=none
+expect 1 "verify a corrupt table" "$tools/pcr-dump" verify "$tmp/bad.pcr"
+check "table corruption names stripe, stream and offset" 'bad.pcr: stripe 0 stream [0-9]+ at offset [0-9]+ length [0-9]+: checksum mismatch' "$tmp/err"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
