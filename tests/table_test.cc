@@ -152,10 +152,11 @@ TEST_CASE("every corpus CSV reads back exactly") {
 TEST_CASE("CSV column types are the narrowest that hold every cell") {
   TempDir dir;
   const std::string csv = dir / "types.csv";
-  std::ofstream(csv) << "i,f,s,q,m,e\n1,2.5,x,\"7\",NA,\n-3,1e3,\"a,\"\"b\"\"\nc\",\"NA\",,\n,7,9, 1,2,\r\n";
+  std::ofstream(csv) << "\xEF\xBB\xBFi,f,s,q,m,e\n1,2.5,x,\"7\",NA,\n-3,1e3,\"a,\"\"b\"\"\nc\",\"NA\",,\n,7,9, 1,2,\r\n";
   auto report = ConvertTable({.input = csv, .out_dir = dir.path().string()});
   REQUIRE(report.ok());
   const auto& f = report->schema.features;
+  CHECK(f[0].name == "i");
   CHECK(f[0].type == FeatureType::kInt64);
   CHECK(f[1].type == FeatureType::kFloat64);
   CHECK(f[2].type == FeatureType::kString);

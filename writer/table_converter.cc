@@ -558,8 +558,10 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
     return Status::InvalidArgument(report.path + ": output would replace the input");
   }
   report.input_bytes = in->text().size();
-  PCR_RETURN_IF_ERROR(csv ? ConvertCsv(options, in->text(), report.path, &report)
-                          : ConvertJsonl(options, in->text(), report.path, &report));
+  std::string_view text = in->text();
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
+  PCR_RETURN_IF_ERROR(csv ? ConvertCsv(options, text, report.path, &report)
+                          : ConvertJsonl(options, text, report.path, &report));
   report.output_bytes = fs::file_size(report.path, ec);
   return report;
 }
