@@ -2,6 +2,7 @@
 // features are read, coalesced into few large reads.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <set>
 #include <span>
@@ -17,7 +18,10 @@ namespace pcr {
 struct TableReaderOptions {
   IoEngine* engine = nullptr;  // not owned; nullptr: MakeIoEngine(io), owned by the table
   IoEngineOptions io;          // used when engine is nullptr
-  CoalesceOptions coalesce;
+  // A projection is consumed only once all of it has arrived, so merged
+  // reads are not capped: one contiguous run of streams is one read, which
+  // the engine still splits into max_io_bytes I/Os in flight together.
+  CoalesceOptions coalesce{.max_read = std::numeric_limits<uint64_t>::max()};
   // When set, each distinct projection read is appended to this file once
   // (format/popularity.h), for `pcr-dump popularity` to aggregate.
   std::string access_log;

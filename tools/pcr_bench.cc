@@ -340,7 +340,7 @@ struct TableArgs {
   std::string path;
   std::vector<std::string> features;
   pcr::IoEngineOptions io;
-  pcr::CoalesceOptions coalesce;
+  pcr::CoalesceOptions coalesce = pcr::TableReaderOptions().coalesce;
   uint64_t stripes_per_read = 1;
 };
 
