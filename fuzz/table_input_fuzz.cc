@@ -1,0 +1,57 @@
+// Converts arbitrary bytes as a CSV (first byte even) or JSON Lines (odd)
+// table, then reads back and verifies what was written. Conversion must fail
+// cleanly or produce a table that reads and verifies.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "reader/table_reader.h"
+#include "reader/verify.h"
+#include "writer/table_converter.h"
+
+namespace {
+
+// A temporary directory for the process, removed at exit. Never destroyed,
+// so the exit handler can still use it.
+const std::filesystem::path& WorkDir() {
+  static const std::filesystem::path* dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "pcr-table-fuzz-XXXXXX").string();
+    auto* made = new std::filesystem::path(mkdtemp(tmpl.data()));
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(WorkDir(), ec);
+    });
+    return made;
+  }();
+  return *dir;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::filesystem::path dir = WorkDir();
+  const std::string input = (dir / ((data[0] & 1) ? "in.jsonl" : "in.csv")).string();
+  {
+    std::ofstream out(input, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data + 1), static_cast<std::streamsize>(size - 1));
+  }
+  std::filesystem::remove_all(dir / "out");
+  pcr::TableConvertOptions options{.input = input, .out_dir = (dir / "out").string()};
+  options.writer.rows_per_stripe = 1 + data[0] % 7;
+  auto report = pcr::ConvertTable(options);
+  std::filesystem::remove(input);
+  if (!report.ok()) return 0;
+  auto table = pcr::Table::Open(report->path);
+  if (!table.ok()) std::abort();
+  std::vector<uint32_t> all((*table)->schema().features.size());
+  for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
+  auto batch = (*table)->Read(all, 0, (*table)->stripe_count());
+  if (!batch.ok() || batch->rows != report->schema.row_count) std::abort();
+  if (!pcr::VerifyPath(report->path).errors.empty()) std::abort();
+  return 0;
+}
