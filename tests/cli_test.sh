@@ -90,6 +90,8 @@ expect 2 "extract at fidelity 7 of 6" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/
 csv="$data/tabular/Soybean.csv"
 expect 0 "convert a CSV table" "$tools/pcr-convert" table "$csv" "$tmp/t" --rows-per-stripe 300
 check "table summary" 'Soybean.pcr: 683 rows, 36 features, 3 stripes' "$tmp/out"
+expect 1 "convert over an existing table" "$tools/pcr-convert" table "$csv" "$tmp/t"
+check "existing table message" 't/Soybean.pcr: already exists' "$tmp/err"
 expect 0 "dump a table" "$tools/pcr-dump" "$tmp/t"
 check "schema with statistics" '^  plant.stand +int64 +0\.9473 ' "$tmp/out"
 check "stream order" '^  @16 +Class +presence 0 lengths [0-9]+ values [0-9]+$' "$tmp/out"

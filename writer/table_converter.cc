@@ -536,6 +536,13 @@ Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, c
   return Status::OK();
 }
 
+// Conversions never replace a file, the input least of all.
+Status CheckNewOutput(const std::string& path) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return Status::InvalidArgument(path + ": already exists");
+  return Status::OK();
+}
+
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -554,9 +561,7 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   if (ec) return Status::IOError("cannot create " + options.out_dir + ": " + ec.message());
   TableConvertReport report;
   report.path = (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
-  if (fs::equivalent(report.path, options.input, ec)) {
-    return Status::InvalidArgument(report.path + ": output would replace the input");
-  }
+  PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
   report.input_bytes = in->text().size();
   std::string_view text = in->text();
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
@@ -589,9 +594,7 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
     if (ec) return Status::IOError("cannot create " + output + ": " + ec.message());
     report.path = (fs::path(output) / fs::path(in.path()).filename()).string();
   }
-  if (fs::equivalent(report.path, in.path(), ec)) {
-    return Status::InvalidArgument(report.path + ": output would replace the input");
-  }
+  PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
   TableWriterOptions options{.stream_order = stream_order};
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, table->schema().features, options));
   for (size_t s = 0; s < table->stripe_count(); ++s) {
