@@ -1,6 +1,8 @@
 #include "reader/jpeg_decode.h"
 
+#include <algorithm>
 #include <csetjmp>
+#include <cstring>
 #include <cstdio>
 #include <string>
 
@@ -30,53 +32,133 @@ void EmitMessage(j_common_ptr cinfo, int msg_level) {
   if (msg_level < 0 && err->warnings_are_errors) ErrorExit(cinfo);
 }
 
-struct Decompressor {
+bool ValidScale(int d) { return d == 1 || d == 2 || d == 4 || d == 8; }
+
+}  // namespace
+
+struct JpegDecoder::State {
   jpeg_decompress_struct cinfo{};
   ErrorManager err{};
-  bool created = false;
-  ~Decompressor() {
-    if (created) jpeg_destroy_decompress(&cinfo);
-  }
+  std::vector<uint8_t> row;  // one cropped scanline at libjpeg's block-aligned width
+  std::string invalid;       // why the request does not fit the image
 };
 
-// Every C++ object here outlives the longjmp target or is POD.
-bool Run(Decompressor* d, ByteSpan jpeg, const DecodeOptions& options, DecodedImage* out) {
-  d->cinfo.err = jpeg_std_error(&d->err.pub);
-  d->err.pub.error_exit = ErrorExit;
-  d->err.pub.emit_message = EmitMessage;
-  d->err.warnings_are_errors = options.warnings_are_errors;
-  if (setjmp(d->err.jump)) return false;
-  jpeg_create_decompress(&d->cinfo);
-  d->created = true;
-  d->cinfo.mem->max_memory_to_use = 1L << 30;
-  jpeg_mem_src(&d->cinfo, jpeg.data(), jpeg.size());
-  jpeg_read_header(&d->cinfo, TRUE);
-  d->cinfo.scale_num = 1;
-  d->cinfo.scale_denom = static_cast<unsigned>(options.scale_denom);
-  jpeg_start_decompress(&d->cinfo);
-  out->width = static_cast<int>(d->cinfo.output_width);
-  out->height = static_cast<int>(d->cinfo.output_height);
-  out->components = d->cinfo.output_components;
-  const size_t stride = static_cast<size_t>(out->width) * out->components;
-  out->pixels.resize(stride * out->height);
-  while (d->cinfo.output_scanline < d->cinfo.output_height) {
-    JSAMPROW row = out->pixels.data() + stride * d->cinfo.output_scanline;
-    jpeg_read_scanlines(&d->cinfo, &row, 1);
+namespace {
+
+// Every C++ object here outlives the longjmp target or is POD. Returns false
+// on a libjpeg error (err.message) or an unfit request (invalid); `out` is
+// null for a header-only call.
+bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* out, size_t out_size,
+         ImageShape* shape) {
+  jpeg_decompress_struct& cinfo = s->cinfo;
+  s->err.warnings_are_errors = o.warnings_are_errors;
+  s->err.message.clear();
+  s->invalid.clear();
+  if (setjmp(s->err.jump)) {
+    jpeg_abort_decompress(&cinfo);
+    return false;
   }
-  jpeg_finish_decompress(&d->cinfo);
+  jpeg_mem_src(&cinfo, jpeg.data(), jpeg.size());
+  jpeg_read_header(&cinfo, TRUE);
+  const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  if (o.format != PixelFormat::kNative && cmyk) {
+    s->invalid = "a CMYK JPEG decodes only to its native format";
+  } else if (o.format == PixelFormat::kRgb) {
+    cinfo.out_color_space = JCS_RGB;
+  } else if (o.format == PixelFormat::kGray) {
+    cinfo.out_color_space = JCS_GRAYSCALE;
+  }
+  cinfo.scale_num = 1;
+  cinfo.scale_denom = static_cast<unsigned>(o.scale_denom);
+  jpeg_calc_output_dimensions(&cinfo);
+  const int width = static_cast<int>(cinfo.output_width);
+  const int height = static_cast<int>(cinfo.output_height);
+  const Crop& c = o.crop;
+  const bool crop = c.width > 0;
+  if (crop && (c.x < 0 || c.y < 0 || c.height <= 0 || c.x > width - c.width || c.y > height - c.height)) {
+    s->invalid = "crop " + std::to_string(c.width) + "x" + std::to_string(c.height) + "+" + std::to_string(c.x) +
+                 "+" + std::to_string(c.y) + " lies outside the " + std::to_string(width) + "x" +
+                 std::to_string(height) + " image";
+  }
+  *shape = {crop ? c.width : width, crop ? c.height : height, cinfo.out_color_components};
+  if (!s->invalid.empty() || out == nullptr || out_size < shape->bytes()) {
+    if (s->invalid.empty() && out != nullptr) {
+      s->invalid = "output buffer of " + std::to_string(out_size) + " bytes, the image needs " +
+                   std::to_string(shape->bytes());
+    }
+    jpeg_abort_decompress(&cinfo);
+    return s->invalid.empty();
+  }
+  jpeg_start_decompress(&cinfo);
+  const size_t comps = static_cast<size_t>(shape->components);
+  const size_t stride = static_cast<size_t>(shape->width) * comps;
+  if (!crop) {
+    while (cinfo.output_scanline < cinfo.output_height) {
+      JSAMPROW row = out + stride * cinfo.output_scanline;
+      jpeg_read_scanlines(&cinfo, &row, 1);
+    }
+    jpeg_finish_decompress(&cinfo);
+    return true;
+  }
+  // libjpeg-turbo upsamples chroma at a cropped region's edges as at the
+  // image's edges, so the region asked for extends one iMCU (at most 32
+  // pixels) left and right of the crop, where the image allows.
+  constexpr int kMargin = 32;
+  const int left = std::max(0, c.x - kMargin);
+  JDIMENSION x = static_cast<JDIMENSION>(left);
+  JDIMENSION w = static_cast<JDIMENSION>(std::min(width, c.x + c.width + kMargin) - left);
+  // With 4x horizontal chroma subsampling (4:1:1, 4:1:0) cropped rows can
+  // still differ, so those decode whole rows.
+  if (cinfo.max_h_samp_factor > 2) {
+    x = 0;
+    w = cinfo.output_width;
+  }
+  if (w < cinfo.output_width) jpeg_crop_scanline(&cinfo, &x, &w);
+  // Likewise above the crop: rows are skipped up to one iMCU before it.
+  const int top = std::max(0, c.y - kMargin);
+  if (top > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(top));
+  const size_t shift = (static_cast<size_t>(c.x) - x) * comps;
+  if (s->row.size() < w * comps) s->row.resize(w * comps);
+  for (int r = top; r < c.y + c.height; ++r) {
+    JSAMPROW row = s->row.data();
+    jpeg_read_scanlines(&cinfo, &row, 1);
+    if (r >= c.y) std::memcpy(out + stride * (r - c.y), s->row.data() + shift, stride);
+  }
+  jpeg_abort_decompress(&cinfo);
   return true;
 }
 
 }  // namespace
 
-Result<DecodedImage> DecodeJpeg(ByteSpan jpeg, const DecodeOptions& options) {
-  if (options.scale_denom != 1 && options.scale_denom != 2 && options.scale_denom != 4 &&
-      options.scale_denom != 8) {
-    return Status::InvalidArgument("scale_denom must be 1, 2, 4 or 8");
+JpegDecoder::JpegDecoder() : state_(std::make_unique<State>()) {
+  state_->cinfo.err = jpeg_std_error(&state_->err.pub);
+  state_->err.pub.error_exit = ErrorExit;
+  state_->err.pub.emit_message = EmitMessage;
+  jpeg_create_decompress(&state_->cinfo);
+  state_->cinfo.mem->max_memory_to_use = 1L << 30;
+}
+
+JpegDecoder::~JpegDecoder() { jpeg_destroy_decompress(&state_->cinfo); }
+
+Result<ImageShape> JpegDecoder::Shape(ByteSpan jpeg, const DecodeOptions& options) {
+  return Decode(jpeg, options, {});
+}
+
+Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& options, std::span<uint8_t> out) {
+  if (!ValidScale(options.scale_denom)) return Status::InvalidArgument("scale_denom must be 1, 2, 4 or 8");
+  ImageShape shape;
+  if (!Run(state_.get(), jpeg, options, out.data(), out.size(), &shape)) {
+    if (!state_->invalid.empty()) return Status::InvalidArgument(state_->invalid);
+    return Status::Corruption("JPEG decode: " + state_->err.message);
   }
-  Decompressor d;
-  DecodedImage out;
-  if (!Run(&d, jpeg, options, &out)) return Status::Corruption("JPEG decode: " + d.err.message);
+  return shape;
+}
+
+Result<DecodedImage> DecodeJpeg(ByteSpan jpeg, const DecodeOptions& options) {
+  JpegDecoder decoder;
+  PCR_ASSIGN_OR_RETURN(const ImageShape shape, decoder.Shape(jpeg, options));
+  DecodedImage out{shape.width, shape.height, shape.components, std::vector<uint8_t>(shape.bytes())};
+  PCR_RETURN_IF_ERROR(decoder.Decode(jpeg, options, out.pixels).status());
   return out;
 }
 

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "format/coding.h"
@@ -9,9 +11,58 @@
 
 namespace pcr {
 
+enum class PixelFormat {
+  kNative,  // libjpeg's default for the file: gray, RGB or CMYK
+  kRgb,     // 3 bytes per pixel; CMYK files are refused
+  kGray,    // 1 byte per pixel
+};
+
+// A rectangle in output pixels (after scaling).
+struct Crop {
+  int x = 0;
+  int y = 0;
+  int width = 0;  // 0: no crop
+  int height = 0;
+};
+
 struct DecodeOptions {
-  int scale_denom = 1;          // 1, 2, 4 or 8: decode at 1/scale_denom size
+  int scale_denom = 1;              // 1, 2, 4 or 8: DCT-domain downscaling to 1/scale_denom
+  PixelFormat format = PixelFormat::kNative;
+  Crop crop;                        // only these pixels are produced
   bool warnings_are_errors = true;  // fail on libjpeg's corrupt-data warnings
+};
+
+// Size of the pixels a decode produces: rows of width * components bytes.
+struct ImageShape {
+  int width = 0;
+  int height = 0;
+  int components = 0;  // 1 gray, 3 RGB, 4 CMYK
+
+  size_t bytes() const { return static_cast<size_t>(width) * height * components; }
+};
+
+// A reusable decoder: one libjpeg decompressor and scratch space kept across
+// images, so steady-state decoding allocates nothing on the caller's side.
+// Not thread-safe; use one per thread.
+class JpegDecoder {
+ public:
+  JpegDecoder();
+  ~JpegDecoder();
+  JpegDecoder(const JpegDecoder&) = delete;
+  JpegDecoder& operator=(const JpegDecoder&) = delete;
+
+  // Reads only the header: the shape Decode would produce.
+  Result<ImageShape> Shape(ByteSpan jpeg, const DecodeOptions& options = {});
+  // Decodes into `out`, which must hold at least the shape's bytes. A crop is
+  // decoded by skipping the rows above and below it and, where libjpeg-turbo
+  // allows, the blocks left and right of it. Corruption on decoder errors,
+  // InvalidArgument on a crop outside the image or a buffer too small.
+  Result<ImageShape> Decode(ByteSpan jpeg, const DecodeOptions& options, std::span<uint8_t> out);
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
 };
 
 struct DecodedImage {
@@ -21,8 +72,7 @@ struct DecodedImage {
   std::vector<uint8_t> pixels;  // rows of width * components bytes
 };
 
-// Decodes to libjpeg's default output colour space for the file (gray, RGB
-// or CMYK). Corruption on any decoder error.
+// One-off decode into a new buffer.
 Result<DecodedImage> DecodeJpeg(ByteSpan jpeg, const DecodeOptions& options = {});
 
 }  // namespace pcr

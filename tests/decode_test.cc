@@ -1,0 +1,140 @@
+// JpegDecoder: formats, DCT scaling, crops and reuse, on the bundled sample
+// and on its progressive transcodes.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "reader/jpeg_decode.h"
+#include "test_util.h"
+#include "writer/transcode.h"
+
+namespace pcr {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Baseline originals and their full-fidelity progressive transcodes.
+std::vector<Bytes> SampleJpegs() {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(test::DataDir() + "/sample")) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<Bytes> out;
+  for (const fs::path& p : files) {
+    Bytes original = test::ReadFile(p);
+    auto t = TranscodeToScanGroups(original, BuiltinScanScript("spectral").value());
+    REQUIRE(t.ok());
+    out.push_back(t->AtFidelity(static_cast<int>(t->chunks.size())));
+    out.push_back(std::move(original));
+  }
+  return out;
+}
+
+// Pixels of `crop` cut out of a whole decode.
+std::vector<uint8_t> Cut(const DecodedImage& full, const Crop& c) {
+  std::vector<uint8_t> out;
+  const size_t bpp = static_cast<size_t>(full.components);
+  for (int y = c.y; y < c.y + c.height; ++y) {
+    const uint8_t* row = full.pixels.data() + (static_cast<size_t>(y) * full.width + c.x) * bpp;
+    out.insert(out.end(), row, row + c.width * bpp);
+  }
+  return out;
+}
+
+TEST_CASE("crops equal the same rectangle of a whole decode, at every scale") {
+  JpegDecoder decoder;
+  std::vector<uint8_t> buffer;
+  int crops = 0;
+  for (const Bytes& jpeg : SampleJpegs()) {
+    for (const int scale : {1, 2, 4, 8}) {
+      const DecodeOptions whole{.scale_denom = scale, .warnings_are_errors = false};
+      auto full = DecodeJpeg(jpeg, whole);
+      REQUIRE(full.ok());
+      const int w = full->width, h = full->height;
+      for (const Crop c : {Crop{0, 0, w, h}, Crop{w / 3, h / 4, w / 2 + 1, h / 3 + 1}, Crop{w - 1, h - 1, 1, 1},
+                           Crop{1, 0, std::max(1, w - 9), h}, Crop{0, h / 2, w, h - h / 2}}) {
+        if (c.x + c.width > w || c.y + c.height > h) continue;
+        INFO("scale " << scale << " crop " << c.width << "x" << c.height << "+" << c.x << "+" << c.y << " of "
+                      << w << "x" << h);
+        DecodeOptions o = whole;
+        o.crop = c;
+        auto shape = decoder.Shape(jpeg, o);
+        REQUIRE(shape.ok());
+        CHECK(shape->width == c.width);
+        CHECK(shape->height == c.height);
+        buffer.assign(shape->bytes(), 0);
+        auto got = decoder.Decode(jpeg, o, buffer);
+        REQUIRE(got.ok());
+        CHECK(buffer == Cut(*full, c));
+        ++crops;
+      }
+    }
+  }
+  CHECK(crops >= 48 * 4 * 4);
+}
+
+TEST_CASE("RGB and gray output of every colour space; CMYK only natively") {
+  JpegDecoder decoder;
+  int cmyk = 0;
+  for (const Bytes& jpeg : SampleJpegs()) {
+    auto native = DecodeJpeg(jpeg, {.warnings_are_errors = false});
+    REQUIRE(native.ok());
+    auto rgb = DecodeJpeg(jpeg, {.format = PixelFormat::kRgb, .warnings_are_errors = false});
+    if (native->components == 4) {
+      REQUIRE_FALSE(rgb.ok());
+      CHECK(rgb.status().code() == StatusCode::kInvalidArgument);
+      CHECK_THAT(rgb.status().message(), Catch::Contains("CMYK"));
+      ++cmyk;
+      continue;
+    }
+    REQUIRE(rgb.ok());
+    CHECK(rgb->components == 3);
+    auto gray = DecodeJpeg(jpeg, {.format = PixelFormat::kGray, .warnings_are_errors = false});
+    REQUIRE(gray.ok());
+    CHECK(gray->components == 1);
+    if (native->components == 1) {
+      // A gray file in RGB repeats each sample three times.
+      for (size_t i = 0; i < native->pixels.size(); i += 97) {
+        CHECK(rgb->pixels[3 * i] == native->pixels[i]);
+        CHECK(rgb->pixels[3 * i + 2] == native->pixels[i]);
+      }
+      CHECK(gray->pixels == native->pixels);
+    } else {
+      CHECK(rgb->pixels == native->pixels);
+    }
+  }
+  CHECK(cmyk >= 1);
+}
+
+TEST_CASE("one decoder is reused across images and errors") {
+  JpegDecoder decoder;
+  std::vector<uint8_t> buffer;
+  const auto jpegs = SampleJpegs();
+  const Bytes garbage(1000, 0x55);
+  for (int round = 0; round < 2; ++round) {
+    for (const Bytes& jpeg : jpegs) {
+      const DecodeOptions o{.scale_denom = 2, .warnings_are_errors = false};
+      auto want = DecodeJpeg(jpeg, o);
+      REQUIRE(want.ok());
+      buffer.resize(want->pixels.size() + 16);
+      auto got = decoder.Decode(jpeg, o, buffer);
+      REQUIRE(got.ok());
+      CHECK(std::equal(want->pixels.begin(), want->pixels.end(), buffer.begin()));
+      auto bad = decoder.Decode(garbage, o, buffer);
+      REQUIRE_FALSE(bad.ok());
+      CHECK(bad.status().code() == StatusCode::kCorruption);
+      auto small = decoder.Decode(jpeg, o, std::span<uint8_t>(buffer).first(want->pixels.size() - 1));
+      REQUIRE_FALSE(small.ok());
+      CHECK(small.status().code() == StatusCode::kInvalidArgument);
+      auto outside = decoder.Shape(jpeg, {.scale_denom = 2, .crop = {want->width, 0, 1, 1}});
+      REQUIRE_FALSE(outside.ok());
+      CHECK_THAT(outside.status().message(), Catch::Contains("outside"));
+    }
+  }
+  CHECK_FALSE(decoder.Decode(jpegs[0], {.scale_denom = 3}, buffer).ok());
+}
+
+}  // namespace
+}  // namespace pcr
