@@ -46,10 +46,10 @@ def main():
             bench = json.loads(run([build / "tools/pcr-bench", "decode", out, "--src", src,
                                     "--min-seconds", args.min_seconds]))
             print(f"scan script `{script}`: files {dump['file_bytes'] / original:.3f}x the "
-                  f"originals; originals decode at {bench['baseline']['images_per_s']:.0f} images/s\n")
+                  f"originals; originals decode at {bench['baseline_images_per_s']:.0f} images/s\n")
             print("| k | size vs original | bytes/image | decode rate vs original |")
             print("|---|---|---|---|")
-            for g, f in zip(dump["groups"], bench["fidelity"]):
+            for g, f in zip(dump["groups"], bench["groups"]):
                 print(f"| {g['group']} | {g['cumulative_bytes'] / original:.3f} | "
                       f"{g['cumulative_bytes'] / dump['images']:.0f} | {f['vs_baseline']:.2f} |")
             print()

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -26,9 +29,11 @@ using pcr::cli::Json;
 double Ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / b; }
 
 constexpr char kUsage[] =
-    "usage: pcr-bench decode PATH [--src SRC_DIR] [--min-seconds S] [--scale 1|2|4|8]\n"
-    "         Decodes every image of PATH at each fidelity on one core, and with --src the\n"
-    "         original JPEGs (SRC_DIR/<key>) in the same run; prints images/s and ratios.\n"
+    "usage: pcr-bench decode PATH [--fidelity K|full|all] [--src SRC_DIR] [--scale 1/N]\n"
+    "                 [--threads N] [--min-seconds S]\n"
+    "         Decodes every image of PATH at fidelity K (default: each in turn) on N\n"
+    "         threads, and with --src the original JPEGs (SRC_DIR/<key>) in the same run\n"
+    "         on as many threads; prints images/s and the ratio to the originals.\n"
     "       pcr-bench read PATH --fidelity K|full [--engine uring|pread] [--direct]\n"
     "                 [--queue-depth N] [--mode records|random] [--count N] [--seed S]\n"
     "                 [--records-in-flight N] [--max-mbps N]\n"
@@ -49,48 +54,89 @@ int Usage(const std::string& why) {
   return pcr::cli::kExitUsage;
 }
 
-// Decodes all `images` repeatedly for at least min_seconds; images per second.
-pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, int scale, double min_seconds) {
-  uint64_t decoded = 0;
+// Decodes all `images` repeatedly for at least min_seconds on `threads`
+// threads, each with its own reused decoder and buffer; images per second.
+pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, int scale, double min_seconds,
+                               int threads) {
+  std::atomic<uint64_t> decoded{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  pcr::Status error;
   const auto start = Clock::now();
-  double elapsed = 0;
-  do {
-    for (const pcr::Bytes& jpeg : images) {
-      auto img = pcr::DecodeJpeg(jpeg, {.scale_denom = scale, .warnings_are_errors = false});
-      if (!img.ok()) return img.status();
-      ++decoded;
-    }
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (elapsed < min_seconds);
-  return decoded / elapsed;
+  auto work = [&](int t) {
+    pcr::JpegDecoder decoder;
+    std::vector<uint8_t> buffer;
+    const pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = false};
+    do {
+      for (size_t i = static_cast<size_t>(t); i < images.size() && !failed; i += static_cast<size_t>(threads)) {
+        auto shape = decoder.Shape(images[i], options);
+        if (shape.ok()) {
+          if (buffer.size() < shape->bytes()) buffer.resize(shape->bytes());
+          shape = decoder.Decode(images[i], options, buffer);
+        }
+        if (!shape.ok()) {
+          std::lock_guard lock(mu);
+          error = shape.status();
+          failed = true;
+          return;
+        }
+        decoded++;
+      }
+    } while (!failed && std::chrono::duration<double>(Clock::now() - start).count() < min_seconds);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+  for (std::thread& th : pool) th.join();
+  if (failed) return error;
+  return decoded / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int Decode(const std::string& path, const std::string& src, double min_seconds, int scale) {
-  auto opened = pcr::ImageDataset::Open(path);
+struct DecodeArgs {
+  std::string path;
+  std::string src;
+  std::string fidelity = "all";
+  double min_seconds = 1.0;
+  int scale = 1;
+  int threads = 1;
+};
+
+int Decode(const DecodeArgs& a) {
+  auto opened = pcr::ImageDataset::Open(a.path);
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
+  int first = 1, last = ds.num_scan_groups();
+  if (a.fidelity == "full") {
+    first = last;
+  } else if (a.fidelity != "all") {
+    uint64_t k = 0;
+    if (!pcr::cli::ParseUint(a.fidelity, &k) || k < 1 || k > static_cast<uint64_t>(last)) {
+      return Usage("--fidelity must be 1.." + std::to_string(last) + ", full or all");
+    }
+    first = last = static_cast<int>(k);
+  }
   Json j;
   j.BeginObject().Key("bench").String("decode").Key("images").Uint(ds.num_images());
-  j.Key("scan_script").String(ds.scan_script().name).Key("scale_denom").Uint(scale);
+  j.Key("scan_script").String(ds.scan_script().name).Key("scale_denom").Uint(a.scale);
+  j.Key("threads").Uint(a.threads);
 
   double baseline = 0;
-  if (!src.empty()) {
+  if (!a.src.empty()) {
     std::vector<pcr::Bytes> originals;
     uint64_t bytes = 0;
     for (uint64_t i = 0; i < ds.num_images(); ++i) {
-      const fs::path p = fs::path(src) / ds.sample(i).key;
+      const fs::path p = fs::path(a.src) / ds.sample(i).key;
       std::ifstream in(p, std::ios::binary);
       if (!in) return pcr::cli::ReportError("pcr-bench", pcr::Status::IOError(p.string() + ": cannot open"));
       originals.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
       bytes += originals.back().size();
     }
-    auto rate = DecodeRate(originals, scale, min_seconds);
+    auto rate = DecodeRate(originals, a.scale, a.min_seconds, a.threads);
     if (!rate.ok()) return pcr::cli::ReportError("pcr-bench", rate.status());
     baseline = *rate;
-    j.Key("baseline").BeginObject().Key("bytes").Uint(bytes).Key("images_per_s").Double(baseline).EndObject();
+    j.Key("baseline_bytes").Uint(bytes).Key("baseline_images_per_s").Double(baseline);
   }
-  j.Key("fidelity").BeginArray();
-  for (int k = 1; k <= ds.num_scan_groups(); ++k) {
+  j.Key("groups").BeginArray();
+  for (int k = first; k <= last; ++k) {
     std::vector<pcr::Bytes> jpegs;
     uint64_t bytes = 0;
     for (uint64_t r = 0; r < ds.num_records(); ++r) {
@@ -101,9 +147,15 @@ int Decode(const std::string& path, const std::string& src, double min_seconds, 
         jpegs.push_back(std::move(img.jpeg));
       }
     }
-    auto rate = DecodeRate(jpegs, scale, min_seconds);
+    const auto start = Clock::now();
+    auto rate = DecodeRate(jpegs, a.scale, a.min_seconds, a.threads);
     if (!rate.ok()) return pcr::cli::ReportError("pcr-bench", rate.status());
-    j.BeginObject().Key("k").Uint(k).Key("bytes").Uint(bytes).Key("images_per_s").Double(*rate);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    j.BeginObject()
+        .Key("fidelity").Uint(k)
+        .Key("bytes").Uint(bytes)
+        .Key("seconds").Double(seconds)
+        .Key("images_per_s").Double(*rate);
     if (baseline > 0) j.Key("vs_baseline").Double(*rate / baseline);
     j.EndObject();
   }
@@ -251,27 +303,34 @@ int ReadFiles(const std::vector<std::string>& paths, bool direct, double max_mbp
 }
 
 int ParseDecode(pcr::cli::Args& args) {
-  std::string path, src;
-  double min_seconds = 1.0;
-  uint64_t scale = 1;
+  DecodeArgs d;
   while (!args.empty()) {
     const std::string a = args.next();
+    uint64_t n = 0;
     if (a == "--src" && !args.empty()) {
-      src = args.next();
+      d.src = args.next();
+    } else if (a == "--fidelity" && !args.empty()) {
+      d.fidelity = args.next();
     } else if (a == "--min-seconds" && !args.empty()) {
-      min_seconds = std::atof(args.next().c_str());
+      d.min_seconds = std::atof(args.next().c_str());
     } else if (a == "--scale" && !args.empty()) {
-      if (!pcr::cli::ParseUint(args.next(), &scale) || (scale != 1 && scale != 2 && scale != 4 && scale != 8)) {
-        return Usage("--scale must be 1, 2, 4 or 8");
+      std::string v = args.next();
+      if (v.starts_with("1/")) v = v.substr(2);
+      if (!pcr::cli::ParseUint(v, &n) || (n != 1 && n != 2 && n != 4 && n != 8)) {
+        return Usage("--scale must be 1, 1/2, 1/4 or 1/8");
       }
-    } else if (a.starts_with("--") || !path.empty()) {
+      d.scale = static_cast<int>(n);
+    } else if (a == "--threads" && !args.empty()) {
+      if (!pcr::cli::ParseUint(args.next(), &n) || n == 0 || n > 256) return Usage("--threads needs 1..256");
+      d.threads = static_cast<int>(n);
+    } else if (a.starts_with("--") || !d.path.empty()) {
       return Usage("unexpected argument " + a);
     } else {
-      path = a;
+      d.path = a;
     }
   }
-  if (path.empty()) return Usage("decode needs PATH");
-  return Decode(path, src, min_seconds, static_cast<int>(scale));
+  if (d.path.empty()) return Usage("decode needs PATH");
+  return Decode(d);
 }
 
 int ParseRead(pcr::cli::Args& args) {
