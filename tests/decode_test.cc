@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "reader/decode_iterator.h"
 #include "reader/jpeg_decode.h"
 #include "test_util.h"
+#include "writer/image_converter.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -134,6 +136,56 @@ TEST_CASE("one decoder is reused across images and errors") {
     }
   }
   CHECK_FALSE(decoder.Decode(jpegs[0], {.scale_denom = 3}, buffer).ok());
+}
+
+TEST_CASE("the decode stage delivers every record's pixels, in order, on a pool of threads") {
+  test::TempDir dir;
+  auto converted = ConvertImages({.src_dir = test::DataDir() + "/sample", .out_dir = dir / "ds",
+                                  .images_per_record = 5, .jobs = 2});
+  REQUIRE(converted.ok());
+  auto ds = ImageDataset::Open(dir / "ds");
+  REQUIRE(ds.ok());
+  for (const bool crop : {false, true}) {
+    INFO("crop " << crop);
+    DecodeIteratorOptions o{.records = {.fidelity = 3, .records_in_flight = 2},
+                            .decode = {.scale_denom = 2, .warnings_are_errors = false},
+                            .threads = 3};
+    if (crop) {
+      o.crop = [](const ImageShape& s) {
+        return Crop{s.width / 4, s.height / 3, std::max(1, s.width / 2), std::max(1, s.height / 2)};
+      };
+    }
+    auto decoded = DecodeIterator::Create(**ds, o);
+    REQUIRE(decoded.ok());
+    auto raw = RecordIterator::Create(**ds, o.records);
+    REQUIRE(raw.ok());
+    DecodedBatch batch;
+    RecordBatch want;
+    uint64_t images = 0;
+    while (true) {
+      auto more = (*decoded)->Next(&batch);
+      REQUIRE(more.ok());
+      auto want_more = (*raw)->Next(&want);
+      REQUIRE(want_more.ok());
+      REQUIRE(*more == *want_more);
+      if (!*more) break;
+      REQUIRE(batch.record == want.record);
+      REQUIRE(batch.images.size() == want.images.size());
+      for (size_t i = 0; i < want.images.size(); ++i) {
+        auto full = DecodeJpeg(want.images[i].jpeg, o.decode);
+        REQUIRE(full.ok());
+        const DecodedView& got = batch.images[i];
+        CHECK(got.key == want.images[i].key);
+        CHECK(got.label == want.images[i].label);
+        const Crop c = crop ? o.crop({full->width, full->height, full->components})
+                            : Crop{0, 0, full->width, full->height};
+        CHECK(got.shape.width == c.width);
+        CHECK(std::vector<uint8_t>(got.pixels.begin(), got.pixels.end()) == Cut(*full, c));
+        ++images;
+      }
+    }
+    CHECK(images == (*ds)->num_images());
+  }
 }
 
 }  // namespace
