@@ -1,11 +1,31 @@
 // JSON text: a pull parser over one value (RFC 8259) and string quoting.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "format/status.h"
+
 namespace pcr {
+
+// JSON Lines: calls fn(line, number) for every line holding more than white
+// space, numbering lines from 1; stops at the first error fn returns.
+template <typename Fn>
+Status ForEachJsonLine(std::string_view text, Fn fn) {
+  uint64_t number = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    PCR_RETURN_IF_ERROR(fn(line, number));
+  }
+  return Status::OK();
+}
 
 // Appends `s` as a JSON string literal.
 void AppendJsonString(std::string_view s, std::string* out);

@@ -8,21 +8,6 @@ namespace pcr {
 
 namespace {
 
-// Calls fn(line, number) for every line that is not blank.
-template <typename Fn>
-Status ForEachLine(std::string_view text, Fn fn) {
-  uint64_t number = 0;
-  while (!text.empty()) {
-    const size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    PCR_RETURN_IF_ERROR(fn(line, number));
-  }
-  return Status::OK();
-}
-
 Status LineError(uint64_t line, const JsonCursor& json, const std::string& what = "") {
   return Status::InvalidArgument("line " + std::to_string(line) + ", column " +
                                  std::to_string(json.position() + 1) + ": " +
@@ -42,7 +27,7 @@ std::string FormatAccessLogEntry(const std::vector<std::string>& features) {
 }
 
 Status CountAccessLog(std::string_view text, std::map<std::string, uint64_t>* counts) {
-  return ForEachLine(text, [&](std::string_view line, uint64_t number) -> Status {
+  return ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
     JsonCursor json(line);
     std::string key, name;
     bool done;
@@ -82,7 +67,7 @@ std::string FormatPopularity(const std::map<std::string, uint64_t>& counts) {
 
 Result<std::vector<PopularityEntry>> ParsePopularity(std::string_view text) {
   std::vector<PopularityEntry> entries;
-  Status s = ForEachLine(text, [&](std::string_view line, uint64_t number) -> Status {
+  Status s = ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
     JsonCursor json(line);
     PopularityEntry e;
     bool has_feature = false, has_count = false, done;

@@ -410,22 +410,6 @@ class JsonlParser {
   uint64_t line_ = 0;
 };
 
-// Calls fn(line, number) for every line that holds more than white space.
-template <typename Fn>
-Status ForEachJsonLine(std::string_view text, Fn fn) {
-  uint64_t number = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = std::min(text.find('\n', pos), text.size());
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    PCR_RETURN_IF_ERROR(fn(line, number));
-  }
-  return Status::OK();
-}
-
 struct JsonFeature {
   size_t index = 0;
   uint64_t last_line = 0;
