@@ -164,6 +164,14 @@ uint64_t StripeInfo::length() const {
   return n;
 }
 
+std::vector<size_t> StripeInfo::TableStreamIndex(size_t feature_count) const {
+  std::vector<size_t> where(feature_count * kRoleCount, SIZE_MAX);
+  for (size_t k = 0; k < table_streams.size(); ++k) {
+    where[table_streams[k].feature * kRoleCount + static_cast<size_t>(table_streams[k].role)] = k;
+  }
+  return where;
+}
+
 uint64_t StripeInfo::stream_offset(size_t s) const {
   uint64_t off = offset;
   for (size_t i = 0; i < s; ++i) off += streams[i].length;

@@ -91,6 +91,9 @@ struct StripeInfo {
   std::vector<TableStream> table_streams;
 
   uint64_t length() const;
+  // Table stripes: entry feature * kRoleCount + role is the index of that
+  // stream, or SIZE_MAX where the stripe has none.
+  std::vector<size_t> TableStreamIndex(size_t feature_count) const;
   // File offset of stream s. REQUIRES: s < streams.size()
   uint64_t stream_offset(size_t s) const;
   // REQUIRES: 1 <= group <= streams.size() - 1, image < image_count

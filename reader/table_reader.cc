@@ -63,12 +63,7 @@ Result<std::unique_ptr<Table>> Table::Open(const std::string& path, const TableR
   }
   const FileIndex& index = t->file_->index();
   for (const StripeInfo& stripe : index.stripes) {
-    std::vector<size_t> where(index.schema.features.size() * kRoleCount, SIZE_MAX);
-    for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
-      const TableStream& s = stripe.table_streams[k];
-      where[s.feature * kRoleCount + static_cast<size_t>(s.role)] = k;
-    }
-    t->stream_of_.push_back(std::move(where));
+    t->stream_of_.push_back(stripe.TableStreamIndex(index.schema.features.size()));
   }
   return t;
 }

@@ -4,11 +4,23 @@
 
 #include <charconv>
 
+#include "format/json.h"
+
 namespace pcr::cli {
 
 bool ParseUint(const std::string& s, uint64_t* out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && ptr == s.data() + s.size() && !s.empty();
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t start = 0;;) {
+    const size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
 }
 
 int ReportError(const char* tool, const Status& status) {
@@ -68,20 +80,7 @@ Json& Json::Key(const std::string& key) {
 
 Json& Json::String(const std::string& s) {
   Separate();
-  out_ += '"';
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out_ += '\\';
-      out_ += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out_ += buf;
-    } else {
-      out_ += static_cast<char>(c);
-    }
-  }
-  out_ += '"';
+  AppendJsonString(s, &out_);
   need_comma_ = true;
   return *this;
 }

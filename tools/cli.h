@@ -31,6 +31,9 @@ class Args {
 // Parses a non-negative integer option value; false on anything else.
 bool ParseUint(const std::string& s, uint64_t* out);
 
+// "a,b,,c" -> {"a", "b", "", "c"}.
+std::vector<std::string> SplitCommas(const std::string& s);
+
 // Prints "<tool>: <message>" (messages lead with the file they concern) and
 // returns kExitBadInput.
 int ReportError(const char* tool, const Status& status);

@@ -458,13 +458,7 @@ int ParseTable(pcr::cli::Args& args) {
     auto number = [&]() { return !args.empty() && pcr::cli::ParseUint(args.next(), &n); };
     if (a == "--features") {
       if (args.empty()) return Usage("--features needs a list");
-      const std::string list = args.next();
-      for (size_t start = 0;;) {
-        const size_t comma = list.find(',', start);
-        t.features.push_back(list.substr(start, comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      for (std::string& f : pcr::cli::SplitCommas(args.next())) t.features.push_back(std::move(f));
     } else if (a == "--features-file") {
       if (args.empty()) return Usage("--features-file needs a file");
       std::ifstream in(args.next());

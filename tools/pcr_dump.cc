@@ -287,17 +287,19 @@ void AppendNumber(T v, std::string* out) {
   out->append(buf, r.ptr);
 }
 
+// `s` as a quoted CSV cell, inner quotes doubled.
+void AppendQuoted(std::string_view s, std::string* out) {
+  out->push_back('"');
+  for (const char ch : s) {
+    if (ch == '"') out->push_back('"');
+    out->push_back(ch);
+  }
+  out->push_back('"');
+}
+
 // One cell of row r: empty when missing; strings and lists quoted.
 void AppendCell(const pcr::Column& c, uint64_t r, std::string* out) {
   if (!c.present[r]) return;
-  auto quoted = [&](std::string_view s) {
-    out->push_back('"');
-    for (const char ch : s) {
-      if (ch == '"') out->push_back('"');
-      out->push_back(ch);
-    }
-    out->push_back('"');
-  };
   switch (c.type) {
     case pcr::FeatureType::kInt64:
       AppendNumber(c.ints[r], out);
@@ -309,7 +311,7 @@ void AppendCell(const pcr::Column& c, uint64_t r, std::string* out) {
       AppendNumber(c.floats[r], out);
       return;
     case pcr::FeatureType::kString:
-      quoted(c.string(r));
+      AppendQuoted(c.string(r), out);
       return;
     default: {
       std::string list = "[";
@@ -330,19 +332,8 @@ void AppendCell(const pcr::Column& c, uint64_t r, std::string* out) {
         list += ']';
       }
       list += ']';
-      quoted(list);
+      AppendQuoted(list, out);
     }
-  }
-}
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma - start));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
   }
 }
 
@@ -354,19 +345,14 @@ int Cat(const std::string& path, const std::string& features_arg) {
   if (features_arg.empty()) {
     for (uint32_t f = 0; f < t.schema().features.size(); ++f) features.push_back(f);
   } else {
-    auto resolved = t.Resolve(SplitList(features_arg));
+    auto resolved = t.Resolve(pcr::cli::SplitCommas(features_arg));
     if (!resolved.ok()) return Fail(resolved.status());
     features = std::move(resolved).value();
   }
   std::string out;
   for (size_t j = 0; j < features.size(); ++j) {
     if (j > 0) out += ',';
-    out += '"';
-    for (const char ch : t.schema().features[features[j]].name) {
-      if (ch == '"') out += '"';
-      out += ch;
-    }
-    out += '"';
+    AppendQuoted(t.schema().features[features[j]].name, &out);
   }
   out += '\n';
   for (size_t s = 0; s < t.stripe_count(); ++s) {

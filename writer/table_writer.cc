@@ -142,16 +142,11 @@ Status TableFileWriter::WriteStripe() {
 }
 
 Status TableFileWriter::AddStoredStripe(const StripeInfo& in, std::vector<Bytes> streams) {
-  const size_t roles = kRoleCount;
-  std::vector<size_t> where(index_.schema.features.size() * roles, SIZE_MAX);
-  for (size_t k = 0; k < in.table_streams.size(); ++k) {
-    const TableStream& t = in.table_streams[k];
-    where[t.feature * roles + static_cast<size_t>(t.role)] = k;
-  }
+  const std::vector<size_t> where = in.TableStreamIndex(index_.schema.features.size());
   StripeInfo stripe{.offset = file_->size(), .row_count = in.row_count};
   for (const uint32_t f : order_) {
     for (const StreamRole role : RolesOf(index_.schema.features[f].type)) {
-      const size_t k = where[f * roles + static_cast<size_t>(role)];
+      const size_t k = where[f * kRoleCount + static_cast<size_t>(role)];
       if (k == SIZE_MAX) {
         return Status::InvalidArgument("stripe lacks the " + std::string(StreamRoleName(role)) +
                                        " stream of feature '" + index_.schema.features[f].name + "'");
