@@ -64,6 +64,12 @@ expect 0 "dump one file lists structures" "$tools/pcr-dump" "$tmp/ds/records-000
 check "structure offsets" '^  @16 +stripe 0 ' "$tmp/out"
 check "footer offset" '^  @[0-9]+ +footer +32 bytes' "$tmp/out"
 expect 2 "dump with a bad flag" "$tools/pcr-dump" "$tmp/ds" --yaml
+expect 0 "quality report" "$tools/pcr-dump" "$tmp/ds" --quality --sample 5
+check "quality report header" '^  fidelity report: 5 of 24 images' "$tmp/out"
+check "quality at full fidelity" '^  6 .* 1\.0000 +1\.00 +1\.0000 +1\.0000 .* 100\.00 +100\.00$' "$tmp/out"
+expect 0 "quality report as JSON" "$tools/pcr-dump" "$tmp/ds" --quality --json
+check "quality keys" '"group":1,.*"speedup":[0-9.]+,"ssim_mean":0\.[0-9]+,"ssim_p5":[0-9.]+,.*"psnr_mean":[0-9.]+.*"quality_sample":24\}$' "$tmp/out"
+expect 2 "quality with a zero sample" "$tools/pcr-dump" "$tmp/ds" --quality --sample 0
 
 expect 0 "verify" "$tools/pcr-dump" verify "$tmp/ds"
 check "verify ok" ': OK, 3 files, 3 records, 21 streams' "$tmp/out"

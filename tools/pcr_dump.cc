@@ -6,10 +6,12 @@
 
 #include <charconv>
 #include <map>
+#include <optional>
 
 #include "format/json.h"
 #include "format/popularity.h"
 #include "reader/image_dataset.h"
+#include "reader/quality.h"
 #include "reader/table_reader.h"
 #include "reader/verify.h"
 #include "tools/cli.h"
@@ -21,6 +23,10 @@ using pcr::cli::Json;
 
 constexpr char kUsage[] =
     "usage: pcr-dump PATH [--json]                      summary of a file or dataset directory\n"
+    "       pcr-dump PATH --quality [--sample N] [--json]\n"
+    "                                                   and per scan group: bytes, predicted I/O\n"
+    "                                                   speedup, SSIM, MS-SSIM and PSNR against\n"
+    "                                                   full fidelity over N images (default 100)\n"
     "       pcr-dump verify PATH                        check every checksum\n"
     "       pcr-dump extract PATH OUT_DIR --fidelity K  write every image as OUT_DIR/<key>\n"
     "                                                   at scan group K (1..L or full)\n"
@@ -146,11 +152,33 @@ int TableSummary(const std::string& path, bool json) {
   return pcr::cli::kExitOk;
 }
 
-int Summary(const std::string& path, bool json) {
-  if (pcr::IsTablePath(path)) return TableSummary(path, json);
+void PrintQuality(const pcr::QualityReport& q) {
+  std::printf("\n  fidelity report: %llu of %llu images decoded at every group, scored against full fidelity\n",
+              static_cast<unsigned long long>(q.sampled), static_cast<unsigned long long>(q.images));
+  std::printf("  %-6s %12s %9s %8s %9s %9s %9s %10s %10s\n", "group", "bytes/image", "fraction", "speedup",
+              "SSIM", "SSIM p5", "MS-SSIM", "PSNR dB", "PSNR p5");
+  for (const pcr::FidelityQuality& g : q.groups) {
+    char ms[16] = "-";
+    if (g.ms_ssim_mean) std::snprintf(ms, sizeof(ms), "%.4f", *g.ms_ssim_mean);
+    std::printf("  %-6d %12.1f %9.4f %8.2f %9.4f %9.4f %9s %10.2f %10.2f\n", g.fidelity, g.mean_bytes, g.fraction,
+                g.speedup, g.ssim_mean, g.ssim_p5, ms, g.psnr_mean, g.psnr_p5);
+  }
+}
+
+int Summary(const std::string& path, bool json, std::optional<uint64_t> quality_sample) {
+  if (pcr::IsTablePath(path)) {
+    if (quality_sample) return Usage("--quality needs an image dataset, not a table");
+    return TableSummary(path, json);
+  }
   auto opened = pcr::ImageDataset::Open(path);
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
+  std::optional<pcr::QualityReport> quality;
+  if (quality_sample) {
+    auto q = pcr::MeasureFidelityQuality(ds, *quality_sample);
+    if (!q.ok()) return Fail(q.status().WithPrefix(path));
+    quality = *std::move(q);
+  }
   const std::vector<uint64_t> bytes = ds.StreamBytes();
   uint64_t total = 0;
   for (uint64_t b : bytes) total += b;
@@ -179,10 +207,22 @@ int Summary(const std::string& path, bool json) {
           .Key("bytes").Uint(bytes[g])
           .Key("mean_bytes_per_image").Double(Ratio(bytes[g], n))
           .Key("cumulative_bytes").Uint(cumulative)
-          .Key("cumulative_fraction").Double(Ratio(cumulative, total))
-          .EndObject();
+          .Key("cumulative_fraction").Double(Ratio(cumulative, total));
+      if (quality) {
+        const pcr::FidelityQuality& q = quality->groups[g - 1];
+        j.Key("mean_image_bytes").Double(q.mean_bytes)
+            .Key("image_fraction").Double(q.fraction)
+            .Key("speedup").Double(q.speedup)
+            .Key("ssim_mean").Double(q.ssim_mean)
+            .Key("ssim_p5").Double(q.ssim_p5);
+        if (q.ms_ssim_mean) j.Key("ms_ssim_mean").Double(*q.ms_ssim_mean);
+        j.Key("psnr_mean").Double(q.psnr_mean).Key("psnr_p5").Double(q.psnr_p5);
+      }
+      j.EndObject();
     }
-    j.EndArray().EndObject();
+    j.EndArray();
+    if (quality) j.Key("quality_sample").Uint(quality->sampled);
+    j.EndObject();
     std::printf("%s\n", j.str().c_str());
     return pcr::cli::kExitOk;
   }
@@ -202,6 +242,7 @@ int Summary(const std::string& path, bool json) {
     std::printf("  %-9d %14llu %14.1f %16llu %10.4f\n", g, static_cast<unsigned long long>(bytes[g]),
                 Ratio(bytes[g], n), static_cast<unsigned long long>(cumulative), Ratio(cumulative, total));
   }
+  if (quality) PrintQuality(*quality);
   if (ds.files().size() == 1) {
     PrintStructure(*ds.files()[0]);
   } else {
@@ -445,14 +486,21 @@ int main(int argc, char** argv) {
     }
     return Extract(positional[0], positional[1], fidelity);
   }
-  bool json = false;
+  bool json = false, quality = false;
+  uint64_t sample = 100;
   while (!args.empty()) {
     const std::string a = args.next();
     if (a == "--json") {
       json = true;
+    } else if (a == "--quality") {
+      quality = true;
+    } else if (a == "--sample") {
+      if (args.empty() || !pcr::cli::ParseUint(args.next(), &sample) || sample == 0) {
+        return Usage("--sample needs a positive count");
+      }
     } else {
       return Usage("unexpected argument " + a);
     }
   }
-  return Summary(first, json);
+  return Summary(first, json, quality ? std::optional<uint64_t>(sample) : std::nullopt);
 }

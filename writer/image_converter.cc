@@ -94,20 +94,6 @@ Status ReadList(const std::string& list_file, std::vector<Source>* out) {
   return Status::OK();
 }
 
-Result<ScanScript> LoadScript(const std::string& name_or_file) {
-  const auto names = BuiltinScanScriptNames();
-  if (std::find(names.begin(), names.end(), name_or_file) != names.end()) {
-    return BuiltinScanScript(name_or_file);
-  }
-  std::ifstream in(name_or_file);
-  if (!in) {
-    return Status::InvalidArgument("--scan-script " + name_or_file +
-                                   ": neither a built-in name (spectral, libjpeg) nor a readable file");
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseScanScript(text.str(), fs::path(name_or_file).filename().string());
-}
 
 Result<Bytes> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -189,11 +175,26 @@ class OutputCleanup {
 
 }  // namespace
 
+Result<ScanScript> LoadScanScript(const std::string& name_or_file) {
+  const auto names = BuiltinScanScriptNames();
+  if (std::find(names.begin(), names.end(), name_or_file) != names.end()) {
+    return BuiltinScanScript(name_or_file);
+  }
+  std::ifstream in(name_or_file);
+  if (!in) {
+    return Status::InvalidArgument("--scan-script " + name_or_file +
+                                   ": neither a built-in name (spectral, libjpeg) nor a readable file");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseScanScript(text.str(), fs::path(name_or_file).filename().string());
+}
+
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
   if (options.images_per_record == 0 || options.records_per_file == 0) {
     return Status::InvalidArgument("--images-per-record and --records-per-file must be positive");
   }
-  PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScript(options.scan_script));
+  PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScanScript(options.scan_script));
   DatasetManifest manifest;
   manifest.script = script;
   std::vector<Source> sources;

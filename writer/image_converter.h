@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "format/scan_script.h"
 #include "format/status.h"
 
 namespace pcr {
@@ -37,6 +38,10 @@ struct ConvertImagesSummary {
 
 // The name of the skip list written next to the output by skip_bad.
 inline constexpr char kSkippedListName[] = "skipped.tsv";
+
+// The built-in script `name_or_file` names, else the script in that file
+// (its name is the file name). InvalidArgument when it is neither.
+Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 
 // Converts every JPEG of the source into OUT_DIR. Never modifies the source.
 // On error nothing that looks like a complete dataset is left: the manifest
