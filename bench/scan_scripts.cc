@@ -146,7 +146,7 @@ void Print(const SetResult& set, const std::vector<pcr::ScanScript>& scripts) {
       std::snprintf(cell, sizeof(cell), "%s%.2f", k ? " " : "", Median(fk));
       ladder += cell;
     }
-    std::printf("| %s | %d | %.3f | %.3f | %.3f | %.2f | %s | %s |\n", scripts[s].name.c_str(),
+    std::printf("| %s | %d | %.3f | %.3f | %.3f | %.3f | %s | %s |\n", scripts[s].name.c_str(),
                 scripts[s].group_count(), Median(g1), Median(size), dataset, Median(decode),
                 meets ? "met" : "missed", ladder.c_str());
   }

@@ -15,8 +15,19 @@ ScanSpec Ac(int comp, uint8_t ss, uint8_t se, uint8_t ah, uint8_t al) {
   return {static_cast<uint8_t>(1u << comp), ss, se, ah, al};
 }
 
-// Spectral selection only: no successive approximation, so each coefficient
-// is decoded once. Component 3 (K of CMYK/YCCK) travels with component 0.
+// The default: spectral selection only (each coefficient is decoded once),
+// luma in two bands and chroma in two, so a full decode walks the luma blocks
+// in only three scans. Component 3 (K of CMYK/YCCK) travels with component 0.
+ScanScript Spectral5Script() {
+  return {"spectral5",
+          {{Dc(kAllComponents, 0, 0)},
+           {Ac(0, 1, 5, 0, 0), Ac(3, 1, 5, 0, 0)},
+           {Ac(1, 1, 5, 0, 0), Ac(2, 1, 5, 0, 0)},
+           {Ac(0, 6, 63, 0, 0), Ac(3, 6, 63, 0, 0)},
+           {Ac(1, 6, 63, 0, 0), Ac(2, 6, 63, 0, 0)}}};
+}
+
+// Spectral selection only, luma in four bands.
 ScanScript SpectralScript() {
   return {"spectral",
           {{Dc(kAllComponents, 0, 0)},
@@ -152,13 +163,14 @@ Status ValidateScanScript(const ScanScript& script) {
   return Status::OK();
 }
 
-std::vector<std::string> BuiltinScanScriptNames() { return {"spectral", "libjpeg"}; }
+std::vector<std::string> BuiltinScanScriptNames() { return {"spectral5", "spectral", "libjpeg"}; }
 
 Result<ScanScript> BuiltinScanScript(std::string_view name) {
+  if (name == "spectral5") return Spectral5Script();
   if (name == "spectral") return SpectralScript();
   if (name == "libjpeg") return LibjpegScript();
   return Status::InvalidArgument("unknown scan script '" + std::string(name) +
-                                 "' (built-in: spectral, libjpeg)");
+                                 "' (built-in: spectral5, spectral, libjpeg)");
 }
 
 Result<ScanScript> ParseScanScript(std::string_view text, std::string name) {

@@ -34,7 +34,7 @@ struct ScanSpec {
 };
 
 struct ScanScript {
-  std::string name;                        // "spectral", "libjpeg" or a file's name
+  std::string name;                        // a built-in name or a file's name
   std::vector<std::vector<ScanSpec>> groups;  // groups[k-1] = scan group k
 
   bool operator==(const ScanScript&) const = default;

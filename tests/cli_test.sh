@@ -57,22 +57,22 @@ check "skip list" '^bad/testorig12.jpg	Not supported' "$tmp/m2/skipped.tsv"
 
 expect 0 "dump summary" "$tools/pcr-dump" "$tmp/ds"
 check "summary images" '^  images +24$' "$tmp/out"
-check "summary group 6 is all" '^  6 .* 1\.0000$' "$tmp/out"
+check "summary group 5 is all" '^  5 .* 1\.0000$' "$tmp/out"
 expect 0 "dump json" "$tools/pcr-dump" "$tmp/ds" --json
-check "json keys" '^\{"path":.*"images":24,"records":3,.*"scan_groups":6,.*"groups":\[\{"group":1,"bytes":[0-9]+,.*"cumulative_bytes":' "$tmp/out"
+check "json keys" '^\{"path":.*"images":24,"records":3,.*"scan_groups":5,.*"groups":\[\{"group":1,"bytes":[0-9]+,.*"cumulative_bytes":' "$tmp/out"
 expect 0 "dump one file lists structures" "$tools/pcr-dump" "$tmp/ds/records-00000.pcr"
 check "structure offsets" '^  @16 +stripe 0 ' "$tmp/out"
 check "footer offset" '^  @[0-9]+ +footer +32 bytes' "$tmp/out"
 expect 2 "dump with a bad flag" "$tools/pcr-dump" "$tmp/ds" --yaml
 expect 0 "quality report" "$tools/pcr-dump" "$tmp/ds" --quality --sample 5
 check "quality report header" '^  fidelity report: 5 of 24 images' "$tmp/out"
-check "quality at full fidelity" '^  6 .* 1\.0000 +1\.00 +1\.0000 +1\.0000 .* 100\.00 +100\.00$' "$tmp/out"
+check "quality at full fidelity" '^  5 .* 1\.0000 +1\.00 +1\.0000 +1\.0000 .* 100\.00 +100\.00$' "$tmp/out"
 expect 0 "quality report as JSON" "$tools/pcr-dump" "$tmp/ds" --quality --json
 check "quality keys" '"group":1,.*"speedup":[0-9.]+,"ssim_mean":0\.[0-9]+,"ssim_p5":[0-9.]+,.*"psnr_mean":[0-9.]+.*"quality_sample":24\}$' "$tmp/out"
 expect 2 "quality with a zero sample" "$tools/pcr-dump" "$tmp/ds" --quality --sample 0
 
 expect 0 "verify" "$tools/pcr-dump" verify "$tmp/ds"
-check "verify ok" ': OK, 3 files, 3 records, 21 streams' "$tmp/out"
+check "verify ok" ': OK, 3 files, 3 records, 18 streams' "$tmp/out"
 cp -r "$tmp/ds" "$tmp/bad"
 printf '\xff' | dd of="$tmp/bad/records-00001.pcr" bs=1 seek=200 conv=notrunc status=none
 expect 1 "verify a corrupt file" "$tools/pcr-dump" verify "$tmp/bad"
@@ -90,7 +90,7 @@ else
   failed=$((failed + 1))
   echo "FAIL: extract wrote $n1 files, $s1 bytes at k=1 vs $sf at full"
 fi
-expect 2 "extract at fidelity 7 of 6" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x7" --fidelity 7
+expect 2 "extract at fidelity 6 of 5" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x6" --fidelity 6
 
 # Tables.
 csv="$data/tabular/Soybean.csv"

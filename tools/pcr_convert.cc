@@ -18,7 +18,7 @@ constexpr char kUsage[] =
     "  --images-per-record  images per record (default 1024)\n"
     "  --records-per-file   records per .pcr file (default 1)\n"
     "  --jobs N             transcoding threads (default: all cores)\n"
-    "  --scan-script        spectral (default), libjpeg, or a script file\n"
+    "  --scan-script        spectral5 (default), spectral, libjpeg, or a script file\n"
     "  --strip-metadata     drop APPn/COM segments (EXIF, ICC profiles)\n"
     "  --skip-bad           skip files that cannot be converted; list them in OUT_DIR/skipped.tsv\n"
     "  --shuffle SEED       write images in a shuffled order\n"

@@ -183,7 +183,7 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file) {
   std::ifstream in(name_or_file);
   if (!in) {
     return Status::InvalidArgument("--scan-script " + name_or_file +
-                                   ": neither a built-in name (spectral, libjpeg) nor a readable file");
+                                   ": neither a built-in name (spectral5, spectral, libjpeg) nor a readable file");
   }
   std::stringstream text;
   text << in.rdbuf();

@@ -19,7 +19,7 @@ struct ConvertImagesOptions {
   uint64_t images_per_record = 1024;  // images in one record (stripe)
   uint64_t records_per_file = 1;      // records in one .pcr file
   int jobs = 0;                       // transcoding threads; 0: all cores
-  std::string scan_script = "spectral";  // built-in name or a script file
+  std::string scan_script = "spectral5";  // built-in name or a script file
   bool strip_metadata = false;           // drop APPn and COM segments
   bool skip_bad = false;  // skip unconvertible files, listed in OUT_DIR/skipped.tsv
   std::optional<uint64_t> shuffle_seed;  // shuffle image order before writing
