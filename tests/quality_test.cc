@@ -208,6 +208,7 @@ TEST_CASE("the fidelity report equals scores of images decoded from the original
   const ScanScript script = BuiltinScanScript("libjpeg").value();
   std::vector<double> bytes(groups), ssim_sum(groups), psnr_sum(groups);
   uint64_t compared = 0;
+  int direct_checks = 0;
   for (uint64_t i = 0; i < n; ++i) {
     const Bytes original = test::ReadFile(src + "/" + (*ds)->sample(i).key);
     auto t = TranscodeToScanGroups(original, script);
@@ -221,12 +222,18 @@ TEST_CASE("the fidelity report equals scores of images decoded from the original
       REQUIRE(at_k.ok());
       auto s = CompareImages(*full, *at_k);
       REQUIRE(s.ok());
+      if (full->components == 1 && s->ssim) {  // grayscale: also the direct computation
+        const Gray a{full->width, full->height, full->pixels}, b{at_k->width, at_k->height, at_k->pixels};
+        CHECK(*s->ssim == Approx(DirectSsim(ToImage(a), ToImage(b)).ssim).epsilon(1e-10));
+        ++direct_checks;
+      }
       has_ssim = s->ssim.has_value();
       ssim_sum[k - 1] += s->ssim.value_or(0);
       psnr_sum[k - 1] += s->psnr;
     }
     compared += has_ssim;
   }
+  CHECK(direct_checks >= groups);  // at least one grayscale image at every fidelity
   REQUIRE(compared > 0);
   CHECK(compared < n);  // the 1x1 sample image has no SSIM
   for (int k = 1; k <= groups; ++k) {
