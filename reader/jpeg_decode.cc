@@ -41,6 +41,7 @@ struct JpegDecoder::State {
   ErrorManager err{};
   std::vector<uint8_t> row;  // one cropped scanline at libjpeg's block-aligned width
   std::string invalid;       // why the request does not fit the image
+  std::string too_big;       // why the frame is over the pixel limit
 };
 
 namespace {
@@ -54,12 +55,18 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
   s->err.warnings_are_errors = o.warnings_are_errors;
   s->err.message.clear();
   s->invalid.clear();
+  s->too_big.clear();
   if (setjmp(s->err.jump)) {
     jpeg_abort_decompress(&cinfo);
     return false;
   }
   jpeg_mem_src(&cinfo, jpeg.data(), jpeg.size());
   jpeg_read_header(&cinfo, TRUE);
+  if (static_cast<uint64_t>(cinfo.image_width) * cinfo.image_height > o.max_pixels) {
+    s->too_big = PixelLimitMessage(cinfo.image_width, cinfo.image_height, o.max_pixels);
+    jpeg_abort_decompress(&cinfo);
+    return false;
+  }
   const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   if (o.format != PixelFormat::kNative && cmyk) {
     s->invalid = "a CMYK JPEG decodes only to its native format";
@@ -148,10 +155,16 @@ Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& optio
   if (!ValidScale(options.scale_denom)) return Status::InvalidArgument("scale_denom must be 1, 2, 4 or 8");
   ImageShape shape;
   if (!Run(state_.get(), jpeg, options, out.data(), out.size(), &shape)) {
+    if (!state_->too_big.empty()) return Status::NotSupported(state_->too_big);
     if (!state_->invalid.empty()) return Status::InvalidArgument(state_->invalid);
     return Status::Corruption("JPEG decode: " + state_->err.message);
   }
   return shape;
+}
+
+std::string PixelLimitMessage(uint64_t width, uint64_t height, uint64_t max_pixels) {
+  return std::to_string(width) + "x" + std::to_string(height) + " = " + std::to_string(width * height) +
+         " pixels, over the limit of " + std::to_string(max_pixels);
 }
 
 Result<DecodedImage> DecodeJpeg(ByteSpan jpeg, const DecodeOptions& options) {

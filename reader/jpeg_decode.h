@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "format/coding.h"
@@ -25,11 +26,19 @@ struct Crop {
   int height = 0;
 };
 
+// Images with more pixels are refused unless a limit says otherwise: Pillow's
+// decompression-bomb limit, about 13400x13400.
+inline constexpr uint64_t kDefaultMaxPixels = 178956970;
+
+// "W x H = N pixels, over the limit of M": why an image is refused by size.
+std::string PixelLimitMessage(uint64_t width, uint64_t height, uint64_t max_pixels);
+
 struct DecodeOptions {
   int scale_denom = 1;              // 1, 2, 4 or 8: DCT-domain downscaling to 1/scale_denom
   PixelFormat format = PixelFormat::kNative;
   Crop crop;                        // only these pixels are produced
   bool warnings_are_errors = true;  // fail on libjpeg's corrupt-data warnings
+  uint64_t max_pixels = kDefaultMaxPixels;  // larger frames are refused after the header
 };
 
 // Size of the pixels a decode produces: rows of width * components bytes.
@@ -56,7 +65,9 @@ class JpegDecoder {
   // Decodes into `out`, which must hold at least the shape's bytes. A crop is
   // decoded by skipping the rows above and below it and, where libjpeg-turbo
   // allows, the blocks left and right of it. Corruption on decoder errors,
-  // InvalidArgument on a crop outside the image or a buffer too small.
+  // InvalidArgument on a crop outside the image or a buffer too small,
+  // NotSupported on a frame over max_pixels (refused before any allocation
+  // that depends on the frame size).
   Result<ImageShape> Decode(ByteSpan jpeg, const DecodeOptions& options, std::span<uint8_t> out);
 
   struct State;

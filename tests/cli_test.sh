@@ -45,6 +45,9 @@ expect 2 "convert without OUT_DIR" "$tools/pcr-convert" images "$data/sample"
 expect 2 "convert with a bad option" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --jobs zero
 expect 1 "convert an unknown scan script" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --scan-script nope
 check "scan script message" 'neither a built-in name' "$tmp/err"
+expect 1 "convert under a small pixel limit" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --max-pixels 1000
+check "pixel limit named" 'over the limit of 1000' "$tmp/err"
+expect 2 "convert with a zero memory budget" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --memory-mb 0
 
 mkdir -p "$tmp/mixed/ok" "$tmp/mixed/bad"
 cp "$data/sample/video/video-001.jpeg" "$tmp/mixed/ok/"

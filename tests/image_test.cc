@@ -261,6 +261,67 @@ TEST_CASE("--skip-bad converts the rest and lists what it skipped") {
   CHECK(VerifyPath(tmp / "out").errors.empty());
 }
 
+// `jpeg` with its frame header claiming width x height.
+Bytes WithFrameSize(Bytes jpeg, uint16_t width, uint16_t height) {
+  for (size_t i = 2; i + 9 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xff && jpeg[i + 1] >= 0xc0 && jpeg[i + 1] <= 0xc2) {
+      jpeg[i + 5] = static_cast<uint8_t>(height >> 8);
+      jpeg[i + 6] = static_cast<uint8_t>(height);
+      jpeg[i + 7] = static_cast<uint8_t>(width >> 8);
+      jpeg[i + 8] = static_cast<uint8_t>(width);
+      return jpeg;
+    }
+  }
+  FAIL("no frame header");
+  return jpeg;
+}
+
+TEST_CASE("absurd dimensions and memory needs are refused before the pixels are touched") {
+  const ScanScript script = *BuiltinScanScript("spectral5");
+  const Bytes real = ReadFile(DataDir() + "/sample/textures/ring.jpg");
+  const Bytes bomb = WithFrameSize(real, 64250, 64250);
+
+  auto t = TranscodeToScanGroups(bomb, script);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().code() == StatusCode::kNotSupported);
+  CHECK_THAT(t.status().message(), Catch::Contains("64250x64250 = 4128062500 pixels, over the limit of 178956970"));
+  JpegDecoder decoder;
+  auto shape = decoder.Shape(bomb);
+  REQUIRE_FALSE(shape.ok());
+  CHECK(shape.status().code() == StatusCode::kNotSupported);
+
+  // The limit is the caller's: a real 256x256 image over a 60000-pixel limit.
+  auto small_limit = TranscodeToScanGroups(real, script, {.max_pixels = 60000});
+  REQUIRE_FALSE(small_limit.ok());
+  CHECK_THAT(small_limit.status().message(), Catch::Contains("256x256 = 65536 pixels, over the limit of 60000"));
+  CHECK_FALSE(DecodeJpeg(real, {.max_pixels = 60000}).ok());
+  CHECK(DecodeJpeg(real, {.max_pixels = 65536}).ok());
+
+  // 8000x8000 passes the pixel limit, but its coefficients need about 190 MiB.
+  auto big = TranscodeToScanGroups(WithFrameSize(real, 8000, 8000), script, {.max_memory_bytes = 64 << 20});
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.status().code() == StatusCode::kNotSupported);
+  CHECK_THAT(big.status().message(), Catch::Contains("needs more than the 64 MiB of working memory allowed"));
+
+  // Through the converter: named, and skipped with --skip-bad.
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "src/a");
+  fs::copy(DataDir() + "/sample/textures/ring.jpg", tmp.path() / "src/a/ring.jpg");
+  test::WriteFile(tmp.path() / "src/a/bomb.jpg", bomb);
+  auto refused = ConvertImages({.src_dir = tmp / "src", .out_dir = tmp / "out"});
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("a/bomb.jpg"));
+  CHECK_THAT(refused.status().message(), Catch::Contains("over the limit of 178956970"));
+  auto skipped = ConvertImages({.src_dir = tmp / "src", .out_dir = tmp / "out2", .skip_bad = true});
+  REQUIRE(skipped.ok());
+  CHECK(skipped->images == 1);
+  auto tiny_budget = ConvertImages({.src_dir = tmp / "src", .out_dir = tmp / "out3", .jobs = 2,
+                                    .skip_bad = true, .max_pixels = uint64_t{1} << 33, .memory_bytes = 2u << 20});
+  REQUIRE(tiny_budget.ok());
+  REQUIRE(tiny_budget->skipped.size() == 1);
+  CHECK_THAT(tiny_budget->skipped[0].second, Catch::Contains("needs more than the 1 MiB of working memory allowed"));
+}
+
 TEST_CASE("conversion refuses to overwrite an existing dataset") {
   TempDir tmp;
   REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());

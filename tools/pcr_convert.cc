@@ -12,6 +12,7 @@ constexpr char kUsage[] =
     "usage: pcr-convert images SRC_DIR OUT_DIR [--list FILE] [--images-per-record N]\n"
     "                          [--records-per-file N] [--jobs N] [--scan-script NAME|FILE]\n"
     "                          [--strip-metadata] [--skip-bad] [--shuffle SEED]\n"
+    "                          [--max-pixels N] [--memory-mb N]\n"
     "\n"
     "  SRC_DIR/<class>/<image>.jpg; label = index of <class> in sorted order.\n"
     "  --list FILE          CSV lines \"path,label\", paths relative to SRC_DIR\n"
@@ -22,6 +23,9 @@ constexpr char kUsage[] =
     "  --strip-metadata     drop APPn/COM segments (EXIF, ICC profiles)\n"
     "  --skip-bad           skip files that cannot be converted; list them in OUT_DIR/skipped.tsv\n"
     "  --shuffle SEED       write images in a shuffled order\n"
+    "  --max-pixels N       refuse images of more than N pixels (default 178956970)\n"
+    "  --memory-mb N        working memory of all jobs together, split evenly\n"
+    "                       (default: 1024 per job, at most half the RAM)\n"
     "\n"
     "       pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
     "                         [--zstd-level N] [--popularity FILE] [--float32]\n"
@@ -78,6 +82,11 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
       if (!value(&o.scan_script)) return Usage("--scan-script needs a name or file");
     } else if (a == "--strip-metadata") {
       o.strip_metadata = true;
+    } else if (a == "--max-pixels") {
+      if (!number(&o.max_pixels) || o.max_pixels == 0) return Usage("--max-pixels needs a positive integer");
+    } else if (a == "--memory-mb") {
+      if (!number(&n) || n == 0 || n > (uint64_t{1} << 40)) return Usage("--memory-mb needs a positive integer");
+      o.memory_bytes = n << 20;
     } else if (a == "--skip-bad") {
       o.skip_bad = true;
     } else if (a == "--shuffle") {

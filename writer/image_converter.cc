@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "format/file_format.h"
 #include "format/permutation.h"
 #include "writer/file_writer.h"
@@ -123,6 +125,12 @@ std::vector<Converted> TranscodeBatch(const std::vector<Source>& sources, size_t
         continue;
       }
       c.input_bytes = data->size();
+      if (data->size() > topts.max_memory_bytes) {
+        c.image = Status::NotSupported("file of " + std::to_string(data->size()) + " bytes, more than the " +
+                                       std::to_string(topts.max_memory_bytes >> 20) +
+                                       " MiB of working memory allowed");
+        continue;
+      }
       c.image = TranscodeToScanGroups(*data, script, topts);
     }
   };
@@ -220,7 +228,14 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
 
   const int jobs = options.jobs > 0 ? options.jobs
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const TranscodeOptions topts{.keep_metadata = !options.strip_metadata};
+  uint64_t memory = options.memory_bytes;
+  if (memory == 0) {
+    const uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    memory = std::min<uint64_t>(static_cast<uint64_t>(jobs) << 30, std::max<uint64_t>(ram / 2, uint64_t{1} << 30));
+  }
+  const TranscodeOptions topts{.keep_metadata = !options.strip_metadata,
+                               .max_memory_bytes = static_cast<size_t>(memory / static_cast<uint64_t>(jobs)),
+                               .max_pixels = options.max_pixels};
   ConvertImagesSummary summary;
   OutputCleanup cleanup(options.out_dir);
   std::unique_ptr<ImageFileWriter> writer;

@@ -9,6 +9,7 @@
 
 #include "format/scan_script.h"
 #include "format/status.h"
+#include "reader/jpeg_decode.h"
 
 namespace pcr {
 
@@ -22,6 +23,10 @@ struct ConvertImagesOptions {
   std::string scan_script = "spectral5";  // built-in name or a script file
   bool strip_metadata = false;           // drop APPn and COM segments
   bool skip_bad = false;  // skip unconvertible files, listed in OUT_DIR/skipped.tsv
+  uint64_t max_pixels = kDefaultMaxPixels;  // larger images are refused after their header
+  // Working memory of all jobs together (source bytes and libjpeg's arrays);
+  // each job gets memory_bytes / jobs. 0: 1 GiB per job, at most half the RAM.
+  uint64_t memory_bytes = 0;
   std::optional<uint64_t> shuffle_seed;  // shuffle image order before writing
   // Called after each record with (images done, images total).
   std::function<void(uint64_t, uint64_t)> progress;

@@ -63,14 +63,23 @@ struct ErrorManager {
   jmp_buf jump;
   std::string message;
   int max_input_scans = 0;
+  size_t max_memory_bytes = 0;
   bool not_supported = false;  // refused as NotSupported rather than Corruption
 };
 
 void ErrorExit(j_common_ptr cinfo) {
   auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  char buf[JMSG_LENGTH_MAX];
-  (*cinfo->err->format_message)(cinfo, buf);
-  err->message = buf;
+  const int code = cinfo->err->msg_code;
+  if (code == JERR_NO_BACKING_STORE || code == JERR_OUT_OF_MEMORY) {
+    // libjpeg asks for backing store when its arrays exceed max_memory_to_use.
+    err->message = "needs more than the " + std::to_string(err->max_memory_bytes >> 20) +
+                   " MiB of working memory allowed";
+    err->not_supported = true;
+  } else {
+    char buf[JMSG_LENGTH_MAX];
+    (*cinfo->err->format_message)(cinfo, buf);
+    err->message = buf;
+  }
   longjmp(err->jump, 1);
 }
 
@@ -204,6 +213,7 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
   c->err.pub.error_exit = ErrorExit;
   c->err.pub.emit_message = EmitMessage;
   c->err.max_input_scans = options.max_input_scans;
+  c->err.max_memory_bytes = options.max_memory_bytes;
   if (setjmp(c->err.jump)) return false;
   jpeg_create_decompress(&c->src);
   c->src_created = true;
@@ -216,6 +226,11 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
     for (int i = 0; i < 16; ++i) jpeg_save_markers(&c->src, JPEG_APP0 + i, 0xffff);
   }
   jpeg_read_header(&c->src, TRUE);
+  if (static_cast<uint64_t>(c->src.image_width) * c->src.image_height > options.max_pixels) {
+    c->err.message = PixelLimitMessage(c->src.image_width, c->src.image_height, options.max_pixels);
+    c->err.not_supported = true;
+    return false;
+  }
   if (c->src.num_components < 1 || c->src.num_components > kMaxScanComponents) {
     c->err.message = std::to_string(c->src.num_components) + " components (supported: 1 to 4)";
     c->err.not_supported = true;

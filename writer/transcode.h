@@ -6,6 +6,7 @@
 #include "format/coding.h"
 #include "format/scan_script.h"
 #include "format/status.h"
+#include "reader/jpeg_decode.h"
 
 namespace pcr {
 
@@ -13,6 +14,7 @@ struct TranscodeOptions {
   bool keep_metadata = true;                     // copy APPn and COM segments
   size_t max_memory_bytes = size_t{1} << 30;     // libjpeg working memory limit
   int max_input_scans = 1000;                    // refuse inputs with more scans
+  uint64_t max_pixels = kDefaultMaxPixels;       // refuse larger frames after the header
 };
 
 struct TranscodedImage {
@@ -33,7 +35,9 @@ struct TranscodedImage {
 // extended, progressive, arithmetic) to a progressive JPEG following
 // `script` without touching the DCT coefficients. Errors name the reason
 // but not the file: NotSupported for 12-bit, lossless and hierarchical
-// JPEGs, Corruption for data libjpeg-turbo cannot read losslessly.
+// JPEGs, frames over max_pixels (refused before the coefficients are read)
+// and images needing more than max_memory_bytes of working memory,
+// Corruption for data libjpeg-turbo cannot read losslessly.
 // REQUIRES: ValidateScanScript(script).ok()
 Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& script,
                                               const TranscodeOptions& options = {});
