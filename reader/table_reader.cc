@@ -37,7 +37,11 @@ Result<std::string> FindTableFile(const std::string& path) {
 
 bool IsTablePath(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) return !fs::exists(fs::path(path) / kDatasetManifestName, ec);
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / kDatasetManifestName, ec)) return false;
+    auto file = FindTableFile(path);
+    return file.ok() && IsTablePath(*file);
+  }
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   uint8_t head[kFileHeaderSize];

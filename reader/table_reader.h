@@ -28,7 +28,8 @@ struct TableReaderOptions {
 };
 
 // True when `path` is a table file, or a directory without a dataset
-// manifest (so Table::Open, not ImageDataset::Open, should read it).
+// manifest holding exactly one .pcr file, a table file (so Table::Open, not
+// ImageDataset::Open, should read it).
 bool IsTablePath(const std::string& path);
 
 // Columns of a projection over consecutive stripes, in projection order.

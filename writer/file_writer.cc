@@ -1,6 +1,7 @@
 #include "writer/file_writer.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,10 +18,25 @@ Status Errno(const std::string& what, const std::string& path) {
   return Status::IOError(what + " " + path + ": " + std::strerror(errno));
 }
 
+// Removes `dir`/.<name>.tmp-<pid> files whose process is gone.
+void RemoveStaleTemps(const std::filesystem::path& dir, const std::string& name) {
+  const std::string prefix = "." + name + ".tmp-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.empty() ? "." : dir, ec)) {
+    const std::string f = entry.path().filename().string();
+    if (!f.starts_with(prefix)) continue;
+    const std::string digits = f.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path) {
   const std::filesystem::path p(path);
+  RemoveStaleTemps(p.parent_path(), p.filename().string());
   const std::string temp =
       (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -13,7 +13,9 @@ namespace pcr {
 
 // A file that appears under `path` only after Commit(): bytes go to a
 // temporary name in the same directory, which is fsynced and renamed. The
-// destructor removes the temporary file when Commit() was not reached.
+// destructor removes the temporary file when Commit() was not reached; a
+// temporary file of the same path left by a process that no longer runs (a
+// killed writer) is removed by Create.
 class AtomicFile {
  public:
   static Result<std::unique_ptr<AtomicFile>> Create(const std::string& path);

@@ -149,17 +149,39 @@ std::string RecordFileName(uint64_t n) {
   return buf;
 }
 
+// True for the names ConvertImages writes: records-NNNNN.pcr and the skip list.
+bool IsConversionOutput(const std::string& name) {
+  if (name == kSkippedListName) return true;
+  const std::string_view ext = kRecordFileExtension;
+  if (!name.starts_with("records-") || !name.ends_with(ext)) return false;
+  const std::string digits = name.substr(8, name.size() - 8 - ext.size());
+  return digits.size() >= 5 && digits.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Makes OUT_DIR ready: it must hold no dataset; the remains of an
+// interrupted conversion (marked by kConversionMarkerName) are removed. Then
+// marks OUT_DIR as being written.
 Status PrepareOutDir(const std::string& out_dir) {
   std::error_code ec;
-  fs::create_directories(out_dir, ec);
+  const fs::path dir(out_dir);
+  fs::create_directories(dir, ec);
   if (ec) return Status::IOError(out_dir + ": cannot create directory: " + ec.message());
-  for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
+  if (fs::exists(dir / kDatasetManifestName, ec)) {
+    return Status::InvalidArgument(out_dir + " already holds a pcr dataset (" + kDatasetManifestName + ")");
+  }
+  const bool interrupted = fs::exists(dir / kConversionMarkerName, ec);
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name == kDatasetManifestName || entry.path().extension() == kRecordFileExtension) {
+    if (interrupted && IsConversionOutput(name)) {
+      if (!fs::remove(entry.path(), ec)) return Status::IOError(entry.path().string() + ": cannot remove: " + ec.message());
+    } else if (entry.path().extension() == kRecordFileExtension) {
       return Status::InvalidArgument(out_dir + " already holds a pcr dataset (" + name + ")");
     }
   }
   if (ec) return Status::IOError(out_dir + ": " + ec.message());
+  std::ofstream marker(dir / kConversionMarkerName, std::ios::trunc);
+  marker << "pcr-convert images is writing this directory; dataset.pcrd is written last\n";
+  if (!marker.flush()) return Status::IOError(out_dir + ": cannot write " + kConversionMarkerName);
   return Status::OK();
 }
 
@@ -238,6 +260,7 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
                                .max_pixels = options.max_pixels};
   ConvertImagesSummary summary;
   OutputCleanup cleanup(options.out_dir);
+  cleanup.Add(kConversionMarkerName);
   std::unique_ptr<ImageFileWriter> writer;
   uint64_t records_in_file = 0;
 
@@ -305,6 +328,8 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   PCR_RETURN_IF_ERROR(
       WriteDatasetManifest((fs::path(options.out_dir) / kDatasetManifestName).string(), manifest));
   cleanup.Done();
+  std::error_code ec;
+  fs::remove(fs::path(options.out_dir) / kConversionMarkerName, ec);
   return summary;
 }
 

@@ -43,6 +43,10 @@ struct ConvertImagesSummary {
 
 // The name of the skip list written next to the output by skip_bad.
 inline constexpr char kSkippedListName[] = "skipped.tsv";
+// Present in OUT_DIR while a conversion runs: records beside it and no
+// manifest are the remains of an interrupted conversion, which the next
+// conversion into OUT_DIR removes.
+inline constexpr char kConversionMarkerName[] = ".pcr-convert-incomplete";
 
 // The built-in script `name_or_file` names, else the script in that file
 // (its name is the file name). InvalidArgument when it is neither.
@@ -50,8 +54,9 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 
 // Converts every JPEG of the source into OUT_DIR. Never modifies the source.
 // On error nothing that looks like a complete dataset is left: the manifest
-// is written last, and files written so far are removed. The output is the
-// same bytes for any `jobs`.
+// is written last, and files written so far are removed. Killed at any
+// point, it leaves no manifest (or a complete dataset), and running it again
+// completes. The output is the same bytes for any `jobs`.
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
 
 }  // namespace pcr
