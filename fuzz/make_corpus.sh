@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Regenerates the seed corpora of the fuzz targets from real files in
+# tests/data. The output is deterministic: the same build writes the same
+# bytes. Other files in fuzz/corpus are kept: inputs that fuzzing found
+# (transcode/duplicate-component-id.jpg, transcode/fractional-sampling.jpg)
+# and hand-written cases that cover every column type (table_input/types.csv,
+# table_input/maps.jsonl).
+# usage: fuzz/make_corpus.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "${1:?usage: fuzz/make_corpus.sh BUILD_DIR}" && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
+data=$root/tests/data
+out=$root/fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+convert=$build/tools/pcr-convert
+
+# transcode: JPEG bytes. Three small real files: 1x1, grayscale, 4:1:0.
+cp "$data/sample/misc/jpg-size-1x1.jpg" "$data/sample/misc/testimggray.jpg" \
+  "$data/sample/video/video-001.q50.410.jpeg" "$out/transcode/"
+
+# pcr_file: file bytes. One image file with its manifest (the spec's example),
+# a table of map features, and a CSV table in three stripes.
+mkdir -p "$tmp/src/c"
+cp "$data/sample/misc/jpg-size-1x1.jpg" "$tmp/src/c/a.jpg"
+"$convert" images "$tmp/src" "$tmp/img" --scan-script spectral --strip-metadata >/dev/null
+cp "$tmp/img/records-00000.pcr" "$out/pcr_file/one-image.pcr"
+cp "$tmp/img/dataset.pcrd" "$out/pcr_file/dataset.pcrd"
+tail -c +2 "$out/table_input/maps.jsonl" >"$tmp/maps.jsonl"
+"$convert" table "$tmp/maps.jsonl" "$tmp/maps" >/dev/null
+cp "$tmp/maps/maps.pcr" "$out/pcr_file/maps.pcr"
+head -n 40 "$data/tabular/Soybean.csv" >"$tmp/soybean.csv"
+"$convert" table "$tmp/soybean.csv" "$tmp/soybean" --rows-per-stripe 13 >/dev/null
+cp "$tmp/soybean/soybean.pcr" "$out/pcr_file/soybean-3-stripes.pcr"
+
+# table_input: a format byte (even: CSV, odd: JSON Lines), then the input.
+{ printf '\0'; head -n 20 "$data/tabular/Soybean.csv"; } >"$out/table_input/soybean-head.csv"
+
+# roundtrip: any bytes drive the generator; slices of real files.
+mkdir -p "$out/roundtrip"
+head -c 300 "$data/tabular/Soybean.csv" >"$out/roundtrip/soybean-head.csv"
+head -c 400 "$data/sample/textures/ring.jpg" >"$out/roundtrip/ring-head.jpg"
+echo "seed corpora written to $out"
