@@ -102,6 +102,35 @@ TEST_CASE("malformed JPEGs are refused or converted exactly, never a crash") {
   CHECK(refused > 0);
 }
 
+TEST_CASE("malformed JPEGs through the converter: skipped with a reason or stored exactly") {
+  TempDir tmp;
+  const fs::path src = tmp.path() / "src/m";
+  fs::create_directories(src);
+  const auto files = FilesUnder(fs::path(CorpusDir()) / "jpeg/malformed", false);
+  for (size_t i = 0; i < files.size(); ++i) {
+    fs::copy_file(files[i], src / (std::to_string(i) + ".jpg"));  // every file, whatever its name
+  }
+  auto done = ConvertImages({.src_dir = (tmp.path() / "src").string(), .out_dir = tmp / "out", .jobs = 2,
+                             .skip_bad = true});
+  REQUIRE(done.ok());
+  CHECK(done->images + done->skipped.size() == files.size());
+  for (const auto& [key, reason] : done->skipped) CHECK_FALSE(reason.empty());
+  auto ds = ImageDataset::Open(tmp / "out");
+  REQUIRE(ds.ok());
+  const ScanScript& script = (*ds)->scan_script();
+  for (uint64_t i = 0; i < (*ds)->num_images(); ++i) {
+    INFO((*ds)->sample(i).key);
+    auto stored = (*ds)->ReadImage(i, script.group_count());
+    REQUIRE(stored.ok());
+    // The same bytes as the transcode the test above checks pixel by pixel.
+    auto t = TranscodeToScanGroups(ReadFile(tmp.path() / "src" / (*ds)->sample(i).key), script);
+    REQUIRE(t.ok());
+    CHECK(stored->jpeg == t->AtFidelity(script.group_count()));
+  }
+  std::printf("malformed through the converter: %llu stored, %zu skipped\n",
+              static_cast<unsigned long long>(done->images), done->skipped.size());
+}
+
 TEST_CASE("real photos: smaller than the originals, scan group 1 at most 15 percent") {
   TempDir tmp;
   const fs::path src = fs::path(CorpusDir()) / "jpeg/neverball-textures";
