@@ -6,6 +6,7 @@
 
 #include "format/checksum.h"
 #include "reader/image_dataset.h"
+#include "reader/jpeg_decode.h"
 #include "reader/verify.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
@@ -180,6 +181,40 @@ TEST_CASE("a damaged index with valid checksums is refused or reads the same dat
   }
   std::printf("index damage with re-fixed checksums: %zu refused, %zu read back unchanged\n", refused, accepted);
   CHECK(refused > 0);
+}
+
+TEST_CASE("damage behind re-fixed checksums reaches the decoders, which refuse it or decode") {
+  SmallFile f;
+  const uint64_t index_offset = LoadFixed64(f.bytes.data() + f.bytes.size() - kFooterSize);
+  const std::string bad_path = f.tmp / "refixed.pcr";
+  size_t refused = 0, jpeg_errors = 0, decoded = 0;
+  for (size_t i = kFileHeaderSize; i < index_offset; ++i) {
+    const uint8_t mask = i % 2 ? 0x01 : 0xff;  // one low bit, or the whole byte
+    Bytes bad = f.bytes;
+    bad[i] ^= mask;
+    WriteFile(bad_path, test::RefixChecksums(bad));
+    INFO("offset " << i << " mask " << int{mask});
+    // The checksums hold, so the readers accept the bytes ...
+    auto ds = ImageDataset::Open(bad_path);
+    if (!ds.ok()) {  // ... unless the sample metadata no longer parses.
+      ++refused;
+      CHECK_THAT(ds.status().message(), Catch::Contains(bad_path));
+      continue;
+    }
+    // ... and the damage reaches the JPEG decoder: an error or pixels.
+    for (int k = 1; k <= (*ds)->num_scan_groups(); ++k) {
+      for (uint64_t image = 0; image < (*ds)->num_images(); ++image) {
+        auto img = (*ds)->ReadImage(image, k);
+        REQUIRE(img.ok());
+        auto pixels = DecodeJpeg(img->jpeg);
+        ++(pixels.ok() ? decoded : jpeg_errors);
+      }
+    }
+  }
+  std::printf("stream damage with re-fixed checksums: %zu files refused, %zu decodes failed, %zu decoded\n",
+              refused, jpeg_errors, decoded);
+  CHECK(refused > 0);
+  CHECK(jpeg_errors > 0);
 }
 
 }  // namespace

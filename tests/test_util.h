@@ -6,7 +6,9 @@
 #include <fstream>
 #include <string>
 
+#include "format/checksum.h"
 #include "format/coding.h"
+#include "format/file_format.h"
 
 namespace pcr::test {
 
@@ -28,6 +30,37 @@ inline Bytes ReadFile(const std::filesystem::path& p) {
 inline void WriteFile(const std::filesystem::path& p, ByteSpan data) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+// `file` (a valid pcr file whose stripe bytes were then damaged) with every
+// stream and chunk checksum recomputed and the index and footer rewritten,
+// so the damage reaches the decoders behind the checksums.
+inline Bytes RefixChecksums(const Bytes& file) {
+  auto header = FileHeader::DecodeFrom(ByteSpan(file).first(kFileHeaderSize));
+  auto footer = Footer::DecodeFrom(ByteSpan(file).last(kFooterSize), file.size());
+  if (!header.ok() || !footer.ok()) return file;
+  auto index = FileIndex::DecodeFrom(ByteSpan(file).subspan(footer->index_offset, footer->index_length),
+                                     header->kind, footer->index_offset);
+  if (!index.ok()) return file;
+  for (StripeInfo& stripe : index->stripes) {
+    for (size_t s = 0; s < stripe.streams.size(); ++s) {
+      const ByteSpan stream = ByteSpan(file).subspan(stripe.stream_offset(s), stripe.streams[s].length);
+      stripe.streams[s].checksum = Checksum64(stream);
+      if (s == 0 || stripe.chunks.empty()) continue;
+      uint64_t at = 0;
+      for (uint64_t i = 0; i < stripe.image_count; ++i) {
+        ChunkInfo& chunk = stripe.chunks[(s - 1) * stripe.image_count + i];
+        chunk.checksum = Checksum32(stream.subspan(at, chunk.length));
+        at += chunk.length;
+      }
+    }
+  }
+  Bytes index_bytes;
+  index->EncodeTo(header->kind, &index_bytes);
+  Bytes out(file.begin(), file.begin() + static_cast<ptrdiff_t>(footer->index_offset));
+  const Bytes tail = EncodeIndexAndFooter(index_bytes, footer->index_offset);
+  out.insert(out.end(), tail.begin(), tail.end());
+  return out;
 }
 
 // A fresh directory removed when the object goes away.
