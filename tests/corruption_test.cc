@@ -137,21 +137,6 @@ TEST_CASE("a dataset whose files disagree with the manifest is refused") {
   CHECK_THAT(ds.status().message(), Catch::Contains("differs from the manifest"));
 }
 
-}  // namespace
-}  // namespace pcr
-
-namespace pcr {
-namespace {
-
-// Replaces the index checksum in the footer and the footer's own checksum so
-// that a damaged index reaches the index decoder and the readers behind it.
-void RefixIndexChecksum(Bytes* file) {
-  const size_t footer = file->size() - kFooterSize;
-  const uint64_t index_offset = LoadFixed64(file->data() + footer);
-  const uint64_t index_length = LoadFixed64(file->data() + footer + 8);
-  StoreFixed64(file->data() + footer + 16, Checksum64(ByteSpan(*file).subspan(index_offset, index_length)));
-  StoreFixed32(file->data() + footer + 24, Checksum32(ByteSpan(*file).subspan(footer, 24)));
-}
 
 TEST_CASE("a damaged index with valid checksums is refused or reads the same data") {
   SmallFile f;
@@ -163,7 +148,7 @@ TEST_CASE("a damaged index with valid checksums is refused or reads the same dat
     for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x10}, uint8_t{0x80}, uint8_t{0xff}}) {
       Bytes bad = f.bytes;
       bad[i] ^= mask;
-      RefixIndexChecksum(&bad);
+      test::RefixIndexChecksum(&bad);
       WriteFile(bad_path, bad);
       INFO("index byte " << i - index_offset << " mask " << int{mask});
       auto got = ReadEverything(bad_path);

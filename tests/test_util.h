@@ -32,6 +32,16 @@ inline void WriteFile(const std::filesystem::path& p, ByteSpan data) {
   out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 
+// Replaces the index checksum in the footer and the footer's own checksum so
+// that a damaged index reaches the index decoder and the readers behind it.
+inline void RefixIndexChecksum(Bytes* file) {
+  const size_t footer = file->size() - kFooterSize;
+  const uint64_t index_offset = LoadFixed64(file->data() + footer);
+  const uint64_t index_length = LoadFixed64(file->data() + footer + 8);
+  StoreFixed64(file->data() + footer + 16, Checksum64(ByteSpan(*file).subspan(index_offset, index_length)));
+  StoreFixed32(file->data() + footer + 24, Checksum32(ByteSpan(*file).subspan(footer, 24)));
+}
+
 // `file` (a valid pcr file whose stripe bytes were then damaged) with every
 // stream and chunk checksum recomputed and the index and footer rewritten,
 // so the damage reaches the decoders behind the checksums.
