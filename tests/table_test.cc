@@ -444,16 +444,21 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
   }
 }
 
-TEST_CASE("corrupt and truncated table files are refused or read back unchanged") {
-  TempDir dir;
-  const auto rows = MakeMapRows(8, 11);
+// The bytes of a small map table (8 rows in 3 stripes) written in `dir`.
+Bytes SmallMapTable(const TempDir& dir, const std::vector<MapRow>& rows) {
   const std::string input = dir / "maps.jsonl";
   std::ofstream(input) << ToJsonl(rows);
   TableConvertOptions o{.input = input, .out_dir = dir / "good"};
   o.writer.rows_per_stripe = 3;
   auto report = ConvertTable(o);
   REQUIRE(report.ok());
-  const Bytes good = test::ReadFile(report->path);
+  return test::ReadFile(report->path);
+}
+
+TEST_CASE("corrupt and truncated table files are refused or read back unchanged") {
+  TempDir dir;
+  const auto rows = MakeMapRows(8, 11);
+  const Bytes good = SmallMapTable(dir, rows);
   const std::string bad = dir / "bad.pcr";
 
   // Reads every value; "" when the file reads back as the original.
@@ -490,13 +495,7 @@ TEST_CASE("corrupt and truncated table files are refused or read back unchanged"
 
 TEST_CASE("a damaged table index with valid checksums is refused or reads") {
   TempDir dir;
-  const std::string input = dir / "maps.jsonl";
-  std::ofstream(input) << ToJsonl(MakeMapRows(8, 11));
-  TableConvertOptions o{.input = input, .out_dir = dir / "good"};
-  o.writer.rows_per_stripe = 3;
-  auto report = ConvertTable(o);
-  REQUIRE(report.ok());
-  const Bytes good = test::ReadFile(report->path);
+  const Bytes good = SmallMapTable(dir, MakeMapRows(8, 11));
   const uint64_t index_offset = LoadFixed64(good.data() + good.size() - kFooterSize);
   const std::string bad = dir / "bad.pcr";
   uint64_t refused = 0, read = 0;
@@ -531,13 +530,7 @@ TEST_CASE("a damaged table index with valid checksums is refused or reads") {
 
 TEST_CASE("table stream damage behind re-fixed checksums is refused or decodes") {
   TempDir dir;
-  const std::string input = dir / "maps.jsonl";
-  std::ofstream(input) << ToJsonl(MakeMapRows(8, 11));
-  TableConvertOptions o{.input = input, .out_dir = dir / "good"};
-  o.writer.rows_per_stripe = 3;
-  auto report = ConvertTable(o);
-  REQUIRE(report.ok());
-  const Bytes good = test::ReadFile(report->path);
+  const Bytes good = SmallMapTable(dir, MakeMapRows(8, 11));
   const uint64_t index_offset = LoadFixed64(good.data() + good.size() - kFooterSize);
   const std::string bad = dir / "bad.pcr";
   uint64_t refused = 0, decoded = 0;
