@@ -126,18 +126,29 @@ int ScaledSide(int side, int halvings) {
   return side;
 }
 
-double MsSsimOf(FloatPlane a, FloatPlane b) {
-  double product = 1;
-  for (int s = 0; s < kScales; ++s) {
+struct ChannelScores {
+  std::optional<double> ssim;
+  std::optional<double> ms_ssim;
+};
+
+// SSIM, and MS-SSIM where the planes are large enough; MS-SSIM's first scale
+// is the SSIM pass. REQUIRES: equal sizes.
+ChannelScores ScoreChannel(const Plane& reference, const Plane& test) {
+  ChannelScores out;
+  if (!FitsWindow(reference.width, reference.height)) return out;
+  FloatPlane a = ToFloat(reference), b = ToFloat(test);
+  const SsimMeans first = SsimStats(a, b);
+  out.ssim = first.ssim;
+  if (!FitsWindow(ScaledSide(reference.width, kScales - 1), ScaledSide(reference.height, kScales - 1))) return out;
+  double product = std::pow(std::max(first.cs, 0.0), kScaleWeights[0]);
+  for (int s = 1; s < kScales; ++s) {
+    a = Halve(a);
+    b = Halve(b);
     const SsimMeans m = SsimStats(a, b);
-    const double term = s + 1 < kScales ? m.cs : m.ssim;
-    product *= std::pow(std::max(term, 0.0), kScaleWeights[s]);
-    if (s + 1 < kScales) {
-      a = Halve(a);
-      b = Halve(b);
-    }
+    product *= std::pow(std::max(s + 1 < kScales ? m.cs : m.ssim, 0.0), kScaleWeights[s]);
   }
-  return product;
+  out.ms_ssim = product;
+  return out;
 }
 
 double Percentile5(std::vector<double> v) {
@@ -183,11 +194,8 @@ std::optional<double> Ssim(const Plane& reference, const Plane& test) {
 }
 
 std::optional<double> MsSsim(const Plane& reference, const Plane& test) {
-  if (!SameSize(reference, test) ||
-      !FitsWindow(ScaledSide(reference.width, kScales - 1), ScaledSide(reference.height, kScales - 1))) {
-    return std::nullopt;
-  }
-  return MsSsimOf(ToFloat(reference), ToFloat(test));
+  if (!SameSize(reference, test)) return std::nullopt;
+  return ScoreChannel(reference, test).ms_ssim;
 }
 
 double Psnr(const Plane& reference, const Plane& test) {
@@ -204,11 +212,11 @@ Result<QualityScores> CompareImages(const DecodedImage& reference, const Decoded
   bool has_ssim = true, has_ms_ssim = true;
   for (int c = 0; c < reference.components; ++c) {
     const Plane r = ChannelOf(reference, c), t = ChannelOf(test, c);
-    const std::optional<double> s = Ssim(r, t), ms = MsSsim(r, t);
-    has_ssim = has_ssim && s.has_value();
-    has_ms_ssim = has_ms_ssim && ms.has_value();
-    ssim += s.value_or(0);
-    ms_ssim += ms.value_or(0);
+    const ChannelScores channel = ScoreChannel(r, t);
+    has_ssim = has_ssim && channel.ssim.has_value();
+    has_ms_ssim = has_ms_ssim && channel.ms_ssim.has_value();
+    ssim += channel.ssim.value_or(0);
+    ms_ssim += channel.ms_ssim.value_or(0);
     sse += SumSquaredError(r, t);
   }
   const double n = reference.components;
