@@ -96,7 +96,6 @@ Status ReadList(const std::string& list_file, std::vector<Source>* out) {
   return Status::OK();
 }
 
-
 Result<Bytes> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::IOError("cannot open");
@@ -125,12 +124,6 @@ std::vector<Converted> TranscodeBatch(const std::vector<Source>& sources, size_t
         continue;
       }
       c.input_bytes = data->size();
-      if (data->size() > topts.max_memory_bytes) {
-        c.image = Status::NotSupported("file of " + std::to_string(data->size()) + " bytes, more than the " +
-                                       std::to_string(topts.max_memory_bytes >> 20) +
-                                       " MiB of working memory allowed");
-        continue;
-      }
       c.image = TranscodeToScanGroups(*data, script, topts);
     }
   };

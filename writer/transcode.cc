@@ -67,13 +67,16 @@ struct ErrorManager {
   bool not_supported = false;  // refused as NotSupported rather than Corruption
 };
 
+std::string MemoryLimitText(size_t max_memory_bytes) {
+  return "the " + std::to_string(max_memory_bytes >> 20) + " MiB of working memory allowed";
+}
+
 void ErrorExit(j_common_ptr cinfo) {
   auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
   const int code = cinfo->err->msg_code;
   if (code == JERR_NO_BACKING_STORE || code == JERR_OUT_OF_MEMORY) {
     // libjpeg asks for backing store when its arrays exceed max_memory_to_use.
-    err->message = "needs more than the " + std::to_string(err->max_memory_bytes >> 20) +
-                   " MiB of working memory allowed";
+    err->message = "needs more than " + MemoryLimitText(err->max_memory_bytes);
     err->not_supported = true;
   } else {
     char buf[JMSG_LENGTH_MAX];
@@ -308,6 +311,10 @@ Bytes TranscodedImage::AtFidelity(int k) const {
 
 Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& script,
                                               const TranscodeOptions& options) {
+  if (jpeg.size() > options.max_memory_bytes) {
+    return Status::NotSupported("file of " + std::to_string(jpeg.size()) + " bytes, more than " +
+                                MemoryLimitText(options.max_memory_bytes));
+  }
   PCR_RETURN_IF_ERROR(CheckFrameType(jpeg));
   Codec codec;
   ScanPlan plan;

@@ -36,7 +36,7 @@ struct TranscodedImage {
 // `script` without touching the DCT coefficients. Errors name the reason
 // but not the file: NotSupported for 12-bit, lossless and hierarchical
 // JPEGs, frames over max_pixels (refused before the coefficients are read)
-// and images needing more than max_memory_bytes of working memory,
+// and files or images needing more than max_memory_bytes of working memory,
 // Corruption for data libjpeg-turbo cannot read losslessly.
 // REQUIRES: ValidateScanScript(script).ok()
 Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& script,
