@@ -56,7 +56,8 @@ std::vector<fs::path> ListJpegs(const std::string& dir, size_t max_images) {
   return picked;
 }
 
-// Best-of-`repeat` decode time in seconds, or a negative value on error.
+// One RGB decode's time in seconds (the header read excluded), or a negative
+// value on error.
 double DecodeSeconds(pcr::JpegDecoder& decoder, pcr::ByteSpan jpeg, std::vector<uint8_t>& buffer) {
   const pcr::DecodeOptions options{.format = pcr::PixelFormat::kRgb, .warnings_are_errors = false};
   auto shape = decoder.Shape(jpeg, options);

@@ -256,27 +256,23 @@ Result<QualityReport> MeasureFidelityQuality(const ImageDataset& dataset, uint64
     PCR_ASSIGN_OR_RETURN(std::vector<Image> images, dataset.ReadImages(requests));
     std::atomic<uint64_t> next{0};
     std::vector<Status> errors(count);
-    auto work = [&] {
-      for (uint64_t j; (j = next.fetch_add(1)) < count;) {
-        const Image* chunk = &images[j * groups];
-        std::vector<DecodedImage> decoded(groups);
-        for (int k = groups; k >= 1 && errors[j].ok(); --k) {
-          auto d = DecodeJpeg(chunk[k - 1].jpeg);
-          if (!d.ok()) {
-            errors[j] = Status::Corruption("image " + chunk[k - 1].key + " at fidelity " + std::to_string(k) +
-                                           ": " + d.status().message());
-            break;
-          }
-          decoded[k - 1] = *std::move(d);
-          auto s = CompareImages(decoded[groups - 1], decoded[k - 1]);
-          if (!s.ok()) {
-            errors[j] = Status::Corruption("image " + chunk[k - 1].key + " at fidelity " + std::to_string(k) +
-                                           ": " + s.status().message());
-            break;
-          }
-          scores[k - 1][first + j] = *s;
-        }
+    // Sampled image j of this read at every fidelity, against its full fidelity.
+    auto score = [&](uint64_t j) -> Status {
+      const Image* chunk = &images[j * groups];
+      DecodedImage full;
+      for (int k = groups; k >= 1; --k) {
+        const std::string where = "image " + chunk[k - 1].key + " at fidelity " + std::to_string(k) + ": ";
+        auto at_k = DecodeJpeg(chunk[k - 1].jpeg);
+        if (!at_k.ok()) return Status::Corruption(where + at_k.status().message());
+        if (k == groups) full = *at_k;
+        auto s = CompareImages(full, *at_k);
+        if (!s.ok()) return Status::Corruption(where + s.status().message());
+        scores[k - 1][first + j] = *s;
       }
+      return Status::OK();
+    };
+    auto work = [&] {
+      for (uint64_t j; (j = next.fetch_add(1)) < count;) errors[j] = score(j);
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < std::min<uint64_t>(threads, count); ++t) pool.emplace_back(work);
