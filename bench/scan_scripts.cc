@@ -90,7 +90,7 @@ SetResult MeasureSet(const std::string& dir, const std::vector<pcr::ScanScript>&
     std::vector<pcr::Bytes> full(scripts.size());
     std::vector<ImageResult> results(scripts.size());
     bool ok = true;
-    for (size_t s = 0; s < scripts.size() && ok; ++s) {
+    for (size_t s = 0; s < scripts.size(); ++s) {
       auto t = pcr::TranscodeToScanGroups(original, scripts[s]);
       if (!t.ok()) {
         ok = false;
