@@ -4,8 +4,6 @@
 // images with 1 and 2 jobs). Everything is read back and must equal what was
 // written: table values exactly, images pixel for pixel at full fidelity and
 // decodable at every fidelity. Any difference aborts.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +17,7 @@
 
 #include <jpeglib.h>
 
+#include "fuzz/work_dir.h"
 #include "reader/image_dataset.h"
 #include "reader/jpeg_decode.h"
 #include "reader/table_reader.h"
@@ -29,18 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path& WorkDir() {
-  static const fs::path* dir = [] {
-    std::string tmpl = (fs::temp_directory_path() / "pcr-roundtrip-fuzz-XXXXXX").string();
-    auto* made = new fs::path(mkdtemp(tmpl.data()));
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(WorkDir(), ec);
-    });
-    return made;
-  }();
-  return *dir;
-}
+using pcr::fuzz::WorkDir;
 
 void Check(bool ok, const char* what) {
   if (!ok) {

@@ -1,36 +1,18 @@
 // Converts arbitrary bytes as a CSV (first byte even) or JSON Lines (odd)
 // table, then reads back and verifies what was written. Conversion must fail
 // cleanly or produce a table that reads and verifies.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "fuzz/work_dir.h"
 #include "reader/table_reader.h"
 #include "reader/verify.h"
 #include "writer/table_converter.h"
 
-namespace {
-
-// A temporary directory for the process, removed at exit. Never destroyed,
-// so the exit handler can still use it.
-const std::filesystem::path& WorkDir() {
-  static const std::filesystem::path* dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "pcr-table-fuzz-XXXXXX").string();
-    auto* made = new std::filesystem::path(mkdtemp(tmpl.data()));
-    std::atexit([] {
-      std::error_code ec;
-      std::filesystem::remove_all(WorkDir(), ec);
-    });
-    return made;
-  }();
-  return *dir;
-}
-
-}  // namespace
+using pcr::fuzz::WorkDir;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
