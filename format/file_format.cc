@@ -114,11 +114,15 @@ Result<FileHeader> FileHeader::DecodeFrom(ByteSpan in) {
                                 std::to_string(kVersionMinor) + ")");
   }
   const uint8_t kind = in[10];
-  if (kind < 1 || kind > 3) return CorruptAt(10, "unknown file kind " + std::to_string(kind));
+  if (kind < 1 || kind > 4) return CorruptAt(10, "unknown file kind " + std::to_string(kind));
   h.kind = static_cast<FileKind>(kind);
   if (h.kind == FileKind::kTable && h.version_minor < kTableVersionMinor) {
     return CorruptAt(9, "table file stamped version 0." + std::to_string(h.version_minor) +
                             ", before table files existed (0.2)");
+  }
+  if (h.kind == FileKind::kDatasetPart && h.version_minor < kPartVersionMinor) {
+    return CorruptAt(9, "part manifest stamped version 0." + std::to_string(h.version_minor) +
+                            ", before part manifests existed (0.3)");
   }
   if (in[11] != 0) return CorruptAt(11, "reserved header byte is not zero");
   return h;
@@ -359,6 +363,51 @@ Result<DatasetManifest> DatasetManifest::DecodeFrom(ByteSpan in) {
   }
   if (!d.done()) return corrupt("trailing bytes");
   return m;
+}
+
+void PartManifest::EncodeTo(Bytes* out) const {
+  PutVarint64(out, shard_index);
+  PutVarint64(out, shard_count);
+  PutFixed64(out, plan_checksum);
+  dataset.EncodeTo(out);
+}
+
+Result<PartManifest> PartManifest::DecodeFrom(ByteSpan in) {
+  Decoder d(in);
+  PartManifest p;
+  if (!d.GetVarint64(&p.shard_index) || !d.GetVarint64(&p.shard_count) || !d.GetFixed64(&p.plan_checksum)) {
+    return Status::Corruption("part manifest at index offset " + std::to_string(d.position()) +
+                              ": truncated shard fields");
+  }
+  if (p.shard_count < 2 || p.shard_index >= p.shard_count) {
+    return Status::Corruption("part manifest at index offset 0: shard " + std::to_string(p.shard_index) +
+                              " of " + std::to_string(p.shard_count) + " is not a part");
+  }
+  const size_t start = d.position();
+  auto m = DatasetManifest::DecodeFrom(in.subspan(start));
+  if (!m.ok()) return m.status().WithPrefix("part manifest after " + std::to_string(start) + " shard bytes");
+  p.dataset = std::move(m).value();
+  return p;
+}
+
+Result<ByteSpan> DecodeIndexOnlyFile(ByteSpan file, FileKind kind) {
+  PCR_ASSIGN_OR_RETURN(FileHeader header, FileHeader::DecodeFrom(file));
+  if (header.kind != kind) {
+    return CorruptAt(10, "file kind " + std::to_string(static_cast<int>(header.kind)) + ", expected " +
+                             std::to_string(static_cast<int>(kind)));
+  }
+  if (file.size() < kMinFileSize) {
+    return CorruptAt(0, "file is " + std::to_string(file.size()) + " bytes, shorter than a header and footer");
+  }
+  PCR_ASSIGN_OR_RETURN(Footer footer, Footer::DecodeFrom(file.last(kFooterSize), file.size()));
+  if (footer.index_offset != kFileHeaderSize) return CorruptAt(footer.index_offset, "a manifest holds no stripes");
+  const ByteSpan index = file.subspan(footer.index_offset, footer.index_length);
+  const uint64_t computed = Checksum64(index);
+  if (computed != footer.index_checksum) {
+    return CorruptAt(footer.index_offset, "index checksum mismatch (stored " + std::to_string(footer.index_checksum) +
+                                              ", computed " + std::to_string(computed) + ")");
+  }
+  return index;
 }
 
 Bytes EncodeIndexAndFooter(ByteSpan index, uint64_t index_offset) {

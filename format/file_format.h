@@ -26,19 +26,22 @@ enum class FileKind : uint8_t {
   kImages = 1,   // stripes are image records
   kTable = 2,    // stripes are table stripes
   kDataset = 3,  // a dataset manifest
+  kDatasetPart = 4,  // the manifest of one part of a sharded conversion
 };
 
 inline constexpr std::array<uint8_t, 8> kFileMagic = {0x89, 'P', 'C', 'R', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint8_t kVersionMajor = 0;
-inline constexpr uint8_t kVersionMinor = 2;  // the newest minor version this code reads
+inline constexpr uint8_t kVersionMinor = 3;  // the newest minor version this code reads
 // Files are stamped with the version that defined their kind: images and
-// dataset manifests 0.1, tables 0.2.
+// dataset manifests 0.1, tables 0.2, part manifests 0.3.
 inline constexpr uint8_t kTableVersionMinor = 2;
+inline constexpr uint8_t kPartVersionMinor = 3;
 inline constexpr size_t kFileHeaderSize = 16;
 inline constexpr size_t kFooterSize = 32;
 inline constexpr uint32_t kFooterMagic = 0x31524350;  // "PCR1" in file order
 inline constexpr size_t kMinFileSize = kFileHeaderSize + kFooterSize;
 inline constexpr char kDatasetManifestName[] = "dataset.pcrd";
+inline constexpr char kPartManifestName[] = "part.pcrd";
 inline constexpr char kRecordFileExtension[] = ".pcr";
 inline constexpr size_t kMaxKeyLength = 4096;
 inline constexpr size_t kMaxFileNameLength = 255;
@@ -150,6 +153,26 @@ struct DatasetManifest {
   void EncodeTo(Bytes* out) const;
   static Result<DatasetManifest> DecodeFrom(ByteSpan in);
 };
+
+// The FileIndex of a kDatasetPart file: shard `shard_index` of a conversion
+// split `shard_count` ways. `plan_checksum` identifies the conversion (its
+// input list and the options that decide the output bytes); parts join only
+// when it is equal. `dataset` lists the part's files.
+struct PartManifest {
+  uint64_t shard_index = 0;
+  uint64_t shard_count = 2;
+  uint64_t plan_checksum = 0;
+  DatasetManifest dataset;
+
+  bool operator==(const PartManifest&) const = default;
+  void EncodeTo(Bytes* out) const;
+  // Rejects shard_count < 2 and shard_index >= shard_count.
+  static Result<PartManifest> DecodeFrom(ByteSpan in);
+};
+
+// The index bytes of `file`, a whole file of kind `kind` without stripes
+// (a manifest), after checking its header, footer and index checksum.
+Result<ByteSpan> DecodeIndexOnlyFile(ByteSpan file, FileKind kind);
 
 // The end of a file whose index starts at index_offset: the index bytes
 // followed by the Footer that points at them.

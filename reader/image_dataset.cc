@@ -32,6 +32,10 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path
   }
   const std::string manifest_path = (fs::path(path) / kDatasetManifestName).string();
   if (!fs::exists(manifest_path, ec)) {
+    if (fs::exists(fs::path(path) / kPartManifestName, ec)) {
+      return Status::InvalidArgument(path + ": one part of a sharded conversion (" + kPartManifestName +
+                                     "); join the parts with pcr-convert merge");
+    }
     return Status::InvalidArgument(path + ": no " + std::string(kDatasetManifestName) +
                                    " (not a pcr dataset, or its conversion did not finish)");
   }

@@ -32,12 +32,18 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine
                               " bytes (stored " + std::to_string(f->footer_.index_checksum) +
                               ", computed " + std::to_string(computed) + ")");
   }
-  if (f->header_.kind == FileKind::kDataset) {
-    auto m = DatasetManifest::DecodeFrom(index);
-    if (!m.ok()) return m.status().WithPrefix(path);
+  if (f->header_.kind == FileKind::kDataset || f->header_.kind == FileKind::kDatasetPart) {
     if (f->footer_.index_offset != kFileHeaderSize) {
       return Status::Corruption(path + ": a dataset manifest holds no stripes");
     }
+    if (f->header_.kind == FileKind::kDatasetPart) {
+      auto p = PartManifest::DecodeFrom(index);
+      if (!p.ok()) return p.status().WithPrefix(path);
+      f->part_ = std::move(p).value();
+      return f;
+    }
+    auto m = DatasetManifest::DecodeFrom(index);
+    if (!m.ok()) return m.status().WithPrefix(path);
     f->manifest_ = std::move(m).value();
     return f;
   }

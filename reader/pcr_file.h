@@ -22,6 +22,8 @@ class PcrFile {
   const FileIndex& index() const { return index_; }
   // Valid for kDataset files.
   const DatasetManifest& manifest() const { return manifest_; }
+  // Valid for kDatasetPart files.
+  const PartManifest& part() const { return part_; }
   const RandomAccessFile& file() const { return *file_; }
 
   // Reads bytes [offset, offset + out.size()).
@@ -43,6 +45,7 @@ class PcrFile {
   Footer footer_;
   FileIndex index_;
   DatasetManifest manifest_;
+  PartManifest part_;
   // chunk_offsets_[stripe][(g - 1) * image_count + i]: offset inside stream g.
   std::vector<std::vector<uint64_t>> chunk_offsets_;
 };

@@ -58,6 +58,27 @@ check "bad file named with reason" 'mixed/bad/testorig12.jpg: 12-bit JPEG is not
 expect 0 "convert with --skip-bad" "$tools/pcr-convert" images "$tmp/mixed" "$tmp/m2" --skip-bad
 check "skip list" '^bad/testorig12.jpg	Not supported' "$tmp/m2/skipped.tsv"
 
+# Three shards and a merge give the files of a one-machine conversion.
+for i in 0 1 2; do
+  expect 0 "convert shard $i of 3" "$tools/pcr-convert" images "$data/sample" "$tmp/part$i" \
+    --images-per-record 4 --shard $i --num-shards 3
+done
+expect 2 "--shard beyond --num-shards" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --shard 3 --num-shards 3
+expect 1 "dump a part" "$tools/pcr-dump" "$tmp/part0"
+check "part message" 'one part of a sharded conversion.*pcr-convert merge' "$tmp/err"
+expect 1 "merge with a shard missing" "$tools/pcr-convert" merge "$tmp/merged" "$tmp/part0" "$tmp/part2"
+check "missing shard named" 'missing shards 1 of 3' "$tmp/err"
+expect 2 "merge without parts" "$tools/pcr-convert" merge "$tmp/merged"
+expect 0 "merge" "$tools/pcr-convert" merge "$tmp/merged" "$tmp/part2" "$tmp/part0" "$tmp/part1"
+check "merge summary" '^3 parts: 24 images in 6 files' "$tmp/out"
+expect 0 "one-machine conversion" "$tools/pcr-convert" images "$data/sample" "$tmp/whole" --images-per-record 4
+[ "$(ls "$tmp/merged")" = "$(ls "$tmp/whole")" ] && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL: merged files differ in names"; }
+for f in "$tmp/whole"/*; do
+  cmp -s "$f" "$tmp/merged/$(basename "$f")" && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL: merged $(basename "$f") differs"; }
+done
+
 expect 0 "dump summary" "$tools/pcr-dump" "$tmp/ds"
 check "summary images" '^  images +24$' "$tmp/out"
 check "summary group 5 is all" '^  5 .* 1\.0000$' "$tmp/out"

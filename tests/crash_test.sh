@@ -2,7 +2,8 @@
 # Kills pcr-convert with SIGKILL at several moments of an image and of a
 # table conversion. What a kill leaves is never accepted by `pcr-dump verify`
 # unless the conversion had finished, and the same command run again
-# completes with exactly the bytes of an uninterrupted run and no leftovers.
+# completes with exactly the bytes of an uninterrupted run and no leftovers,
+# keeping the record files the interrupted run had finished.
 # usage: crash_test.sh TOOLS_DIR TEST_DATA_DIR
 set -u
 tools=$1
@@ -40,6 +41,16 @@ same_tree() {
   done
 }
 
+# finished_inodes DIR: "name inode" of each record file the journal of an
+# interrupted image conversion in DIR lists as finished.
+finished_inodes() {
+  local journal="$1/.pcr-convert-incomplete"
+  [ -f "$journal" ] || return 0
+  awk '$1 == "done" && $3 > 0 { printf "records-%05d.pcr\n", $2 }' "$journal" | while read -r f; do
+    echo "$f $(stat -c %i "$1/$f")"
+  done
+}
+
 # crash_cycle NAME REF_DIR OUT_DIR COMPLETE_FILE CMD...: kills CMD at several
 # fractions of its uninterrupted run time, checks what is left, reruns it.
 crash_cycle() {
@@ -51,7 +62,7 @@ crash_cycle() {
   end=$(now_ms)
   duration=$((end - start))
   mv "$out" "$ref"
-  local interrupted=0 partial=0 pct
+  local interrupted=0 partial=0 kept=0 pct
   for pct in 5 15 30 50 70 90; do
     rm -rf "$out"
     run_killed $((duration * pct / 100)) "$@"
@@ -67,13 +78,21 @@ crash_cycle() {
       else
         ok
       fi
+      finished_inodes "$out" >"$tmp/before"
       if "$@" >/dev/null 2>"$tmp/err"; then ok; else fail "$name at $pct%: rerun failed: $(cat "$tmp/err")"; fi
+      if [ -s "$tmp/before" ]; then
+        kept=$((kept + 1))
+        while read -r f inode; do
+          [ "$(stat -c %i "$out/$f" 2>/dev/null)" = "$inode" ] && ok || fail "$name at $pct%: finished $f was written again"
+        done <"$tmp/before"
+      fi
     fi
     same_tree "$out" "$ref" && ok || fail "$name at $pct%: output differs from an uninterrupted run: $(ls -A "$out")"
   done
-  echo "$name: $interrupted of 6 kills interrupted the conversion, $partial left files behind"
+  echo "$name: $interrupted of 6 kills interrupted the conversion, $partial left files behind, $kept left finished files that the rerun kept"
   [ "$interrupted" -ge 2 ] && ok || fail "$name: too few kills landed inside the conversion ($duration ms)"
   [ "$partial" -ge 1 ] && ok || fail "$name: no kill left partial output to recover from"
+  [ "$name" != images ] || [ "$kept" -ge 1 ] && ok || fail "$name: no kill left finished files to keep"
 }
 
 # Images: 20 copies of the sample, one thread, small records.

@@ -259,5 +259,43 @@ TEST_CASE("dataset manifest round-trips and rejects path-like file names") {
   CHECK_FALSE(DatasetManifest::DecodeFrom(b).ok());
 }
 
+TEST_CASE("part manifest round-trips in its own file kind and rejects non-parts") {
+  PartManifest p{.shard_index = 2, .shard_count = 3, .plan_checksum = 0x0123456789abcdef};
+  p.dataset.script = *BuiltinScanScript("spectral5");
+  p.dataset.files = {{"records-00007.pcr", 1000, 10, 1, 42}};
+  Bytes index;
+  p.EncodeTo(&index);
+  Bytes file;
+  FileHeader{.kind = FileKind::kDatasetPart, .version_minor = kPartVersionMinor}.EncodeTo(&file);
+  const Bytes tail = EncodeIndexAndFooter(index, file.size());
+  file.insert(file.end(), tail.begin(), tail.end());
+
+  auto decoded_index = DecodeIndexOnlyFile(file, FileKind::kDatasetPart);
+  REQUIRE(decoded_index.ok());
+  auto back = PartManifest::DecodeFrom(*decoded_index);
+  REQUIRE(back.ok());
+  CHECK(*back == p);
+  CHECK_FALSE(DecodeIndexOnlyFile(file, FileKind::kDataset).ok());
+  for (size_t i = 0; i < file.size(); ++i) {
+    Bytes bad = file;
+    bad[i] ^= 0x10;
+    CHECK_FALSE(DecodeIndexOnlyFile(bad, FileKind::kDatasetPart).ok());
+  }
+  // Stamped before part manifests existed.
+  Bytes old_header;
+  FileHeader{.kind = FileKind::kDatasetPart, .version_minor = 2}.EncodeTo(&old_header);
+  CHECK_FALSE(FileHeader::DecodeFrom(old_header).ok());
+
+  for (auto [index_of, count] : {std::pair<uint64_t, uint64_t>{0, 1}, {3, 3}, {0, 0}}) {
+    PartManifest bad = p;
+    bad.shard_index = index_of;
+    bad.shard_count = count;
+    Bytes b;
+    bad.EncodeTo(&b);
+    CHECK_FALSE(PartManifest::DecodeFrom(b).ok());
+  }
+  CHECK_FALSE(PartManifest::DecodeFrom(ByteSpan(index).first(5)).ok());
+}
+
 }  // namespace
 }  // namespace pcr

@@ -240,7 +240,16 @@ TEST_CASE("a bad file fails the conversion, names the file and leaves no dataset
   auto result = ConvertImages(o);
   REQUIRE_FALSE(result.ok());
   CHECK_THAT(result.status().message(), Catch::Contains("zbad/not-a-jpeg.jpg"));
-  CHECK(fs::is_empty(tmp.path() / "out"));
+  CHECK_FALSE(fs::exists(tmp.path() / "out" / kDatasetManifestName));
+  CHECK_FALSE(ImageDataset::Open(tmp / "out").ok());
+  CHECK_FALSE(VerifyPath(tmp / "out").errors.empty());
+
+  // With the bad file first, nothing was finished and nothing is left.
+  o.list_file = tmp / "list.csv";
+  o.out_dir = tmp / "out2";
+  std::ofstream(o.list_file) << "zbad/not-a-jpeg.jpg,0\nmisc/restarts.jpg,1\n";
+  REQUIRE_FALSE(ConvertImages(o).ok());
+  CHECK(fs::is_empty(tmp.path() / "out2"));
 }
 
 TEST_CASE("--skip-bad converts the rest and lists what it skipped") {

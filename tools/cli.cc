@@ -28,6 +28,22 @@ int ReportError(const char* tool, const Status& status) {
   return kExitBadInput;
 }
 
+std::string FormatDuration(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e9) return "?";
+  const auto s = static_cast<uint64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%lluh%02llum", static_cast<unsigned long long>(s / 3600),
+                  static_cast<unsigned long long>(s / 60 % 60));
+  } else if (s >= 60) {
+    std::snprintf(buf, sizeof(buf), "%llum%02llus", static_cast<unsigned long long>(s / 60),
+                  static_cast<unsigned long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llus", static_cast<unsigned long long>(s));
+  }
+  return buf;
+}
+
 Progress::Progress() : enabled_(isatty(STDERR_FILENO) == 1) {}
 
 void Progress::Update(const std::string& text) {

@@ -38,6 +38,9 @@ std::vector<std::string> SplitCommas(const std::string& s);
 // returns kExitBadInput.
 int ReportError(const char* tool, const Status& status);
 
+// "3h05m", "12m40s", "9s"; "?" for a negative or non-finite duration.
+std::string FormatDuration(double seconds);
+
 // Writes "\r<text>" to stderr when stderr is a terminal.
 class Progress {
  public:

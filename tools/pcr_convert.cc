@@ -1,5 +1,8 @@
 // pcr-convert: datasets in.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "tools/cli.h"
@@ -12,7 +15,7 @@ constexpr char kUsage[] =
     "usage: pcr-convert images SRC_DIR OUT_DIR [--list FILE] [--images-per-record N]\n"
     "                          [--records-per-file N] [--jobs N] [--scan-script NAME|FILE]\n"
     "                          [--strip-metadata] [--skip-bad] [--shuffle SEED]\n"
-    "                          [--max-pixels N] [--memory-mb N]\n"
+    "                          [--max-pixels N] [--memory-mb N] [--shard I --num-shards N]\n"
     "\n"
     "  SRC_DIR/<class>/<image>.jpg; label = index of <class> in sorted order.\n"
     "  --list FILE          CSV lines \"path,label\", paths relative to SRC_DIR\n"
@@ -26,6 +29,14 @@ constexpr char kUsage[] =
     "  --max-pixels N       refuse images of more than N pixels (default 178956970)\n"
     "  --memory-mb N        working memory of all jobs together, split evenly\n"
     "                       (default: 1024 per job, at most half the RAM)\n"
+    "  --shard I --num-shards N  convert only part I (0..N-1) of the files into\n"
+    "                       OUT_DIR, a part; join the N parts with merge\n"
+    "  Run again after an interruption, the same command keeps finished files.\n"
+    "\n"
+    "       pcr-convert merge OUT_DIR PART_DIR...\n"
+    "\n"
+    "  Joins the parts of a sharded conversion into the dataset OUT_DIR by hard\n"
+    "  links (same filesystem): the same bytes as converting on one machine.\n"
     "\n"
     "       pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
     "                         [--zstd-level N] [--popularity FILE] [--float32]\n"
@@ -92,6 +103,10 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
     } else if (a == "--shuffle") {
       if (!number(&n)) return Usage("--shuffle needs an integer seed");
       o.shuffle_seed = n;
+    } else if (a == "--shard") {
+      if (!number(&o.shard_index)) return Usage("--shard needs an integer");
+    } else if (a == "--num-shards") {
+      if (!number(&o.num_shards) || o.num_shards == 0) return Usage("--num-shards needs a positive integer");
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
     } else {
@@ -99,16 +114,36 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
     }
   }
   if (positional.size() != 2) return Usage("images needs SRC_DIR and OUT_DIR");
+  if (o.shard_index >= o.num_shards) return Usage("--shard must be below --num-shards");
   o.src_dir = positional[0];
   o.out_dir = positional[1];
   pcr::cli::Progress progress;
-  o.progress = [&](uint64_t done, uint64_t total) {
-    progress.Update("converted " + std::to_string(done) + "/" + std::to_string(total) + " images");
+  const auto start = std::chrono::steady_clock::now();
+  o.progress = [&](const pcr::ConvertProgress& p) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = static_cast<double>(p.images_done - p.images_resumed) / std::max(seconds, 1e-3);
+    char text[160];
+    std::snprintf(text, sizeof(text), "%llu/%llu images, %.2f GiB read, %.0f images/s, %s left  ",
+                  static_cast<unsigned long long>(p.images_done),
+                  static_cast<unsigned long long>(p.images_total),
+                  static_cast<double>(p.bytes_read) / (1 << 30), rate,
+                  pcr::cli::FormatDuration(static_cast<double>(p.images_total - p.images_done) / rate).c_str());
+    progress.Update(text);
   };
   auto result = pcr::ConvertImages(o);
   progress.Finish();
-  if (!result.ok()) return pcr::cli::ReportError("pcr-convert", result.status());
+  if (!result.ok()) {
+    pcr::cli::ReportError("pcr-convert", result.status());
+    if (std::filesystem::exists(std::filesystem::path(o.out_dir) / pcr::kConversionMarkerName)) {
+      std::fprintf(stderr, "pcr-convert: the files finished so far stay in %s; the same command run again keeps them\n",
+                   o.out_dir.c_str());
+    }
+    return pcr::cli::kExitBadInput;
+  }
   const auto& s = *result;
+  if (s.resumed_files > 0) {
+    std::printf("kept %llu files finished by an interrupted run\n", static_cast<unsigned long long>(s.resumed_files));
+  }
   std::printf("%llu images in %llu records (%llu files), %llu bytes from %llu input bytes (%.3f)\n",
               static_cast<unsigned long long>(s.images), static_cast<unsigned long long>(s.records),
               static_cast<unsigned long long>(s.files), static_cast<unsigned long long>(s.output_bytes),
@@ -117,6 +152,25 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
   if (!s.skipped.empty()) {
     std::fprintf(stderr, "pcr-convert: skipped %zu files, listed in %s/%s\n", s.skipped.size(),
                  o.out_dir.c_str(), pcr::kSkippedListName);
+  }
+  return pcr::cli::kExitOk;
+}
+
+int MergeCommand(pcr::cli::Args& args) {
+  std::vector<std::string> positional;
+  while (!args.empty()) {
+    const std::string a = args.next();
+    if (a.starts_with("--")) return Usage("unknown option " + a);
+    positional.push_back(a);
+  }
+  if (positional.size() < 2) return Usage("merge needs OUT_DIR and at least one PART_DIR");
+  auto result = pcr::MergeParts(positional[0], {positional.begin() + 1, positional.end()});
+  if (!result.ok()) return pcr::cli::ReportError("pcr-convert", result.status());
+  std::printf("%llu parts: %llu images in %llu files\n", static_cast<unsigned long long>(result->parts),
+              static_cast<unsigned long long>(result->images), static_cast<unsigned long long>(result->files));
+  if (result->skipped > 0) {
+    std::fprintf(stderr, "pcr-convert: the parts skipped %llu files, listed in %s/%s\n",
+                 static_cast<unsigned long long>(result->skipped), positional[0].c_str(), pcr::kSkippedListName);
   }
   return pcr::cli::kExitOk;
 }
@@ -182,6 +236,7 @@ int main(int argc, char** argv) {
   if (args.empty()) return Usage("");
   const std::string command = args.next();
   if (command == "images") return ConvertImagesCommand(args);
+  if (command == "merge") return MergeCommand(args);
   if (command == "table") return ConvertTableCommand(args, false);
   if (command == "reorder") return ConvertTableCommand(args, true);
   if (command == "--help" || command == "-h") {

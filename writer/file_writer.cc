@@ -139,16 +139,31 @@ Result<DatasetFileEntry> ImageFileWriter::Finish() {
   return entry;
 }
 
-Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest) {
+namespace {
+
+// Writes a file of kind `header.kind` without stripes whose index is `index`.
+Status WriteIndexOnlyFile(const std::string& path, const FileHeader& header, ByteSpan index) {
   PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
   Bytes bytes;
-  FileHeader{.kind = FileKind::kDataset}.EncodeTo(&bytes);
-  Bytes index;
-  manifest.EncodeTo(&index);
+  header.EncodeTo(&bytes);
   const Bytes tail = EncodeIndexAndFooter(index, bytes.size());
   PutBytes(&bytes, tail);
   PCR_RETURN_IF_ERROR(file->Append(bytes));
   return file->Commit();
+}
+
+}  // namespace
+
+Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest) {
+  Bytes index;
+  manifest.EncodeTo(&index);
+  return WriteIndexOnlyFile(path, {.kind = FileKind::kDataset}, index);
+}
+
+Status WritePartManifest(const std::string& path, const PartManifest& part) {
+  Bytes index;
+  part.EncodeTo(&index);
+  return WriteIndexOnlyFile(path, {.kind = FileKind::kDatasetPart, .version_minor = kPartVersionMinor}, index);
 }
 
 }  // namespace pcr

@@ -62,5 +62,7 @@ class ImageFileWriter {
 
 // Writes a kDataset manifest file atomically.
 Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest);
+// Writes a kDatasetPart manifest file atomically.
+Status WritePartManifest(const std::string& path, const PartManifest& part);
 
 }  // namespace pcr

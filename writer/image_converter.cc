@@ -8,8 +8,16 @@
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "format/checksum.h"
+#include "format/coding.h"
 #include "format/file_format.h"
 #include "format/permutation.h"
 #include "writer/file_writer.h"
@@ -151,50 +159,246 @@ bool IsConversionOutput(const std::string& name) {
   return digits.size() >= 5 && digits.find_first_not_of("0123456789") == std::string::npos;
 }
 
-// Makes OUT_DIR ready: it must hold no dataset; the remains of an
-// interrupted conversion (marked by kConversionMarkerName) are removed. Then
-// marks OUT_DIR as being written.
-Status PrepareOutDir(const std::string& out_dir) {
+// The conversion's identity: the source list and the options that decide
+// the output bytes. Limits (--max-pixels, --memory-mb) and --skip-bad only
+// decide which images are refused, so a conversion that failed on a bad
+// image can be resumed with --skip-bad.
+uint64_t PlanChecksum(const ConvertImagesOptions& options, const ScanScript& script,
+                      const std::vector<std::string>& class_names, const std::vector<Source>& sources) {
+  Bytes plan;
+  PutLengthPrefixed(&plan, "pcr-convert images plan 1");
+  PutVarint64(&plan, options.images_per_record);
+  PutVarint64(&plan, options.records_per_file);
+  PutVarint64(&plan, options.strip_metadata ? 1 : 0);
+  EncodeScanScript(script, &plan);
+  PutVarint64(&plan, class_names.size());
+  for (const std::string& c : class_names) PutLengthPrefixed(&plan, c);
+  PutVarint64(&plan, sources.size());
+  for (const Source& s : sources) {
+    PutLengthPrefixed(&plan, s.key);
+    PutVarint64(&plan, static_cast<uint64_t>(s.label));
+  }
+  return Checksum64(plan);
+}
+
+// A file finished by this or an earlier run, as the journal lists it.
+struct FinishedFile {
+  uint64_t file = 0;          // its number: records-<file>.pcr
+  DatasetFileEntry entry;     // size 0: every image was skipped, no file
+  uint64_t input_bytes = 0;
+  std::vector<std::pair<uint64_t, std::string>> skipped;  // (source index, reason)
+};
+
+// The journal (kConversionMarkerName): a first line naming the conversion,
+// then per finished file its skipped sources and a "done" line, each
+// appended and synced after the file is committed. Only whole lines count.
+class Journal {
+ public:
+  static std::string FirstLine(uint64_t plan, uint64_t shard, uint64_t shards) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "pcr-convert journal 1 plan %016llx shard %llu of %llu",
+                  static_cast<unsigned long long>(plan), static_cast<unsigned long long>(shard),
+                  static_cast<unsigned long long>(shards));
+    return buf;
+  }
+
+  // The finished files a journal whose first line is `first_line` lists,
+  // numbered consecutively from `first_file`; nothing when the journal is
+  // absent or belongs to another conversion.
+  static std::vector<FinishedFile> Read(const fs::path& path, const std::string& first_line,
+                                        uint64_t first_file, uint64_t source_count) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<FinishedFile> files;
+    FinishedFile pending;
+    size_t pos = 0;
+    bool first = true;
+    for (size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+      const std::string line = text.substr(pos, nl - pos);
+      if (first) {
+        if (line != first_line) return {};
+        first = false;
+        continue;
+      }
+      std::istringstream fields(line);
+      std::string tag;
+      fields >> tag;
+      if (tag == "skip") {
+        uint64_t source = 0;
+        std::string reason;
+        if (!(fields >> source) || source >= source_count) break;
+        std::getline(fields >> std::ws, reason);
+        pending.skipped.emplace_back(source, reason);
+      } else if (tag == "done") {
+        DatasetFileEntry& e = pending.entry;
+        if (!(fields >> pending.file >> e.size >> e.image_count >> e.stripe_count >> std::hex >>
+              e.index_checksum >> std::dec >> pending.input_bytes) ||
+            pending.file != first_file + files.size()) {
+          break;
+        }
+        if (e.size > 0) e.name = RecordFileName(pending.file);
+        files.push_back(std::move(pending));
+        pending = {};
+      } else {
+        break;
+      }
+    }
+    return files;
+  }
+
+  // Starts a journal holding `first_line` and `kept`, replacing any journal.
+  static Result<std::unique_ptr<Journal>> Create(const fs::path& path, const std::string& first_line,
+                                                 const std::vector<FinishedFile>& kept) {
+    std::string text = first_line + "\n";
+    for (const FinishedFile& f : kept) text += Lines(f);
+    PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path.string()));
+    PCR_RETURN_IF_ERROR(file->Append(AsBytes(text)));
+    PCR_RETURN_IF_ERROR(file->Commit());
+    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return Status::IOError(path.string() + ": cannot open: " + std::strerror(errno));
+    return std::unique_ptr<Journal>(new Journal(path.string(), fd));
+  }
+
+  ~Journal() { close(fd_); }
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // Appends `f`'s lines and syncs them. REQUIRES: f's file is committed.
+  Status Add(const FinishedFile& f) {
+    const std::string text = Lines(f);
+    if (write(fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size()) || fdatasync(fd_) != 0) {
+      return Status::IOError(path_ + ": cannot append: " + std::strerror(errno));
+    }
+    return Status::OK();
+  }
+
+ private:
+  Journal(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+
+  static ByteSpan AsBytes(const std::string& s) {
+    return ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  }
+
+  static std::string Lines(const FinishedFile& f) {
+    std::string text;
+    for (const auto& [source, reason] : f.skipped) {
+      std::string one_line = reason;
+      std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+      text += "skip " + std::to_string(source) + " " + one_line + "\n";
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "done %llu %llu %llu %llu %016llx %llu\n",
+                  static_cast<unsigned long long>(f.file), static_cast<unsigned long long>(f.entry.size),
+                  static_cast<unsigned long long>(f.entry.image_count),
+                  static_cast<unsigned long long>(f.entry.stripe_count),
+                  static_cast<unsigned long long>(f.entry.index_checksum),
+                  static_cast<unsigned long long>(f.input_bytes));
+    return text + buf;
+  }
+
+  std::string path_;
+  int fd_;
+};
+
+// The index checksum in the footer of the file at `path`, if it has `size` bytes.
+std::optional<uint64_t> FooterIndexChecksum(const fs::path& path, uint64_t size) {
   std::error_code ec;
-  const fs::path dir(out_dir);
+  if (size < kMinFileSize || fs::file_size(path, ec) != size || ec) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  Bytes tail(kFooterSize);
+  in.seekg(static_cast<std::streamoff>(size - kFooterSize));
+  if (!in.read(reinterpret_cast<char*>(tail.data()), kFooterSize)) return std::nullopt;
+  auto footer = Footer::DecodeFrom(tail, size);
+  if (!footer.ok()) return std::nullopt;
+  return footer->index_checksum;
+}
+
+// Makes OUT_DIR ready and returns the finished files to keep: those a
+// journal of the same conversion lists that are still whole on disk. Every
+// other record file and skip list of a conversion is removed. A directory
+// with a manifest, or with .pcr files and no journal, is refused.
+Result<std::vector<FinishedFile>> PrepareOutDir(const fs::path& dir, const std::string& first_line,
+                                                uint64_t first_file, uint64_t source_count) {
+  std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return Status::IOError(out_dir + ": cannot create directory: " + ec.message());
-  if (fs::exists(dir / kDatasetManifestName, ec)) {
-    return Status::InvalidArgument(out_dir + " already holds a pcr dataset (" + kDatasetManifestName + ")");
+  if (ec) return Status::IOError(dir.string() + ": cannot create directory: " + ec.message());
+  for (const char* manifest : {kDatasetManifestName, kPartManifestName}) {
+    if (fs::exists(dir / manifest, ec)) {
+      return Status::InvalidArgument(dir.string() + " already holds a pcr dataset (" + manifest + ")");
+    }
   }
   const bool interrupted = fs::exists(dir / kConversionMarkerName, ec);
+  std::vector<FinishedFile> kept;
+  if (interrupted) kept = Journal::Read(dir / kConversionMarkerName, first_line, first_file, source_count);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const DatasetFileEntry& e = kept[i].entry;
+    if (e.size > 0 && FooterIndexChecksum(dir / e.name, e.size) != e.index_checksum) {
+      kept.resize(i);
+      break;
+    }
+  }
+  std::set<std::string> keep;
+  for (const FinishedFile& f : kept) keep.insert(f.entry.name);
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (interrupted && IsConversionOutput(name)) {
-      if (!fs::remove(entry.path(), ec)) return Status::IOError(entry.path().string() + ": cannot remove: " + ec.message());
+      if (!keep.contains(name) && !fs::remove(entry.path(), ec)) {
+        return Status::IOError(entry.path().string() + ": cannot remove: " + ec.message());
+      }
     } else if (entry.path().extension() == kRecordFileExtension) {
-      return Status::InvalidArgument(out_dir + " already holds a pcr dataset (" + name + ")");
+      return Status::InvalidArgument(dir.string() + " already holds a pcr dataset (" + name + ")");
     }
   }
-  if (ec) return Status::IOError(out_dir + ": " + ec.message());
-  std::ofstream marker(dir / kConversionMarkerName, std::ios::trunc);
-  marker << "pcr-convert images is writing this directory; dataset.pcrd is written last\n";
-  if (!marker.flush()) return Status::IOError(out_dir + ": cannot write " + kConversionMarkerName);
-  return Status::OK();
+  if (ec) return Status::IOError(dir.string() + ": " + ec.message());
+  return kept;
 }
 
-// Removes the files of a failed conversion.
-class OutputCleanup {
- public:
-  explicit OutputCleanup(std::string dir) : dir_(std::move(dir)) {}
-  ~OutputCleanup() {
-    if (done_) return;
-    std::error_code ec;
-    for (const auto& f : written_) fs::remove(fs::path(dir_) / f, ec);
-  }
-  void Add(const std::string& name) { written_.push_back(name); }
-  void Done() { done_ = true; }
+Result<Bytes> ReadSmallFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IOError(path.string() + ": cannot open");
+  Bytes data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::IOError(path.string() + ": read failed");
+  return data;
+}
 
- private:
-  std::string dir_;
-  std::vector<std::string> written_;
-  bool done_ = false;
-};
+// The part manifest of PART_DIR, checked like any pcr file.
+Result<PartManifest> ReadPartManifest(const fs::path& part_dir) {
+  const fs::path path = part_dir / kPartManifestName;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    if (fs::exists(part_dir / kDatasetManifestName, ec)) {
+      return Status::InvalidArgument(part_dir.string() + ": a whole dataset, not a part of a sharded conversion");
+    }
+    return Status::InvalidArgument(part_dir.string() + ": no " + kPartManifestName +
+                                   " (not a part, or its conversion did not finish: run it again to resume)");
+  }
+  PCR_ASSIGN_OR_RETURN(Bytes file, ReadSmallFile(path));
+  auto index = DecodeIndexOnlyFile(file, FileKind::kDatasetPart);
+  if (!index.ok()) return index.status().WithPrefix(path.string());
+  auto part = PartManifest::DecodeFrom(*index);
+  if (!part.ok()) return part.status().WithPrefix(path.string());
+  return part;
+}
+
+// Hard-links `from` as `to`; a link already there (an interrupted merge) is kept.
+Status LinkFile(const fs::path& from, const fs::path& to) {
+  if (link(from.c_str(), to.c_str()) == 0) return Status::OK();
+  const int err = errno;
+  std::error_code ec;
+  if (err == EEXIST && fs::equivalent(from, to, ec)) return Status::OK();
+  if (err == EXDEV) {
+    return Status::InvalidArgument(from.string() + " and " + to.parent_path().string() +
+                                   " are on different filesystems; merge links record files instead of "
+                                   "copying them, so OUT_DIR must be on the parts' filesystem");
+  }
+  return Status::IOError(to.string() + ": cannot link to " + from.string() + ": " + std::strerror(err));
+}
+
+Status WriteTextFile(const fs::path& path, const std::string& text) {
+  PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path.string()));
+  PCR_RETURN_IF_ERROR(file->Append(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+  return file->Commit();
+}
 
 }  // namespace
 
@@ -216,6 +420,9 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file) {
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
   if (options.images_per_record == 0 || options.records_per_file == 0) {
     return Status::InvalidArgument("--images-per-record and --records-per-file must be positive");
+  }
+  if (options.num_shards == 0 || options.shard_index >= options.num_shards) {
+    return Status::InvalidArgument("--shard must be below --num-shards");
   }
   PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScanScript(options.scan_script));
   DatasetManifest manifest;
@@ -239,7 +446,23 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     }
     sources = std::move(shuffled);
   }
-  PCR_RETURN_IF_ERROR(PrepareOutDir(options.out_dir));
+
+  // Source i goes to record i / images_per_record, file i / per_file.
+  const uint64_t count = sources.size();
+  uint64_t per_file = 0;
+  if (__builtin_mul_overflow(options.images_per_record, options.records_per_file, &per_file)) per_file = count;
+  per_file = std::min(per_file, count);
+  const uint64_t file_count = (count + per_file - 1) / per_file;
+  const uint64_t first_file = file_count * options.shard_index / options.num_shards;
+  const uint64_t end_file = file_count * (options.shard_index + 1) / options.num_shards;
+  const bool part = options.num_shards > 1;
+
+  const fs::path out_dir(options.out_dir);
+  const uint64_t plan = PlanChecksum(options, script, manifest.class_names, sources);
+  const std::string first_line = Journal::FirstLine(plan, options.shard_index, options.num_shards);
+  PCR_ASSIGN_OR_RETURN(std::vector<FinishedFile> finished,
+                       PrepareOutDir(out_dir, first_line, first_file, count));
+  PCR_ASSIGN_OR_RETURN(auto journal, Journal::Create(out_dir / kConversionMarkerName, first_line, finished));
 
   const int jobs = options.jobs > 0 ? options.jobs
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -252,77 +475,184 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
                                .max_memory_bytes = static_cast<size_t>(memory / static_cast<uint64_t>(jobs)),
                                .max_pixels = options.max_pixels};
   ConvertImagesSummary summary;
-  OutputCleanup cleanup(options.out_dir);
-  cleanup.Add(kConversionMarkerName);
+  summary.resumed_files = finished.size();
+
+  FinishedFile current{.file = first_file + finished.size()};
   std::unique_ptr<ImageFileWriter> writer;
-  uint64_t records_in_file = 0;
-
-  auto finish_file = [&]() -> Status {
-    PCR_ASSIGN_OR_RETURN(DatasetFileEntry entry, writer->Finish());
-    summary.output_bytes += entry.size;
-    manifest.files.push_back(std::move(entry));
-    writer.reset();
-    return Status::OK();
-  };
-
+  uint64_t record = 0;
   std::vector<SampleMetadata> samples;
   std::vector<TranscodedImage> images;
   auto flush_record = [&]() -> Status {
     if (images.empty()) return Status::OK();
     if (!writer) {
-      const std::string name = RecordFileName(summary.files++);
-      cleanup.Add(name);
-      PCR_ASSIGN_OR_RETURN(writer, ImageFileWriter::Create((fs::path(options.out_dir) / name).string(), script));
-      records_in_file = 0;
+      const std::string path = (out_dir / RecordFileName(current.file)).string();
+      PCR_ASSIGN_OR_RETURN(writer, ImageFileWriter::Create(path, script));
     }
     PCR_RETURN_IF_ERROR(writer->AddRecord(samples, images));
-    summary.records++;
-    summary.images += images.size();
     samples.clear();
     images.clear();
-    if (++records_in_file == options.records_per_file) PCR_RETURN_IF_ERROR(finish_file());
+    return Status::OK();
+  };
+  // Commits the current file, journals it and starts the next.
+  auto finish_file = [&]() -> Status {
+    PCR_RETURN_IF_ERROR(flush_record());
+    if (writer) {
+      PCR_ASSIGN_OR_RETURN(current.entry, writer->Finish());
+      writer.reset();
+    }
+    PCR_RETURN_IF_ERROR(journal->Add(current));
+    finished.push_back(std::move(current));
+    current = {.file = finished.back().file + 1};
     return Status::OK();
   };
 
-  // Records are cut by the count of converted images, so their boundaries do
-  // not depend on the batch size (and so on `jobs`).
+  const uint64_t shard_begin = first_file * per_file;
+  const uint64_t shard_end = std::min(count, end_file * per_file);
+  ConvertProgress progress{.images_total = shard_end - shard_begin};
+  const uint64_t begin = std::min(shard_end, current.file * per_file);
+  progress.images_done = progress.images_resumed = begin - shard_begin;
+  // Batches are independent of the files, so small records still keep every job busy.
   const size_t batch = std::max<size_t>(options.images_per_record, 4 * static_cast<size_t>(jobs));
-  for (size_t begin = 0; begin < sources.size(); begin += batch) {
-    const size_t end = std::min(sources.size(), begin + batch);
-    std::vector<Converted> done =
-        TranscodeBatch(sources, begin, end, options.src_dir, script, topts, jobs);
-    for (size_t i = 0; i < done.size(); ++i) {
-      const Source& src = sources[begin + i];
-      if (!done[i].image.ok()) {
-        const std::string path = (fs::path(options.src_dir) / src.key).string();
-        if (!options.skip_bad) return done[i].image.status().WithPrefix(path);
-        summary.skipped.emplace_back(src.key, done[i].image.status().ToString());
+  Status failed;
+  for (uint64_t b = begin; b < shard_end && failed.ok(); b += batch) {
+    const uint64_t e = std::min<uint64_t>(shard_end, b + batch);
+    std::vector<Converted> done = TranscodeBatch(sources, b, e, options.src_dir, script, topts, jobs);
+    for (uint64_t i = b; i < e && failed.ok(); ++i) {
+      Converted& c = done[i - b];
+      while (current.file < i / per_file && failed.ok()) failed = finish_file();
+      if (i / options.images_per_record != record) {
+        if (failed.ok()) failed = flush_record();
+        record = i / options.images_per_record;
+      }
+      if (!failed.ok()) break;
+      if (!c.image.ok()) {
+        if (!options.skip_bad) {
+          failed = c.image.status().WithPrefix((fs::path(options.src_dir) / sources[i].key).string());
+        } else {
+          current.skipped.emplace_back(i, c.image.status().ToString());
+        }
         continue;
       }
-      summary.input_bytes += done[i].input_bytes;
-      samples.push_back({src.label, src.key});
-      images.push_back(std::move(done[i].image).value());
-      if (images.size() == options.images_per_record) PCR_RETURN_IF_ERROR(flush_record());
+      current.input_bytes += c.input_bytes;
+      progress.bytes_read += c.input_bytes;
+      samples.push_back({sources[i].label, sources[i].key});
+      images.push_back(std::move(c.image).value());
     }
-    if (options.progress) options.progress(end, sources.size());
+    progress.images_done += e - b;
+    if (options.progress && failed.ok()) options.progress(progress);
   }
-  PCR_RETURN_IF_ERROR(flush_record());
-  if (writer) PCR_RETURN_IF_ERROR(finish_file());
-  if (summary.images == 0) return Status::InvalidArgument("no image could be converted");
-  if (options.skip_bad && !summary.skipped.empty()) {
-    const std::string path = (fs::path(options.out_dir) / kSkippedListName).string();
-    cleanup.Add(kSkippedListName);
-    PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
-    std::string text;
-    for (const auto& [key, reason] : summary.skipped) text += key + "\t" + reason + "\n";
-    PCR_RETURN_IF_ERROR(file->Append(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
-    PCR_RETURN_IF_ERROR(file->Commit());
+  while (failed.ok() && current.file < end_file) failed = finish_file();
+  writer.reset();
+  if (!failed.ok()) {
+    journal.reset();
+    std::error_code ec;
+    if (finished.empty()) fs::remove(out_dir / kConversionMarkerName, ec);
+    return failed;
   }
-  PCR_RETURN_IF_ERROR(
-      WriteDatasetManifest((fs::path(options.out_dir) / kDatasetManifestName).string(), manifest));
-  cleanup.Done();
+
+  std::string skip_list;
+  for (const FinishedFile& f : finished) {
+    summary.input_bytes += f.input_bytes;
+    for (const auto& [source, reason] : f.skipped) {
+      summary.skipped.emplace_back(sources[source].key, reason);
+      skip_list += sources[source].key + "\t" + reason + "\n";
+    }
+    if (f.entry.size == 0) continue;
+    summary.files++;
+    summary.records += f.entry.stripe_count;
+    summary.images += f.entry.image_count;
+    summary.output_bytes += f.entry.size;
+    manifest.files.push_back(f.entry);
+  }
+  if (summary.images == 0 && !part) return Status::InvalidArgument("no image could be converted");
+  if (!skip_list.empty()) PCR_RETURN_IF_ERROR(WriteTextFile(out_dir / kSkippedListName, skip_list));
+  if (part) {
+    PCR_RETURN_IF_ERROR(WritePartManifest(
+        (out_dir / kPartManifestName).string(),
+        {.shard_index = options.shard_index, .shard_count = options.num_shards, .plan_checksum = plan,
+         .dataset = std::move(manifest)}));
+  } else {
+    PCR_RETURN_IF_ERROR(WriteDatasetManifest((out_dir / kDatasetManifestName).string(), manifest));
+  }
+  journal.reset();
   std::error_code ec;
-  fs::remove(fs::path(options.out_dir) / kConversionMarkerName, ec);
+  fs::remove(out_dir / kConversionMarkerName, ec);
+  return summary;
+}
+
+Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs) {
+  if (part_dirs.empty()) return Status::InvalidArgument("merge needs at least one part directory");
+  std::vector<std::optional<PartManifest>> shards;
+  std::vector<fs::path> shard_dirs;
+  std::error_code ec;
+  for (const std::string& dir : part_dirs) {
+    if (fs::equivalent(dir, out_dir, ec)) {
+      return Status::InvalidArgument(out_dir + ": is also given as a part; merge into another directory");
+    }
+    PCR_ASSIGN_OR_RETURN(PartManifest p, ReadPartManifest(dir));
+    if (shards.empty()) {
+      shards.resize(p.shard_count);
+      shard_dirs.resize(p.shard_count);
+    }
+    const PartManifest* first = nullptr;
+    for (const auto& s : shards) {
+      if (s) first = &*s;
+    }
+    if (p.shard_count != shards.size() || (first && (p.plan_checksum != first->plan_checksum ||
+                                                     !(p.dataset.script == first->dataset.script) ||
+                                                     p.dataset.class_names != first->dataset.class_names))) {
+      return Status::InvalidArgument(dir + ": shard " + std::to_string(p.shard_index) + " of " +
+                                     std::to_string(p.shard_count) + " is from another conversion than " +
+                                     part_dirs.front() + " (different input, options or shard count)");
+    }
+    if (shards[p.shard_index]) {
+      return Status::InvalidArgument(dir + ": shard " + std::to_string(p.shard_index) + " is also " +
+                                     shard_dirs[p.shard_index].string());
+    }
+    shard_dirs[p.shard_index] = dir;
+    shards[p.shard_index] = std::move(p);
+  }
+  std::string missing;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (!shards[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  }
+  if (!missing.empty()) {
+    return Status::InvalidArgument("missing shards " + missing + " of " + std::to_string(shards.size()) +
+                                   " (every part of the conversion must be given)");
+  }
+
+  const fs::path out(out_dir);
+  fs::create_directories(out, ec);
+  if (ec) return Status::IOError(out_dir + ": cannot create directory: " + ec.message());
+  if (fs::exists(out / kDatasetManifestName, ec)) {
+    return Status::InvalidArgument(out_dir + " already holds a pcr dataset (" + kDatasetManifestName + ")");
+  }
+  DatasetManifest manifest;
+  manifest.script = shards[0]->dataset.script;
+  manifest.class_names = shards[0]->dataset.class_names;
+  MergeSummary summary{.parts = shards.size()};
+  std::string skip_list;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    for (const DatasetFileEntry& e : shards[i]->dataset.files) {
+      const fs::path from = shard_dirs[i] / e.name;
+      if (FooterIndexChecksum(from, e.size) != e.index_checksum) {
+        return Status::Corruption(from.string() + ": size or index checksum differs from " +
+                                  (shard_dirs[i] / kPartManifestName).string());
+      }
+      PCR_RETURN_IF_ERROR(LinkFile(from, out / e.name));
+      summary.images += e.image_count;
+      manifest.files.push_back(e);
+    }
+    if (fs::exists(shard_dirs[i] / kSkippedListName, ec)) {
+      PCR_ASSIGN_OR_RETURN(Bytes text, ReadSmallFile(shard_dirs[i] / kSkippedListName));
+      skip_list.append(text.begin(), text.end());
+      summary.skipped += static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+    }
+  }
+  summary.files = manifest.files.size();
+  if (summary.images == 0) return Status::InvalidArgument("the parts hold no images");
+  if (!skip_list.empty()) PCR_RETURN_IF_ERROR(WriteTextFile(out / kSkippedListName, skip_list));
+  PCR_RETURN_IF_ERROR(WriteDatasetManifest((out / kDatasetManifestName).string(), manifest));
   return summary;
 }
 

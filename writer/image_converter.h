@@ -13,6 +13,13 @@
 
 namespace pcr {
 
+struct ConvertProgress {
+  uint64_t images_done = 0;     // source images of this shard handled, converted or skipped
+  uint64_t images_total = 0;    // source images of this shard
+  uint64_t images_resumed = 0;  // of images_done, in files kept from an interrupted run
+  uint64_t bytes_read = 0;      // source bytes read by this run
+};
+
 struct ConvertImagesOptions {
   std::string src_dir;              // ImageFolder root, or the root of --list paths
   std::string list_file;            // CSV "path,label" lines; empty: use class folders
@@ -28,8 +35,11 @@ struct ConvertImagesOptions {
   // each job gets memory_bytes / jobs. 0: 1 GiB per job, at most half the RAM.
   uint64_t memory_bytes = 0;
   std::optional<uint64_t> shuffle_seed;  // shuffle image order before writing
-  // Called after each record with (images done, images total).
-  std::function<void(uint64_t, uint64_t)> progress;
+  // Convert only part `shard_index` of `num_shards` (see ConvertImages).
+  uint64_t shard_index = 0;
+  uint64_t num_shards = 1;
+  // Called after each batch of images, from the converting thread.
+  std::function<void(const ConvertProgress&)> progress;
 };
 
 struct ConvertImagesSummary {
@@ -39,13 +49,14 @@ struct ConvertImagesSummary {
   uint64_t input_bytes = 0;   // of the converted source files
   uint64_t output_bytes = 0;  // of the .pcr files
   std::vector<std::pair<std::string, std::string>> skipped;  // (path, reason)
+  uint64_t resumed_files = 0;  // finished by an interrupted run and kept
 };
 
 // The name of the skip list written next to the output by skip_bad.
 inline constexpr char kSkippedListName[] = "skipped.tsv";
-// Present in OUT_DIR while a conversion runs: records beside it and no
-// manifest are the remains of an interrupted conversion, which the next
-// conversion into OUT_DIR removes.
+// Present in OUT_DIR while a conversion runs, and after one failed or was
+// killed: a journal of the files finished so far (spec section 10.2). The
+// same conversion run again keeps them and converts the rest.
 inline constexpr char kConversionMarkerName[] = ".pcr-convert-incomplete";
 
 // The built-in script `name_or_file` names, else the script in that file
@@ -53,10 +64,34 @@ inline constexpr char kConversionMarkerName[] = ".pcr-convert-incomplete";
 Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 
 // Converts every JPEG of the source into OUT_DIR. Never modifies the source.
-// On error nothing that looks like a complete dataset is left: the manifest
-// is written last, and files written so far are removed. Killed at any
-// point, it leaves no manifest (or a complete dataset), and running it again
-// completes. The output is the same bytes for any `jobs`.
+//
+// Source image i (in list order, after --shuffle) belongs to record
+// i / images_per_record and file records-<i / (images_per_record *
+// records_per_file)>.pcr, so every file's bytes depend only on its own
+// sources: the output is the same for any `jobs`, and a file whose images
+// were all skipped is not written. With num_shards > 1, this call converts
+// the contiguous run of files [F * shard_index / num_shards, F * (shard_index
+// + 1) / num_shards) of the F files and writes part.pcrd instead of
+// dataset.pcrd; MergeParts joins the parts.
+//
+// The manifest is written last. On an error, or killed at any point, OUT_DIR
+// holds no manifest; the files finished so far stay, listed in the journal,
+// and the same call again keeps them and converts the rest.
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
+
+struct MergeSummary {
+  uint64_t parts = 0;
+  uint64_t files = 0;
+  uint64_t images = 0;
+  uint64_t skipped = 0;  // lines of the parts' skip lists
+};
+
+// Joins the parts of one sharded conversion, every shard exactly once, into
+// the dataset OUT_DIR: record files are hard-linked (never copied, so OUT_DIR
+// must be on the parts' filesystem), skip lists are concatenated and the
+// manifest lists the files in shard order. The result equals the one-machine
+// conversion of the same input and options, byte for byte. Parts are left
+// as they are; an interrupted merge completes when run again.
+Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs);
 
 }  // namespace pcr

@@ -1,0 +1,212 @@
+// Sharded conversion, merging parts, and resuming an interrupted conversion.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "reader/image_dataset.h"
+#include "reader/verify.h"
+#include "test_util.h"
+#include "writer/image_converter.h"
+
+namespace pcr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::DataDir;
+using test::ReadFile;
+using test::TempDir;
+
+// The sample plus the three bad files as class "zbad", which sorts last.
+void MakeMixedSource(const fs::path& dir) {
+  fs::copy(DataDir() + "/sample", dir, fs::copy_options::recursive);
+  fs::copy(DataDir() + "/bad", dir / "zbad");
+}
+
+// Every regular file under `dir` (names relative to it) and its bytes.
+std::map<std::string, Bytes> Tree(const fs::path& dir) {
+  std::map<std::string, Bytes> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file()) out[e.path().filename().string()] = ReadFile(e.path());
+  }
+  return out;
+}
+
+std::vector<std::string> Names(const std::map<std::string, Bytes>& tree) {
+  std::vector<std::string> names;
+  for (const auto& [name, bytes] : tree) names.push_back(name);
+  return names;
+}
+
+ino_t Inode(const fs::path& p) {
+  struct stat st {};
+  REQUIRE(stat(p.c_str(), &st) == 0);
+  return st.st_ino;
+}
+
+// The record files in `dir` and their inodes.
+std::map<std::string, ino_t> RecordInodes(const fs::path& dir) {
+  std::map<std::string, ino_t> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == kRecordFileExtension) out[e.path().filename().string()] = Inode(e.path());
+  }
+  return out;
+}
+
+ConvertImagesOptions MixedOptions(const fs::path& src, const fs::path& out) {
+  return {.src_dir = src, .out_dir = out, .images_per_record = 3, .records_per_file = 2, .jobs = 2,
+          .skip_bad = true, .shuffle_seed = 7};
+}
+
+TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conversion") {
+  TempDir tmp;
+  MakeMixedSource(tmp.path() / "src");
+  const auto one = ConvertImages(MixedOptions(tmp / "src", tmp / "one"));
+  REQUIRE(one.ok());
+  REQUIRE(one->skipped.size() == 3);
+  const auto reference = Tree(tmp / "one");
+  // 27 sources in files of 6: five files, some holding skipped images.
+  REQUIRE(one->files == 5);
+
+  for (uint64_t shards : {2, 3, 7}) {
+    INFO(shards << " shards");
+    std::vector<std::string> parts;
+    uint64_t images = 0;
+    for (uint64_t i = 0; i < shards; ++i) {
+      ConvertImagesOptions o = MixedOptions(tmp / "src", tmp / ("part-" + std::to_string(shards) + "-" + std::to_string(i)));
+      o.shard_index = i;
+      o.num_shards = shards;
+      o.jobs = 1 + static_cast<int>(i % 2);
+      auto part = ConvertImages(o);
+      REQUIRE(part.ok());
+      images += part->images;
+      CHECK(fs::exists(fs::path(o.out_dir) / kPartManifestName));
+      CHECK_FALSE(fs::exists(fs::path(o.out_dir) / kDatasetManifestName));
+      auto open = ImageDataset::Open(o.out_dir);
+      REQUIRE_FALSE(open.ok());
+      CHECK_THAT(open.status().message(), Catch::Contains("pcr-convert merge"));
+      parts.push_back(o.out_dir);
+    }
+    CHECK(images == one->images);
+    // Parts are given in any order.
+    std::reverse(parts.begin(), parts.end());
+    const fs::path merged = tmp / ("merged-" + std::to_string(shards));
+    auto summary = MergeParts(merged, parts);
+    REQUIRE(summary.ok());
+    CHECK(summary->images == one->images);
+    CHECK(summary->skipped == 3);
+    const auto tree = Tree(merged);
+    CHECK(Names(tree) == Names(reference));
+    for (const auto& [name, bytes] : reference) {
+      INFO(name);
+      CHECK(tree.at(name) == bytes);
+    }
+    // Record files are linked, not copied.
+    for (const auto& [name, inode] : RecordInodes(merged)) {
+      bool found = false;
+      for (const std::string& p : parts) found |= fs::exists(fs::path(p) / name) && Inode(fs::path(p) / name) == inode;
+      CHECK(found);
+    }
+    CHECK(VerifyPath(merged.string()).errors.empty());
+  }
+}
+
+TEST_CASE("merge refuses missing, repeated, unfinished and foreign parts") {
+  TempDir tmp;
+  const std::string src = DataDir() + "/sample";
+  auto part = [&](uint64_t i, uint64_t n, uint64_t per_record) {
+    ConvertImagesOptions o{.src_dir = src, .out_dir = tmp / ("p" + std::to_string(i) + "-" + std::to_string(n) + "-" +
+                                                            std::to_string(per_record)),
+                           .images_per_record = per_record, .jobs = 1, .shard_index = i, .num_shards = n};
+    REQUIRE(ConvertImages(o).ok());
+    return o.out_dir;
+  };
+  const std::string a = part(0, 3, 2), b = part(1, 3, 2), c = part(2, 3, 2);
+  auto message = [&](const std::vector<std::string>& parts) {
+    auto r = MergeParts(tmp / "out", parts);
+    REQUIRE_FALSE(r.ok());
+    return r.status().message();
+  };
+  CHECK_THAT(message({a, c}), Catch::Contains("missing shards 1 of 3"));
+  CHECK_THAT(message({a, b, c, b}), Catch::Contains("shard 1 is also " + b));
+  CHECK_THAT(message({a, part(1, 3, 4), c}), Catch::Contains("from another conversion"));
+  CHECK_THAT(message({a, part(1, 2, 2), c}), Catch::Contains("from another conversion"));
+  CHECK_THAT(message({a, b, src}), Catch::Contains("no part.pcrd"));
+  fs::create_directories(tmp / "whole");
+  REQUIRE(ConvertImages({.src_dir = src, .out_dir = tmp / "whole", .jobs = 1}).ok());
+  CHECK_THAT(message({a, b, tmp / "whole"}), Catch::Contains("a whole dataset, not a part"));
+  auto into_part = MergeParts(a, {a, b, c});
+  REQUIRE_FALSE(into_part.ok());
+  CHECK_THAT(into_part.status().message(), Catch::Contains("also given as a part"));
+  CHECK_FALSE(fs::exists(tmp.path() / "out" / kDatasetManifestName));
+
+  // A damaged part file is named; the merge is then refused, not half done.
+  test::WriteFile(fs::path(b) / "records-00005.pcr", Bytes{1, 2, 3});
+  CHECK_THAT(message({a, b, c}), Catch::Contains(b + "/records-00005.pcr: size or index checksum differs"));
+  CHECK_FALSE(fs::exists(tmp.path() / "out" / kDatasetManifestName));
+}
+
+TEST_CASE("a failed conversion resumes without redoing its finished files") {
+  TempDir tmp;
+  MakeMixedSource(tmp.path() / "src");
+  ConvertImagesOptions o{.src_dir = tmp / "src", .out_dir = tmp / "out", .images_per_record = 2, .jobs = 2};
+  auto failed = ConvertImages(o);
+  REQUIRE_FALSE(failed.ok());
+  const auto before = RecordInodes(tmp / "out");
+  // The bad class sorts last: the 24 good images before it make 12 files.
+  REQUIRE(before.size() == 12);
+  CHECK(fs::exists(tmp.path() / "out" / kConversionMarkerName));
+  CHECK_FALSE(ImageDataset::Open(tmp / "out").ok());
+
+  SECTION("after the bad files are replaced") {
+    const Bytes good = ReadFile(DataDir() + "/sample/misc/restarts.jpg");
+    for (const auto& e : fs::directory_iterator(tmp / "src/zbad")) test::WriteFile(e.path(), good);
+    auto resumed = ConvertImages(o);
+    REQUIRE(resumed.ok());
+    CHECK(resumed->resumed_files == 12);
+    CHECK(resumed->images == 27);
+    for (const auto& [name, inode] : before) CHECK(Inode(tmp.path() / "out" / name) == inode);
+    o.out_dir = tmp / "fresh";
+    REQUIRE(ConvertImages(o).ok());
+    CHECK(Tree(tmp / "out") == Tree(tmp / "fresh"));
+  }
+  SECTION("with --skip-bad") {
+    o.skip_bad = true;
+    auto resumed = ConvertImages(o);
+    REQUIRE(resumed.ok());
+    CHECK(resumed->resumed_files == 12);
+    CHECK(resumed->skipped.size() == 3);
+    for (const auto& [name, inode] : before) CHECK(Inode(tmp.path() / "out" / name) == inode);
+    o.out_dir = tmp / "fresh";
+    REQUIRE(ConvertImages(o).ok());
+    CHECK(Tree(tmp / "out") == Tree(tmp / "fresh"));
+  }
+  SECTION("a damaged finished file is converted again, with the files after it") {
+    const fs::path damaged = tmp.path() / "out" / "records-00005.pcr";
+    fs::resize_file(damaged, fs::file_size(damaged) - 1);
+    o.skip_bad = true;
+    auto resumed = ConvertImages(o);
+    REQUIRE(resumed.ok());
+    CHECK(resumed->resumed_files == 5);
+    CHECK(Inode(tmp.path() / "out" / "records-00004.pcr") == before.at("records-00004.pcr"));
+    o.out_dir = tmp / "fresh";
+    REQUIRE(ConvertImages(o).ok());
+    CHECK(Tree(tmp / "out") == Tree(tmp / "fresh"));
+  }
+  SECTION("a different conversion starts over") {
+    o.skip_bad = true;
+    o.images_per_record = 3;
+    auto other = ConvertImages(o);
+    REQUIRE(other.ok());
+    CHECK(other->resumed_files == 0);
+    o.out_dir = tmp / "fresh";
+    REQUIRE(ConvertImages(o).ok());
+    CHECK(Tree(tmp / "out") == Tree(tmp / "fresh"));
+  }
+}
+
+}  // namespace
+}  // namespace pcr
