@@ -1,0 +1,112 @@
+#include "reader/sample_iterator.h"
+
+#include <algorithm>
+
+namespace pcr {
+
+Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDataset& dataset,
+                                                              const SampleIteratorOptions& options,
+                                                              const IterationState& start) {
+  PCR_RETURN_IF_ERROR(ValidateEpochOptions(options.epoch));
+  if (options.fidelity < 0 || options.fidelity > dataset.num_scan_groups()) {
+    return Status::InvalidArgument("fidelity " + std::to_string(options.fidelity) + " out of range 1.." +
+                                   std::to_string(dataset.num_scan_groups()));
+  }
+  const uint64_t per_rank = ImagesPerRank(dataset.num_images(), options.epoch);
+  if (start.position > per_rank || start.position % options.epoch.batch_size != 0) {
+    return Status::InvalidArgument("iteration state " + start.ToString() + ": position is not a batch boundary in 0.." +
+                                   std::to_string(per_rank));
+  }
+  std::unique_ptr<SampleIterator> it(new SampleIterator(dataset, options, start));
+  it->thread_ = std::thread([p = it.get()] { p->ReadAhead(); });
+  return it;
+}
+
+SampleIterator::SampleIterator(const ImageDataset& dataset, const SampleIteratorOptions& options,
+                               const IterationState& start)
+    : dataset_(dataset),
+      options_(options),
+      seed_(start.seed),
+      epoch_(start.epoch),
+      start_(start.position),
+      fidelity_(options.fidelity == 0 ? dataset.num_scan_groups() : options.fidelity),
+      position_(start.position) {
+  std::vector<uint64_t> sizes(dataset.num_records());
+  for (uint64_t r = 0; r < sizes.size(); ++r) sizes[r] = dataset.record(r).image_count;
+  plan_ = PlanRankEpoch(sizes, options.epoch, seed_, epoch_);
+  delivered_at_.resize(plan_.order.size());
+  needed_.resize(plan_.order.size());
+  for (uint64_t q = 0; q < plan_.order.size(); ++q) {
+    delivered_at_[plan_.order[q]] = q;
+    needed_[q] = std::max(plan_.order[q], q == 0 ? 0 : needed_[q - 1]);
+  }
+}
+
+SampleIterator::~SampleIterator() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+uint64_t SampleIterator::ReadLimit() const {
+  const uint64_t n = plan_.order.size();
+  const uint64_t batch_end = std::min(n, position_ + options_.epoch.batch_size);
+  return batch_end == 0 ? 0 : needed_[batch_end - 1] + std::max<uint64_t>(options_.read_ahead, 1);
+}
+
+void SampleIterator::ReadAhead() {
+  const uint64_t n = plan_.order.size();
+  std::vector<ImageRequest> requests;
+  std::vector<uint64_t> inputs;
+  while (true) {
+    uint64_t begin, end;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      changed_.wait(lock, [&] { return stop_ || read_ >= n || read_ < ReadLimit(); });
+      if (stop_ || read_ >= n) return;
+      begin = read_;
+      end = std::min({n, ReadLimit(), begin + std::max<uint64_t>(options_.read_ahead, 1)});
+    }
+    requests.clear();
+    inputs.clear();
+    for (uint64_t i = begin; i < end; ++i) {
+      if (delivered_at_[i] < start_) continue;  // delivered before the resumed state
+      requests.push_back({plan_.input[i], fidelity_});
+      inputs.push_back(i);
+    }
+    Result<std::vector<Image>> images = dataset_.ReadImages(requests);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!images.ok()) {
+      error_ = images.status();
+      changed_.notify_all();
+      return;
+    }
+    for (size_t j = 0; j < inputs.size(); ++j) held_.emplace(inputs[j], std::move((*images)[j]));
+    read_ = end;
+    changed_.notify_all();
+  }
+}
+
+Result<bool> SampleIterator::Next(SampleBatch* batch) {
+  const uint64_t n = plan_.order.size();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (position_ >= n) return false;
+  const uint64_t end = std::min(n, position_ + options_.epoch.batch_size);
+  changed_.wait(lock, [&] { return !error_.ok() || read_ > needed_[end - 1]; });
+  if (!error_.ok()) return error_;
+  batch->indices.clear();
+  batch->images.clear();
+  for (uint64_t q = position_; q < end; ++q) {
+    auto node = held_.extract(plan_.order[q]);
+    batch->indices.push_back(plan_.input[plan_.order[q]]);
+    batch->images.push_back(std::move(node.mapped()));
+  }
+  position_ = end;
+  changed_.notify_all();
+  return true;
+}
+
+}  // namespace pcr

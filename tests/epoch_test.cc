@@ -1,0 +1,255 @@
+// Distributed reading: rank shares, deterministic shuffling and resumption.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "format/permutation.h"
+#include "reader/epoch.h"
+#include "reader/sample_iterator.h"
+#include "test_util.h"
+#include "writer/image_converter.h"
+
+namespace pcr {
+namespace {
+
+using test::DataDir;
+using test::TempDir;
+
+// Record layouts: even, ragged (a converter's short last record and records
+// shortened by skipped images), and fewer records than ranks.
+const std::vector<std::vector<uint64_t>> kLayouts = {
+    {4, 4, 4, 4, 4, 4}, {7, 7, 3, 7, 1, 7, 5}, {5, 5, 5}, {1}, {2, 9}};
+
+uint64_t Total(const std::vector<uint64_t>& sizes) {
+  uint64_t t = 0;
+  for (uint64_t s : sizes) t += s;
+  return t;
+}
+
+TEST_CASE("ranks get disjoint, complete and equal shares") {
+  for (const auto& sizes : kLayouts) {
+    const uint64_t total = Total(sizes);
+    for (uint64_t world : {1, 2, 3, 8}) {
+      for (uint64_t batch : {1, 2, 3}) {
+        for (UnevenShares uneven : {UnevenShares::kPad, UnevenShares::kDrop}) {
+          INFO("layout of " << total << " images, world " << world << ", batch " << batch << ", "
+                            << (uneven == UnevenShares::kPad ? "pad" : "drop"));
+          std::map<uint64_t, uint64_t> times;  // image -> ranks' deliveries
+          uint64_t per_rank = 0;
+          for (uint64_t rank = 0; rank < world; ++rank) {
+            const EpochOptions o{.rank = rank, .world_size = world, .batch_size = batch, .uneven = uneven,
+                                 .shuffle_buffer = 5};
+            const RankEpoch plan = PlanRankEpoch(sizes, o, 17, 3);
+            if (rank == 0) per_rank = plan.order.size();
+            REQUIRE(plan.order.size() == per_rank);  // equal on every rank
+            REQUIRE(plan.input.size() == per_rank);
+            CHECK(per_rank == ImagesPerRank(total, o));
+            CHECK(per_rank % batch == 0);
+            std::vector<uint64_t> sorted = plan.order;
+            std::sort(sorted.begin(), sorted.end());
+            for (uint64_t q = 0; q < sorted.size(); ++q) REQUIRE(sorted[q] == q);  // a permutation
+            for (uint64_t i : plan.input) {
+              REQUIRE(i < total);
+              times[i]++;
+            }
+          }
+          const uint64_t steps = per_rank / batch;
+          if (uneven == UnevenShares::kDrop) {
+            CHECK(steps == total / (world * batch));
+            for (const auto& [image, n] : times) CHECK(n == 1);  // disjoint
+            CHECK(times.size() == world * per_rank);
+          } else {
+            CHECK(steps == (total + world * batch - 1) / (world * batch));
+            CHECK(times.size() == total);  // complete
+            // Padding repeats images as evenly as it can.
+            const uint64_t most = (world * per_rank + total - 1) / total;
+            for (const auto& [image, n] : times) CHECK(n <= most);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ranks read whole records except at the ends of their runs") {
+  const std::vector<uint64_t> sizes(40, 10);
+  std::vector<uint64_t> first(sizes.size());
+  for (size_t r = 1; r < sizes.size(); ++r) first[r] = first[r - 1] + sizes[r - 1];
+  std::map<uint64_t, std::set<uint64_t>> readers;  // record -> ranks
+  for (uint64_t rank = 0; rank < 6; ++rank) {
+    const RankEpoch plan = PlanRankEpoch(sizes, {.rank = rank, .world_size = 6}, 1, 0);
+    for (uint64_t image : plan.input) readers[image / 10].insert(rank);
+  }
+  uint64_t shared = 0;
+  for (const auto& [record, ranks] : readers) shared += ranks.size() > 1;
+  // Six runs of 400/6 images have five inner boundaries and one wrap.
+  CHECK(shared <= 6);
+  CHECK(readers.size() == 40);
+}
+
+TEST_CASE("the shuffle is a function of seed, epoch and world size") {
+  const std::vector<uint64_t> sizes = {7, 7, 3, 7, 1, 7, 5, 8, 8};
+  const EpochOptions o{.rank = 1, .world_size = 3, .batch_size = 2, .shuffle_buffer = 6};
+  auto delivered = [&](const EpochOptions& opts, uint64_t seed, uint64_t epoch) {
+    const RankEpoch p = PlanRankEpoch(sizes, opts, seed, epoch);
+    std::vector<uint64_t> out;
+    for (uint64_t q : p.order) out.push_back(p.input[q]);
+    return out;
+  };
+  CHECK(delivered(o, 5, 2) == delivered(o, 5, 2));
+  CHECK(delivered(o, 5, 2) != delivered(o, 5, 3));
+  CHECK(delivered(o, 5, 2) != delivered(o, 6, 2));
+  EpochOptions in_order = o;
+  in_order.shuffle = false;
+  const auto plain = delivered(in_order, 5, 2);
+  CHECK(plain == delivered(in_order, 9, 7));
+  // Rank 1 of 3 takes the second third of the images, in dataset order.
+  for (size_t i = 0; i < plain.size(); ++i) CHECK(plain[i] == plain.size() + i);
+
+  // The buffer never delivers an image before it could have arrived.
+  const RankEpoch p = PlanRankEpoch(sizes, o, 5, 2);
+  for (uint64_t q = 0; q < p.order.size(); ++q) CHECK(p.order[q] <= q + o.shuffle_buffer);
+
+  // The generator is splitmix64: its published first output for seed 0.
+  CHECK(SplitMix64(0).Next() == 0xe220a8397b1dcdafULL);
+}
+
+TEST_CASE("iteration state round-trips as text") {
+  const IterationState s{.seed = 42, .epoch = 7, .position = 1536};
+  CHECK(s.ToString() == "seed=42 epoch=7 position=1536");
+  auto back = IterationState::Parse(s.ToString());
+  REQUIRE(back.ok());
+  CHECK(*back == s);
+  for (const char* bad : {"", "seed=1 epoch=2", "seed=1 epoch=2 position=", "seed=1 epoch=2 position=3 ",
+                          "seed=-1 epoch=2 position=3", "epoch=2 seed=1 position=3"}) {
+    INFO(bad);
+    CHECK_FALSE(IterationState::Parse(bad).ok());
+  }
+}
+
+// The sample converted into records of 3 (8 records of 24 images).
+class SampleDataset {
+ public:
+  SampleDataset() {
+    REQUIRE(ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp_ / "ds", .images_per_record = 3,
+                           .jobs = 2})
+                .ok());
+    auto ds = ImageDataset::Open(tmp_ / "ds");
+    REQUIRE(ds.ok());
+    ds_ = std::move(ds).value();
+  }
+  const ImageDataset& operator*() const { return *ds_; }
+
+ private:
+  TempDir tmp_;
+  std::unique_ptr<ImageDataset> ds_;
+};
+
+// Every batch the iterator delivers from `start` to the end of the epoch.
+std::vector<SampleBatch> Drain(const ImageDataset& ds, const SampleIteratorOptions& o, const IterationState& start,
+                               size_t max_batches = SIZE_MAX, IterationState* stopped = nullptr) {
+  auto it = SampleIterator::Create(ds, o, start);
+  REQUIRE(it.ok());
+  std::vector<SampleBatch> out;
+  SampleBatch batch;
+  while (out.size() < max_batches) {
+    auto more = (*it)->Next(&batch);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    out.push_back(batch);
+  }
+  if (stopped) *stopped = (*it)->state();
+  return out;
+}
+
+TEST_CASE("the iterator delivers each rank's planned images, read from the records") {
+  SampleDataset ds;
+  std::vector<uint64_t> sizes;
+  for (uint64_t r = 0; r < (*ds).num_records(); ++r) sizes.push_back((*ds).record(r).image_count);
+  for (uint64_t world : {1, 3, 5}) {
+    for (int fidelity : {1, 0}) {
+      INFO("world " << world << ", fidelity " << fidelity);
+      for (uint64_t rank = 0; rank < world; ++rank) {
+        SampleIteratorOptions o{.epoch = {.rank = rank, .world_size = world, .batch_size = 2, .shuffle_buffer = 4},
+                                .fidelity = fidelity,
+                                .read_ahead = 3};
+        const std::vector<SampleBatch> batches = Drain(*ds, o, {.seed = 9, .epoch = 1});
+        const RankEpoch plan = PlanRankEpoch(sizes, o.epoch, 9, 1);
+        REQUIRE(batches.size() * 2 == plan.order.size());
+        size_t q = 0;
+        for (const SampleBatch& b : batches) {
+          REQUIRE(b.images.size() == 2);
+          for (size_t j = 0; j < 2; ++j, ++q) {
+            const uint64_t image = plan.input[plan.order[q]];
+            CHECK(b.indices[j] == image);
+            CHECK(b.images[j].key == (*ds).sample(image).key);
+            CHECK(b.images[j].label == (*ds).sample(image).label);
+            auto direct = (*ds).ReadImage(image, fidelity == 0 ? (*ds).num_scan_groups() : fidelity);
+            REQUIRE(direct.ok());
+            CHECK(b.images[j].jpeg == direct->jpeg);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a job stopped anywhere resumes with the next unseen image, each image once per epoch") {
+  SampleDataset ds;
+  // 24 images, 2 ranks, batches of 3: the epoch divides evenly.
+  for (uint64_t seed : {1, 2, 3}) {
+    SplitMix64 stops(seed);
+    std::multiset<uint64_t> seen;
+    for (uint64_t rank = 0; rank < 2; ++rank) {
+      SampleIteratorOptions o{.epoch = {.rank = rank, .world_size = 2, .batch_size = 3, .shuffle_buffer = 5},
+                              .read_ahead = 2};
+      const IterationState begin{.seed = seed, .epoch = 4};
+      std::vector<uint64_t> uninterrupted;
+      for (const SampleBatch& b : Drain(*ds, o, begin)) {
+        uninterrupted.insert(uninterrupted.end(), b.indices.begin(), b.indices.end());
+      }
+      // Stop after a random number of batches, restart from the exported
+      // state, three times, then finish.
+      std::vector<uint64_t> resumed;
+      IterationState state = begin;
+      for (int restart = 0; restart < 3; ++restart) {
+        IterationState stopped;
+        for (const SampleBatch& b : Drain(*ds, o, state, stops.Below(3), &stopped)) {
+          resumed.insert(resumed.end(), b.indices.begin(), b.indices.end());
+        }
+        REQUIRE(stopped.position == resumed.size());
+        auto text = IterationState::Parse(stopped.ToString());
+        REQUIRE(text.ok());
+        state = *text;
+      }
+      for (const SampleBatch& b : Drain(*ds, o, state)) resumed.insert(resumed.end(), b.indices.begin(), b.indices.end());
+      CHECK(resumed == uninterrupted);
+      seen.insert(resumed.begin(), resumed.end());
+    }
+    REQUIRE(seen.size() == (*ds).num_images());
+    for (uint64_t i = 0; i < (*ds).num_images(); ++i) CHECK(seen.count(i) == 1);
+  }
+}
+
+TEST_CASE("the iterator refuses bad options and states") {
+  SampleDataset ds;
+  auto refused = [&](const SampleIteratorOptions& o, const IterationState& s) {
+    auto it = SampleIterator::Create(*ds, o, s);
+    return !it.ok() && it.status().code() == StatusCode::kInvalidArgument;
+  };
+  CHECK(refused({.epoch = {.rank = 2, .world_size = 2}}, {}));
+  CHECK(refused({.epoch = {.world_size = 0}}, {}));
+  CHECK(refused({.epoch = {.batch_size = 0}}, {}));
+  CHECK(refused({.fidelity = 9}, {}));
+  CHECK(refused({.epoch = {.batch_size = 4}}, {.position = 2}));
+  CHECK(refused({.epoch = {.batch_size = 4}}, {.position = 28}));
+  auto it = SampleIterator::Create(*ds, {.epoch = {.rank = 1, .world_size = 5, .batch_size = 4}}, {});
+  REQUIRE(it.ok());
+  CHECK((*it)->num_batches() == 2);  // 24 images over 5 ranks in batches of 4, padded
+  CHECK((*it)->num_images() == 8);
+}
+
+}  // namespace
+}  // namespace pcr
