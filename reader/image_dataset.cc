@@ -10,8 +10,34 @@ namespace pcr {
 
 namespace fs = std::filesystem;
 
+uint64_t DatasetCounts::BytesAtFidelity(int k) const {
+  uint64_t n = 0;
+  for (int s = 0; s <= k && s < static_cast<int>(stream_bytes.size()); ++s) n += stream_bytes[s];
+  return n;
+}
+
 Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path,
                                                          const ImageReaderOptions& options) {
+  PCR_ASSIGN_OR_RETURN(auto ds, OpenIndexes(path, options));
+  PCR_RETURN_IF_ERROR(ds->LoadSamples());
+  return ds;
+}
+
+Result<DatasetCounts> ImageDataset::Count(const std::string& path, const ImageReaderOptions& options) {
+  PCR_ASSIGN_OR_RETURN(auto ds, OpenIndexes(path, options));
+  return ds->counts();
+}
+
+DatasetCounts ImageDataset::counts() const {
+  DatasetCounts c{.records = records_.size(), .files = files_.size(), .script = script_,
+                  .class_names = class_names_, .stream_bytes = StreamBytes()};
+  for (const RecordLocation& r : records_) c.images += r.image_count;
+  for (const auto& f : files_) c.file_bytes += f->size();
+  return c;
+}
+
+Result<std::unique_ptr<ImageDataset>> ImageDataset::OpenIndexes(const std::string& path,
+                                                                const ImageReaderOptions& options) {
   std::unique_ptr<ImageDataset> ds(new ImageDataset());
   ds->engine_ = options.engine;
   if (ds->engine_ == nullptr) {
@@ -27,7 +53,6 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path
     }
     ds->script_ = file->index().script;
     ds->AddFile(std::move(file));
-    PCR_RETURN_IF_ERROR(ds->LoadSamples());
     return ds;
   }
   const std::string manifest_path = (fs::path(path) / kDatasetManifestName).string();
@@ -63,7 +88,6 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path
     if (images != entry.image_count) return mismatch("image count");
     ds->AddFile(std::move(file));
   }
-  PCR_RETURN_IF_ERROR(ds->LoadSamples());
   return ds;
 }
 

@@ -64,6 +64,19 @@ struct RecordLocation {
   uint64_t image_count = 0;
 };
 
+// What a dataset holds, from its manifest and its files' indexes alone.
+struct DatasetCounts {
+  uint64_t images = 0;
+  uint64_t records = 0;
+  uint64_t files = 0;
+  uint64_t file_bytes = 0;  // of the record files
+  ScanScript script;
+  std::vector<std::string> class_names;
+  std::vector<uint64_t> stream_bytes;  // [0] sample metadata, [k] scan group k
+  // Bytes read for every image at fidelity k: metadata and groups 1..k.
+  uint64_t BytesAtFidelity(int k) const;
+};
+
 class ImageDataset {
  public:
   // `path` is a dataset directory (holding dataset.pcrd) or one .pcr file.
@@ -72,6 +85,11 @@ class ImageDataset {
   static Result<std::unique_ptr<ImageDataset>> Open(const std::string& path,
                                                     const ImageReaderOptions& options = {});
 
+  // The counts of the dataset at `path`, with no record read: the same
+  // checks of manifest, headers, footers and indexes as Open.
+  static Result<DatasetCounts> Count(const std::string& path, const ImageReaderOptions& options = {});
+
+  DatasetCounts counts() const;
   uint64_t num_images() const { return samples_.size(); }
   uint64_t num_records() const { return records_.size(); }
   // L: fidelity k ranges over 1..L; L is full fidelity.
@@ -120,6 +138,9 @@ class ImageDataset {
 
  private:
   ImageDataset() = default;
+  // Open without reading the sample metadata.
+  static Result<std::unique_ptr<ImageDataset>> OpenIndexes(const std::string& path,
+                                                           const ImageReaderOptions& options);
   // Appends the file and its records; their samples come from LoadSamples().
   void AddFile(std::unique_ptr<PcrFile> file);
   // Reads every record's sample metadata in one coalesced call.

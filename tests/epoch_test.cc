@@ -233,6 +233,39 @@ TEST_CASE("a job stopped anywhere resumes with the next unseen image, each image
   }
 }
 
+TEST_CASE("counts come from the manifest and indexes without reading a record") {
+  TempDir tmp;
+  REQUIRE(ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 5,
+                         .records_per_file = 2, .jobs = 1})
+              .ok());
+  auto engine = MakeIoEngine({});
+  REQUIRE(engine.ok());
+  auto counts = ImageDataset::Count(tmp / "ds", {.engine = engine->get()});
+  REQUIRE(counts.ok());
+  // Reads: the manifest whole, then each file's header, footer and index.
+  uint64_t expected = std::filesystem::file_size(tmp.path() / "ds" / kDatasetManifestName);
+  auto ds = ImageDataset::Open(tmp / "ds");
+  REQUIRE(ds.ok());
+  for (const auto& f : (*ds)->files()) expected += kFileHeaderSize + kFooterSize + f->footer().index_length;
+  CHECK((*engine)->counters().bytes_read == expected);
+
+  CHECK(counts->images == 24);
+  CHECK(counts->images == (*ds)->num_images());
+  CHECK(counts->records == (*ds)->num_records());
+  CHECK(counts->records == 5);
+  CHECK(counts->files == 3);
+  CHECK(counts->class_names == (*ds)->class_names());
+  CHECK(counts->script == (*ds)->scan_script());
+  for (int k = 0; k <= (*ds)->num_scan_groups(); ++k) {
+    uint64_t bytes = 0;
+    for (uint64_t r = 0; r < (*ds)->num_records(); ++r) bytes += (*ds)->RecordBytes(r, k);
+    CHECK(counts->BytesAtFidelity(k) == bytes);
+  }
+  uint64_t file_bytes = 0;
+  for (const auto& f : (*ds)->files()) file_bytes += f->size();
+  CHECK(counts->file_bytes == file_bytes);
+}
+
 TEST_CASE("the iterator refuses bad options and states") {
   SampleDataset ds;
   auto refused = [&](const SampleIteratorOptions& o, const IterationState& s) {
