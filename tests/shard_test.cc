@@ -111,6 +111,10 @@ TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conver
       CHECK(found);
     }
     CHECK(VerifyPath(merged.string()).errors.empty());
+    // A merge interrupted before its manifest completes when run again.
+    fs::remove(merged / kDatasetManifestName);
+    REQUIRE(MergeParts(merged, parts).ok());
+    CHECK(Tree(merged) == tree);
   }
 }
 
@@ -141,12 +145,13 @@ TEST_CASE("merge refuses missing, repeated, unfinished and foreign parts") {
   auto into_part = MergeParts(a, {a, b, c});
   REQUIRE_FALSE(into_part.ok());
   CHECK_THAT(into_part.status().message(), Catch::Contains("also given as a part"));
-  CHECK_FALSE(fs::exists(tmp.path() / "out" / kDatasetManifestName));
 
-  // A damaged part file is named; the merge is then refused, not half done.
+  CHECK_FALSE(fs::exists(tmp.path() / "out"));
+
+  // A damaged part file is named, and nothing is written.
   test::WriteFile(fs::path(b) / "records-00005.pcr", Bytes{1, 2, 3});
   CHECK_THAT(message({a, b, c}), Catch::Contains(b + "/records-00005.pcr: size or index checksum differs"));
-  CHECK_FALSE(fs::exists(tmp.path() / "out" / kDatasetManifestName));
+  CHECK_FALSE(fs::exists(tmp.path() / "out"));
 }
 
 TEST_CASE("a failed conversion resumes without redoing its finished files") {

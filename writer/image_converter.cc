@@ -621,6 +621,16 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
                                    " (every part of the conversion must be given)");
   }
 
+  for (size_t i = 0; i < shards.size(); ++i) {
+    for (const DatasetFileEntry& e : shards[i]->dataset.files) {
+      const fs::path from = shard_dirs[i] / e.name;
+      if (FooterIndexChecksum(from, e.size) != e.index_checksum) {
+        return Status::Corruption(from.string() + ": size or index checksum differs from " +
+                                  (shard_dirs[i] / kPartManifestName).string());
+      }
+    }
+  }
+
   const fs::path out(out_dir);
   fs::create_directories(out, ec);
   if (ec) return Status::IOError(out_dir + ": cannot create directory: " + ec.message());
@@ -634,12 +644,7 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
   std::string skip_list;
   for (size_t i = 0; i < shards.size(); ++i) {
     for (const DatasetFileEntry& e : shards[i]->dataset.files) {
-      const fs::path from = shard_dirs[i] / e.name;
-      if (FooterIndexChecksum(from, e.size) != e.index_checksum) {
-        return Status::Corruption(from.string() + ": size or index checksum differs from " +
-                                  (shard_dirs[i] / kPartManifestName).string());
-      }
-      PCR_RETURN_IF_ERROR(LinkFile(from, out / e.name));
+      PCR_RETURN_IF_ERROR(LinkFile(shard_dirs[i] / e.name, out / e.name));
       summary.images += e.image_count;
       manifest.files.push_back(e);
     }
