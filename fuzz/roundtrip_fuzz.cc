@@ -1,9 +1,10 @@
 // Round trip of small random datasets drawn from the input bytes: a table
 // written through TableFileWriter and an image dataset of JPEGs encoded here.
-// Each is written twice, and the two writes must be byte-identical (the
-// images with 1 and 2 jobs). Everything is read back and must equal what was
-// written: table values exactly, images pixel for pixel at full fidelity and
-// decodable at every fidelity. Any difference aborts.
+// Each is written twice, and the writes must be byte-identical (the images
+// with 1 and 2 jobs, and in 2 to 4 merged parts). Everything is read back
+// and must equal what was written: table values exactly, images pixel for
+// pixel at full fidelity and decodable at every fidelity. Any difference
+// aborts.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -244,8 +245,27 @@ void ImageRoundTrip(Input& in) {
                                     .images_per_record = per_record, .jobs = jobs, .scan_script = script});
     Check(done.ok(), "converting JPEGs that libjpeg wrote failed");
   }
-  for (const auto& e : fs::directory_iterator(outs[0])) {
-    Check(ReadAll(e.path()) == ReadAll(outs[1] / e.path().filename()), "two conversions differ");
+  // The same conversion in parts, merged.
+  const uint64_t shards = 2 + in.below(3);
+  std::vector<std::string> parts;
+  for (uint64_t i = 0; i < shards; ++i) {
+    parts.push_back((WorkDir() / ("part" + std::to_string(i))).string());
+    fs::remove_all(parts.back());
+    auto done = pcr::ConvertImages({.src_dir = src.string(), .out_dir = parts.back(), .images_per_record = per_record,
+                                    .jobs = 1, .scan_script = script, .shard_index = i, .num_shards = shards});
+    Check(done.ok(), "converting a part failed");
+  }
+  outs.push_back(WorkDir() / "merged");
+  fs::remove_all(outs.back());
+  Check(pcr::MergeParts(outs.back().string(), parts).ok(), "merging the parts failed");
+  for (const fs::path& other : {outs[1], outs[2]}) {
+    size_t files = 0;
+    for (const auto& e : fs::directory_iterator(other)) {
+      Check(ReadAll(e.path()) == ReadAll(outs[0] / e.path().filename()), "two conversions differ");
+      ++files;
+    }
+    Check(files == static_cast<size_t>(std::distance(fs::directory_iterator(outs[0]), fs::directory_iterator())),
+          "two conversions hold different files");
   }
   auto ds = pcr::ImageDataset::Open(outs[0].string());
   Check(ds.ok(), "dataset does not open");

@@ -169,8 +169,17 @@ TEST_CASE("a failed conversion resumes without redoing its finished files") {
   SECTION("after the bad files are replaced") {
     const Bytes good = ReadFile(DataDir() + "/sample/misc/restarts.jpg");
     for (const auto& e : fs::directory_iterator(tmp / "src/zbad")) test::WriteFile(e.path(), good);
+    std::vector<ConvertProgress> reports;
+    o.progress = [&](const ConvertProgress& p) { reports.push_back(p); };
     auto resumed = ConvertImages(o);
     REQUIRE(resumed.ok());
+    // Progress counts the kept files' images as done, not as read by this run.
+    REQUIRE_FALSE(reports.empty());
+    CHECK(reports.back().images_done == 27);
+    CHECK(reports.back().images_total == 27);
+    CHECK(reports.back().images_resumed == 24);
+    CHECK(reports.back().bytes_read == 3 * good.size());  // only the three new images
+    o.progress = nullptr;
     CHECK(resumed->resumed_files == 12);
     CHECK(resumed->images == 27);
     for (const auto& [name, inode] : before) CHECK(Inode(tmp.path() / "out" / name) == inode);

@@ -28,6 +28,19 @@ int ReportError(const char* tool, const Status& status) {
   return kExitBadInput;
 }
 
+std::string FormatBytes(uint64_t bytes) {
+  char buf[32];
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (uint64_t{1} << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", b / (1 << 30));
+  } else if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", b / (1 << 20));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.0f KiB", b / (1 << 10));
+  }
+  return buf;
+}
+
 std::string FormatDuration(double seconds) {
   if (!(seconds >= 0) || seconds > 1e9) return "?";
   const auto s = static_cast<uint64_t>(seconds + 0.5);

@@ -38,6 +38,9 @@ std::vector<std::string> SplitCommas(const std::string& s);
 // returns kExitBadInput.
 int ReportError(const char* tool, const Status& status);
 
+// "812 KiB", "3.6 MiB", "1.40 GiB".
+std::string FormatBytes(uint64_t bytes);
+
 // "3h05m", "12m40s", "9s"; "?" for a negative or non-finite duration.
 std::string FormatDuration(double seconds);
 

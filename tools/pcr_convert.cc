@@ -123,10 +123,9 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double rate = static_cast<double>(p.images_done - p.images_resumed) / std::max(seconds, 1e-3);
     char text[160];
-    std::snprintf(text, sizeof(text), "%llu/%llu images, %.2f GiB read, %.0f images/s, %s left  ",
+    std::snprintf(text, sizeof(text), "%llu/%llu images, %s read, %.0f images/s, %s left  ",
                   static_cast<unsigned long long>(p.images_done),
-                  static_cast<unsigned long long>(p.images_total),
-                  static_cast<double>(p.bytes_read) / (1 << 30), rate,
+                  static_cast<unsigned long long>(p.images_total), pcr::cli::FormatBytes(p.bytes_read).c_str(), rate,
                   pcr::cli::FormatDuration(static_cast<double>(p.images_total - p.images_done) / rate).c_str());
     progress.Update(text);
   };
