@@ -39,6 +39,10 @@ Status ValidateEpochOptions(const EpochOptions& options) {
                                    std::to_string(options.world_size));
   }
   if (options.batch_size == 0) return Status::InvalidArgument("batch size must be positive");
+  uint64_t per_step;
+  if (__builtin_mul_overflow(options.world_size, options.batch_size, &per_step) || per_step > (uint64_t{1} << 48)) {
+    return Status::InvalidArgument("world size times batch size is over 2^48");
+  }
   return Status::OK();
 }
 

@@ -43,7 +43,8 @@ struct IterationState {
   static Result<IterationState> Parse(std::string_view text);
 };
 
-// InvalidArgument unless world_size >= 1, rank < world_size, batch_size >= 1.
+// InvalidArgument unless world_size >= 1, rank < world_size, batch_size >= 1
+// and world_size * batch_size <= 2^48.
 Status ValidateEpochOptions(const EpochOptions& options);
 
 // Images each rank delivers per epoch: whole batches, the same on every rank.

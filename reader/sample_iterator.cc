@@ -29,6 +29,7 @@ SampleIterator::SampleIterator(const ImageDataset& dataset, const SampleIterator
       seed_(start.seed),
       epoch_(start.epoch),
       start_(start.position),
+      read_ahead_(std::clamp<uint64_t>(options.read_ahead, 1, std::max<uint64_t>(dataset.num_images(), 1))),
       fidelity_(options.fidelity == 0 ? dataset.num_scan_groups() : options.fidelity),
       position_(start.position) {
   std::vector<uint64_t> sizes(dataset.num_records());
@@ -51,10 +52,15 @@ SampleIterator::~SampleIterator() {
   thread_.join();
 }
 
+IterationState SampleIterator::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {seed_, epoch_, position_};
+}
+
 uint64_t SampleIterator::ReadLimit() const {
   const uint64_t n = plan_.order.size();
   const uint64_t batch_end = std::min(n, position_ + options_.epoch.batch_size);
-  return batch_end == 0 ? 0 : needed_[batch_end - 1] + std::max<uint64_t>(options_.read_ahead, 1);
+  return batch_end == 0 ? 0 : needed_[batch_end - 1] + read_ahead_;
 }
 
 void SampleIterator::ReadAhead() {
@@ -68,7 +74,7 @@ void SampleIterator::ReadAhead() {
       changed_.wait(lock, [&] { return stop_ || read_ >= n || read_ < ReadLimit(); });
       if (stop_ || read_ >= n) return;
       begin = read_;
-      end = std::min({n, ReadLimit(), begin + std::max<uint64_t>(options_.read_ahead, 1)});
+      end = std::min({n, ReadLimit(), begin + read_ahead_});
     }
     requests.clear();
     inputs.clear();

@@ -43,7 +43,7 @@ class SampleIterator {
   // epoch. An error ends the iteration.
   Result<bool> Next(SampleBatch* batch);
   // The state after the last batch Next() returned.
-  IterationState state() const { return {seed_, epoch_, position_}; }
+  IterationState state() const;
   // This rank's images and batches per epoch, from the index alone.
   uint64_t num_images() const { return plan_.order.size(); }
   uint64_t num_batches() const { return plan_.order.size() / options_.epoch.batch_size; }
@@ -59,6 +59,7 @@ class SampleIterator {
   const uint64_t seed_;
   const uint64_t epoch_;
   const uint64_t start_;
+  const uint64_t read_ahead_;  // options_.read_ahead within 1..images
   int fidelity_;
   RankEpoch plan_;
   std::vector<uint64_t> delivered_at_;  // input -> delivery position

@@ -72,7 +72,7 @@ expect 2 "merge without parts" "$tools/pcr-convert" merge "$tmp/merged"
 expect 0 "merge" "$tools/pcr-convert" merge "$tmp/merged" "$tmp/part2" "$tmp/part0" "$tmp/part1"
 check "merge summary" '^3 parts: 24 images in 6 files' "$tmp/out"
 expect 0 "one-machine conversion" "$tools/pcr-convert" images "$data/sample" "$tmp/whole" --images-per-record 4
-[ "$(ls "$tmp/merged")" = "$(ls "$tmp/whole")" ] && passed=$((passed + 1)) ||
+[ "$(ls -A "$tmp/merged")" = "$(ls -A "$tmp/whole")" ] && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL: merged files differ in names"; }
 for f in "$tmp/whole"/*; do
   cmp -s "$f" "$tmp/merged/$(basename "$f")" && passed=$((passed + 1)) ||

@@ -42,11 +42,15 @@ same_tree() {
 }
 
 # finished_inodes DIR: "name inode" of each record file the journal of an
-# interrupted image conversion in DIR lists as finished.
+# interrupted image conversion in DIR lists as finished. Each is also
+# hard-linked into $tmp/aside, so its inode number cannot be reused.
 finished_inodes() {
   local journal="$1/.pcr-convert-incomplete"
+  rm -rf "$tmp/aside"
+  mkdir -p "$tmp/aside"
   [ -f "$journal" ] || return 0
   awk '$1 == "done" && $3 > 0 { printf "records-%05d.pcr\n", $2 }' "$journal" | while read -r f; do
+    ln "$1/$f" "$tmp/aside/$f"
     echo "$f $(stat -c %i "$1/$f")"
   done
 }
@@ -104,6 +108,29 @@ for i in $(seq -w 1 20); do
 done
 crash_cycle images "$tmp/images-ref" "$tmp/images" "$tmp/images/dataset.pcrd" \
   "$tools/pcr-convert" images "$tmp/src" "$tmp/images" --images-per-record 4 --jobs 1
+
+# A run killed while --max-pixels 20000 skips 9 of every 24 images, rerun
+# without the limit: files that skipped images are converted again, so the
+# result equals a conversion that never had the limit.
+"$tools/pcr-convert" images "$tmp/src" "$tmp/limits-ref" --images-per-record 4 --jobs 1 --skip-bad >/dev/null 2>&1 ||
+  fail "limits: reference run"
+start=$(now_ms)
+"$tools/pcr-convert" images "$tmp/src" "$tmp/limits" --images-per-record 4 --jobs 1 --skip-bad --max-pixels 20000 \
+  >/dev/null 2>&1 || fail "limits: limited run"
+duration=$(($(now_ms) - start))
+limited_kills=0
+for pct in 30 60; do
+  rm -rf "$tmp/limits"
+  run_killed $((duration * pct / 100)) "$tools/pcr-convert" images "$tmp/src" "$tmp/limits" --images-per-record 4 \
+    --jobs 1 --skip-bad --max-pixels 20000
+  [ -e "$tmp/limits/dataset.pcrd" ] && continue
+  grep -q '^skip ' "$tmp/limits/.pcr-convert-incomplete" 2>/dev/null && limited_kills=$((limited_kills + 1))
+  "$tools/pcr-convert" images "$tmp/src" "$tmp/limits" --images-per-record 4 --jobs 1 --skip-bad >/dev/null 2>&1 ||
+    fail "limits at $pct%: rerun failed"
+  same_tree "$tmp/limits" "$tmp/limits-ref" && ok || fail "limits at $pct%: rerun kept images the old limit skipped"
+done
+echo "limits: $limited_kills of 2 kills left finished files with skipped images"
+[ "$limited_kills" -ge 1 ] && ok || fail "limits: no kill left finished files with skipped images"
 
 # Tables: the bundled CSV repeated 300 times.
 head -n 1 "$data/tabular/Soybean.csv" >"$tmp/big.csv"

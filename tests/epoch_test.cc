@@ -101,6 +101,10 @@ TEST_CASE("the shuffle is a function of seed, epoch and world size") {
   CHECK(delivered(o, 5, 2) == delivered(o, 5, 2));
   CHECK(delivered(o, 5, 2) != delivered(o, 5, 3));
   CHECK(delivered(o, 5, 2) != delivered(o, 6, 2));
+  EpochOptions wider = o;
+  wider.world_size = 4;
+  CHECK(delivered(wider, 5, 2) != delivered(o, 5, 2));
+  CHECK(delivered(wider, 5, 2) == delivered(wider, 5, 2));
   EpochOptions in_order = o;
   in_order.shuffle = false;
   const auto plain = delivered(in_order, 5, 2);
@@ -278,6 +282,9 @@ TEST_CASE("the iterator refuses bad options and states") {
   CHECK(refused({.fidelity = 9}, {}));
   CHECK(refused({.epoch = {.batch_size = 4}}, {.position = 2}));
   CHECK(refused({.epoch = {.batch_size = 4}}, {.position = 28}));
+  CHECK(refused({.epoch = {.world_size = uint64_t{1} << 40, .batch_size = uint64_t{1} << 30}}, {}));
+  // An unbounded read-ahead reads everything at once.
+  CHECK(Drain(*ds, {.epoch = {.batch_size = 4}, .read_ahead = UINT64_MAX}, {}).size() == 6);
   auto it = SampleIterator::Create(*ds, {.epoch = {.rank = 1, .world_size = 5, .batch_size = 4}}, {});
   REQUIRE(it.ok());
   CHECK((*it)->num_batches() == 2);  // 24 images over 5 ranks in batches of 4, padded

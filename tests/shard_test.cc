@@ -1,7 +1,10 @@
 // Sharded conversion, merging parts, and resuming an interrupted conversion.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -54,6 +57,15 @@ std::map<std::string, ino_t> RecordInodes(const fs::path& dir) {
     if (e.path().extension() == kRecordFileExtension) out[e.path().filename().string()] = Inode(e.path());
   }
   return out;
+}
+
+// RecordInodes(dir), with every record file also hard-linked into `aside`,
+// so that no inode number can be reused while the test looks.
+std::map<std::string, ino_t> PinnedRecordInodes(const fs::path& dir, const fs::path& aside) {
+  fs::create_directories(aside);
+  const auto inodes = RecordInodes(dir);
+  for (const auto& [name, inode] : inodes) fs::create_hard_link(dir / name, aside / name);
+  return inodes;
 }
 
 ConvertImagesOptions MixedOptions(const fs::path& src, const fs::path& out) {
@@ -139,6 +151,9 @@ TEST_CASE("merge refuses missing, repeated, unfinished and foreign parts") {
   CHECK_THAT(message({a, part(1, 3, 4), c}), Catch::Contains("from another conversion"));
   CHECK_THAT(message({a, part(1, 2, 2), c}), Catch::Contains("from another conversion"));
   CHECK_THAT(message({a, b, src}), Catch::Contains("no part.pcrd"));
+  fs::copy(b, tmp / "unfinished");
+  fs::remove(tmp.path() / "unfinished" / kPartManifestName);
+  CHECK_THAT(message({a, tmp / "unfinished", c}), Catch::Contains("did not finish"));
   fs::create_directories(tmp / "whole");
   REQUIRE(ConvertImages({.src_dir = src, .out_dir = tmp / "whole", .jobs = 1}).ok());
   CHECK_THAT(message({a, b, tmp / "whole"}), Catch::Contains("a whole dataset, not a part"));
@@ -160,7 +175,7 @@ TEST_CASE("a failed conversion resumes without redoing its finished files") {
   ConvertImagesOptions o{.src_dir = tmp / "src", .out_dir = tmp / "out", .images_per_record = 2, .jobs = 2};
   auto failed = ConvertImages(o);
   REQUIRE_FALSE(failed.ok());
-  const auto before = RecordInodes(tmp / "out");
+  const auto before = PinnedRecordInodes(tmp / "out", tmp / "aside");
   // The bad class sorts last: the 24 good images before it make 12 files.
   REQUIRE(before.size() == 12);
   CHECK(fs::exists(tmp.path() / "out" / kConversionMarkerName));
@@ -220,6 +235,19 @@ TEST_CASE("a failed conversion resumes without redoing its finished files") {
     REQUIRE(ConvertImages(o).ok());
     CHECK(Tree(tmp / "out") == Tree(tmp / "fresh"));
   }
+}
+
+TEST_CASE("a directory another conversion is writing is refused") {
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "out");
+  const int fd = open((tmp.path() / "out").c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(fd >= 0);
+  REQUIRE(flock(fd, LOCK_EX) == 0);
+  auto busy = ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp / "out", .jobs = 1});
+  REQUIRE_FALSE(busy.ok());
+  CHECK_THAT(busy.status().message(), Catch::Contains("another pcr-convert is writing this directory"));
+  close(fd);
+  CHECK(ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp / "out", .jobs = 1}).ok());
 }
 
 }  // namespace

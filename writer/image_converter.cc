@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -190,8 +191,9 @@ struct FinishedFile {
 };
 
 // The journal (kConversionMarkerName): a first line naming the conversion,
-// then per finished file its skipped sources and a "done" line, each
-// appended and synced after the file is committed. Only whole lines count.
+// a second naming what decides which images are skipped, then per finished
+// file its skipped sources and a "done" line, appended and synced after the
+// file is committed. Only whole lines count.
 class Journal {
  public:
   static std::string FirstLine(uint64_t plan, uint64_t shard, uint64_t shards) {
@@ -202,22 +204,33 @@ class Journal {
     return buf;
   }
 
+  static std::string LimitsLine(bool skip_bad, uint64_t max_pixels, uint64_t memory_per_job) {
+    return "limits skip-bad " + std::to_string(skip_bad ? 1 : 0) + " max-pixels " + std::to_string(max_pixels) +
+           " memory " + std::to_string(memory_per_job);
+  }
+
   // The finished files a journal whose first line is `first_line` lists,
   // numbered consecutively from `first_file`; nothing when the journal is
-  // absent or belongs to another conversion.
+  // absent or belongs to another conversion. A file with skipped images
+  // ends the list unless the journal's limits line is `limits_line`: other
+  // limits might have converted those images.
   static std::vector<FinishedFile> Read(const fs::path& path, const std::string& first_line,
-                                        uint64_t first_file, uint64_t source_count) {
+                                        const std::string& limits_line, uint64_t first_file, uint64_t source_count) {
     std::ifstream in(path, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<FinishedFile> files;
     FinishedFile pending;
     size_t pos = 0;
-    bool first = true;
+    size_t line_no = 0;
+    bool same_limits = false;
     for (size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {
       const std::string line = text.substr(pos, nl - pos);
-      if (first) {
+      if (++line_no == 1) {
         if (line != first_line) return {};
-        first = false;
+        continue;
+      }
+      if (line_no == 2) {
+        same_limits = line == limits_line;
         continue;
       }
       std::istringstream fields(line);
@@ -233,7 +246,7 @@ class Journal {
         DatasetFileEntry& e = pending.entry;
         if (!(fields >> pending.file >> e.size >> e.image_count >> e.stripe_count >> std::hex >>
               e.index_checksum >> std::dec >> pending.input_bytes) ||
-            pending.file != first_file + files.size()) {
+            pending.file != first_file + files.size() || (!pending.skipped.empty() && !same_limits)) {
           break;
         }
         if (e.size > 0) e.name = RecordFileName(pending.file);
@@ -246,10 +259,11 @@ class Journal {
     return files;
   }
 
-  // Starts a journal holding `first_line` and `kept`, replacing any journal.
+  // Starts a journal holding the two header lines and `kept`, replacing any journal.
   static Result<std::unique_ptr<Journal>> Create(const fs::path& path, const std::string& first_line,
+                                                 const std::string& limits_line,
                                                  const std::vector<FinishedFile>& kept) {
-    std::string text = first_line + "\n";
+    std::string text = first_line + "\n" + limits_line + "\n";
     for (const FinishedFile& f : kept) text += Lines(f);
     PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path.string()));
     PCR_RETURN_IF_ERROR(file->Append(AsBytes(text)));
@@ -281,11 +295,7 @@ class Journal {
 
   static std::string Lines(const FinishedFile& f) {
     std::string text;
-    for (const auto& [source, reason] : f.skipped) {
-      std::string one_line = reason;
-      std::replace(one_line.begin(), one_line.end(), '\n', ' ');
-      text += "skip " + std::to_string(source) + " " + one_line + "\n";
-    }
+    for (const auto& [source, reason] : f.skipped) text += "skip " + std::to_string(source) + " " + reason + "\n";
     char buf[160];
     std::snprintf(buf, sizeof(buf), "done %llu %llu %llu %llu %016llx %llu\n",
                   static_cast<unsigned long long>(f.file), static_cast<unsigned long long>(f.entry.size),
@@ -313,12 +323,39 @@ std::optional<uint64_t> FooterIndexChecksum(const fs::path& path, uint64_t size)
   return footer->index_checksum;
 }
 
+// An exclusive flock on a directory, held while a conversion writes into it.
+class DirectoryLock {
+ public:
+  // Creates `dir` if needed. Refuses a directory another conversion holds.
+  static Result<DirectoryLock> Take(const fs::path& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return Status::IOError(dir.string() + ": cannot create directory: " + ec.message());
+    DirectoryLock lock(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (lock.fd_ < 0) return Status::IOError(dir.string() + ": cannot open: " + std::strerror(errno));
+    if (flock(lock.fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+      return Status::InvalidArgument(dir.string() + ": another pcr-convert is writing this directory");
+    }
+    return lock;
+  }
+  DirectoryLock(DirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  DirectoryLock& operator=(DirectoryLock&&) = delete;
+  ~DirectoryLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+ private:
+  explicit DirectoryLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 // Makes OUT_DIR ready and returns the finished files to keep: those a
 // journal of the same conversion lists that are still whole on disk. Every
 // other record file and skip list of a conversion is removed. A directory
 // with a manifest, or with .pcr files and no journal, is refused.
 Result<std::vector<FinishedFile>> PrepareOutDir(const fs::path& dir, const std::string& first_line,
-                                                uint64_t first_file, uint64_t source_count) {
+                                                const std::string& limits_line, uint64_t first_file,
+                                                uint64_t source_count) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::IOError(dir.string() + ": cannot create directory: " + ec.message());
@@ -329,7 +366,9 @@ Result<std::vector<FinishedFile>> PrepareOutDir(const fs::path& dir, const std::
   }
   const bool interrupted = fs::exists(dir / kConversionMarkerName, ec);
   std::vector<FinishedFile> kept;
-  if (interrupted) kept = Journal::Read(dir / kConversionMarkerName, first_line, first_file, source_count);
+  if (interrupted) {
+    kept = Journal::Read(dir / kConversionMarkerName, first_line, limits_line, first_file, source_count);
+  }
   for (size_t i = 0; i < kept.size(); ++i) {
     const DatasetFileEntry& e = kept[i].entry;
     if (e.size > 0 && FooterIndexChecksum(dir / e.name, e.size) != e.index_checksum) {
@@ -380,12 +419,13 @@ Result<PartManifest> ReadPartManifest(const fs::path& part_dir) {
   return part;
 }
 
-// Hard-links `from` as `to`; a link already there (an interrupted merge) is kept.
-Status LinkFile(const fs::path& from, const fs::path& to) {
+// Hard-links the part file `from`, described by `entry`, as `to`. A file
+// already at `to` with the entry's size and index checksum (left by an
+// interrupted merge) is kept.
+Status LinkFile(const fs::path& from, const fs::path& to, const DatasetFileEntry& entry) {
   if (link(from.c_str(), to.c_str()) == 0) return Status::OK();
   const int err = errno;
-  std::error_code ec;
-  if (err == EEXIST && fs::equivalent(from, to, ec)) return Status::OK();
+  if (err == EEXIST && FooterIndexChecksum(to, entry.size) == entry.index_checksum) return Status::OK();
   if (err == EXDEV) {
     return Status::InvalidArgument(from.string() + " and " + to.parent_path().string() +
                                    " are on different filesystems; merge links record files instead of "
@@ -457,13 +497,6 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   const uint64_t end_file = file_count * (options.shard_index + 1) / options.num_shards;
   const bool part = options.num_shards > 1;
 
-  const fs::path out_dir(options.out_dir);
-  const uint64_t plan = PlanChecksum(options, script, manifest.class_names, sources);
-  const std::string first_line = Journal::FirstLine(plan, options.shard_index, options.num_shards);
-  PCR_ASSIGN_OR_RETURN(std::vector<FinishedFile> finished,
-                       PrepareOutDir(out_dir, first_line, first_file, count));
-  PCR_ASSIGN_OR_RETURN(auto journal, Journal::Create(out_dir / kConversionMarkerName, first_line, finished));
-
   const int jobs = options.jobs > 0 ? options.jobs
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   uint64_t memory = options.memory_bytes;
@@ -474,6 +507,17 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   const TranscodeOptions topts{.keep_metadata = !options.strip_metadata,
                                .max_memory_bytes = static_cast<size_t>(memory / static_cast<uint64_t>(jobs)),
                                .max_pixels = options.max_pixels};
+
+  const fs::path out_dir(options.out_dir);
+  const uint64_t plan = PlanChecksum(options, script, manifest.class_names, sources);
+  const std::string first_line = Journal::FirstLine(plan, options.shard_index, options.num_shards);
+  const std::string limits_line = Journal::LimitsLine(options.skip_bad, options.max_pixels, topts.max_memory_bytes);
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(out_dir));
+  PCR_ASSIGN_OR_RETURN(std::vector<FinishedFile> finished,
+                       PrepareOutDir(out_dir, first_line, limits_line, first_file, count));
+  PCR_ASSIGN_OR_RETURN(auto journal,
+                       Journal::Create(out_dir / kConversionMarkerName, first_line, limits_line, finished));
+
   ConvertImagesSummary summary;
   summary.resumed_files = finished.size();
 
@@ -500,7 +544,12 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
       PCR_ASSIGN_OR_RETURN(current.entry, writer->Finish());
       writer.reset();
     }
-    PCR_RETURN_IF_ERROR(journal->Add(current));
+    Status journaled = journal->Add(current);
+    if (!journaled.ok()) {
+      std::error_code ec;
+      if (current.entry.size > 0) fs::remove(out_dir / current.entry.name, ec);  // unlisted: never kept
+      return journaled;
+    }
     finished.push_back(std::move(current));
     current = {.file = finished.back().file + 1};
     return Status::OK();
@@ -529,7 +578,9 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
         if (!options.skip_bad) {
           failed = c.image.status().WithPrefix((fs::path(options.src_dir) / sources[i].key).string());
         } else {
-          current.skipped.emplace_back(i, c.image.status().ToString());
+          std::string reason = c.image.status().ToString();
+          std::replace(reason.begin(), reason.end(), '\n', ' ');  // one line in the journal and skip list
+          current.skipped.emplace_back(i, std::move(reason));
         }
         continue;
       }
@@ -564,7 +615,12 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     summary.output_bytes += f.entry.size;
     manifest.files.push_back(f.entry);
   }
-  if (summary.images == 0 && !part) return Status::InvalidArgument("no image could be converted");
+  if (summary.images == 0 && !part) {
+    journal.reset();
+    std::error_code ec;
+    fs::remove(out_dir / kConversionMarkerName, ec);  // nothing worth resuming
+    return Status::InvalidArgument("no image could be converted");
+  }
   if (!skip_list.empty()) PCR_RETURN_IF_ERROR(WriteTextFile(out_dir / kSkippedListName, skip_list));
   if (part) {
     PCR_RETURN_IF_ERROR(WritePartManifest(
@@ -644,7 +700,7 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
   std::string skip_list;
   for (size_t i = 0; i < shards.size(); ++i) {
     for (const DatasetFileEntry& e : shards[i]->dataset.files) {
-      PCR_RETURN_IF_ERROR(LinkFile(shard_dirs[i] / e.name, out / e.name));
+      PCR_RETURN_IF_ERROR(LinkFile(shard_dirs[i] / e.name, out / e.name, e));
       summary.images += e.image_count;
       manifest.files.push_back(e);
     }
