@@ -182,6 +182,13 @@ uint64_t PlanChecksum(const ConvertImagesOptions& options, const ScanScript& scr
   return Checksum64(plan);
 }
 
+// Writes `text` as the file `path`, atomically.
+Status WriteTextFile(const fs::path& path, const std::string& text) {
+  PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path.string()));
+  PCR_RETURN_IF_ERROR(file->Append(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+  return file->Commit();
+}
+
 // A file finished by this or an earlier run, as the journal lists it.
 struct FinishedFile {
   uint64_t file = 0;          // its number: records-<file>.pcr
@@ -216,8 +223,9 @@ class Journal {
   // limits might have converted those images.
   static std::vector<FinishedFile> Read(const fs::path& path, const std::string& first_line,
                                         const std::string& limits_line, uint64_t first_file, uint64_t source_count) {
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const Result<Bytes> bytes = ReadWholeFile(path.string());
+    if (!bytes.ok()) return {};
+    const std::string text(bytes->begin(), bytes->end());
     std::vector<FinishedFile> files;
     FinishedFile pending;
     size_t pos = 0;
@@ -265,9 +273,7 @@ class Journal {
                                                  const std::vector<FinishedFile>& kept) {
     std::string text = first_line + "\n" + limits_line + "\n";
     for (const FinishedFile& f : kept) text += Lines(f);
-    PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path.string()));
-    PCR_RETURN_IF_ERROR(file->Append(AsBytes(text)));
-    PCR_RETURN_IF_ERROR(file->Commit());
+    PCR_RETURN_IF_ERROR(WriteTextFile(path, text));
     const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0) return Status::IOError(path.string() + ": cannot open: " + std::strerror(errno));
     return std::unique_ptr<Journal>(new Journal(path.string(), fd));
@@ -288,10 +294,6 @@ class Journal {
 
  private:
   Journal(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
-
-  static ByteSpan AsBytes(const std::string& s) {
-    return ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-  }
 
   static std::string Lines(const FinishedFile& f) {
     std::string text;
@@ -353,12 +355,11 @@ class DirectoryLock {
 // journal of the same conversion lists that are still whole on disk. Every
 // other record file and skip list of a conversion is removed. A directory
 // with a manifest, or with .pcr files and no journal, is refused.
+// REQUIRES: `dir` exists.
 Result<std::vector<FinishedFile>> PrepareOutDir(const fs::path& dir, const std::string& first_line,
                                                 const std::string& limits_line, uint64_t first_file,
                                                 uint64_t source_count) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::IOError(dir.string() + ": cannot create directory: " + ec.message());
   for (const char* manifest : {kDatasetManifestName, kPartManifestName}) {
     if (fs::exists(dir / manifest, ec)) {
       return Status::InvalidArgument(dir.string() + " already holds a pcr dataset (" + manifest + ")");
@@ -392,14 +393,6 @@ Result<std::vector<FinishedFile>> PrepareOutDir(const fs::path& dir, const std::
   return kept;
 }
 
-Result<Bytes> ReadSmallFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path.string() + ": cannot open");
-  Bytes data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::IOError(path.string() + ": read failed");
-  return data;
-}
-
 // The part manifest of PART_DIR, checked like any pcr file.
 Result<PartManifest> ReadPartManifest(const fs::path& part_dir) {
   const fs::path path = part_dir / kPartManifestName;
@@ -411,8 +404,9 @@ Result<PartManifest> ReadPartManifest(const fs::path& part_dir) {
     return Status::InvalidArgument(part_dir.string() + ": no " + kPartManifestName +
                                    " (not a part, or its conversion did not finish: run it again to resume)");
   }
-  PCR_ASSIGN_OR_RETURN(Bytes file, ReadSmallFile(path));
-  auto index = DecodeIndexOnlyFile(file, FileKind::kDatasetPart);
+  const Result<Bytes> file = ReadWholeFile(path.string());
+  if (!file.ok()) return file.status().WithPrefix(path.string());
+  auto index = DecodeIndexOnlyFile(*file, FileKind::kDatasetPart);
   if (!index.ok()) return index.status().WithPrefix(path.string());
   auto part = PartManifest::DecodeFrom(*index);
   if (!part.ok()) return part.status().WithPrefix(path.string());
@@ -432,12 +426,6 @@ Status LinkFile(const fs::path& from, const fs::path& to, const DatasetFileEntry
                                    "copying them, so OUT_DIR must be on the parts' filesystem");
   }
   return Status::IOError(to.string() + ": cannot link to " + from.string() + ": " + std::strerror(err));
-}
-
-Status WriteTextFile(const fs::path& path, const std::string& text) {
-  PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path.string()));
-  PCR_RETURN_IF_ERROR(file->Append(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
-  return file->Commit();
 }
 
 }  // namespace
@@ -640,6 +628,7 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
   if (part_dirs.empty()) return Status::InvalidArgument("merge needs at least one part directory");
   std::vector<std::optional<PartManifest>> shards;
   std::vector<fs::path> shard_dirs;
+  uint64_t first = 0;  // shard index of the first part given
   std::error_code ec;
   for (const std::string& dir : part_dirs) {
     if (fs::equivalent(dir, out_dir, ec)) {
@@ -649,14 +638,10 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
     if (shards.empty()) {
       shards.resize(p.shard_count);
       shard_dirs.resize(p.shard_count);
-    }
-    const PartManifest* first = nullptr;
-    for (const auto& s : shards) {
-      if (s) first = &*s;
-    }
-    if (p.shard_count != shards.size() || (first && (p.plan_checksum != first->plan_checksum ||
-                                                     !(p.dataset.script == first->dataset.script) ||
-                                                     p.dataset.class_names != first->dataset.class_names))) {
+      first = p.shard_index;
+    } else if (p.shard_count != shards.size() || p.plan_checksum != shards[first]->plan_checksum ||
+               !(p.dataset.script == shards[first]->dataset.script) ||
+               p.dataset.class_names != shards[first]->dataset.class_names) {
       return Status::InvalidArgument(dir + ": shard " + std::to_string(p.shard_index) + " of " +
                                      std::to_string(p.shard_count) + " is from another conversion than " +
                                      part_dirs.front() + " (different input, options or shard count)");
@@ -705,9 +690,11 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
       manifest.files.push_back(e);
     }
     if (fs::exists(shard_dirs[i] / kSkippedListName, ec)) {
-      PCR_ASSIGN_OR_RETURN(Bytes text, ReadSmallFile(shard_dirs[i] / kSkippedListName));
-      skip_list.append(text.begin(), text.end());
-      summary.skipped += static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+      const fs::path path = shard_dirs[i] / kSkippedListName;
+      const Result<Bytes> text = ReadWholeFile(path.string());
+      if (!text.ok()) return text.status().WithPrefix(path.string());
+      skip_list.append(text->begin(), text->end());
+      summary.skipped += static_cast<uint64_t>(std::count(text->begin(), text->end(), '\n'));
     }
   }
   summary.files = manifest.files.size();
