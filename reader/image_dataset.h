@@ -130,6 +130,8 @@ class ImageDataset {
   // answers requests[i].
   Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests,
                                         const CoalesceOptions& coalesce = {}) const;
+  // InvalidArgument unless 1 <= fidelity <= num_scan_groups().
+  Status CheckFidelity(int fidelity) const;
   // Bytes the caller asked for through Read* since Open (engine counters
   // give the bytes actually read and the number of reads).
   uint64_t bytes_requested() const { return bytes_requested_.load(); }
@@ -145,7 +147,6 @@ class ImageDataset {
   void AddFile(std::unique_ptr<PcrFile> file);
   // Reads every record's sample metadata in one coalesced call.
   Status LoadSamples();
-  Status CheckFidelity(int fidelity) const;
 
   std::unique_ptr<IoEngine> owned_engine_;
   IoEngine* engine_ = nullptr;

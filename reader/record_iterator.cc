@@ -10,10 +10,7 @@ Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDatase
                                                                const RecordIteratorOptions& options) {
   RecordIteratorOptions o = options;
   if (o.fidelity == 0) o.fidelity = dataset.num_scan_groups();
-  if (o.fidelity < 1 || o.fidelity > dataset.num_scan_groups()) {
-    return Status::InvalidArgument("fidelity " + std::to_string(o.fidelity) + " out of range 1.." +
-                                   std::to_string(dataset.num_scan_groups()));
-  }
+  PCR_RETURN_IF_ERROR(dataset.CheckFidelity(o.fidelity));
   if (o.records_in_flight == 0) return Status::InvalidArgument("records_in_flight must be positive");
   std::unique_ptr<RecordIterator> it(new RecordIterator(dataset, o));
   it->thread_ = std::thread(&RecordIterator::ReadAhead, it.get());

@@ -8,10 +8,8 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
                                                               const SampleIteratorOptions& options,
                                                               const IterationState& start) {
   PCR_RETURN_IF_ERROR(ValidateEpochOptions(options.epoch));
-  if (options.fidelity < 0 || options.fidelity > dataset.num_scan_groups()) {
-    return Status::InvalidArgument("fidelity " + std::to_string(options.fidelity) + " out of range 1.." +
-                                   std::to_string(dataset.num_scan_groups()));
-  }
+  const int fidelity = options.fidelity == 0 ? dataset.num_scan_groups() : options.fidelity;
+  PCR_RETURN_IF_ERROR(dataset.CheckFidelity(fidelity));
   const uint64_t per_rank = ImagesPerRank(dataset.num_images(), options.epoch);
   if (start.position > per_rank || start.position % options.epoch.batch_size != 0) {
     return Status::InvalidArgument("iteration state " + start.ToString() + ": position is not a batch boundary in 0.." +
