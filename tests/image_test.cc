@@ -18,6 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::DataDir;
+using test::MakeMixedSource;
 using test::ReadFile;
 using test::TempDir;
 
@@ -224,12 +225,6 @@ TEST_CASE("--list gives keys and labels from a CSV") {
   REQUIRE((*ds)->num_images() == 2);
   CHECK((*ds)->sample(0) == SampleMetadata{7, "video/video-001.jpeg"});
   CHECK((*ds)->sample(1) == SampleMetadata{3, "textures/ring.jpg"});
-}
-
-// A copy of the sample with the bad files added as one more class.
-void MakeMixedSource(const fs::path& dir) {
-  fs::copy(DataDir() + "/sample", dir, fs::copy_options::recursive);
-  fs::copy(DataDir() + "/bad", dir / "zbad");
 }
 
 TEST_CASE("a bad file fails the conversion, names the file and leaves no dataset") {

@@ -20,14 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::DataDir;
+using test::MakeMixedSource;
 using test::ReadFile;
 using test::TempDir;
-
-// The sample plus the three bad files as class "zbad", which sorts last.
-void MakeMixedSource(const fs::path& dir) {
-  fs::copy(DataDir() + "/sample", dir, fs::copy_options::recursive);
-  fs::copy(DataDir() + "/bad", dir / "zbad");
-}
 
 // Every regular file under `dir` (names relative to it) and its bytes.
 std::map<std::string, Bytes> Tree(const fs::path& dir) {

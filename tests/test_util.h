@@ -73,6 +73,13 @@ inline Bytes RefixChecksums(const Bytes& file) {
   return out;
 }
 
+// `dir`: a copy of the bundled sample plus the three bad files as class
+// "zbad", which sorts last.
+inline void MakeMixedSource(const std::filesystem::path& dir) {
+  std::filesystem::copy(DataDir() + "/sample", dir, std::filesystem::copy_options::recursive);
+  std::filesystem::copy(DataDir() + "/bad", dir / "zbad");
+}
+
 // A fresh directory removed when the object goes away.
 class TempDir {
  public:
