@@ -1,6 +1,7 @@
 #include "format/json.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace pcr {
@@ -211,6 +212,17 @@ bool JsonCursor::String(std::string* out) {
   return true;
 }
 
+bool IntegerLiteralIsExact(std::string_view digits, double value) {
+  const bool negative = digits.starts_with('-');
+  if (negative) digits.remove_prefix(1);
+  while (digits.size() > 1 && digits[0] == '0') digits.remove_prefix(1);
+  if (digits == "0") return value == 0;
+  if (negative != std::signbit(value) || digits.size() > 310) return false;
+  char buf[320];
+  const int n = std::snprintf(buf, sizeof(buf), "%.0f", std::fabs(value));  // every digit of an integral double
+  return n > 0 && std::string_view(buf, static_cast<size_t>(n)) == digits;
+}
+
 bool JsonCursor::Number(JsonNumber* out) {
   SkipSpace();
   const size_t start = pos_;
@@ -249,6 +261,7 @@ bool JsonCursor::Number(JsonNumber* out) {
     const auto r = std::from_chars(first, last, out->d);
     if (r.ec != std::errc() || r.ptr != last) return Fail("number out of range");
   }
+  out->exact = !integral || IntegerLiteralIsExact(std::string_view(first, last - first), out->d);
   pos_ = p;
   need_comma_ = true;
   return true;

@@ -11,11 +11,13 @@
 namespace pcr {
 
 // JSON Lines: calls fn(line, number) for every line holding more than white
-// space, numbering lines from 1; stops at the first error fn returns.
+// space, numbering lines from 1; stops at the first error fn returns. A
+// leading UTF-8 byte order mark is skipped.
 template <typename Fn>
 Status ForEachJsonLine(std::string_view text, Fn fn) {
   uint64_t number = 0;
   size_t pos = 0;
+  if (text.starts_with("\xEF\xBB\xBF")) pos = 3;  // a UTF-8 byte order mark
   while (pos < text.size()) {
     const size_t end = std::min(text.find('\n', pos), text.size());
     const std::string_view line = text.substr(pos, end - pos);
@@ -34,7 +36,13 @@ struct JsonNumber {
   bool is_int = false;  // no fraction or exponent, and fits int64
   int64_t i = 0;
   double d = 0;  // the value, also set for integers
+  // False for an integer literal (no fraction or exponent) that d does not
+  // hold exactly.
+  bool exact = true;
 };
+
+// True when `digits`, an optional '-' and decimal digits, is exactly `value`.
+bool IntegerLiteralIsExact(std::string_view digits, double value);
 
 // Reads JSON from `text` token by token. Every method returns false on
 // malformed input, after which error() says what was expected and

@@ -15,6 +15,7 @@
 #include "reader/table_reader.h"
 #include "reader/verify.h"
 #include "tests/test_util.h"
+#include "writer/file_writer.h"
 #include "writer/table_converter.h"
 
 namespace pcr {
@@ -355,6 +356,11 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
     auto order = ReadPopularityFile(pop);
     REQUIRE(order.ok());
     CHECK(*order == std::vector<std::string>{"120", "2002", "1005"});
+    const std::string bom_pop = dir / "bom-popularity.jsonl";
+    std::ofstream(bom_pop) << "\xEF\xBB\xBF" << FormatPopularity(counts);
+    auto bom_order = ReadPopularityFile(bom_pop);
+    REQUIRE(bom_order.ok());
+    CHECK(*bom_order == *order);
 
     auto check_order = [&](const std::string& path) {
       auto r = Table::Open(path);
@@ -408,6 +414,124 @@ TEST_CASE("float32 maps store floats and scores as float") {
   CHECK(b->columns[0].floats == std::vector<float>{0.1f});
   CHECK(b->columns[1].type == FeatureType::kScoredIdList32);
   CHECK(b->columns[1].floats == std::vector<float>{0.3f});
+}
+
+TEST_CASE("CSV records end at LF, CRLF or a bare CR alike") {
+  const std::string lf = "a,b,c\n1,\"x\ny\",2.5\n-2,\"\",NA\n3,z,7\n";
+  TempDir dir;
+  std::vector<std::vector<Column>> read;
+  for (const std::string ending : {"\n", "\r\n", "\r"}) {
+    std::string text;
+    for (const char c : lf) text += c == '\n' ? ending : std::string(1, c);
+    INFO("line ending " << (ending == "\r" ? "CR" : ending == "\n" ? "LF" : "CRLF"));
+    const std::string csv = dir / ("t" + std::to_string(read.size()) + ".csv");
+    std::ofstream(csv, std::ios::binary) << text;
+    auto report = ConvertTable({.input = csv, .out_dir = dir / "out"});
+    REQUIRE(report.ok());
+    const auto& f = report->schema.features;
+    REQUIRE(f.size() == 3);
+    CHECK(f[0].name == "a");
+    CHECK(f[2].name == "c");
+    CHECK(report->schema.row_count == 3);
+    CHECK(f[0].type == FeatureType::kInt64);
+    CHECK(f[2].type == FeatureType::kFloat64);
+    auto t = Table::Open(report->path);
+    REQUIRE(t.ok());
+    auto b = (*t)->Read(AllFeatures(**t), 0, 1);
+    REQUIRE(b.ok());
+    CHECK(b->columns[0].ints == std::vector<int64_t>{1, -2, 3});
+    CHECK(b->columns[1].string(0) == "x" + ending + "y");  // a line break inside quotes is kept as written
+    CHECK(b->columns[2].present == std::vector<uint8_t>{1, 0, 1});
+    read.push_back(std::move(b->columns));
+  }
+  CHECK(read[1][2].doubles == read[0][2].doubles);
+  CHECK(read[2][2].doubles == read[0][2].doubles);
+
+  // Line numbers count every kind of line break, also inside quotes.
+  const std::string bad = dir / "bad.csv";
+  std::ofstream(bad, std::ios::binary) << "a,b\r\"x\ry\",2\r3\r";
+  auto r = ConvertTable({.input = bad, .out_dir = dir / "bad-out"});
+  REQUIRE(!r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("line 4, column 1: row has 1 cells, the header 2"));
+}
+
+TEST_CASE("integers no double holds are refused in float64 columns, never rounded") {
+  TempDir dir;
+  const std::vector<std::tuple<std::string, std::string, std::string>> refused = {
+      // 99999999999999999999 overflows int64, so the column is float64, where 2^53 + 1 has no double.
+      {"big.csv", "a\n1\n9007199254740993\n99999999999999999999\n",
+       "line 3, column 1: integer 9007199254740993 in float64 column 'a' has no exact double"},
+      {"big.csv", "a,b\nx,0.5\ny,-99999999999999999999\n",
+       "line 3, column 3: integer -99999999999999999999 in float64 column 'b'"},
+      {"big.jsonl", "{\"a\": 1}\n{\"a\": 99999999999999999999}\n",
+       "line 2, column 7: integer 99999999999999999999 in float64 column 'a'"},
+      {"big.jsonl", "{\"a\": 0.5}\n{\"a\": 9007199254740993}\n",
+       "line 2, column 7: integer 9007199254740993 in float64 column 'a'"},
+      {"big.jsonl", "{\"dense\": {\"7\": 0.5}}\n{\"dense\": {\"7\": -9007199254740993}}\n",
+       "line 2, column 17: integer -9007199254740993 in float64 dense feature 7"},
+  };
+  for (const auto& [name, text, want] : refused) {
+    INFO(text);
+    TempDir d;
+    const std::string input = d / name;
+    std::ofstream(input) << text;
+    auto r = ConvertTable({.input = input, .out_dir = d / "out"});
+    REQUIRE(!r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains(input) && Catch::Contains(want));
+    for (const auto& e : fs::directory_iterator(d / "out")) FAIL("left behind: " << e.path());
+  }
+  // Integers a double holds exactly are kept, however large.
+  const std::string exact = dir / "exact.csv";
+  std::ofstream(exact) << "a\n0.5\n100000000000000000000\n9007199254740992\n-0\n";
+  auto r = ConvertTable({.input = exact, .out_dir = dir / "out"});
+  REQUIRE(r.ok());
+  auto t = Table::Open(r->path);
+  REQUIRE(t.ok());
+  auto b = (*t)->Read(AllFeatures(**t), 0, 1);
+  REQUIRE(b.ok());
+  CHECK(b->columns[0].doubles == std::vector<double>{0.5, 1e20, 9007199254740992.0, 0.0});
+  // An int64 column keeps every int64 exactly.
+  const std::string ints = dir / "ints.csv";
+  std::ofstream(ints) << "a\n9223372036854775807\n9007199254740993\n-9223372036854775808\n";
+  auto ri = ConvertTable({.input = ints, .out_dir = dir / "out"});
+  REQUIRE(ri.ok());
+  auto ti = Table::Open(ri->path);
+  REQUIRE(ti.ok());
+  auto bi = (*ti)->Read(AllFeatures(**ti), 0, 1);
+  REQUIRE(bi.ok());
+  CHECK(bi->columns[0].ints ==
+        std::vector<int64_t>{INT64_MAX, 9007199254740993, std::numeric_limits<int64_t>::min()});
+}
+
+TEST_CASE("a table conversion never replaces a file, nor writes a directory another conversion writes") {
+  TempDir dir;
+  const std::string csv = test::DataDir() + "/tabular/Soybean.csv";
+  SECTION("the final rename refuses a file that appeared during the conversion") {
+    const std::string path = dir / "t.pcr";
+    auto file = AtomicFile::Create(path);
+    REQUIRE(file.ok());
+    const std::string mine = "new bytes";
+    REQUIRE((*file)->Append(ByteSpan(reinterpret_cast<const uint8_t*>(mine.data()), mine.size())).ok());
+    std::ofstream(path) << "the other conversion's table";
+    const Status s = (*file)->Commit();
+    REQUIRE(!s.ok());
+    CHECK_THAT(s.message(), Catch::Contains(path + ": already exists; not replaced"));
+    CHECK(Slurp(path) == "the other conversion's table");
+    for (const auto& e : fs::directory_iterator(dir.path())) CHECK(e.path().filename() == "t.pcr");
+  }
+  SECTION("a directory another conversion holds is refused, for convert and reorder") {
+    auto first = ConvertTable({.input = csv, .out_dir = dir / "a"});
+    REQUIRE(first.ok());
+    auto lock = DirectoryLock::Take(dir / "b");
+    REQUIRE(lock.ok());
+    auto r = ConvertTable({.input = csv, .out_dir = dir / "b"});
+    REQUIRE(!r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("another pcr-convert is writing this directory"));
+    auto ro = ReorderTable(first->path, dir / "b", {});
+    REQUIRE(!ro.ok());
+    CHECK_THAT(ro.status().message(), Catch::Contains("another pcr-convert is writing this directory"));
+    CHECK(fs::is_empty(dir / "b"));
+  }
 }
 
 TEST_CASE("malformed input names line and column and leaves nothing behind") {

@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "format/checksum.h"
 
@@ -32,16 +35,33 @@ void RemoveStaleTemps(const std::filesystem::path& dir, const std::string& name)
   }
 }
 
+// Renames `from` to `to`; with Replace::kNo, atomically refuses an existing
+// `to` (by link and unlink where the filesystem lacks RENAME_NOREPLACE).
+Status Rename(const std::string& from, const std::string& to, Replace replace) {
+  if (replace == Replace::kYes) {
+    if (rename(from.c_str(), to.c_str()) != 0) return Errno("cannot rename to", to);
+    return Status::OK();
+  }
+  int r = renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE);
+  if (r != 0 && (errno == EINVAL || errno == ENOSYS)) {
+    r = link(from.c_str(), to.c_str());
+    if (r == 0) unlink(from.c_str());
+  }
+  if (r == 0) return Status::OK();
+  if (errno == EEXIST) return Status::InvalidArgument(to + ": already exists; not replaced");
+  return Errno("cannot rename to", to);
+}
+
 }  // namespace
 
-Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path) {
+Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path, Replace replace) {
   const std::filesystem::path p(path);
   RemoveStaleTemps(p.parent_path(), p.filename().string());
   const std::string temp =
       (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("cannot create", temp);
-  return std::unique_ptr<AtomicFile>(new AtomicFile(path, temp, fd));
+  return std::unique_ptr<AtomicFile>(new AtomicFile(path, temp, fd, replace));
 }
 
 AtomicFile::~AtomicFile() {
@@ -73,8 +93,7 @@ Status AtomicFile::Commit() {
     unlink(temp_path_.c_str());
     return Errno("cannot close", temp_path_);
   }
-  if (rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    Status s = Errno("cannot rename to", path_);
+  if (Status s = Rename(temp_path_, path_, replace_); !s.ok()) {
     unlink(temp_path_.c_str());
     return s;
   }
@@ -85,6 +104,24 @@ Status AtomicFile::Commit() {
     close(dfd);
   }
   return Status::OK();
+}
+
+Result<DirectoryLock> DirectoryLock::Take(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError(dir + ": cannot create directory: " + ec.message());
+  DirectoryLock lock(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (lock.fd_ < 0) return Errno("cannot open", dir);
+  if (flock(lock.fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    return Status::InvalidArgument(dir + ": another pcr-convert is writing this directory");
+  }
+  return lock;
+}
+
+DirectoryLock::DirectoryLock(DirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) close(fd_);
 }
 
 Result<std::unique_ptr<ImageFileWriter>> ImageFileWriter::Create(const std::string& path,

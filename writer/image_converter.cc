@@ -9,7 +9,6 @@
 #include <thread>
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -184,7 +183,7 @@ uint64_t PlanChecksum(const ConvertImagesOptions& options, const ScanScript& scr
 
 // Writes `text` as the file `path`, atomically.
 Status WriteTextFile(const fs::path& path, const std::string& text) {
-  PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path.string()));
+  PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path.string(), Replace::kYes));
   PCR_RETURN_IF_ERROR(file->Append(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
   return file->Commit();
 }
@@ -324,32 +323,6 @@ std::optional<uint64_t> FooterIndexChecksum(const fs::path& path, uint64_t size)
   if (!footer.ok()) return std::nullopt;
   return footer->index_checksum;
 }
-
-// An exclusive flock on a directory, held while a conversion writes into it.
-class DirectoryLock {
- public:
-  // Creates `dir` if needed. Refuses a directory another conversion holds.
-  static Result<DirectoryLock> Take(const fs::path& dir) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) return Status::IOError(dir.string() + ": cannot create directory: " + ec.message());
-    DirectoryLock lock(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (lock.fd_ < 0) return Status::IOError(dir.string() + ": cannot open: " + std::strerror(errno));
-    if (flock(lock.fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-      return Status::InvalidArgument(dir.string() + ": another pcr-convert is writing this directory");
-    }
-    return lock;
-  }
-  DirectoryLock(DirectoryLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  DirectoryLock& operator=(DirectoryLock&&) = delete;
-  ~DirectoryLock() {
-    if (fd_ >= 0) close(fd_);
-  }
-
- private:
-  explicit DirectoryLock(int fd) : fd_(fd) {}
-  int fd_;
-};
 
 // Makes OUT_DIR ready and returns the finished files to keep: those a
 // journal of the same conversion lists that are still whole on disk. Every
@@ -500,7 +473,7 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   const uint64_t plan = PlanChecksum(options, script, manifest.class_names, sources);
   const std::string first_line = Journal::FirstLine(plan, options.shard_index, options.num_shards);
   const std::string limits_line = Journal::LimitsLine(options.skip_bad, options.max_pixels, topts.max_memory_bytes);
-  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(out_dir));
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(out_dir.string()));
   PCR_ASSIGN_OR_RETURN(std::vector<FinishedFile> finished,
                        PrepareOutDir(out_dir, first_line, limits_line, first_file, count));
   PCR_ASSIGN_OR_RETURN(auto journal,

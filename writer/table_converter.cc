@@ -14,6 +14,7 @@
 #include "format/json.h"
 #include "format/popularity.h"
 #include "reader/table_reader.h"
+#include "writer/file_writer.h"
 
 namespace pcr {
 
@@ -74,6 +75,8 @@ struct CsvCell {
   bool missing() const { return !quoted && (text.empty() || text == "NA"); }
 };
 
+// Records end at LF, CRLF or a bare CR (as Python's csv module and DuckDB
+// read them); a line break inside quotes is part of the cell.
 class CsvReader {
  public:
   CsvReader(std::string_view text, const std::string& input) : text_(text), input_(input) {}
@@ -98,7 +101,7 @@ class CsvReader {
             return InputError(input_, cell.line, cell.column, "quoted field is never closed");
           }
           for (size_t i = pos_; i < q; ++i) {
-            if (text_[i] == '\n') {
+            if (text_[i] == '\n' || (text_[i] == '\r' && (i + 1 == q || text_[i + 1] != '\n'))) {
               ++line_;
               line_start_ = i + 1;
             }
@@ -113,14 +116,12 @@ class CsvReader {
           break;
         }
       } else {
-        const size_t end = text_.find_first_of(",\n\"", pos_);
+        const size_t end = text_.find_first_of(",\n\r\"", pos_);
         const size_t stop = end == std::string_view::npos ? text_.size() : end;
         if (stop < text_.size() && text_[stop] == '"') {
           return InputError(input_, line_, stop - line_start_ + 1, "quote inside an unquoted field");
         }
-        size_t last = stop;
-        if (last > pos_ && text_[last - 1] == '\r' && (stop == text_.size() || text_[stop] == '\n')) --last;
-        cell.text.assign(text_.substr(pos_, last - pos_));
+        cell.text.assign(text_.substr(pos_, stop - pos_));
         pos_ = stop;
       }
       if (pos_ >= text_.size()) return true;
@@ -128,9 +129,8 @@ class CsvReader {
         ++pos_;
         continue;
       }
-      if (text_[pos_] == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') ++pos_;
-      if (text_[pos_] == '\n') {
-        ++pos_;
+      if (text_[pos_] == '\r' || text_[pos_] == '\n') {
+        pos_ += text_[pos_] == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n' ? 2 : 1;
         ++line_;
         line_start_ = pos_;
         return true;
@@ -148,6 +148,20 @@ class CsvReader {
   size_t line_start_ = 0;
   uint64_t record_line_ = 1;
 };
+
+// An optional '-' and decimal digits.
+bool IsIntegerLiteral(std::string_view s) {
+  if (s.starts_with('-')) s.remove_prefix(1);
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// `what` names the float64 feature: "column 'a'" or "dense feature 7".
+Status InexactInteger(const std::string& input, uint64_t line, uint64_t column, std::string_view integer,
+                      const std::string& what) {
+  return InputError(input, line, column,
+                    "integer " + std::string(integer) + " in float64 " + what +
+                        " has no exact double (it is float64 because some value is not an int64)");
+}
 
 bool ParseInt(std::string_view s, int64_t* v) {
   const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
@@ -234,6 +248,9 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
           break;
         default:
           ParseFloat(t, &d);
+          if (features[c].type == FeatureType::kFloat64 && IsIntegerLiteral(t) && !IntegerLiteralIsExact(t, d)) {
+            return InexactInteger(input, cells[c].line, cells[c].column, t, "column '" + features[c].name + "'");
+          }
           writer->AddFloat(c, d);
           break;
       }
@@ -253,6 +270,8 @@ struct JsonValue {
   enum Kind { kInt, kFloat, kString, kNull } kind = kNull;
   int64_t i = 0;
   double d = 0;
+  bool exact = true;  // d is the number as written
+  size_t length = 0;  // of the number's text
   std::string s;
 };
 
@@ -337,12 +356,16 @@ class JsonlParser {
     JsonNumber n;
     JsonCursor::Kind k;
     switch (json.Peek()) {
-      case JsonCursor::Kind::kNumber:
+      case JsonCursor::Kind::kNumber: {
+        const size_t at = json.position();
         if (!json.Number(&n)) return Error(json);
+        v->length = json.position() - at;
         v->kind = n.is_int ? JsonValue::kInt : JsonValue::kFloat;
         v->i = n.i;
         v->d = n.d;
+        v->exact = n.exact;
         return Status::OK();
+      }
       case JsonCursor::Kind::kString:
         v->kind = JsonValue::kString;
         if (!json.String(&v->s)) return Error(json);
@@ -499,15 +522,19 @@ Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, c
           writer->AddString(f, item.value.s);
           break;
         case FeatureType::kFloat32:
-        case FeatureType::kFloat64:
-          if (item.value.kind == JsonValue::kInt &&
-              (item.value.i > (int64_t{1} << 53) || item.value.i < -(int64_t{1} << 53))) {
-            return InputError(input, number, item.column,
-                              "feature '" + features[f].name + "' mixes floats with an integer beyond 2^53");
+        case FeatureType::kFloat64: {
+          const double d = item.value.kind == JsonValue::kInt ? static_cast<double>(item.value.i) : item.value.d;
+          const bool exact = item.value.kind == JsonValue::kInt
+                                 ? IntegerLiteralIsExact(std::to_string(item.value.i), d)
+                                 : item.value.exact;
+          if (features[f].type == FeatureType::kFloat64 && !exact) {
+            return InexactInteger(input, number, item.column, line.substr(item.column - 1, item.value.length),
+                                  item.map == MapKind::kColumn ? "column '" + item.key + "'"
+                                                               : "dense feature " + item.key);
           }
-          writer->AddFloat(f, item.value.kind == JsonValue::kInt ? static_cast<double>(item.value.i)
-                                                                 : item.value.d);
+          writer->AddFloat(f, d);
           break;
+        }
         default:
           writer->AddIdList(f, item.ids, item.scores);
           break;
@@ -540,9 +567,8 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
     return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .jsonl or .ndjson)");
   }
   PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(options.input));
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
   std::error_code ec;
-  fs::create_directories(options.out_dir, ec);
-  if (ec) return Status::IOError("cannot create " + options.out_dir + ": " + ec.message());
   TableConvertReport report;
   report.path = (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
@@ -574,10 +600,10 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   report.path = output;
   std::error_code ec;
   if (!EndsWith(output, kRecordFileExtension)) {
-    fs::create_directories(output, ec);
-    if (ec) return Status::IOError("cannot create " + output + ": " + ec.message());
     report.path = (fs::path(output) / fs::path(in.path()).filename()).string();
   }
+  const std::string dir = fs::path(report.path).parent_path().string();
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(dir.empty() ? "." : dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
   TableWriterOptions options{.stream_order = stream_order};
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, table->schema().features, options));
