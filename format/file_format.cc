@@ -24,6 +24,38 @@ bool ValidFileName(const std::string& name) {
 }
 
 // The table part of a stripe's index entry; stripe->streams is already decoded.
+// The schema's present_count and value_count against the raw lengths of the
+// stripes' lengths and values streams (spec 13.1).
+Status CheckSchemaCounts(const TableSchema& schema, const std::vector<StripeInfo>& stripes) {
+  std::vector<uint64_t> lengths_bytes(schema.features.size()), values_bytes(schema.features.size());
+  for (const StripeInfo& stripe : stripes) {
+    for (const TableStream& t : stripe.table_streams) {
+      uint64_t* sum = t.role == StreamRole::kLengths  ? &lengths_bytes[t.feature]
+                      : t.role == StreamRole::kValues ? &values_bytes[t.feature]
+                                                      : nullptr;
+      if (sum != nullptr && __builtin_add_overflow(*sum, t.raw_length, sum)) *sum = UINT64_MAX;
+    }
+  }
+  for (size_t f = 0; f < schema.features.size(); ++f) {
+    const FeatureInfo& fi = schema.features[f];
+    const bool scalar = RolesOf(fi.type).size() == 2;
+    const uint64_t width = RawValueBytes(fi.type);
+    const uint64_t row_bytes = scalar ? values_bytes[f] : lengths_bytes[f];
+    const uint64_t per_row = scalar ? width : 4;
+    uint64_t want = 0;
+    if (__builtin_mul_overflow(fi.present_count, per_row, &want) || want != row_bytes) {
+      return Status::Corruption("feature '" + fi.name + "': present_count " + std::to_string(fi.present_count) +
+                                ", but its streams hold " + std::to_string(row_bytes / per_row) + " rows");
+    }
+    const uint64_t values = scalar ? fi.present_count : values_bytes[f] / width;
+    if (fi.value_count != values || (!scalar && values_bytes[f] % width != 0)) {
+      return Status::Corruption("feature '" + fi.name + "': value_count " + std::to_string(fi.value_count) +
+                                ", but its streams hold " + std::to_string(values));
+    }
+  }
+  return Status::OK();
+}
+
 Status DecodeTableStripe(Decoder* d, const TableSchema& schema, StripeInfo* stripe) {
   if (!d->GetVarintAtMost(kMaxStripeRows, &stripe->row_count)) {
     return Status::Corruption("bad row count");
@@ -295,6 +327,10 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t ind
   if (kind == FileKind::kTable && table_rows != index.schema.row_count) {
     return corrupt("stripes hold " + std::to_string(table_rows) + " rows, the schema " +
                    std::to_string(index.schema.row_count));
+  }
+  if (kind == FileKind::kTable) {
+    Status counts = CheckSchemaCounts(index.schema, index.stripes);
+    if (!counts.ok()) return corrupt(counts.message());
   }
   if (!d.done()) return corrupt(std::to_string(d.remaining()) + " trailing bytes");
   return index;

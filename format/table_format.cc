@@ -102,6 +102,11 @@ bool IsListType(FeatureType type) {
          type == FeatureType::kScoredIdList32;
 }
 
+size_t RawValueBytes(FeatureType type) {
+  const size_t width = ValueWidth(type);
+  return width == 0 ? 1 : width;
+}
+
 std::span<const StreamRole> RolesOf(FeatureType type) {
   if (ScoreWidth(type) != 0) return kScoredRoles;
   if (IsListType(type) || type == FeatureType::kString) return kListRoles;

@@ -43,6 +43,9 @@ const char* StreamRoleName(StreamRole role);
 bool IsListType(FeatureType type);
 // Streams of a feature of this type, in the order a writer stores them.
 std::span<const StreamRole> RolesOf(FeatureType type);
+// Bytes of one element of the raw values stream: 8 (int64, float64, list
+// ids), 4 (float32) or 1 (string bytes).
+size_t RawValueBytes(FeatureType type);
 
 struct FeatureInfo {
   std::string name;     // unique in the schema; a map feature's name is its id in decimal

@@ -139,35 +139,62 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
   for (const uint32_t f : features) batch.columns.emplace_back(all[f].type);
   size_t next = 0;
   for (size_t s = first; s < first + count; ++s) {
-    const StripeInfo& stripe = file_->index().stripes[s];
-    batch.rows += stripe.row_count;
+    batch.rows += file_->index().stripes[s].row_count;
     for (size_t j = 0; j < features.size(); ++j) {
-      const uint32_t f = features[j];
-      ByteSpan raw[kRoleCount];
-      for (const StreamRole role : RolesOf(all[f].type)) {
-        const size_t k = requests[next].stream;
-        const TableStream& t = stripe.table_streams[k];
-        Bytes& buf = scratch_[static_cast<size_t>(role)];
-        Status st = DecompressStream(stored[next], t.codec, t.raw_length, &buf);
-        if (!st.ok()) {
-          return st.WithPrefix(file_->path() + ": stripe " + std::to_string(s) + " stream " + std::to_string(k) +
-                               " (" + StreamRoleName(role) + " of feature '" + all[f].name + "') at offset " +
-                               std::to_string(stripe.stream_offset(k)));
-        }
+      ByteSpan stored_by_role[kRoleCount];
+      for (const StreamRole role : RolesOf(all[features[j]].type)) {
+        stored_by_role[static_cast<size_t>(role)] = stored[next];
         batch.bytes_selected += stored[next].size();
-        raw[static_cast<size_t>(role)] = buf;
         ++next;
       }
-      Status st = DecodeFeatureStreams(all[f].type, stripe.row_count, raw[0], raw[1], raw[2], raw[3],
-                                       &batch.columns[j]);
-      if (!st.ok()) {
-        return st.WithPrefix(file_->path() + ": stripe " + std::to_string(s) + " feature '" + all[f].name +
-                             "' at offset " +
-                             std::to_string(stripe.stream_offset(StreamIndex(s, f, StreamRole::kPresence))));
-      }
+      PCR_RETURN_IF_ERROR(DecodeFeature(s, features[j], stored_by_role, &batch.columns[j]));
     }
   }
   return batch;
+}
+
+Result<TableBatch> Table::DecodeStripe(size_t s, std::span<const Bytes> streams) {
+  if (s >= stripe_count() || streams.size() != file_->index().stripes[s].streams.size()) {
+    return Status::InvalidArgument(file_->path() + ": stripe " + std::to_string(s) + ": wrong stream count");
+  }
+  for (size_t k = 0; k < streams.size(); ++k) PCR_RETURN_IF_ERROR(file_->CheckStream(s, k, streams[k]));
+  const auto& all = schema().features;
+  TableBatch batch{.rows = file_->index().stripes[s].row_count};
+  for (uint32_t f = 0; f < all.size(); ++f) {
+    ByteSpan stored_by_role[kRoleCount];
+    for (const StreamRole role : RolesOf(all[f].type)) {
+      const Bytes& bytes = streams[StreamIndex(s, f, role)];
+      stored_by_role[static_cast<size_t>(role)] = bytes;
+      batch.bytes_selected += bytes.size();
+    }
+    batch.columns.emplace_back(all[f].type);
+    PCR_RETURN_IF_ERROR(DecodeFeature(s, f, stored_by_role, &batch.columns.back()));
+  }
+  return batch;
+}
+
+Status Table::DecodeFeature(size_t s, uint32_t f, const ByteSpan* stored, Column* column) {
+  const StripeInfo& stripe = file_->index().stripes[s];
+  const FeatureInfo& feature = schema().features[f];
+  ByteSpan raw[kRoleCount];
+  for (const StreamRole role : RolesOf(feature.type)) {
+    const size_t k = StreamIndex(s, f, role);
+    const TableStream& t = stripe.table_streams[k];
+    Bytes& buf = scratch_[static_cast<size_t>(role)];
+    Status st = DecompressStream(stored[static_cast<size_t>(role)], t.codec, t.raw_length, &buf);
+    if (!st.ok()) {
+      return st.WithPrefix(file_->path() + ": stripe " + std::to_string(s) + " stream " + std::to_string(k) + " (" +
+                           StreamRoleName(role) + " of feature '" + feature.name + "') at offset " +
+                           std::to_string(stripe.stream_offset(k)));
+    }
+    raw[static_cast<size_t>(role)] = buf;
+  }
+  Status st = DecodeFeatureStreams(feature.type, stripe.row_count, raw[0], raw[1], raw[2], raw[3], column);
+  if (!st.ok()) {
+    return st.WithPrefix(file_->path() + ": stripe " + std::to_string(s) + " feature '" + feature.name +
+                         "' at offset " + std::to_string(stripe.stream_offset(StreamIndex(s, f, StreamRole::kPresence))));
+  }
+  return Status::OK();
 }
 
 }  // namespace pcr

@@ -54,6 +54,10 @@ class Table {
   // Every stream of the features over stripes [first, first + count), read in
   // one engine call, checked, decoded. REQUIRES: first + count <= stripe_count()
   Result<TableBatch> Read(std::span<const uint32_t> features, size_t first, size_t count);
+  // Every feature of `stripe` from its stored streams (`streams[k]` is
+  // stream k of the stripe), each checked against its checksum and decoded
+  // as Read does: what reorder checks before it copies them.
+  Result<TableBatch> DecodeStripe(size_t stripe, std::span<const Bytes> streams);
   // Stored bytes of those streams.
   uint64_t SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const;
   // Index of the stream holding (feature, role) in `stripe`.
@@ -65,6 +69,9 @@ class Table {
   Table(std::unique_ptr<IoEngine> owned, IoEngine* engine, TableReaderOptions options)
       : owned_engine_(std::move(owned)), engine_(engine), options_(std::move(options)) {}
   Status LogAccess(std::span<const uint32_t> features);
+  // Decompresses feature f's stored streams of stripe s (`stored[role]`) and
+  // appends its rows to `column`; errors name the stream.
+  Status DecodeFeature(size_t s, uint32_t f, const ByteSpan* stored, Column* column);
 
   std::unique_ptr<IoEngine> owned_engine_;
   IoEngine* engine_;

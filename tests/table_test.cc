@@ -2,6 +2,7 @@
 // ordering, reorder, malformed input and corrupt files.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -639,17 +640,95 @@ TEST_CASE("a damaged table index with valid checksums is refused or reads") {
         continue;
       }
       auto batch = (*t)->Read(AllFeatures(**t), 0, (*t)->stripe_count());
+      // Reorder checks what it copies as strictly as a reader.
+      auto reordered = ReorderTable(bad, dir / ("reordered-" + std::to_string(at) + "-" + std::to_string(mask)),
+                                    {"label"});
+      CHECK(reordered.ok() == batch.ok());
       if (batch.ok()) {
         ++read;
+        // The statistics a summary shows agree with the rows.
+        const auto& features = (*t)->schema().features;
+        for (size_t f = 0; f < features.size(); ++f) {
+          const Column& c = batch->columns[f];
+          const auto rows = static_cast<uint64_t>(std::count(c.present.begin(), c.present.end(), 1));
+          CHECK(features[f].present_count == rows);
+          CHECK(features[f].value_count == (c.offsets.empty() ? rows : c.offsets.back()));
+        }
+        CHECK(VerifyPath(reordered->path).errors.empty());
       } else {
         ++refused;
         CHECK_THAT(batch.status().message(), Catch::Contains(bad));
+        CHECK_THAT(reordered.status().message(), Catch::Contains(bad));
       }
     }
   }
   std::printf("table index damage with re-fixed checksums: %llu refused, %llu read\n",
               static_cast<unsigned long long>(refused), static_cast<unsigned long long>(read));
   CHECK(refused > 0);
+}
+
+TEST_CASE("reorder refuses a stream whose raw length disagrees with its zstd frame") {
+  TempDir dir;
+  const std::string input = dir / "maps.jsonl";
+  std::ofstream(input) << ToJsonl(MakeMapRows(400, 11));
+  TableConvertOptions o{.input = input, .out_dir = dir / "good"};
+  o.writer.rows_per_stripe = 200;
+  auto report = ConvertTable(o);
+  REQUIRE(report.ok());
+  const Bytes good = test::ReadFile(report->path);
+  size_t damaged = SIZE_MAX;
+  const Bytes bad_bytes = test::RewriteIndex(good, [&](FileIndex* index) {
+    // An id list's values, one id longer, with a schema that agrees, so
+    // only decompression can tell.
+    StripeInfo& stripe = index->stripes[1];
+    for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
+      TableStream& t = stripe.table_streams[k];
+      FeatureInfo& f = index->schema.features[t.feature];
+      if (t.codec == StreamCodec::kZstd && t.role == StreamRole::kValues && IsListType(f.type)) {
+        t.raw_length += 8;
+        f.value_count += 1;
+        damaged = k;
+        break;
+      }
+    }
+  });
+  REQUIRE(damaged != SIZE_MAX);
+  const std::string bad = dir / "bad.pcr";
+  test::WriteFile(bad, bad_bytes);
+  auto r = ReorderTable(bad, dir / "out", {"label"});
+  REQUIRE(!r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains(bad + ": stripe 1 stream " + std::to_string(damaged)) &&
+                                       Catch::Contains("zstd frame content size"));
+  CHECK(!fs::exists(fs::path(dir / "out") / "bad.pcr"));
+  CHECK(!VerifyPath(bad).errors.empty());
+}
+
+TEST_CASE("schema statistics that disagree with the streams are refused at open") {
+  TempDir dir;
+  const Bytes good = SmallMapTable(dir, MakeMapRows(8, 11));
+  const std::string bad = dir / "bad.pcr";
+  for (const bool value_count : {true, false}) {
+    INFO((value_count ? "value_count" : "present_count"));
+    std::string name;
+    test::WriteFile(bad, test::RewriteIndex(good, [&](FileIndex* index) {
+      for (FeatureInfo& f : index->schema.features) {
+        if (f.type != FeatureType::kIdList) continue;
+        (value_count ? f.value_count : f.present_count) += value_count ? 3665038759 : 1;
+        name = f.name;
+        break;
+      }
+    }));
+    REQUIRE(!name.empty());
+    auto t = Table::Open(bad);
+    REQUIRE(!t.ok());
+    CHECK(t.status().code() == StatusCode::kCorruption);
+    CHECK_THAT(t.status().message(), Catch::Contains(bad + ": at offset") &&
+                                         Catch::Contains("feature '" + name + "': " +
+                                                         (value_count ? "value_count" : "present_count")));
+    const VerifyReport v = VerifyPath(bad);
+    REQUIRE(v.errors.size() == 1);
+    CHECK_THAT(v.errors[0], Catch::Contains(value_count ? "value_count" : "present_count"));
+  }
 }
 
 TEST_CASE("table stream damage behind re-fixed checksums is refused or decodes") {

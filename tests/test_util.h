@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <string>
 
@@ -42,35 +43,43 @@ inline void RefixIndexChecksum(Bytes* file) {
   StoreFixed32(file->data() + footer + 24, Checksum32(ByteSpan(*file).subspan(footer, 24)));
 }
 
-// `file` (a valid pcr file whose stripe bytes were then damaged) with every
-// stream and chunk checksum recomputed and the index and footer rewritten,
-// so the damage reaches the decoders behind the checksums.
-inline Bytes RefixChecksums(const Bytes& file) {
+// `file` with its index decoded, changed by `edit`, and written again with
+// a valid index checksum; `file` unchanged when its index does not decode.
+inline Bytes RewriteIndex(const Bytes& file, const std::function<void(FileIndex*)>& edit) {
   auto header = FileHeader::DecodeFrom(ByteSpan(file).first(kFileHeaderSize));
   auto footer = Footer::DecodeFrom(ByteSpan(file).last(kFooterSize), file.size());
   if (!header.ok() || !footer.ok()) return file;
   auto index = FileIndex::DecodeFrom(ByteSpan(file).subspan(footer->index_offset, footer->index_length),
                                      header->kind, footer->index_offset);
   if (!index.ok()) return file;
-  for (StripeInfo& stripe : index->stripes) {
-    for (size_t s = 0; s < stripe.streams.size(); ++s) {
-      const ByteSpan stream = ByteSpan(file).subspan(stripe.stream_offset(s), stripe.streams[s].length);
-      stripe.streams[s].checksum = Checksum64(stream);
-      if (s == 0 || stripe.chunks.empty()) continue;
-      uint64_t at = 0;
-      for (uint64_t i = 0; i < stripe.image_count; ++i) {
-        ChunkInfo& chunk = stripe.chunks[(s - 1) * stripe.image_count + i];
-        chunk.checksum = Checksum32(stream.subspan(at, chunk.length));
-        at += chunk.length;
-      }
-    }
-  }
+  edit(&*index);
   Bytes index_bytes;
   index->EncodeTo(header->kind, &index_bytes);
   Bytes out(file.begin(), file.begin() + static_cast<ptrdiff_t>(footer->index_offset));
   const Bytes tail = EncodeIndexAndFooter(index_bytes, footer->index_offset);
   out.insert(out.end(), tail.begin(), tail.end());
   return out;
+}
+
+// `file` (a valid pcr file whose stripe bytes were then damaged) with every
+// stream and chunk checksum recomputed and the index and footer rewritten,
+// so the damage reaches the decoders behind the checksums.
+inline Bytes RefixChecksums(const Bytes& file) {
+  return RewriteIndex(file, [&](FileIndex* index) {
+    for (StripeInfo& stripe : index->stripes) {
+      for (size_t s = 0; s < stripe.streams.size(); ++s) {
+        const ByteSpan stream = ByteSpan(file).subspan(stripe.stream_offset(s), stripe.streams[s].length);
+        stripe.streams[s].checksum = Checksum64(stream);
+        if (s == 0 || stripe.chunks.empty()) continue;
+        uint64_t at = 0;
+        for (uint64_t i = 0; i < stripe.image_count; ++i) {
+          ChunkInfo& chunk = stripe.chunks[(s - 1) * stripe.image_count + i];
+          chunk.checksum = Checksum32(stream.subspan(at, chunk.length));
+          at += chunk.length;
+        }
+      }
+    }
+  });
 }
 
 // `dir`: a copy of the bundled sample plus the three bad files as class

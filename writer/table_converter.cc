@@ -615,10 +615,10 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
     uint64_t off = 0;
     for (size_t k = 0; k < streams.size(); ++k) {
       const ByteSpan bytes = ByteSpan(data).subspan(off, stripe.streams[k].length);
-      PCR_RETURN_IF_ERROR(in.CheckStream(s, k, bytes));
       streams[k].assign(bytes.begin(), bytes.end());
       off += bytes.size();
     }
+    PCR_RETURN_IF_ERROR(table->DecodeStripe(s, streams).status());
     PCR_RETURN_IF_ERROR(writer->AddStoredStripe(stripe, std::move(streams)));
   }
   writer->SetFeatureCounts(table->schema().features);

@@ -30,8 +30,9 @@ struct TableConvertReport {
 Result<TableConvertReport> ConvertTable(const TableConvertOptions& options);
 
 // Rewrites the table at `input` (a file, or a directory holding one) with its
-// streams in `stream_order`, copying the stored streams without decoding
-// them; each is checked against its checksum on the way. `output` is a .pcr
+// streams in `stream_order`, copying the stored streams. Each stripe is first
+// checked as a reader checks it (checksums, decompression, decoding of every
+// feature), so damage is refused, never copied under fresh checksums. `output` is a .pcr
 // path, or a directory that receives a file named like the input.
 Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
                                         const std::vector<std::string>& stream_order);
