@@ -10,6 +10,7 @@ const char* CodeName(StatusCode code) {
     case StatusCode::kInvalidArgument: return "Invalid argument";
     case StatusCode::kIOError: return "IO error";
     case StatusCode::kNotSupported: return "Not supported";
+    case StatusCode::kNotFound: return "Not found";
   }
   return "Unknown";
 }

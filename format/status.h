@@ -13,6 +13,7 @@ enum class StatusCode : int {
   kInvalidArgument,  // caller passed something unusable (bad option, bad path)
   kIOError,          // the operating system refused an I/O call
   kNotSupported,     // well-formed input that pcr does not handle
+  kNotFound,         // a file or dataset that does not exist
 };
 
 class [[nodiscard]] Status {
@@ -25,6 +26,7 @@ class [[nodiscard]] Status {
   }
   static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
   static Status NotSupported(std::string msg) { return {StatusCode::kNotSupported, std::move(msg)}; }
+  static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -33,6 +35,8 @@ class [[nodiscard]] Status {
   std::string ToString() const;
   // Returns a status with the same code and "<prefix>: <message>".
   Status WithPrefix(const std::string& prefix) const;
+  // Returns a status with the same code and `message`.
+  Status WithMessage(std::string message) const { return ok() ? *this : Status(code_, std::move(message)); }
 
  private:
   Status(StatusCode code, std::string msg) : code_(code), message_(std::move(msg)) {}

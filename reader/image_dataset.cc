@@ -1,6 +1,9 @@
 #include "reader/image_dataset.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
@@ -56,13 +59,15 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::OpenIndexes(const std::strin
     return ds;
   }
   const std::string manifest_path = (fs::path(path) / kDatasetManifestName).string();
-  if (!fs::exists(manifest_path, ec)) {
+  struct stat st;
+  if (stat(manifest_path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Status::IOError(manifest_path + ": cannot open: " + std::strerror(errno));
     if (fs::exists(fs::path(path) / kPartManifestName, ec)) {
       return Status::InvalidArgument(path + ": one part of a sharded conversion (" + kPartManifestName +
                                      "); join the parts with pcr-convert merge");
     }
-    return Status::InvalidArgument(path + ": no " + std::string(kDatasetManifestName) +
-                                   " (not a pcr dataset, or its conversion did not finish)");
+    return Status::NotFound(path + ": not a pcr dataset: no " + std::string(kDatasetManifestName) +
+                            " (or its conversion did not finish)");
   }
   PCR_ASSIGN_OR_RETURN(auto mfile, PcrFile::Open(manifest_path, ds->engine_));
   if (mfile->header().kind != FileKind::kDataset) {

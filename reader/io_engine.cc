@@ -32,25 +32,30 @@ void RandomAccessFile::Close() {
   fd_ = -1;
 }
 
-Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path) {
-  int fd = -1;
-  bool direct = false;
-  if (options_.direct) {
-    if (options_.faults.refuse_direct) {
-      errno = EINVAL;
-    } else {
-      fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+namespace {
+
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+}  // namespace
+
+Result<int> OpenRegularFile(const std::string& path, int flags) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ENOENT) return Status::NotFound(path + ": cannot open: " + std::strerror(e));
+    if (e == EINVAL && (flags & O_DIRECT) != 0) {
+      return Status::NotSupported(path + ": the filesystem refuses O_DIRECT");
     }
-    if (fd >= 0) {
-      direct = true;
-    } else if (errno == EINVAL) {
-      AddNote(path + ": the filesystem refuses O_DIRECT; reading it buffered");
-    } else {
-      return Status::IOError(path + ": cannot open: " + std::strerror(errno));
-    }
+    return Status::IOError(path + ": cannot open: " + std::strerror(e));
   }
-  if (fd < 0) fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     const int e = errno;
@@ -59,7 +64,59 @@ Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return Status::InvalidArgument(path + ": not a regular file");
+    return Status::InvalidArgument(path + ": not a regular file (" + FileTypeName(st.st_mode) + ")");
+  }
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    const int e = errno;
+    close(fd);
+    return Status::IOError(path + ": cannot clear O_NONBLOCK: " + std::strerror(e));
+  }
+  return fd;
+}
+
+Result<Bytes> ReadRegularFile(const std::string& path) {
+  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
+  Bytes data;
+  uint8_t buf[1 << 16];
+  while (true) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      close(fd);
+      return Status::IOError(path + ": cannot read: " + std::strerror(e));
+    }
+    if (n == 0) break;
+    data.insert(data.end(), buf, buf + n);
+  }
+  close(fd);
+  return data;
+}
+
+Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path) {
+  int fd = -1;
+  bool direct = false;
+  if (options_.direct) {
+    Result<int> opened = options_.faults.refuse_direct ? Result<int>(Status::NotSupported("O_DIRECT"))
+                                                        : OpenRegularFile(path, O_DIRECT);
+    if (opened.ok()) {
+      fd = *opened;
+      direct = true;
+    } else if (opened.status().code() == StatusCode::kNotSupported) {
+      AddNote(path + ": the filesystem refuses O_DIRECT; reading it buffered");
+    } else {
+      return opened.status();
+    }
+  }
+  if (fd < 0) {
+    PCR_ASSIGN_OR_RETURN(const int buffered, OpenRegularFile(path));
+    fd = buffered;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
+    close(fd);
+    return Status::IOError(path + ": cannot stat: " + std::strerror(e));
   }
   return std::unique_ptr<RandomAccessFile>(
       new RandomAccessFile(path, fd, static_cast<uint64_t>(st.st_size), direct));

@@ -11,9 +11,19 @@
 #include <string>
 #include <string_view>
 
+#include "format/coding.h"
 #include "format/status.h"
 
 namespace pcr {
+
+// Opens `path` read-only with `flags` added, refusing anything but a regular
+// file (a FIFO, device or socket would block or never end) before reading a
+// byte. Errors name the path and the reason: NotFound when it does not exist,
+// InvalidArgument for a non-regular file, NotSupported when `flags` hold
+// O_DIRECT and the filesystem refuses it, else IOError with the errno text.
+Result<int> OpenRegularFile(const std::string& path, int flags = 0);
+// The whole regular file at `path`, read with OpenRegularFile.
+Result<Bytes> ReadRegularFile(const std::string& path);
 
 // An open, read-only file.
 class RandomAccessFile {

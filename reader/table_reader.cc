@@ -42,11 +42,11 @@ bool IsTablePath(const std::string& path) {
     auto file = FindTableFile(path);
     return file.ok() && IsTablePath(*file);
   }
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  const Result<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return false;
   uint8_t head[kFileHeaderSize];
-  const bool read_all = pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head));
-  close(fd);
+  const bool read_all = pread(*fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head));
+  close(*fd);
   if (!read_all) return false;
   auto h = FileHeader::DecodeFrom(head);
   return h.ok() && h->kind == FileKind::kTable;

@@ -116,6 +116,38 @@ else
 fi
 expect 2 "extract at fidelity 6 of 5" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x6" --fidelity 6
 
+# Non-regular files are refused, never waited on; missing things say why.
+for name in records-00001.pcr dataset.pcrd; do
+  rm -rf "$tmp/fifo" && cp -r "$tmp/ds" "$tmp/fifo" && rm "$tmp/fifo/$name" && mkfifo "$tmp/fifo/$name"
+  for verb in "pcr-dump" "pcr-dump verify" "pcr-dump extract" "pcr-bench decode" "pcr-bench read"; do
+    read -r tool sub <<<"$verb"
+    case $verb in
+      "pcr-dump") args=("$tmp/fifo") ;;
+      "pcr-dump extract") args=(extract "$tmp/fifo" "$tmp/fx" --fidelity 1) ;;
+      "pcr-bench decode") args=(decode "$tmp/fifo" --min-seconds 0) ;;
+      "pcr-bench read") args=(read "$tmp/fifo" --fidelity 1) ;;
+      *) args=("$sub" "$tmp/fifo") ;;
+    esac
+    expect 1 "$verb with $name a FIFO" timeout 30 "$tools/$tool" "${args[@]}"
+    check "FIFO $name refused" "fifo/$name: not a regular file \(a FIFO\)" "$tmp/err"
+  done
+done
+mkdir -p "$tmp/notds"
+expect 1 "dump a directory that is not a dataset" "$tools/pcr-dump" "$tmp/notds"
+check "not a dataset" "^pcr-dump: Not found: .*notds: not a pcr dataset: no dataset.pcrd" "$tmp/err"
+ln -s dataset.pcrd "$tmp/notds/dataset.pcrd"
+expect 1 "dump a dataset whose manifest is a symlink loop" "$tools/pcr-dump" "$tmp/notds"
+check "symlink loop named" "notds/dataset.pcrd: cannot open: Too many levels of symbolic links" "$tmp/err"
+printf 'sample/video/video-001.jpeg,0\nmissing.jpg,1\nfifo.jpg,1\n' >"$tmp/list.csv"
+mkdir -p "$tmp/lsrc/sample/video" && cp "$data/sample/video/video-001.jpeg" "$tmp/lsrc/sample/video/" && mkfifo "$tmp/lsrc/fifo.jpg"
+expect 1 "convert a list naming a missing file" timeout 30 "$tools/pcr-convert" images "$tmp/lsrc" "$tmp/l1" --list "$tmp/list.csv"
+check "missing source with its reason" "^pcr-convert: Not found: .*lsrc/missing.jpg: cannot open: No such file or directory" "$tmp/err"
+expect 0 "convert a list naming a FIFO, skipping it" timeout 30 "$tools/pcr-convert" images "$tmp/lsrc" "$tmp/l2" --list "$tmp/list.csv" --skip-bad
+check "FIFO source skipped with its reason" "^fifo.jpg	Invalid argument: not a regular file \(a FIFO\)" "$tmp/l2/skipped.tsv"
+mkfifo "$tmp/fifo.csv"
+expect 1 "convert a FIFO table" timeout 30 "$tools/pcr-convert" table "$tmp/fifo.csv" "$tmp/tf"
+check "FIFO table refused" "fifo.csv: not a regular file \(a FIFO\)" "$tmp/err"
+
 # Tables.
 csv="$data/tabular/Soybean.csv"
 expect 0 "convert a CSV table" "$tools/pcr-convert" table "$csv" "$tmp/t" --rows-per-stripe 300

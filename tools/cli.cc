@@ -24,7 +24,7 @@ std::vector<std::string> SplitCommas(const std::string& s) {
 }
 
 int ReportError(const char* tool, const Status& status) {
-  std::fprintf(stderr, "%s: %s\n", tool, status.message().c_str());
+  std::fprintf(stderr, "%s: %s\n", tool, status.ToString().c_str());
   return kExitBadInput;
 }
 

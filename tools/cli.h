@@ -34,8 +34,8 @@ bool ParseUint(const std::string& s, uint64_t* out);
 // "a,b,,c" -> {"a", "b", "", "c"}.
 std::vector<std::string> SplitCommas(const std::string& s);
 
-// Prints "<tool>: <message>" (messages lead with the file they concern) and
-// returns kExitBadInput.
+// Prints "<tool>: <Code>: <message>" (e.g. "pcr-dump: Corruption: f.pcr: ...";
+// messages lead with the file they concern) and returns kExitBadInput.
 int ReportError(const char* tool, const Status& status);
 
 // "812 KiB", "3.6 MiB", "1.40 GiB".

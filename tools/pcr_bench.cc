@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -126,11 +127,10 @@ int Decode(const DecodeArgs& a) {
   std::vector<uint64_t> bytes(1, 0);
   if (!a.src.empty()) {
     for (uint64_t i = 0; i < ds.num_images(); ++i) {
-      const fs::path p = fs::path(a.src) / ds.sample(i).key;
-      std::ifstream in(p, std::ios::binary);
-      if (!in) return pcr::cli::ReportError("pcr-bench", pcr::Status::IOError(p.string() + ": cannot open"));
-      sets[0].emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      bytes[0] += sets[0].back().size();
+      auto original = pcr::ReadRegularFile((fs::path(a.src) / ds.sample(i).key).string());
+      if (!original.ok()) return pcr::cli::ReportError("pcr-bench", original.status());
+      bytes[0] += original->size();
+      sets[0].push_back(std::move(original).value());
     }
   }
   for (int k = first; k <= last; ++k) {
@@ -277,15 +277,20 @@ int ReadFiles(const std::vector<std::string>& paths, bool direct, double max_mbp
   uint64_t bytes = 0, calls = 0;
   const auto start = Clock::now();
   for (const fs::path& f : files) {
-    int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-    if (fd < 0 && direct) fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pcr::cli::ReportError("pcr-bench", pcr::Status::IOError(f.string() + ": cannot open"));
+    pcr::Result<int> opened = pcr::OpenRegularFile(f.string(), direct ? O_DIRECT : 0);
+    if (!opened.ok() && opened.status().code() == pcr::StatusCode::kNotSupported) {
+      opened = pcr::OpenRegularFile(f.string());
+    }
+    if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
+    const int fd = *opened;
     while (true) {
       const ssize_t n = read(fd, buf.get(), kBuffer);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
+        const int e = errno;
         close(fd);
-        return pcr::cli::ReportError("pcr-bench", pcr::Status::IOError(f.string() + ": read failed"));
+        return pcr::cli::ReportError("pcr-bench",
+                                     pcr::Status::IOError(f.string() + ": cannot read: " + std::strerror(e)));
       }
       ++calls;
       if (n == 0) break;
@@ -473,8 +478,9 @@ int ParseTable(pcr::cli::Args& args) {
       for (std::string& f : pcr::cli::SplitCommas(args.next())) t.features.push_back(std::move(f));
     } else if (a == "--features-file") {
       if (args.empty()) return Usage("--features-file needs a file");
-      std::ifstream in(args.next());
-      if (!in) return Usage("cannot read the features file");
+      const std::string file = args.next();
+      std::ifstream in(file);
+      if (!in) return Usage(file + ": cannot open the features file: " + std::strerror(errno));
       for (std::string line; std::getline(in, line);) {
         if (!line.empty()) t.features.push_back(line);
       }

@@ -1,5 +1,7 @@
 // pcr-dump: inspect, verify and extract pcr files and datasets.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -419,7 +421,7 @@ int Popularity(const std::vector<std::string>& logs) {
   std::map<std::string, uint64_t> counts;
   for (const std::string& log : logs) {
     std::ifstream in(log, std::ios::binary);
-    if (!in) return Fail(pcr::Status::IOError("cannot open " + log));
+    if (!in) return Fail(pcr::Status::IOError(log + ": cannot open: " + std::strerror(errno)));
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     pcr::Status s = pcr::CountAccessLog(text, &counts);
     if (!s.ok()) return Fail(s.WithPrefix(log));

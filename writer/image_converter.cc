@@ -20,6 +20,7 @@
 #include "format/coding.h"
 #include "format/file_format.h"
 #include "format/permutation.h"
+#include "reader/io_engine.h"
 #include "writer/file_writer.h"
 #include "writer/transcode.h"
 
@@ -78,7 +79,7 @@ Status ListImageFolder(const std::string& root, std::vector<std::string>* classe
 
 Status ReadList(const std::string& list_file, std::vector<Source>* out) {
   std::ifstream in(list_file);
-  if (!in) return Status::InvalidArgument(list_file + ": cannot open list file");
+  if (!in) return Status::InvalidArgument(list_file + ": cannot open list file: " + std::strerror(errno));
   std::string line;
   int line_no = 0;
   while (std::getline(in, line)) {
@@ -104,14 +105,6 @@ Status ReadList(const std::string& list_file, std::vector<Source>* out) {
   return Status::OK();
 }
 
-Result<Bytes> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError("cannot open");
-  Bytes data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::IOError("read failed");
-  return data;
-}
-
 struct Converted {
   Result<TranscodedImage> image = Status::OK();
   uint64_t input_bytes = 0;
@@ -126,9 +119,13 @@ std::vector<Converted> TranscodeBatch(const std::vector<Source>& sources, size_t
   auto work = [&] {
     for (size_t i = next++; i < end; i = next++) {
       Converted& c = out[i - begin];
-      Result<Bytes> data = ReadWholeFile((fs::path(root) / sources[i].key).string());
+      const std::string path = (fs::path(root) / sources[i].key).string();
+      Result<Bytes> data = ReadRegularFile(path);
       if (!data.ok()) {
-        c.image = data.status();
+        // The reason alone: the caller names the file.
+        const Status failed = data.status();
+        const std::string& m = failed.message();
+        c.image = failed.WithMessage(m.starts_with(path + ": ") ? m.substr(path.size() + 2) : m);
         continue;
       }
       c.input_bytes = data->size();
@@ -222,7 +219,7 @@ class Journal {
   // limits might have converted those images.
   static std::vector<FinishedFile> Read(const fs::path& path, const std::string& first_line,
                                         const std::string& limits_line, uint64_t first_file, uint64_t source_count) {
-    const Result<Bytes> bytes = ReadWholeFile(path.string());
+    const Result<Bytes> bytes = ReadRegularFile(path.string());
     if (!bytes.ok()) return {};
     const std::string text(bytes->begin(), bytes->end());
     std::vector<FinishedFile> files;
@@ -377,8 +374,8 @@ Result<PartManifest> ReadPartManifest(const fs::path& part_dir) {
     return Status::InvalidArgument(part_dir.string() + ": no " + kPartManifestName +
                                    " (not a part, or its conversion did not finish: run it again to resume)");
   }
-  const Result<Bytes> file = ReadWholeFile(path.string());
-  if (!file.ok()) return file.status().WithPrefix(path.string());
+  const Result<Bytes> file = ReadRegularFile(path.string());
+  if (!file.ok()) return file.status();
   auto index = DecodeIndexOnlyFile(*file, FileKind::kDatasetPart);
   if (!index.ok()) return index.status().WithPrefix(path.string());
   auto part = PartManifest::DecodeFrom(*index);
@@ -664,8 +661,8 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
     }
     if (fs::exists(shard_dirs[i] / kSkippedListName, ec)) {
       const fs::path path = shard_dirs[i] / kSkippedListName;
-      const Result<Bytes> text = ReadWholeFile(path.string());
-      if (!text.ok()) return text.status().WithPrefix(path.string());
+      const Result<Bytes> text = ReadRegularFile(path.string());
+      if (!text.ok()) return text.status();
       skip_list.append(text->begin(), text->end());
       summary.skipped += static_cast<uint64_t>(std::count(text->begin(), text->end(), '\n'));
     }

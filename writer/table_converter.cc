@@ -13,6 +13,7 @@
 
 #include "format/json.h"
 #include "format/popularity.h"
+#include "reader/io_engine.h"
 #include "reader/table_reader.h"
 #include "writer/file_writer.h"
 
@@ -26,19 +27,20 @@ namespace fs = std::filesystem;
 class MappedInput {
  public:
   static Result<std::unique_ptr<MappedInput>> Open(const std::string& path) {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+    PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
+      const int e = errno;
       close(fd);
-      return Status::InvalidArgument(path + ": not a regular file");
+      return Status::IOError(path + ": cannot stat: " + std::strerror(e));
     }
     auto in = std::unique_ptr<MappedInput>(new MappedInput());
     if (st.st_size > 0) {
       void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
       if (p == MAP_FAILED) {
+        const int e = errno;
         close(fd);
-        return Status::IOError("cannot map " + path + ": " + std::strerror(errno));
+        return Status::IOError(path + ": cannot map: " + std::strerror(e));
       }
       madvise(p, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
       in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(st.st_size));
