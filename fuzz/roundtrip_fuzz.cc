@@ -144,6 +144,8 @@ void TableRoundTrip(Input& in) {
   }
   const pcr::TableWriterOptions options{.rows_per_stripe = 1 + in.below(8), .zstd_level = 1};
   const fs::path a = WorkDir() / "a.pcr", b = WorkDir() / "b.pcr";
+  fs::remove(a);
+  fs::remove(b);
   WriteTable(a, features, rows, options);
   WriteTable(b, features, rows, options);
   Check(ReadAll(a) == ReadAll(b), "two writes of one table differ");

@@ -224,6 +224,7 @@ Status ImageDataset::ParseRecord(uint64_t record, int fidelity, ByteSpan prefix,
     uint8_t* const start = out;
     for (int g = 1; g <= fidelity; ++g) {
       const uint64_t len = stripe.chunk(g, i).length;
+      PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, g, i, prefix.subspan(cursor[g], len)));
       std::memcpy(out, prefix.data() + cursor[g], len);
       out += len;
       cursor[g] += len;
@@ -240,6 +241,12 @@ std::pair<uint64_t, uint64_t> ImageDataset::Locate(uint64_t image) const {
                              [](uint64_t v, const RecordLocation& r) { return v < r.first_image; });
   const uint64_t r = static_cast<uint64_t>(it - records_.begin()) - 1;
   return {r, image - records_[r].first_image};
+}
+
+std::string ImageDataset::DescribeImage(uint64_t image) const {
+  const uint64_t record = Locate(image).first;
+  return files_[records_[record].file]->path() + ": image " + std::to_string(image) + " (record " +
+         std::to_string(record) + ", key " + samples_[image].key + ")";
 }
 
 Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {

@@ -109,7 +109,7 @@ class ImageDataset {
   // Bytes of record `record` up to scan group `fidelity` (0: sample metadata only).
   uint64_t RecordBytes(uint64_t record, int fidelity) const;
   // Reads the record's prefix up to scan group `fidelity` in one read and
-  // checks every stream read. REQUIRES: 1 <= fidelity <= num_scan_groups()
+  // checks every stream and chunk read. REQUIRES: 1 <= fidelity <= num_scan_groups()
   Result<std::vector<Image>> ReadRecord(uint64_t record, int fidelity) const;
   // Reads several records at one fidelity in one engine call (one read per
   // record, all in flight together). Result i holds records[i].
@@ -119,8 +119,8 @@ class ImageDataset {
   // in one engine call into (*prefixes)[i], whose buffers are reused ...
   Status ReadRecordPrefixes(std::span<const uint64_t> records, int fidelity,
                             std::vector<RecordPrefix>* prefixes) const;
-  // ... and one prefix checked stream by stream and cut into `batch`,
-  // reusing its buffer.
+  // ... and one prefix checked stream by stream and chunk by chunk (as
+  // verify checks) and cut into `batch`, reusing its buffer.
   Status ParseRecord(uint64_t record, int fidelity, ByteSpan prefix, RecordBatch* batch) const;
   // Reads one image's chunks of groups 1..fidelity (at most `fidelity` reads,
   // fewer when chunks are close) and checks each chunk.
@@ -137,6 +137,9 @@ class ImageDataset {
   uint64_t bytes_requested() const { return bytes_requested_.load(); }
   // The record holding dataset-wide image `image`, and its index in the record.
   std::pair<uint64_t, uint64_t> Locate(uint64_t image) const;
+  // How errors about an image name it: "<file>: image <image> (record <r>,
+  // key <key>)". REQUIRES: image < num_images()
+  std::string DescribeImage(uint64_t image) const;
 
  private:
   ImageDataset() = default;

@@ -261,12 +261,13 @@ Result<QualityReport> MeasureFidelityQuality(const ImageDataset& dataset, uint64
       const Image* chunk = &images[j * groups];
       DecodedImage full;
       for (int k = groups; k >= 1; --k) {
-        const std::string where = "image " + chunk[k - 1].key + " at fidelity " + std::to_string(k) + ": ";
+        const std::string where =
+            dataset.DescribeImage(requests[j * groups].image) + " at fidelity " + std::to_string(k);
         auto at_k = DecodeJpeg(chunk[k - 1].jpeg);
-        if (!at_k.ok()) return Status::Corruption(where + at_k.status().message());
+        if (!at_k.ok()) return at_k.status().WithPrefix(where);
         if (k == groups) full = *at_k;
         auto s = CompareImages(full, *at_k);
-        if (!s.ok()) return Status::Corruption(where + s.status().message());
+        if (!s.ok()) return Status::Corruption(where + ": " + s.status().message());
         scores[k - 1][first + j] = *s;
       }
       return Status::OK();

@@ -116,6 +116,13 @@ else
 fi
 expect 2 "extract at fidelity 6 of 5" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x6" --fidelity 6
 
+# Decode errors name the file, the image and its key.
+cp -r "$data/sample" "$tmp/src-bad"
+echo "not a JPEG" >"$tmp/src-bad/textures/ring.jpg"
+expect 1 "decode bench with a bad original" "$tools/pcr-bench" decode "$tmp/ds" --src "$tmp/src-bad" --fidelity 1 \
+  --min-seconds 0 --rounds 1
+check "bad original named" "^pcr-bench: (Corruption|Not supported): .*src-bad/textures/ring.jpg: " "$tmp/err"
+
 # Non-regular files are refused, never waited on; missing things say why.
 for name in records-00001.pcr dataset.pcrd; do
   rm -rf "$tmp/fifo" && cp -r "$tmp/ds" "$tmp/fifo" && rm "$tmp/fifo/$name" && mkfifo "$tmp/fifo/$name"

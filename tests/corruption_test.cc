@@ -7,6 +7,8 @@
 #include "format/checksum.h"
 #include "reader/image_dataset.h"
 #include "reader/jpeg_decode.h"
+#include "reader/quality.h"
+#include "reader/record_iterator.h"
 #include "reader/verify.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
@@ -168,6 +170,38 @@ TEST_CASE("a damaged index with valid checksums is refused or reads the same dat
   CHECK(refused > 0);
 }
 
+TEST_CASE("every read path checks the chunks verify checks") {
+  SmallFile f;
+  const std::string bad_path = f.tmp / "chunk.pcr";
+  // Chunk checksums that disagree with their bytes, inside valid stream checksums.
+  WriteFile(bad_path, test::RewriteIndex(f.bytes, [](FileIndex* index) {
+    for (ChunkInfo& c : index->stripes[1].chunks) c.checksum ^= 1;
+  }));
+  const VerifyReport v = VerifyPath(bad_path);
+  REQUIRE(!v.errors.empty());
+  CHECK_THAT(v.errors[0], Catch::Contains("chunk checksum mismatch"));
+  auto ds = ImageDataset::Open(bad_path);
+  REQUIRE(ds.ok());
+  for (int k = 1; k <= (*ds)->num_scan_groups(); ++k) {
+    INFO("fidelity " << k);
+    REQUIRE((*ds)->ReadRecord(0, k).ok());
+    auto record = (*ds)->ReadRecord(1, k);
+    REQUIRE(!record.ok());
+    CHECK_THAT(record.status().message(),
+               Catch::Contains(bad_path + ": stripe 1 stream 1 image 0") && Catch::Contains("chunk checksum mismatch"));
+    auto it = RecordIterator::Create(**ds, {.fidelity = k});
+    REQUIRE(it.ok());
+    RecordBatch batch;
+    Result<bool> more = true;
+    while (more.ok() && *more) more = (*it)->Next(&batch);
+    REQUIRE(!more.ok());
+    CHECK_THAT(more.status().message(), Catch::Contains("chunk checksum mismatch"));
+  }
+  auto quality = MeasureFidelityQuality(**ds, (*ds)->num_images());
+  REQUIRE(!quality.ok());
+  CHECK_THAT(quality.status().message(), Catch::Contains("chunk checksum mismatch"));
+}
+
 TEST_CASE("damage behind re-fixed checksums reaches the decoders, which refuse it or decode") {
   SmallFile f;
   const uint64_t index_offset = LoadFixed64(f.bytes.data() + f.bytes.size() - kFooterSize);
@@ -187,13 +221,22 @@ TEST_CASE("damage behind re-fixed checksums reaches the decoders, which refuse i
       continue;
     }
     // ... and the damage reaches the JPEG decoder: an error or pixels.
+    bool any_error = false;
     for (int k = 1; k <= (*ds)->num_scan_groups(); ++k) {
       for (uint64_t image = 0; image < (*ds)->num_images(); ++image) {
         auto img = (*ds)->ReadImage(image, k);
         REQUIRE(img.ok());
         auto pixels = DecodeJpeg(img->jpeg);
         ++(pixels.ok() ? decoded : jpeg_errors);
+        any_error |= !pixels.ok();
       }
+    }
+    // A decode error names the file, the image and its key.
+    auto quality = MeasureFidelityQuality(**ds, (*ds)->num_images());
+    if (any_error) {
+      REQUIRE(!quality.ok());
+      CHECK_THAT(quality.status().message(),
+                 Catch::Matches(".*refixed\\.pcr: image [0-9]+ \\(record [0-9]+, key [^)]+\\) at fidelity [0-9]+: .*"));
     }
   }
   std::printf("stream damage with re-fixed checksums: %zu files refused, %zu decodes failed, %zu decoded\n",

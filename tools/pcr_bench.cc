@@ -58,8 +58,9 @@ int Usage(const std::string& why) {
 
 // Decodes all `images` repeatedly for at least min_seconds on `threads`
 // threads, each with its own reused decoder and buffer; images per second.
-pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, int scale, double min_seconds,
-                               int threads) {
+// A decode error is prefixed with names[i], what image i is.
+pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, const std::vector<std::string>& names,
+                               int scale, double min_seconds, int threads) {
   std::atomic<uint64_t> decoded{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -78,7 +79,7 @@ pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, int scale,
         }
         if (!shape.ok()) {
           std::lock_guard lock(mu);
-          error = shape.status();
+          error = shape.status().WithPrefix(names[i]);
           failed = true;
           return;
         }
@@ -123,24 +124,30 @@ int Decode(const DecodeArgs& a) {
   j.Key("threads").Uint(a.threads).Key("rounds").Uint(a.rounds);
 
   // sets[0]: the originals (empty without --src); sets[i]: fidelity first + i - 1.
+  // names[i][j]: what image j of set i is, for error messages.
   std::vector<std::vector<pcr::Bytes>> sets(1);
+  std::vector<std::vector<std::string>> names(1);
   std::vector<uint64_t> bytes(1, 0);
   if (!a.src.empty()) {
     for (uint64_t i = 0; i < ds.num_images(); ++i) {
-      auto original = pcr::ReadRegularFile((fs::path(a.src) / ds.sample(i).key).string());
+      const std::string path = (fs::path(a.src) / ds.sample(i).key).string();
+      auto original = pcr::ReadRegularFile(path);
       if (!original.ok()) return pcr::cli::ReportError("pcr-bench", original.status());
       bytes[0] += original->size();
       sets[0].push_back(std::move(original).value());
+      names[0].push_back(path);
     }
   }
   for (int k = first; k <= last; ++k) {
     sets.emplace_back();
+    names.emplace_back();
     bytes.push_back(0);
     for (uint64_t r = 0; r < ds.num_records(); ++r) {
       auto images = ds.ReadRecord(r, k);
       if (!images.ok()) return pcr::cli::ReportError("pcr-bench", images.status());
       for (pcr::Image& img : *images) {
         bytes.back() += img.jpeg.size();
+        names.back().push_back(ds.DescribeImage(sets.back().size()) + " at fidelity " + std::to_string(k));
         sets.back().push_back(std::move(img.jpeg));
       }
     }
@@ -151,7 +158,7 @@ int Decode(const DecodeArgs& a) {
   for (int round = 0; round < a.rounds; ++round) {
     for (size_t i = sets[0].empty() ? 1 : 0; i < sets.size(); ++i) {
       const auto start = Clock::now();
-      auto rate = DecodeRate(sets[i], a.scale, a.min_seconds / a.rounds, a.threads);
+      auto rate = DecodeRate(sets[i], names[i], a.scale, a.min_seconds / a.rounds, a.threads);
       if (!rate.ok()) return pcr::cli::ReportError("pcr-bench", rate.status());
       seconds[i] += std::chrono::duration<double>(Clock::now() - start).count();
       best[i] = std::max(best[i], *rate);

@@ -68,7 +68,8 @@ class ImageFileWriter {
   // script.group_count() chunks.
   Status AddRecord(const std::vector<SampleMetadata>& samples,
                    const std::vector<TranscodedImage>& images);
-  // Writes the index and footer and commits the file. Returns its manifest entry.
+  // Writes the index and footer and commits the file, never replacing one
+  // already at its path. Returns its manifest entry.
   Result<DatasetFileEntry> Finish();
 
  private:

@@ -32,7 +32,8 @@ std::vector<uint32_t> StreamOrder(const std::vector<FeatureInfo>& features,
 
 class TableFileWriter {
  public:
-  // `features` gives names, types and ids; their counts are computed.
+  // `features` gives names, types and ids; their counts are computed. The
+  // file appears at `path` on Finish, which fails if one is already there.
   static Result<std::unique_ptr<TableFileWriter>> Create(const std::string& path,
                                                          std::vector<FeatureInfo> features,
                                                          const TableWriterOptions& options);
