@@ -116,6 +116,16 @@ else
 fi
 expect 2 "extract at fidelity 6 of 5" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x6" --fidelity 6
 
+mkdir -p "$tmp/named/ok"
+cp "$data/sample/video/video-001.jpeg" "$tmp/named/ok/"
+cp "$data/sample/textures/ring.jpg" "$tmp/named/ok/ring.mpo"
+expect 0 "convert with a JPEG named .mpo" "$tools/pcr-convert" images "$tmp/named" "$tmp/n1"
+check "one image taken" '^1 images in 1 records' "$tmp/out"
+check "ignored file counted and named" '^pcr-convert: ignored 1 files not named .*\(e\.g\. ok/ring\.mpo\); --by-content' "$tmp/err"
+expect 0 "convert by content" "$tools/pcr-convert" images "$tmp/named" "$tmp/n2" --by-content
+check "both images taken" '^2 images in 1 records' "$tmp/out"
+expect 2 "--by-content with --list" "$tools/pcr-convert" images "$tmp/named" "$tmp/n3" --by-content --list "$tmp/x.csv"
+
 # Decode errors name the file, the image and its key.
 cp -r "$data/sample" "$tmp/src-bad"
 echo "not a JPEG" >"$tmp/src-bad/textures/ring.jpg"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "format/checksum.h"
@@ -225,6 +226,70 @@ TEST_CASE("--list gives keys and labels from a CSV") {
   REQUIRE((*ds)->num_images() == 2);
   CHECK((*ds)->sample(0) == SampleMetadata{7, "video/video-001.jpeg"});
   CHECK((*ds)->sample(1) == SampleMetadata{3, "textures/ring.jpg"});
+}
+
+TEST_CASE("--list keys must be relative paths in normal form") {
+  TempDir tmp;
+  const std::string absolute = fs::absolute(DataDir() + "/sample/textures/ring.jpg").string();
+  for (const std::string& key : {absolute, std::string("../sample/textures/ring.jpg"), std::string("./textures/ring.jpg"),
+                                 std::string("textures//ring.jpg"), std::string("textures/./ring.jpg"),
+                                 std::string("textures/x/../ring.jpg"), std::string("textures/")}) {
+    INFO(key);
+    const std::string list = tmp / "list.csv";
+    std::ofstream(list) << "video/video-001.jpeg,0\n" << key << ",1\n";
+    ConvertImagesOptions o = SampleOptions(tmp / "ds", 1);
+    o.list_file = list;
+    auto r = ConvertImages(o);
+    REQUIRE(!r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains(list + " line 2: path '" + key + "' is not a relative path"));
+    CHECK(!fs::exists(tmp.path() / "ds"));
+  }
+}
+
+TEST_CASE("files not named as JPEGs are counted and named; --by-content takes them by signature") {
+  TempDir tmp;
+  fs::copy(DataDir() + "/sample", tmp / "src", fs::copy_options::recursive);
+  // Real JPEGs under the names of a multi-picture, a stereo and an unknown extension.
+  fs::copy(DataDir() + "/sample/textures/ring.jpg", tmp / "src/textures/ring.mpo");
+  fs::copy(DataDir() + "/sample/misc/restarts.jpg", tmp / "src/misc/restarts.jps");
+  fs::copy(DataDir() + "/sample/video/video-001.jpeg", tmp / "src/video/clip.egd");
+  std::ofstream(tmp / "src/misc/notes.txt") << "not an image\n";
+  std::ofstream(tmp / "src/misc/fake.jpg") << "not a JPEG either\n";
+  ConvertImagesOptions o = SampleOptions(tmp / "by-name", 2);
+  o.src_dir = tmp / "src";
+  o.skip_bad = true;
+  auto by_name = ConvertImages(o);
+  REQUIRE(by_name.ok());
+  CHECK(by_name->images == 24);
+  CHECK(by_name->ignored_files == 4);
+  CHECK(by_name->ignored_examples ==
+        std::vector<std::string>{"misc/notes.txt", "misc/restarts.jps", "textures/ring.mpo", "video/clip.egd"});
+  CHECK(by_name->skipped.size() == 1);  // fake.jpg
+
+  o.out_dir = tmp / "by-content";
+  o.by_content = true;
+  auto by_content = ConvertImages(o);
+  REQUIRE(by_content.ok());
+  CHECK(by_content->images == 27);
+  CHECK(by_content->ignored_files == 2);
+  CHECK(by_content->ignored_examples == std::vector<std::string>{"misc/fake.jpg", "misc/notes.txt"});
+  CHECK(by_content->skipped.empty());
+  auto ds = ImageDataset::Open(tmp / "by-content");
+  REQUIRE(ds.ok());
+  std::vector<std::string> keys;
+  for (uint64_t i = 0; i < (*ds)->num_images(); ++i) keys.push_back((*ds)->sample(i).key);
+  CHECK(std::count(keys.begin(), keys.end(), "textures/ring.mpo") == 1);
+  CHECK(std::count(keys.begin(), keys.end(), "video/clip.egd") == 1);
+
+  // A directory of nothing but such files says what it ignored.
+  fs::create_directories(tmp / "only/a");
+  fs::copy(DataDir() + "/sample/textures/ring.jpg", tmp / "only/a/ring.mpo");
+  o.src_dir = tmp / "only";
+  o.out_dir = tmp / "only-out";
+  o.by_content = false;
+  auto none = ConvertImages(o);
+  REQUIRE(!none.ok());
+  CHECK_THAT(none.status().message(), Catch::Contains("ignored 1 other files, e.g. a/ring.mpo (--by-content"));
 }
 
 TEST_CASE("a bad file fails the conversion, names the file and leaves no dataset") {

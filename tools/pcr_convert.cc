@@ -12,13 +12,15 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: pcr-convert images SRC_DIR OUT_DIR [--list FILE] [--images-per-record N]\n"
+    "usage: pcr-convert images SRC_DIR OUT_DIR [--list FILE | --by-content] [--images-per-record N]\n"
     "                          [--records-per-file N] [--jobs N] [--scan-script NAME|FILE]\n"
     "                          [--strip-metadata] [--skip-bad] [--shuffle SEED]\n"
     "                          [--max-pixels N] [--memory-mb N] [--shard I --num-shards N]\n"
     "\n"
     "  SRC_DIR/<class>/<image>.jpg; label = index of <class> in sorted order.\n"
     "  --list FILE          CSV lines \"path,label\", paths relative to SRC_DIR\n"
+    "  --by-content         take files that start like a JPEG (FF D8 FF), whatever\n"
+    "                       their names, instead of .jpg, .jpeg, .jpe and .jfif files\n"
     "  --images-per-record  images per record (default 1024)\n"
     "  --records-per-file   records per .pcr file (default 1)\n"
     "  --jobs N             transcoding threads (default: all cores)\n"
@@ -78,6 +80,8 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
     uint64_t n = 0;
     if (a == "--list") {
       if (!value(&o.list_file)) return Usage("--list needs a file");
+    } else if (a == "--by-content") {
+      o.by_content = true;
     } else if (a == "--images-per-record") {
       if (!number(&o.images_per_record) || o.images_per_record == 0) {
         return Usage("--images-per-record needs a positive integer");
@@ -114,6 +118,7 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
     }
   }
   if (positional.size() != 2) return Usage("images needs SRC_DIR and OUT_DIR");
+  if (o.by_content && !o.list_file.empty()) return Usage("--by-content applies to class folders, not to --list");
   if (o.shard_index >= o.num_shards) return Usage("--shard must be below --num-shards");
   o.src_dir = positional[0];
   o.out_dir = positional[1];
@@ -151,6 +156,14 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
   if (!s.skipped.empty()) {
     std::fprintf(stderr, "pcr-convert: skipped %zu files, listed in %s/%s\n", s.skipped.size(),
                  o.out_dir.c_str(), pcr::kSkippedListName);
+  }
+  if (s.ignored_files > 0) {
+    std::string examples;
+    for (const std::string& key : s.ignored_examples) examples += (examples.empty() ? "" : ", ") + key;
+    std::fprintf(stderr, "pcr-convert: ignored %llu files %s (e.g. %s)%s\n",
+                 static_cast<unsigned long long>(s.ignored_files),
+                 o.by_content ? "without a JPEG signature" : "not named .jpg, .jpeg, .jpe or .jfif", examples.c_str(),
+                 o.by_content ? "" : "; --by-content takes files by their JPEG signature instead");
   }
   return pcr::cli::kExitOk;
 }

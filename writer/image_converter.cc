@@ -43,8 +43,31 @@ bool IsJpegName(const fs::path& p) {
 
 bool IsHidden(const fs::path& p) { return p.filename().string().starts_with("."); }
 
-Status ListImageFolder(const std::string& root, std::vector<std::string>* classes,
-                       std::vector<Source>* out) {
+// True when the regular file at `path` starts with the JPEG signature FF D8 FF.
+bool HasJpegSignature(const std::string& path) {
+  const Result<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return false;
+  uint8_t head[3];
+  const bool jpeg = pread(*fd, head, sizeof(head), 0) == 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF;
+  close(*fd);
+  return jpeg;
+}
+
+// Files of class folders that are not taken as images.
+struct Ignored {
+  static constexpr size_t kExamples = 5;
+  uint64_t count = 0;
+  std::vector<std::string> examples;  // the smallest keys, sorted
+
+  void Add(std::string key) {
+    ++count;
+    examples.insert(std::upper_bound(examples.begin(), examples.end(), key), std::move(key));
+    if (examples.size() > kExamples) examples.pop_back();
+  }
+};
+
+Status ListImageFolder(const std::string& root, bool by_content, std::vector<std::string>* classes,
+                       std::vector<Source>* out, Ignored* ignored) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return Status::InvalidArgument(root + ": not a directory");
   for (const auto& entry : fs::directory_iterator(root, ec)) {
@@ -62,19 +85,37 @@ Status ListImageFolder(const std::string& root, std::vector<std::string>* classe
         if (it->is_directory()) it.disable_recursion_pending();
         continue;
       }
-      if (it->is_regular_file() && IsJpegName(it->path())) {
-        keys.push_back(fs::relative(it->path(), root).generic_string());
-        if (keys.back().size() > kMaxKeyLength) {
-          return Status::InvalidArgument(it->path().string() + ": path longer than " +
-                                         std::to_string(kMaxKeyLength) + " bytes");
-        }
+      if (!it->is_regular_file()) continue;
+      std::string key = fs::relative(it->path(), root).generic_string();
+      if (!(by_content ? HasJpegSignature(it->path().string()) : IsJpegName(it->path()))) {
+        ignored->Add(std::move(key));
+        continue;
       }
+      if (key.size() > kMaxKeyLength) {
+        return Status::InvalidArgument(it->path().string() + ": path longer than " +
+                                       std::to_string(kMaxKeyLength) + " bytes");
+      }
+      keys.push_back(std::move(key));
     }
     if (ec) return Status::IOError(dir.string() + ": " + ec.message());
     std::sort(keys.begin(), keys.end());
     for (auto& k : keys) out->push_back({std::move(k), static_cast<int64_t>(label)});
   }
   return Status::OK();
+}
+
+// A key is a relative, normalised path: no leading '/', no empty, "." or
+// ".." parts, so that it names a file below SRC_DIR and below any directory
+// an image is extracted into.
+bool IsNormalKey(const std::string& key) {
+  if (key.empty() || key.front() == '/' || key.back() == '/') return false;
+  for (size_t start = 0; start <= key.size();) {
+    const size_t slash = std::min(key.find('/', start), key.size());
+    const std::string_view part(key.data() + start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
 }
 
 Status ReadList(const std::string& list_file, std::vector<Source>* out) {
@@ -100,6 +141,10 @@ Status ReadList(const std::string& list_file, std::vector<Source>* out) {
       return bad("label is not an integer");
     }
     if (s.key.size() > kMaxKeyLength) return bad("path longer than " + std::to_string(kMaxKeyLength));
+    if (!IsNormalKey(s.key)) {
+      return bad("path '" + s.key + "' is not a relative path below SRC_DIR in normal form (no leading '/', "
+                 "no empty, '.' or '..' parts)");
+    }
     out->push_back(std::move(s));
   }
   return Status::OK();
@@ -426,15 +471,23 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   DatasetManifest manifest;
   manifest.script = script;
   std::vector<Source> sources;
+  Ignored ignored;
   if (options.list_file.empty()) {
-    PCR_RETURN_IF_ERROR(ListImageFolder(options.src_dir, &manifest.class_names, &sources));
+    PCR_RETURN_IF_ERROR(ListImageFolder(options.src_dir, options.by_content, &manifest.class_names, &sources,
+                                        &ignored));
   } else {
     PCR_RETURN_IF_ERROR(ReadList(options.list_file, &sources));
   }
   if (sources.empty()) {
+    std::string others;
+    if (ignored.count > 0) {
+      others = "; ignored " + std::to_string(ignored.count) + " other files, e.g. " + ignored.examples[0] +
+               (options.by_content ? "" : " (--by-content takes files by their JPEG signature)");
+    }
     return Status::InvalidArgument(
         options.list_file.empty()
-            ? options.src_dir + ": no JPEG images in class folders (expected SRC_DIR/<class>/<image>.jpg, or --list)"
+            ? options.src_dir + ": no JPEG images in class folders (expected SRC_DIR/<class>/<image>.jpg, or --list)" +
+                  others
             : options.list_file + ": lists no images");
   }
   if (options.shuffle_seed) {
@@ -478,6 +531,8 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
 
   ConvertImagesSummary summary;
   summary.resumed_files = finished.size();
+  summary.ignored_files = ignored.count;
+  summary.ignored_examples = ignored.examples;
 
   FinishedFile current{.file = first_file + finished.size()};
   std::unique_ptr<ImageFileWriter> writer;

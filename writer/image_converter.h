@@ -23,6 +23,9 @@ struct ConvertProgress {
 struct ConvertImagesOptions {
   std::string src_dir;              // ImageFolder root, or the root of --list paths
   std::string list_file;            // CSV "path,label" lines; empty: use class folders
+  // In class folders, take every file that starts with a JPEG signature
+  // (FF D8 FF) rather than the files named .jpg, .jpeg, .jpe or .jfif.
+  bool by_content = false;
   std::string out_dir;              // created if missing; must hold no dataset
   uint64_t images_per_record = 1024;  // images in one record (stripe)
   uint64_t records_per_file = 1;      // records in one .pcr file
@@ -50,6 +53,10 @@ struct ConvertImagesSummary {
   uint64_t output_bytes = 0;  // of the .pcr files
   std::vector<std::pair<std::string, std::string>> skipped;  // (path, reason)
   uint64_t resumed_files = 0;  // finished by an interrupted run and kept
+  // Files in class folders that were not taken as images (by name, or by
+  // content with by_content), and the first few of their keys in sorted order.
+  uint64_t ignored_files = 0;
+  std::vector<std::string> ignored_examples;
 };
 
 // The name of the skip list written next to the output by skip_bad.
