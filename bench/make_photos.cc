@@ -13,7 +13,7 @@
 
 #include <jpeglib.h>
 
-#include "reader/jpeg_decode.h"
+#include "jpeg/jpeg_decode.h"
 
 namespace fs = std::filesystem;
 

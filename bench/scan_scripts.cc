@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "reader/jpeg_decode.h"
+#include "jpeg/jpeg_decode.h"
 #include "writer/image_converter.h"
 #include "writer/transcode.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "format/permutation.h"
-#include "reader/epoch.h"
+#include "loader/epoch.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 
 #include "fuzz/work_dir.h"
 #include "reader/image_dataset.h"
-#include "reader/jpeg_decode.h"
+#include "jpeg/jpeg_decode.h"
 #include "reader/table_reader.h"
 #include "writer/image_converter.h"
 #include "writer/table_writer.h"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "reader/stream_reader.h"
+#include "io/stream_reader.h"
 
 namespace pcr {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "format/file_format.h"
-#include "reader/io_engine.h"
-#include "reader/pcr_file.h"
-#include "reader/read_plan.h"
+#include "io/io_engine.h"
+#include "io/pcr_file.h"
+#include "io/read_plan.h"
 
 namespace pcr {
 

@@ -10,47 +10,10 @@
 #include <unordered_map>
 
 #include "format/popularity.h"
-#include "reader/stream_reader.h"
+#include "format/table_stripe.h"
+#include "io/stream_reader.h"
 
 namespace pcr {
-
-namespace {
-
-namespace fs = std::filesystem;
-
-Result<std::string> FindTableFile(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return path;
-  std::vector<std::string> found;
-  for (const auto& e : fs::directory_iterator(path, ec)) {
-    if (e.path().extension() == kRecordFileExtension) found.push_back(e.path().string());
-  }
-  if (ec) return Status::IOError("cannot list " + path + ": " + ec.message());
-  if (found.size() != 1) {
-    return Status::InvalidArgument(path + ": expected one table (.pcr) file, found " +
-                                   std::to_string(found.size()));
-  }
-  return found[0];
-}
-
-}  // namespace
-
-bool IsTablePath(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    if (fs::exists(fs::path(path) / kDatasetManifestName, ec)) return false;
-    auto file = FindTableFile(path);
-    return file.ok() && IsTablePath(*file);
-  }
-  const Result<int> fd = OpenRegularFile(path);
-  if (!fd.ok()) return false;
-  uint8_t head[kFileHeaderSize];
-  const bool read_all = pread(*fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head));
-  close(*fd);
-  if (!read_all) return false;
-  auto h = FileHeader::DecodeFrom(head);
-  return h.ok() && h->kind == FileKind::kTable;
-}
 
 Result<std::unique_ptr<Table>> Table::Open(const std::string& path, const TableReaderOptions& options) {
   std::unique_ptr<IoEngine> owned;
@@ -153,48 +116,9 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
   return batch;
 }
 
-Result<TableBatch> Table::DecodeStripe(size_t s, std::span<const Bytes> streams) {
-  if (s >= stripe_count() || streams.size() != file_->index().stripes[s].streams.size()) {
-    return Status::InvalidArgument(file_->path() + ": stripe " + std::to_string(s) + ": wrong stream count");
-  }
-  for (size_t k = 0; k < streams.size(); ++k) PCR_RETURN_IF_ERROR(file_->CheckStream(s, k, streams[k]));
-  const auto& all = schema().features;
-  TableBatch batch{.rows = file_->index().stripes[s].row_count};
-  for (uint32_t f = 0; f < all.size(); ++f) {
-    ByteSpan stored_by_role[kRoleCount];
-    for (const StreamRole role : RolesOf(all[f].type)) {
-      const Bytes& bytes = streams[StreamIndex(s, f, role)];
-      stored_by_role[static_cast<size_t>(role)] = bytes;
-      batch.bytes_selected += bytes.size();
-    }
-    batch.columns.emplace_back(all[f].type);
-    PCR_RETURN_IF_ERROR(DecodeFeature(s, f, stored_by_role, &batch.columns.back()));
-  }
-  return batch;
-}
-
 Status Table::DecodeFeature(size_t s, uint32_t f, const ByteSpan* stored, Column* column) {
-  const StripeInfo& stripe = file_->index().stripes[s];
-  const FeatureInfo& feature = schema().features[f];
-  ByteSpan raw[kRoleCount];
-  for (const StreamRole role : RolesOf(feature.type)) {
-    const size_t k = StreamIndex(s, f, role);
-    const TableStream& t = stripe.table_streams[k];
-    Bytes& buf = scratch_[static_cast<size_t>(role)];
-    Status st = DecompressStream(stored[static_cast<size_t>(role)], t.codec, t.raw_length, &buf);
-    if (!st.ok()) {
-      return st.WithPrefix(file_->path() + ": stripe " + std::to_string(s) + " stream " + std::to_string(k) + " (" +
-                           StreamRoleName(role) + " of feature '" + feature.name + "') at offset " +
-                           std::to_string(stripe.stream_offset(k)));
-    }
-    raw[static_cast<size_t>(role)] = buf;
-  }
-  Status st = DecodeFeatureStreams(feature.type, stripe.row_count, raw[0], raw[1], raw[2], raw[3], column);
-  if (!st.ok()) {
-    return st.WithPrefix(file_->path() + ": stripe " + std::to_string(s) + " feature '" + feature.name +
-                         "' at offset " + std::to_string(stripe.stream_offset(StreamIndex(s, f, StreamRole::kPresence))));
-  }
-  return Status::OK();
+  return DecodeStoredFeature(file_->path(), schema(), file_->index().stripes[s], s, stream_of_[s], f, stored, scratch_,
+                             column);
 }
 
 }  // namespace pcr

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "format/table_format.h"
-#include "reader/pcr_file.h"
-#include "reader/read_plan.h"
+#include "io/pcr_file.h"
+#include "io/read_plan.h"
 
 namespace pcr {
 
@@ -26,11 +26,6 @@ struct TableReaderOptions {
   // (format/popularity.h), for `pcr-dump popularity` to aggregate.
   std::string access_log;
 };
-
-// True when `path` is a table file, or a directory without a dataset
-// manifest holding exactly one .pcr file, a table file (so Table::Open, not
-// ImageDataset::Open, should read it).
-bool IsTablePath(const std::string& path);
 
 // Columns of a projection over consecutive stripes, in projection order.
 struct TableBatch {
@@ -54,10 +49,6 @@ class Table {
   // Every stream of the features over stripes [first, first + count), read in
   // one engine call, checked, decoded. REQUIRES: first + count <= stripe_count()
   Result<TableBatch> Read(std::span<const uint32_t> features, size_t first, size_t count);
-  // Every feature of `stripe` from its stored streams (`streams[k]` is
-  // stream k of the stripe), each checked against its checksum and decoded
-  // as Read does: what reorder checks before it copies them.
-  Result<TableBatch> DecodeStripe(size_t stripe, std::span<const Bytes> streams);
   // Stored bytes of those streams.
   uint64_t SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const;
   // Index of the stream holding (feature, role) in `stripe`.

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "reader/image_dataset.h"
-#include "reader/jpeg_decode.h"
+#include "jpeg/jpeg_decode.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
 #include "writer/transcode.h"

@@ -6,9 +6,9 @@
 
 #include "format/checksum.h"
 #include "reader/image_dataset.h"
-#include "reader/jpeg_decode.h"
-#include "reader/quality.h"
-#include "reader/record_iterator.h"
+#include "jpeg/jpeg_decode.h"
+#include "tools/quality.h"
+#include "loader/record_iterator.h"
 #include "reader/verify.h"
 #include "test_util.h"
 #include "writer/image_converter.h"

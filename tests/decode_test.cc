@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "reader/decode_iterator.h"
-#include "reader/jpeg_decode.h"
+#include "loader/decode_iterator.h"
+#include "jpeg/jpeg_decode.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
 #include "writer/transcode.h"

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "format/permutation.h"
-#include "reader/epoch.h"
-#include "reader/sample_iterator.h"
+#include "loader/epoch.h"
+#include "loader/sample_iterator.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
 

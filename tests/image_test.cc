@@ -7,8 +7,8 @@
 
 #include "format/checksum.h"
 #include "reader/image_dataset.h"
-#include "reader/jpeg_decode.h"
-#include "reader/stream_reader.h"
+#include "jpeg/jpeg_decode.h"
+#include "io/stream_reader.h"
 #include "reader/verify.h"
 #include "test_util.h"
 #include "writer/image_converter.h"

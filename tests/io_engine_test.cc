@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "reader/io_engine.h"
+#include "io/io_engine.h"
 #include "test_util.h"
 
 namespace pcr {

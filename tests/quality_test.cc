@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "reader/image_dataset.h"
-#include "reader/quality.h"
+#include "tools/quality.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
 #include "writer/transcode.h"

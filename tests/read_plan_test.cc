@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "reader/read_plan.h"
+#include "io/read_plan.h"
 
 namespace pcr {
 

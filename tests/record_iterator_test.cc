@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "reader/record_iterator.h"
+#include "loader/record_iterator.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
 

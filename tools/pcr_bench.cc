@@ -16,8 +16,8 @@
 #include <string>
 
 #include "reader/image_dataset.h"
-#include "reader/jpeg_decode.h"
-#include "reader/record_iterator.h"
+#include "jpeg/jpeg_decode.h"
+#include "loader/record_iterator.h"
 #include "reader/table_reader.h"
 #include "tools/cli.h"
 

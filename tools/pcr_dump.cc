@@ -13,7 +13,7 @@
 #include "format/json.h"
 #include "format/popularity.h"
 #include "reader/image_dataset.h"
-#include "reader/quality.h"
+#include "tools/quality.h"
 #include "reader/table_reader.h"
 #include "reader/verify.h"
 #include "tools/cli.h"

@@ -20,7 +20,7 @@
 #include "format/coding.h"
 #include "format/file_format.h"
 #include "format/permutation.h"
-#include "reader/io_engine.h"
+#include "io/io_engine.h"
 #include "writer/file_writer.h"
 #include "writer/transcode.h"
 

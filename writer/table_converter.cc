@@ -13,8 +13,8 @@
 
 #include "format/json.h"
 #include "format/popularity.h"
-#include "reader/io_engine.h"
-#include "reader/table_reader.h"
+#include "format/table_stripe.h"
+#include "io/pcr_file.h"
 #include "writer/file_writer.h"
 
 namespace pcr {
@@ -596,8 +596,12 @@ namespace pcr {
 
 Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
                                         const std::vector<std::string>& stream_order) {
-  PCR_ASSIGN_OR_RETURN(auto table, Table::Open(input));
-  const PcrFile& in = table->file();
+  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine());
+  PCR_ASSIGN_OR_RETURN(const std::string input_file, FindTableFile(input));
+  PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(input_file, engine.get()));
+  const PcrFile& in = *file;
+  if (in.header().kind != FileKind::kTable) return Status::InvalidArgument(input_file + ": not a table file");
+  const TableSchema& schema = in.index().schema;
   TableConvertReport report;
   report.path = output;
   std::error_code ec;
@@ -608,8 +612,9 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(dir.empty() ? "." : dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
   TableWriterOptions options{.stream_order = stream_order};
-  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, table->schema().features, options));
-  for (size_t s = 0; s < table->stripe_count(); ++s) {
+  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, schema.features, options));
+  Bytes scratch[kRoleCount];
+  for (size_t s = 0; s < in.index().stripes.size(); ++s) {
     const StripeInfo& stripe = in.index().stripes[s];
     Bytes data(stripe.length());
     PCR_RETURN_IF_ERROR(in.ReadRange(stripe.offset, data));
@@ -617,13 +622,24 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
     uint64_t off = 0;
     for (size_t k = 0; k < streams.size(); ++k) {
       const ByteSpan bytes = ByteSpan(data).subspan(off, stripe.streams[k].length);
+      PCR_RETURN_IF_ERROR(in.CheckStream(s, k, bytes));
       streams[k].assign(bytes.begin(), bytes.end());
       off += bytes.size();
     }
-    PCR_RETURN_IF_ERROR(table->DecodeStripe(s, streams).status());
+    // Every feature is decoded as a reader decodes it, so damage behind valid
+    // checksums is refused rather than copied under fresh ones.
+    const std::vector<size_t> stream_of = stripe.TableStreamIndex(schema.features.size());
+    for (uint32_t f = 0; f < schema.features.size(); ++f) {
+      ByteSpan stored[kRoleCount];
+      for (const StreamRole role : RolesOf(schema.features[f].type)) {
+        stored[static_cast<size_t>(role)] = streams[stream_of[f * kRoleCount + static_cast<size_t>(role)]];
+      }
+      Column column(schema.features[f].type);
+      PCR_RETURN_IF_ERROR(DecodeStoredFeature(in.path(), schema, stripe, s, stream_of, f, stored, scratch, &column));
+    }
     PCR_RETURN_IF_ERROR(writer->AddStoredStripe(stripe, std::move(streams)));
   }
-  writer->SetFeatureCounts(table->schema().features);
+  writer->SetFeatureCounts(schema.features);
   PCR_ASSIGN_OR_RETURN(report.schema, writer->Finish());
   report.stripes = writer->stripe_count();
   report.input_bytes = in.size();

@@ -2,16 +2,11 @@
 
 #include "format/file_format.h"
 
-#include <csetjmp>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-// clang-format off
-#include <jpeglib.h>
-#include <jerror.h>
-// clang-format on
+#include "jpeg/error_manager.h"
 
 namespace pcr {
 
@@ -56,59 +51,6 @@ Status CheckFrameType(ByteSpan in) {
     pos += 2 + len;
   }
   return Status::OK();
-}
-
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  jmp_buf jump;
-  std::string message;
-  int max_input_scans = 0;
-  size_t max_memory_bytes = 0;
-  bool not_supported = false;  // refused as NotSupported rather than Corruption
-};
-
-std::string MemoryLimitText(size_t max_memory_bytes) {
-  return "the " + std::to_string(max_memory_bytes >> 20) + " MiB of working memory allowed";
-}
-
-void ErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  const int code = cinfo->err->msg_code;
-  if (code == JERR_NO_BACKING_STORE || code == JERR_OUT_OF_MEMORY) {
-    // libjpeg asks for backing store when its arrays exceed max_memory_to_use.
-    err->message = "needs more than " + MemoryLimitText(err->max_memory_bytes);
-    err->not_supported = true;
-  } else {
-    char buf[JMSG_LENGTH_MAX];
-    (*cinfo->err->format_message)(cinfo, buf);
-    err->message = buf;
-  }
-  longjmp(err->jump, 1);
-}
-
-// Warnings that mean coefficients were lost or guessed turn into errors;
-// the rest (extraneous bytes between markers, odd JFIF versions) are benign.
-void EmitMessage(j_common_ptr cinfo, int msg_level) {
-  if (msg_level >= 0) return;
-  switch (cinfo->err->msg_code) {
-    case JWRN_EXTRANEOUS_DATA:
-    case JWRN_JFIF_MAJOR:
-    case JWRN_ADOBE_XFORM:
-    case JWRN_BOGUS_ICC:
-      return;
-    default:
-      ErrorExit(cinfo);
-  }
-}
-
-void ProgressMonitor(j_common_ptr cinfo) {
-  if (!cinfo->is_decompressor) return;
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
-  if (d->input_scan_number > err->max_input_scans) {
-    err->message = "more than " + std::to_string(err->max_input_scans) + " scans";
-    longjmp(err->jump, 1);
-  }
 }
 
 // The scans of `script` for an image whose components are described by
@@ -194,8 +136,7 @@ Status SplitScans(ByteSpan jpeg, size_t* header_end, std::vector<size_t>* scan_e
 struct Codec {
   jpeg_decompress_struct src{};
   jpeg_compress_struct dst{};
-  jpeg_progress_mgr progress{};
-  ErrorManager err{};
+  JpegErrorManager err{};
   unsigned char* out = nullptr;
   unsigned long out_size = 0;
   bool src_created = false;
@@ -212,17 +153,15 @@ struct Codec {
 // a longjmp out of libjpeg skips no destructor.
 bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const ScanScript& script,
                 ScanPlan* plan) {
-  c->src.err = jpeg_std_error(&c->err.pub);
-  c->err.pub.error_exit = ErrorExit;
-  c->err.pub.emit_message = EmitMessage;
+  c->err.Install(reinterpret_cast<j_common_ptr>(&c->src));
+  c->err.warnings = JpegWarnings::kLossIsError;
   c->err.max_input_scans = options.max_input_scans;
   c->err.max_memory_bytes = options.max_memory_bytes;
   if (setjmp(c->err.jump)) return false;
   jpeg_create_decompress(&c->src);
   c->src_created = true;
   c->src.mem->max_memory_to_use = static_cast<long>(options.max_memory_bytes);
-  c->progress.progress_monitor = ProgressMonitor;
-  c->src.progress = &c->progress;
+  c->err.WatchScans(&c->src);
   jpeg_mem_src(&c->src, jpeg.data(), jpeg.size());
   if (options.keep_metadata) {
     jpeg_save_markers(&c->src, JPEG_COM, 0xffff);

@@ -6,7 +6,7 @@
 #include "format/coding.h"
 #include "format/scan_script.h"
 #include "format/status.h"
-#include "reader/jpeg_decode.h"
+#include "jpeg/jpeg_limits.h"
 
 namespace pcr {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "reader/io_engine.h"
+#include "io/io_engine.h"
 
 namespace pcr {
 

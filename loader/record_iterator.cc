@@ -1,4 +1,4 @@
-#include "reader/record_iterator.h"
+#include "loader/record_iterator.h"
 
 #include <algorithm>
 

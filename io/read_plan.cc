@@ -1,4 +1,4 @@
-#include "reader/read_plan.h"
+#include "io/read_plan.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "reader/epoch.h"
+#include "loader/epoch.h"
 
 #include <charconv>
 #include <numeric>

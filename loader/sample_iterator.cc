@@ -1,4 +1,4 @@
-#include "reader/sample_iterator.h"
+#include "loader/sample_iterator.h"
 
 #include <algorithm>
 

@@ -1,36 +1,14 @@
-#include "reader/jpeg_decode.h"
+#include "jpeg/jpeg_decode.h"
 
 #include <algorithm>
-#include <csetjmp>
 #include <cstring>
-#include <cstdio>
 #include <string>
 
-#include <jpeglib.h>
+#include "jpeg/error_manager.h"
 
 namespace pcr {
 
 namespace {
-
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  jmp_buf jump;
-  bool warnings_are_errors = true;
-  std::string message;
-};
-
-void ErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  char buf[JMSG_LENGTH_MAX];
-  (*cinfo->err->format_message)(cinfo, buf);
-  err->message = buf;
-  longjmp(err->jump, 1);
-}
-
-void EmitMessage(j_common_ptr cinfo, int msg_level) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  if (msg_level < 0 && err->warnings_are_errors) ErrorExit(cinfo);
-}
 
 bool ValidScale(int d) { return d == 1 || d == 2 || d == 4 || d == 8; }
 
@@ -38,7 +16,7 @@ bool ValidScale(int d) { return d == 1 || d == 2 || d == 4 || d == 8; }
 
 struct JpegDecoder::State {
   jpeg_decompress_struct cinfo{};
-  ErrorManager err{};
+  JpegErrorManager err{};
   std::vector<uint8_t> row;  // one cropped scanline at libjpeg's block-aligned width
   std::string invalid;       // why the request does not fit the image
   std::string too_big;       // why the frame is over the pixel limit
@@ -52,8 +30,8 @@ namespace {
 bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* out, size_t out_size,
          ImageShape* shape) {
   jpeg_decompress_struct& cinfo = s->cinfo;
-  s->err.warnings_are_errors = o.warnings_are_errors;
-  s->err.message.clear();
+  s->err.warnings = o.warnings_are_errors ? JpegWarnings::kAllAreErrors : JpegWarnings::kIgnore;
+  s->err.Reset();
   s->invalid.clear();
   s->too_big.clear();
   if (setjmp(s->err.jump)) {
@@ -138,9 +116,7 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
 }  // namespace
 
 JpegDecoder::JpegDecoder() : state_(std::make_unique<State>()) {
-  state_->cinfo.err = jpeg_std_error(&state_->err.pub);
-  state_->err.pub.error_exit = ErrorExit;
-  state_->err.pub.emit_message = EmitMessage;
+  state_->err.Install(reinterpret_cast<j_common_ptr>(&state_->cinfo));
   jpeg_create_decompress(&state_->cinfo);
   state_->cinfo.mem->max_memory_to_use = 1L << 30;
 }
@@ -160,11 +136,6 @@ Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& optio
     return Status::Corruption("JPEG decode: " + state_->err.message);
   }
   return shape;
-}
-
-std::string PixelLimitMessage(uint64_t width, uint64_t height, uint64_t max_pixels) {
-  return std::to_string(width) + "x" + std::to_string(height) + " = " + std::to_string(width * height) +
-         " pixels, over the limit of " + std::to_string(max_pixels);
 }
 
 Result<DecodedImage> DecodeJpeg(ByteSpan jpeg, const DecodeOptions& options) {

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "reader/epoch.h"
+#include "loader/epoch.h"
 #include "reader/image_dataset.h"
 
 namespace pcr {

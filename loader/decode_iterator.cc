@@ -1,4 +1,4 @@
-#include "reader/decode_iterator.h"
+#include "loader/decode_iterator.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "reader/quality.h"
+#include "tools/quality.h"
 
 #include <algorithm>
 #include <array>

@@ -4,8 +4,8 @@
 #include <span>
 #include <vector>
 
-#include "reader/pcr_file.h"
-#include "reader/read_plan.h"
+#include "io/pcr_file.h"
+#include "io/read_plan.h"
 
 namespace pcr {
 

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "reader/io_engine_internal.h"
+#include "io/io_engine_internal.h"
 
 namespace pcr {
 

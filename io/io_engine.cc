@@ -1,4 +1,4 @@
-#include "reader/io_engine.h"
+#include "io/io_engine.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "reader/io_engine_internal.h"
+#include "io/io_engine_internal.h"
 
 namespace pcr {
 

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "reader/jpeg_decode.h"
-#include "reader/record_iterator.h"
+#include "jpeg/jpeg_decode.h"
+#include "loader/record_iterator.h"
 
 namespace pcr {
 

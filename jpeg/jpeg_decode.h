@@ -9,6 +9,7 @@
 
 #include "format/coding.h"
 #include "format/status.h"
+#include "jpeg/jpeg_limits.h"
 
 namespace pcr {
 
@@ -25,13 +26,6 @@ struct Crop {
   int width = 0;  // 0: no crop
   int height = 0;
 };
-
-// Images with more pixels are refused unless a limit says otherwise: Pillow's
-// decompression-bomb limit, about 13400x13400.
-inline constexpr uint64_t kDefaultMaxPixels = 178956970;
-
-// "W x H = N pixels, over the limit of M": why an image is refused by size.
-std::string PixelLimitMessage(uint64_t width, uint64_t height, uint64_t max_pixels);
 
 struct DecodeOptions {
   int scale_denom = 1;              // 1, 2, 4 or 8: DCT-domain downscaling to 1/scale_denom

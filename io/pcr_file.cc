@@ -1,8 +1,47 @@
-#include "reader/pcr_file.h"
+#include "io/pcr_file.h"
+
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "format/checksum.h"
 
 namespace pcr {
+
+namespace fs = std::filesystem;
+
+Result<std::string> FindTableFile(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return path;
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    if (e.path().extension() == kRecordFileExtension) found.push_back(e.path().string());
+  }
+  if (ec) return Status::IOError("cannot list " + path + ": " + ec.message());
+  if (found.size() != 1) {
+    return Status::InvalidArgument(path + ": expected one table (.pcr) file, found " +
+                                   std::to_string(found.size()));
+  }
+  return found[0];
+}
+
+bool IsTablePath(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / kDatasetManifestName, ec)) return false;
+    auto file = FindTableFile(path);
+    return file.ok() && IsTablePath(*file);
+  }
+  const Result<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return false;
+  uint8_t head[kFileHeaderSize];
+  const bool read_all = pread(*fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head));
+  close(*fd);
+  if (!read_all) return false;
+  auto h = FileHeader::DecodeFrom(head);
+  return h.ok() && h->kind == FileKind::kTable;
+}
+
 
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
   PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));

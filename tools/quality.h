@@ -9,7 +9,7 @@
 
 #include "format/status.h"
 #include "reader/image_dataset.h"
-#include "reader/jpeg_decode.h"
+#include "jpeg/jpeg_decode.h"
 
 namespace pcr {
 

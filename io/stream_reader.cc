@@ -1,4 +1,4 @@
-#include "reader/stream_reader.h"
+#include "io/stream_reader.h"
 
 #include <map>
 

@@ -1,0 +1,25 @@
+// Limits on JPEG input that transcoding and decoding share, and their messages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace pcr {
+
+// Images with more pixels are refused unless a limit says otherwise: Pillow's
+// decompression-bomb limit, about 13400x13400.
+inline constexpr uint64_t kDefaultMaxPixels = 178956970;
+
+// "W x H = N pixels, over the limit of M": why an image is refused by size.
+inline std::string PixelLimitMessage(uint64_t width, uint64_t height, uint64_t max_pixels) {
+  return std::to_string(width) + "x" + std::to_string(height) + " = " + std::to_string(width * height) +
+         " pixels, over the limit of " + std::to_string(max_pixels);
+}
+
+// "the N MiB of working memory allowed".
+inline std::string MemoryLimitText(size_t max_memory_bytes) {
+  return "the " + std::to_string(max_memory_bytes >> 20) + " MiB of working memory allowed";
+}
+
+}  // namespace pcr
