@@ -23,6 +23,7 @@
 #include "jpeg/jpeg_decode.h"
 #include "reader/table_reader.h"
 #include "writer/image_converter.h"
+#include "writer/merge.h"
 #include "writer/table_writer.h"
 
 namespace {

@@ -3,6 +3,7 @@
 #include "format/checksum.h"
 #include "format/coding.h"
 #include "format/file_format.h"
+#include "format/journal.h"
 #include "format/scan_script.h"
 
 namespace pcr {
@@ -295,6 +296,79 @@ TEST_CASE("part manifest round-trips in its own file kind and rejects non-parts"
     CHECK_FALSE(PartManifest::DecodeFrom(b).ok());
   }
   CHECK_FALSE(PartManifest::DecodeFrom(ByteSpan(index).first(5)).ok());
+}
+
+TEST_CASE("the conversion journal round-trips and ends at the first line that does not fit") {
+  const std::string first = JournalFirstLine(0x0123456789abcdefull, 1, 3);
+  CHECK(first == "pcr-convert journal 1 plan 0123456789abcdef shard 1 of 3");
+  const std::string limits = JournalLimitsLine(true, 1000, 1 << 20);
+  CHECK(limits == "limits skip-bad 1 max-pixels 1000 memory 1048576");
+  const FinishedFile a{.file = 4, .entry = {.name = RecordFileName(4), .size = 900, .image_count = 7,
+                                            .stripe_count = 2, .index_checksum = 0xfeedull},
+                       .input_bytes = 1234};
+  const FinishedFile b{.file = 5, .entry = {}, .input_bytes = 10, .skipped = {{40, "Corruption: not a JPEG"}}};
+  const FinishedFile c{.file = 6, .entry = {.name = RecordFileName(6), .size = 77, .image_count = 1,
+                                            .stripe_count = 1, .index_checksum = 1},
+                       .input_bytes = 5};
+  CHECK(EncodeJournalLines(b) == "skip 40 Corruption: not a JPEG\ndone 5 0 0 0 0000000000000000 10\n");
+  const std::string text = first + "\n" + limits + "\n" + EncodeJournalLines(a) + EncodeJournalLines(b) +
+                           EncodeJournalLines(c);
+  const auto files = DecodeJournal(text, first, limits, 4, 100);
+  REQUIRE(files.size() == 3);
+  CHECK(files[0].entry == a.entry);
+  CHECK(files[0].input_bytes == 1234);
+  CHECK(files[1].skipped == b.skipped);
+  CHECK(files[1].entry.name.empty());
+  CHECK(files[2].entry == c.entry);
+
+  CHECK(DecodeJournal(text, JournalFirstLine(0x0123456789abcdefull, 0, 3), limits, 4, 100).empty());
+  // Other limits might convert the skipped image: the list ends before it.
+  CHECK(DecodeJournal(text, first, JournalLimitsLine(false, 1000, 1 << 20), 4, 100).size() == 1);
+  // Files must be numbered from the part's first file, consecutively.
+  CHECK(DecodeJournal(text, first, limits, 3, 100).empty());
+  // A source index past the sources ends the list.
+  CHECK(DecodeJournal(text, first, limits, 4, 40).size() == 1);
+  // A line cut short by a crash does not count.
+  for (size_t cut = 0; cut < text.size(); ++cut) {
+    const auto some = DecodeJournal(std::string_view(text).substr(0, cut), first, limits, 4, 100);
+    CHECK(some.size() <= 3);
+    for (size_t i = 0; i < some.size(); ++i) CHECK(some[i].file == 4 + i);
+  }
+  CHECK(DecodeJournal(text.substr(0, text.size() - 1), first, limits, 4, 100).size() == 2);
+}
+
+TEST_CASE("record file names and the outputs a conversion owns") {
+  CHECK(RecordFileName(0) == "records-00000.pcr");
+  CHECK(RecordFileName(123456) == "records-123456.pcr");
+  CHECK(IsConversionOutput("records-00012.pcr"));
+  CHECK(IsConversionOutput("records-123456.pcr"));
+  CHECK(IsConversionOutput(kSkippedListName));
+  CHECK_FALSE(IsConversionOutput("records-0001.pcr"));
+  CHECK_FALSE(IsConversionOutput("records-0001x.pcr"));
+  CHECK_FALSE(IsConversionOutput("table.pcr"));
+  CHECK_FALSE(IsConversionOutput(kDatasetManifestName));
+}
+
+TEST_CASE("the plan checksum changes with every input it covers") {
+  const ConversionPlan plan{.images_per_record = 8, .records_per_file = 1, .script = *BuiltinScanScript("spectral5"),
+                            .class_names = {"a", "b"}};
+  const std::vector<SampleMetadata> sources = {{0, "a/1.jpg"}, {1, "b/2.jpg"}};
+  const uint64_t base = PlanChecksum(plan, sources);
+  CHECK(PlanChecksum(plan, sources) == base);
+  auto changed = [&](auto edit) {
+    ConversionPlan p = plan;
+    std::vector<SampleMetadata> s = sources;
+    edit(p, s);
+    return PlanChecksum(p, s) != base;
+  };
+  CHECK(changed([](ConversionPlan& p, auto&) { p.images_per_record = 9; }));
+  CHECK(changed([](ConversionPlan& p, auto&) { p.records_per_file = 2; }));
+  CHECK(changed([](ConversionPlan& p, auto&) { p.strip_metadata = true; }));
+  CHECK(changed([](ConversionPlan& p, auto&) { p.script = *BuiltinScanScript("libjpeg"); }));
+  CHECK(changed([](ConversionPlan& p, auto&) { p.class_names[1] = "c"; }));
+  CHECK(changed([](ConversionPlan&, std::vector<SampleMetadata>& s) { s[1].label = 0; }));
+  CHECK(changed([](ConversionPlan&, std::vector<SampleMetadata>& s) { std::swap(s[0], s[1]); }));
+  CHECK(changed([](ConversionPlan&, std::vector<SampleMetadata>& s) { s.pop_back(); }));
 }
 
 }  // namespace

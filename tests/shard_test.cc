@@ -14,6 +14,7 @@
 #include "reader/verify.h"
 #include "test_util.h"
 #include "writer/image_converter.h"
+#include "writer/merge.h"
 
 namespace pcr {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "tools/cli.h"
 #include "writer/image_converter.h"
+#include "writer/merge.h"
 #include "writer/table_converter.h"
 
 namespace {

@@ -191,6 +191,12 @@ Status WriteIndexOnlyFile(const std::string& path, const FileHeader& header, Byt
 
 }  // namespace
 
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path, Replace::kYes));
+  PCR_RETURN_IF_ERROR(file->Append(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+  return file->Commit();
+}
+
 Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest) {
   Bytes index;
   manifest.EncodeTo(&index);

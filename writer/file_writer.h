@@ -82,6 +82,8 @@ class ImageFileWriter {
   uint64_t image_count_ = 0;
 };
 
+// Writes `text` as the file `path` atomically, replacing any file there.
+Status WriteTextFile(const std::string& path, const std::string& text);
 // Writes a kDataset manifest file atomically.
 Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest);
 // Writes a kDatasetPart manifest file atomically.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "format/journal.h"
 #include "format/scan_script.h"
 #include "format/status.h"
 #include "jpeg/jpeg_limits.h"
@@ -59,13 +60,6 @@ struct ConvertImagesSummary {
   std::vector<std::string> ignored_examples;
 };
 
-// The name of the skip list written next to the output by skip_bad.
-inline constexpr char kSkippedListName[] = "skipped.tsv";
-// Present in OUT_DIR while a conversion runs, and after one failed or was
-// killed: a journal of the files finished so far (spec section 10.2). The
-// same conversion run again keeps them and converts the rest.
-inline constexpr char kConversionMarkerName[] = ".pcr-convert-incomplete";
-
 // The built-in script `name_or_file` names, else the script in that file
 // (its name is the file name). InvalidArgument when it is neither.
 Result<ScanScript> LoadScanScript(const std::string& name_or_file);
@@ -85,20 +79,5 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 // holds no manifest; the files finished so far stay, listed in the journal,
 // and the same call again keeps them and converts the rest.
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
-
-struct MergeSummary {
-  uint64_t parts = 0;
-  uint64_t files = 0;
-  uint64_t images = 0;
-  uint64_t skipped = 0;  // lines of the parts' skip lists
-};
-
-// Joins the parts of one sharded conversion, every shard exactly once, into
-// the dataset OUT_DIR: record files are hard-linked (never copied, so OUT_DIR
-// must be on the parts' filesystem), skip lists are concatenated and the
-// manifest lists the files in shard order. The result equals the one-machine
-// conversion of the same input and options, byte for byte. Parts are left
-// as they are; an interrupted merge completes when run again.
-Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs);
 
 }  // namespace pcr

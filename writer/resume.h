@@ -1,0 +1,51 @@
+// Resuming a conversion: the journal file of finished record files, and the
+// output directory made ready by keeping what a journal of the same
+// conversion lists (spec section 10.2).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/journal.h"
+#include "format/status.h"
+
+namespace pcr {
+
+// The journal being written by one conversion. Not thread-safe.
+class JournalWriter {
+ public:
+  // Starts a journal at `path` holding the two header lines and `kept`,
+  // replacing any journal there.
+  static Result<std::unique_ptr<JournalWriter>> Create(const std::string& path, const std::string& first_line,
+                                                       const std::string& limits_line,
+                                                       const std::vector<FinishedFile>& kept);
+  ~JournalWriter();
+  JournalWriter(const JournalWriter&) = delete;
+  JournalWriter& operator=(const JournalWriter&) = delete;
+
+  // Appends `file`'s lines and syncs them. REQUIRES: its record file is committed.
+  Status Add(const FinishedFile& file);
+
+ private:
+  JournalWriter(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::string path_;
+  int fd_;
+};
+
+// The index checksum in the footer of the file at `path`, if it is a regular
+// file of `size` bytes with a valid footer.
+std::optional<uint64_t> FooterIndexChecksum(const std::string& path, uint64_t size);
+
+// Makes OUT_DIR ready and returns the finished files to keep: those a
+// journal of the same conversion (`first_line`) lists that are still whole
+// on disk. Every other record file and skip list of a conversion is removed.
+// A directory with a manifest, or with .pcr files and no journal, is refused.
+// REQUIRES: `dir` exists and its DirectoryLock is held.
+Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir, const std::string& first_line,
+                                                const std::string& limits_line, uint64_t first_file,
+                                                uint64_t source_count);
+
+}  // namespace pcr

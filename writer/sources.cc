@@ -1,0 +1,135 @@
+#include "writer/sources.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "io/io_engine.h"
+
+namespace pcr {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool IsJpegName(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".jpe" || ext == ".jfif";
+}
+
+bool IsHidden(const fs::path& p) { return p.filename().string().starts_with("."); }
+
+// True when the regular file at `path` starts with the JPEG signature FF D8 FF.
+bool HasJpegSignature(const std::string& path) {
+  const Result<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return false;
+  uint8_t head[3];
+  const bool jpeg = pread(*fd, head, sizeof(head), 0) == 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF;
+  close(*fd);
+  return jpeg;
+}
+
+}  // namespace
+
+void IgnoredFiles::Add(std::string key) {
+  ++count;
+  examples.insert(std::upper_bound(examples.begin(), examples.end(), key), std::move(key));
+  if (examples.size() > kExamples) examples.pop_back();
+}
+
+Result<SourceList> ListImageFolder(const std::string& root, bool by_content) {
+  SourceList list;
+  std::vector<std::string>* classes = &list.class_names;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return Status::InvalidArgument(root + ": not a directory");
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (entry.is_directory() && !IsHidden(entry.path())) {
+      classes->push_back(entry.path().filename().string());
+    }
+  }
+  if (ec) return Status::IOError(root + ": " + ec.message());
+  std::sort(classes->begin(), classes->end());
+  for (size_t label = 0; label < classes->size(); ++label) {
+    std::vector<std::string> keys;
+    const fs::path dir = fs::path(root) / (*classes)[label];
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
+      if (IsHidden(it->path())) {
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (!it->is_regular_file()) continue;
+      std::string key = fs::relative(it->path(), root).generic_string();
+      if (!(by_content ? HasJpegSignature(it->path().string()) : IsJpegName(it->path()))) {
+        list.ignored.Add(std::move(key));
+        continue;
+      }
+      if (key.size() > kMaxKeyLength) {
+        return Status::InvalidArgument(it->path().string() + ": path longer than " +
+                                       std::to_string(kMaxKeyLength) + " bytes");
+      }
+      keys.push_back(std::move(key));
+    }
+    if (ec) return Status::IOError(dir.string() + ": " + ec.message());
+    std::sort(keys.begin(), keys.end());
+    for (auto& k : keys) list.sources.push_back({static_cast<int64_t>(label), std::move(k)});
+  }
+  return list;
+}
+
+namespace {
+
+// A key is a relative, normalised path: no leading '/', no empty, "." or
+// ".." parts, so that it names a file below SRC_DIR and below any directory
+// an image is extracted into.
+bool IsNormalKey(const std::string& key) {
+  if (key.empty() || key.front() == '/' || key.back() == '/') return false;
+  for (size_t start = 0; start <= key.size();) {
+    const size_t slash = std::min(key.find('/', start), key.size());
+    const std::string_view part(key.data() + start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<SourceList> ReadSourceList(const std::string& list_file) {
+  SourceList list;
+  std::ifstream in(list_file);
+  if (!in) return Status::InvalidArgument(list_file + ": cannot open list file: " + std::strerror(errno));
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const size_t comma = line.rfind(',');
+    auto bad = [&](const std::string& what) {
+      return Status::InvalidArgument(list_file + " line " + std::to_string(line_no) + ": " + what);
+    };
+    if (comma == std::string::npos || comma == 0) return bad("expected 'path,label'");
+    SampleMetadata s{0, line.substr(0, comma)};
+    try {
+      size_t used = 0;
+      s.label = std::stoll(line.substr(comma + 1), &used);
+      if (used != line.size() - comma - 1) return bad("label is not an integer");
+    } catch (const std::exception&) {
+      return bad("label is not an integer");
+    }
+    if (s.key.size() > kMaxKeyLength) return bad("path longer than " + std::to_string(kMaxKeyLength));
+    if (!IsNormalKey(s.key)) {
+      return bad("path '" + s.key + "' is not a relative path below SRC_DIR in normal form (no leading '/', "
+                 "no empty, '.' or '..' parts)");
+    }
+    list.sources.push_back(std::move(s));
+  }
+  return list;
+}
+
+}  // namespace pcr

@@ -1,0 +1,72 @@
+#include "writer/transcode_pool.h"
+
+#include <filesystem>
+
+#include "io/io_engine.h"
+
+namespace pcr {
+
+TranscodePool::TranscodePool(int jobs, std::string root, ScanScript script, TranscodeOptions options)
+    : root_(std::move(root)), script_(std::move(script)), options_(options) {
+  for (int t = 1; t < jobs; ++t) threads_.emplace_back([this] { Loop(); });
+}
+
+TranscodePool::~TranscodePool() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  start_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+std::vector<TranscodePool::Item> TranscodePool::Run(std::span<const SampleMetadata> sources) {
+  std::vector<Item> out(sources.size());
+  {
+    std::lock_guard lock(mu_);
+    sources_ = sources;
+    out_ = &out;
+    next_ = 0;
+    pending_ = threads_.size();
+    ++generation_;
+  }
+  start_.notify_all();
+  Work();
+  std::unique_lock lock(mu_);
+  done_.wait(lock, [&] { return pending_ == 0; });
+  return out;
+}
+
+void TranscodePool::Loop() {
+  uint64_t seen = 0;
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+    }
+    Work();
+    std::lock_guard lock(mu_);
+    if (--pending_ == 0) done_.notify_one();
+  }
+}
+
+void TranscodePool::Work() {
+  for (size_t i = next_++; i < sources_.size(); i = next_++) {
+    Item& item = (*out_)[i];
+    const std::string path = (std::filesystem::path(root_) / sources_[i].key).string();
+    Result<Bytes> data = ReadRegularFile(path);
+    if (!data.ok()) {
+      // The reason alone: the caller names the file.
+      const Status failed = data.status();
+      const std::string& m = failed.message();
+      item.image = failed.WithMessage(m.starts_with(path + ": ") ? m.substr(path.size() + 2) : m);
+      continue;
+    }
+    item.input_bytes = data->size();
+    item.image = TranscodeToScanGroups(*data, script_, options_);
+  }
+}
+
+}  // namespace pcr
