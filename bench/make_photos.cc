@@ -13,7 +13,7 @@
 
 #include <jpeglib.h>
 
-#include "jpeg/jpeg_decode.h"
+#include "pcr/decode.h"
 
 namespace fs = std::filesystem;
 

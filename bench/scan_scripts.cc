@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "jpeg/jpeg_decode.h"
-#include "writer/image_converter.h"
+#include "pcr/decode.h"
+#include "pcr/convert.h"
 #include "writer/transcode.h"
 
 namespace fs = std::filesystem;

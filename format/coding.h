@@ -12,10 +12,9 @@
 #include <string_view>
 #include <vector>
 
-namespace pcr {
+#include "pcr/bytes.h"
 
-using Bytes = std::vector<uint8_t>;
-using ByteSpan = std::span<const uint8_t>;
+namespace pcr {
 
 // Longest encoding of a 64-bit varint.
 inline constexpr size_t kMaxVarint64Length = 10;

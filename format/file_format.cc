@@ -216,7 +216,7 @@ uint64_t StripeInfo::stream_offset(size_t s) const {
 
 void FileIndex::EncodeTo(FileKind kind, Bytes* out) const {
   if (kind == FileKind::kImages) EncodeScanScript(script, out);
-  if (kind == FileKind::kTable) schema.EncodeTo(out);
+  if (kind == FileKind::kTable) EncodeTableSchema(schema, out);
   PutVarint64(out, stripes.size());
   for (const StripeInfo& stripe : stripes) {
     PutVarint64(out, stripe.offset);
@@ -256,7 +256,7 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t ind
   }
   if (kind == FileKind::kTable) {
     std::string error;
-    if (!TableSchema::DecodeFrom(&d, &index.schema, &error)) return corrupt(error);
+    if (!DecodeTableSchema(&d, &index.schema, &error)) return corrupt(error);
   }
   uint64_t table_rows = 0;
   uint64_t stripe_count;

@@ -16,7 +16,7 @@
 
 #include "format/coding.h"
 #include "format/scan_script.h"
-#include "format/status.h"
+#include "pcr/status.h"
 #include "format/table_format.h"
 
 namespace pcr {
@@ -122,13 +122,7 @@ struct FileIndex {
   static Result<FileIndex> DecodeFrom(ByteSpan in, FileKind kind, uint64_t index_offset);
 };
 
-// Stream 0 of an image stripe: one entry per image.
-struct SampleMetadata {
-  int64_t label = -1;  // class index; -1 when unlabelled
-  std::string key;     // source path relative to the dataset root
-
-  bool operator==(const SampleMetadata&) const = default;
-};
+// Stream 0 of an image stripe: one SampleMetadata per image.
 void EncodeSampleMetadata(const std::vector<SampleMetadata>& samples, Bytes* out);
 // REQUIRES: count is the stripe's image_count. Rejects trailing bytes.
 Result<std::vector<SampleMetadata>> DecodeSampleMetadata(ByteSpan in, uint64_t count);

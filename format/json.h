@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "format/status.h"
+#include "pcr/status.h"
 
 namespace pcr {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "format/status.h"
+#include "pcr/status.h"
 
 namespace pcr {
 

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "format/coding.h"
-#include "format/status.h"
+#include "pcr/status.h"
+#include "pcr/types.h"
 
 namespace pcr {
 
@@ -22,24 +23,6 @@ inline constexpr int kMaxScanComponents = 4;  // components a script can name
 inline constexpr int kMaxScanGroups = 64;     // groups in one script
 inline constexpr int kMaxScansPerGroup = 16;  // scans in one group
 inline constexpr int kDctCoefficients = 64;
-
-struct ScanSpec {
-  uint8_t component_mask = 0;  // bit j set: the scan codes component j
-  uint8_t ss = 0;              // first coefficient, zigzag order
-  uint8_t se = 0;              // last coefficient
-  uint8_t ah = 0;              // previous bit position; 0 for a first scan
-  uint8_t al = 0;              // point transform
-
-  bool operator==(const ScanSpec&) const = default;
-};
-
-struct ScanScript {
-  std::string name;                        // a built-in name or a file's name
-  std::vector<std::vector<ScanSpec>> groups;  // groups[k-1] = scan group k
-
-  bool operator==(const ScanScript&) const = default;
-  int group_count() const { return static_cast<int>(groups.size()); }
-};
 
 // OK when the script is a complete, legal progression for 4 components:
 // group 1 holds a DC scan of component 0, every group is non-empty, every

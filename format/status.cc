@@ -1,4 +1,4 @@
-#include "format/status.h"
+#include "pcr/status.h"
 
 namespace pcr {
 

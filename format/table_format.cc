@@ -113,10 +113,10 @@ std::span<const StreamRole> RolesOf(FeatureType type) {
   return kScalarRoles;
 }
 
-void TableSchema::EncodeTo(Bytes* out) const {
-  PutVarint64(out, row_count);
-  PutVarint64(out, features.size());
-  for (const FeatureInfo& f : features) {
+void EncodeTableSchema(const TableSchema& schema, Bytes* out) {
+  PutVarint64(out, schema.row_count);
+  PutVarint64(out, schema.features.size());
+  for (const FeatureInfo& f : schema.features) {
     PutLengthPrefixed(out, f.name);
     PutFixed8(out, static_cast<uint8_t>(f.type));
     PutFixed8(out, f.has_id ? 1 : 0);
@@ -126,7 +126,7 @@ void TableSchema::EncodeTo(Bytes* out) const {
   }
 }
 
-bool TableSchema::DecodeFrom(Decoder* d, TableSchema* schema, std::string* error) {
+bool DecodeTableSchema(Decoder* d, TableSchema* schema, std::string* error) {
   uint64_t n;
   if (!d->GetVarint64(&schema->row_count) || !d->GetVarintAtMost(d->remaining() / 5, &n)) {
     *error = "truncated table schema";
@@ -233,10 +233,6 @@ Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length,
                               std::to_string(raw_length));
   }
   return Status::OK();
-}
-
-Column::Column(FeatureType t) : type(t) {
-  if (IsListType(t) || t == FeatureType::kString) offsets.push_back(0);
 }
 
 Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan presence, ByteSpan lengths,

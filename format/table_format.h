@@ -9,20 +9,11 @@
 #include <vector>
 
 #include "format/coding.h"
-#include "format/status.h"
+#include "pcr/status.h"
+#include "pcr/types.h"
 
 namespace pcr {
 
-// Values are frozen: they are stored in files.
-enum class FeatureType : uint8_t {
-  kInt64 = 1,            // one int64 per row
-  kFloat64 = 2,          // one IEEE double per row
-  kFloat32 = 3,          // one IEEE float per row
-  kString = 4,           // one byte string per row
-  kIdList = 5,           // a list of int64 ids per row
-  kScoredIdList64 = 6,   // a list of (int64 id, double score) per row
-  kScoredIdList32 = 7,   // a list of (int64 id, float score) per row
-};
 inline constexpr uint8_t kMaxFeatureType = 7;
 
 enum class StreamRole : uint8_t {
@@ -38,7 +29,6 @@ enum class StreamCodec : uint8_t {
   kZstd = 1,  // one zstd frame holding its content size
 };
 
-const char* FeatureTypeName(FeatureType type);
 const char* StreamRoleName(StreamRole role);
 bool IsListType(FeatureType type);
 // Streams of a feature of this type, in the order a writer stores them.
@@ -47,26 +37,10 @@ std::span<const StreamRole> RolesOf(FeatureType type);
 // ids), 4 (float32) or 1 (string bytes).
 size_t RawValueBytes(FeatureType type);
 
-struct FeatureInfo {
-  std::string name;     // unique in the schema; a map feature's name is its id in decimal
-  FeatureType type = FeatureType::kInt64;
-  bool has_id = false;  // a map feature (dense, sparse or scored) rather than a column
-  int64_t id = 0;
-  uint64_t present_count = 0;  // rows holding the feature
-  uint64_t value_count = 0;    // list elements (lists), bytes (strings), else present_count
-
-  bool operator==(const FeatureInfo&) const = default;
-};
-
-struct TableSchema {
-  uint64_t row_count = 0;
-  std::vector<FeatureInfo> features;
-
-  bool operator==(const TableSchema&) const = default;
-  void EncodeTo(Bytes* out) const;
-  // Rejects duplicate names, unknown types and counts above row_count.
-  static bool DecodeFrom(Decoder* d, TableSchema* schema, std::string* error);
-};
+// TableSchema wire form (spec 13.1). DecodeTableSchema rejects duplicate
+// names, unknown types and counts above row_count.
+void EncodeTableSchema(const TableSchema& schema, Bytes* out);
+bool DecodeTableSchema(Decoder* d, TableSchema* schema, std::string* error);
 
 // What a table stripe's stream holds; parallel to StripeInfo::streams.
 struct TableStream {
@@ -100,24 +74,6 @@ StoredStream CompressStream(ByteSpan raw, int zstd_level);
 // Decompresses `stored` into `out` (resized to raw_length). Corruption when
 // the bytes do not decode to exactly raw_length bytes.
 Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length, Bytes* out);
-
-// Decoded values of one feature over consecutive rows. Decoding appends, so a
-// column can span several stripes.
-struct Column {
-  FeatureType type = FeatureType::kInt64;
-  uint64_t rows = 0;
-  std::vector<uint8_t> present;   // per row: 1 when the row holds the feature
-  std::vector<int64_t> ints;      // kInt64: per row (0 if missing); lists: the ids
-  std::vector<double> doubles;    // kFloat64: per row; kScoredIdList64: per id
-  std::vector<float> floats;      // kFloat32: per row; kScoredIdList32: per id
-  std::vector<uint64_t> offsets;  // strings and lists: row r is [offsets[r], offsets[r + 1])
-  std::string bytes;              // kString: the strings back to back
-
-  explicit Column(FeatureType t = FeatureType::kInt64);
-  std::string_view string(uint64_t row) const {
-    return std::string_view(bytes).substr(offsets[row], offsets[row + 1] - offsets[row]);
-  }
-};
 
 // Decodes one stripe's raw streams of a feature and appends its rows to
 // `column`. Streams a type does not have are empty. Corruption names the

@@ -19,11 +19,10 @@
 #include <jpeglib.h>
 
 #include "fuzz/work_dir.h"
-#include "reader/image_dataset.h"
-#include "jpeg/jpeg_decode.h"
-#include "reader/table_reader.h"
-#include "writer/image_converter.h"
-#include "writer/merge.h"
+#include "pcr/image_dataset.h"
+#include "pcr/decode.h"
+#include "pcr/table.h"
+#include "pcr/convert.h"
 #include "writer/table_writer.h"
 
 namespace {

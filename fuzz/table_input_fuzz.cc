@@ -8,9 +8,9 @@
 #include <string>
 
 #include "fuzz/work_dir.h"
-#include "reader/table_reader.h"
-#include "reader/verify.h"
-#include "writer/table_converter.h"
+#include "pcr/table.h"
+#include "pcr/verify.h"
+#include "pcr/convert.h"
 
 using pcr::fuzz::WorkDir;
 

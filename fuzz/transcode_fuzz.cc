@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "jpeg/jpeg_decode.h"
+#include "pcr/decode.h"
 #include "writer/transcode.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

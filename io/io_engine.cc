@@ -97,7 +97,7 @@ Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path
   int fd = -1;
   bool direct = false;
   if (options_.direct) {
-    Result<int> opened = options_.faults.refuse_direct ? Result<int>(Status::NotSupported("O_DIRECT"))
+    Result<int> opened = faults_.refuse_direct ? Result<int>(Status::NotSupported("O_DIRECT"))
                                                         : OpenRegularFile(path, O_DIRECT);
     if (opened.ok()) {
       fd = *opened;
@@ -230,13 +230,13 @@ void BandwidthCap::Acquire(uint64_t bytes) {
 void IoEngine::Throttle(uint64_t bytes) { cap_.Acquire(bytes); }
 
 bool IoEngine::InjectEagain() {
-  const uint32_t every = options_.faults.eagain_every;
+  const uint32_t every = faults_.eagain_every;
   return every > 0 && (completions_.fetch_add(1) + 1) % every == 0;
 }
 
 uint64_t IoEngine::CallLength(const IoOp& op, uint64_t done) const {
   uint64_t want = op.length - done;
-  const uint64_t cap = options_.faults.max_bytes_per_call;
+  const uint64_t cap = faults_.max_bytes_per_call;
   if (cap > 0 && want > cap) {
     want = cap;
     if (op.file->direct()) want = std::max(kDirectAlignment, want / kDirectAlignment * kDirectAlignment);
@@ -288,19 +288,15 @@ class PreadEngine final : public IoEngine {
 
 }  // namespace
 
-Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options) {
-  IoEngineOptions o = options;
-  if (o.kind == IoEngineKind::kAuto) {
-    const char* env = std::getenv("PCR_IO_ENGINE");
-    const std::string want = env != nullptr ? env : "";
-    if (want == "pread") {
-      o.kind = IoEngineKind::kPread;
-    } else if (want == "uring") {
-      o.kind = IoEngineKind::kUring;
-    } else if (!want.empty()) {
-      return Status::InvalidArgument("PCR_IO_ENGINE=" + want + ": expected pread or uring");
-    }
-  }
+Result<IoEngineKind> ParseIoEngineKind(std::string_view text) {
+  if (text == "auto") return IoEngineKind::kAuto;
+  if (text == "pread") return IoEngineKind::kPread;
+  if (text == "uring") return IoEngineKind::kUring;
+  return Status::InvalidArgument("I/O engine '" + std::string(text) + "': expected auto, pread or uring");
+}
+
+Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options, const IoFaults& faults) {
+  const IoEngineOptions& o = options;
   if (o.queue_depth == 0 || o.queue_depth > 4096) {
     return Status::InvalidArgument("queue depth must be 1..4096");
   }
@@ -308,12 +304,12 @@ Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options) {
   if (o.max_io_bytes < kDirectAlignment || o.max_io_bytes > (uint64_t{1} << 30)) {
     return Status::InvalidArgument("max_io_bytes must be 4 KiB..1 GiB");
   }
-  if (o.kind == IoEngineKind::kPread) return std::unique_ptr<IoEngine>(new PreadEngine(o));
+  if (o.kind == IoEngineKind::kPread) return std::unique_ptr<IoEngine>(new PreadEngine(o, faults));
   std::string why;
-  auto uring = MakeUringEngine(o, &why);
+  auto uring = MakeUringEngine(o, faults, &why);
   if (uring) return uring;
   if (o.kind == IoEngineKind::kUring) return Status::NotSupported("io_uring unavailable: " + why);
-  auto engine = std::unique_ptr<IoEngine>(new PreadEngine(o));
+  auto engine = std::unique_ptr<IoEngine>(new PreadEngine(o, faults));
   engine->AddNote("io_uring unavailable (" + why + "); using pread");
   return engine;
 }

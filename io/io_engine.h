@@ -12,7 +12,8 @@
 #include <string_view>
 
 #include "format/coding.h"
-#include "format/status.h"
+#include "pcr/io.h"
+#include "pcr/status.h"
 
 namespace pcr {
 
@@ -51,30 +52,6 @@ class RandomAccessFile {
   bool direct_;
 };
 
-// Offset, length and buffer alignment of O_DIRECT reads.
-inline constexpr uint64_t kDirectAlignment = 4096;
-
-// A heap buffer aligned to kDirectAlignment whose bytes start undefined, so
-// large read buffers cost no zero-filling. Grows, never shrinks.
-class IoBuffer {
- public:
-  IoBuffer() = default;
-  explicit IoBuffer(size_t size) { Resize(size); }
-  // Keeps the allocation when it is large enough; contents are undefined after growing.
-  void Resize(size_t size);
-  uint8_t* data() { return data_.get(); }
-  const uint8_t* data() const { return data_.get(); }
-  size_t size() const { return size_; }
-
- private:
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> data_;
-  size_t size_ = 0;
-  size_t capacity_ = 0;
-};
-
 // On a direct file, a request whose offset, length and buffer are aligned to
 // kDirectAlignment is read in place; others go through a bounce buffer.
 struct ReadRequest {
@@ -85,34 +62,12 @@ struct ReadRequest {
   Status status;           // set by IoEngine::Read
 };
 
-enum class IoEngineKind {
-  kAuto,   // $PCR_IO_ENGINE if set, else io_uring where a ring can be created, else pread
-  kPread,  // one pread() per request, in order
-  kUring,  // io_uring: many reads in flight, one submit per batch
-};
-
 // Fault injection for tests; both engines honour it.
 struct IoFaults {
   uint64_t max_bytes_per_call = 0;  // > 0: each read call moves at most this many bytes
   uint32_t eagain_every = 0;        // > 0: every Nth completed call reports EAGAIN instead
   bool refuse_direct = false;       // opening with O_DIRECT fails as on a filesystem without it
   bool refuse_uring = false;        // creating a ring fails as under seccomp
-};
-
-struct IoEngineOptions {
-  IoEngineKind kind = IoEngineKind::kAuto;
-  unsigned queue_depth = 64;  // io_uring: reads in flight at most
-  bool direct = false;        // open files with O_DIRECT; buffered where refused
-  uint64_t max_io_bytes = 1 << 20;  // longer requests are split into I/Os this long, in flight together
-  double max_mbps = 0;        // bandwidth cap in MB/s (10^6 bytes); 0: none
-  IoFaults faults;
-};
-
-struct IoCounters {
-  uint64_t reads = 0;       // requests completed by storage
-  uint64_t ios = 0;         // storage operations issued for them (long requests are split)
-  uint64_t bytes_read = 0;  // bytes those requests asked for
-  double seconds = 0;       // wall time spent inside Read()
 };
 
 // A token bucket: Acquire(n) returns once n more bytes fit under `mbps` MB/s
@@ -134,7 +89,8 @@ struct IoOp;
 // Engines are safe to call from several threads; io_uring serialises callers.
 class IoEngine {
  public:
-  explicit IoEngine(const IoEngineOptions& options) : options_(options), cap_(options.max_mbps) {}
+  IoEngine(const IoEngineOptions& options, const IoFaults& faults)
+      : options_(options), faults_(faults), cap_(options.max_mbps) {}
   virtual ~IoEngine() = default;
   virtual std::string_view name() const = 0;
 
@@ -168,9 +124,10 @@ class IoEngine {
   void AddNote(const std::string& note);
 
   IoEngineOptions options_;
+  IoFaults faults_;
 
  private:
-  friend Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options);
+  friend Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options, const IoFaults& faults);
   std::atomic<uint64_t> reads_{0};
   std::atomic<uint64_t> ios_{0};
   std::atomic<uint64_t> bytes_read_{0};
@@ -181,8 +138,8 @@ class IoEngine {
   BandwidthCap cap_;
 };
 
-// Creates the engine options.kind asks for. kAuto reads PCR_IO_ENGINE
-// ("pread" or "uring"); an explicit kUring fails where no ring can be made.
-Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options = {});
+// Creates the engine options.kind asks for; an explicit kUring fails where
+// no ring can be made. `faults` are for tests.
+Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options = {}, const IoFaults& faults = {});
 
 }  // namespace pcr

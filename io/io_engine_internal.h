@@ -20,6 +20,6 @@ struct IoOp {
 };
 
 // An io_uring engine, or nullptr with *why set when no ring can be created.
-std::unique_ptr<IoEngine> MakeUringEngine(const IoEngineOptions& options, std::string* why);
+std::unique_ptr<IoEngine> MakeUringEngine(const IoEngineOptions& options, const IoFaults& faults, std::string* why);
 
 }  // namespace pcr

@@ -16,7 +16,8 @@ namespace {
 // once, reaps every completion, and requeues short reads and EAGAIN.
 class UringEngine final : public IoEngine {
  public:
-  UringEngine(const IoEngineOptions& options, io_uring ring) : IoEngine(options), ring_(ring) {}
+  UringEngine(const IoEngineOptions& options, const IoFaults& faults, io_uring ring)
+      : IoEngine(options, faults), ring_(ring) {}
   ~UringEngine() override {
     if (!broken_) io_uring_queue_exit(&ring_);
   }
@@ -100,14 +101,14 @@ class UringEngine final : public IoEngine {
 
 }  // namespace
 
-std::unique_ptr<IoEngine> MakeUringEngine(const IoEngineOptions& options, std::string* why) {
+std::unique_ptr<IoEngine> MakeUringEngine(const IoEngineOptions& options, const IoFaults& faults, std::string* why) {
   io_uring ring;
-  const int r = options.faults.refuse_uring ? -EPERM : io_uring_queue_init(options.queue_depth, &ring, 0);
+  const int r = faults.refuse_uring ? -EPERM : io_uring_queue_init(options.queue_depth, &ring, 0);
   if (r < 0) {
     *why = std::strerror(-r);
     return nullptr;
   }
-  return std::make_unique<UringEngine>(options, ring);
+  return std::make_unique<UringEngine>(options, faults, ring);
 }
 
 }  // namespace pcr

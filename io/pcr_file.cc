@@ -25,24 +25,6 @@ Result<std::string> FindTableFile(const std::string& path) {
   return found[0];
 }
 
-bool IsTablePath(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    if (fs::exists(fs::path(path) / kDatasetManifestName, ec)) return false;
-    auto file = FindTableFile(path);
-    return file.ok() && IsTablePath(*file);
-  }
-  const Result<int> fd = OpenRegularFile(path);
-  if (!fd.ok()) return false;
-  uint8_t head[kFileHeaderSize];
-  const bool read_all = pread(*fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head));
-  close(*fd);
-  if (!read_all) return false;
-  auto h = FileHeader::DecodeFrom(head);
-  return h.ok() && h->kind == FileKind::kTable;
-}
-
-
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
   PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));
   std::unique_ptr<PcrFile> f(new PcrFile(std::move(raf), engine));

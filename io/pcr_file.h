@@ -9,11 +9,6 @@
 
 namespace pcr {
 
-// True when `path` is a table file, or a directory without a dataset
-// manifest holding exactly one .pcr file, a table file (so Table::Open, not
-// ImageDataset::Open, should read it).
-bool IsTablePath(const std::string& path);
-
 // `path` if it is not a directory, else the one .pcr file in it;
 // InvalidArgument when the directory holds none or several.
 Result<std::string> FindTableFile(const std::string& path);

@@ -7,20 +7,9 @@
 #include <span>
 #include <vector>
 
-namespace pcr {
+#include "pcr/io.h"
 
-// Defaults measured on the project's reference machine (virtio SSD, fio,
-// O_DIRECT): a 4 KiB read costs 48 us at queue depth 1 while sequential reads
-// run at 1.1-1.2 GB/s, so skipping a gap pays off only past ~57 KB; and reads
-// reach full bandwidth from 1 MiB, so longer merges only delay first bytes.
-struct CoalesceOptions {
-  // Neighbouring requests whose gap is at most this many bytes share a read;
-  // the gap is read and discarded.
-  uint64_t hole_limit = 64 << 10;
-  // A read grows by merging only while it stays at most this long; a single
-  // request longer than this is still one read.
-  uint64_t max_read = 4 << 20;
-};
+namespace pcr {
 
 struct RangeRequest {
   size_t file = 0;  // caller's file number

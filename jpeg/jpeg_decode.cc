@@ -1,10 +1,12 @@
-#include "jpeg/jpeg_decode.h"
+#include "pcr/decode.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "format/coding.h"
 #include "jpeg/error_manager.h"
+#include "jpeg/jpeg_limits.h"
 
 namespace pcr {
 

@@ -5,11 +5,9 @@
 #include <cstdint>
 #include <string>
 
-namespace pcr {
+#include "pcr/decode.h"
 
-// Images with more pixels are refused unless a limit says otherwise: Pillow's
-// decompression-bomb limit, about 13400x13400.
-inline constexpr uint64_t kDefaultMaxPixels = 178956970;
+namespace pcr {
 
 // "W x H = N pixels, over the limit of M": why an image is refused by size.
 inline std::string PixelLimitMessage(uint64_t width, uint64_t height, uint64_t max_pixels) {

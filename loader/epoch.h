@@ -9,39 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "format/status.h"
+#include "pcr/sample_iterator.h"
+#include "pcr/status.h"
 
 namespace pcr {
-
-// How ranks get equal shares when the images do not divide evenly.
-enum class UnevenShares : uint8_t {
-  kPad,   // every rank gets ceil(S / (W * B)) batches; the shortfall repeats the epoch's first images
-  kDrop,  // every rank gets floor(S / (W * B)) batches; the remainder sits this epoch out
-};
-
-struct EpochOptions {
-  uint64_t rank = 0;        // 0..world_size-1
-  uint64_t world_size = 1;  // ranks (times data-loading workers per rank, if each reads alone)
-  uint64_t batch_size = 1;  // every batch is full
-  UnevenShares uneven = UnevenShares::kPad;
-  bool shuffle = true;  // false: records and images in dataset order
-  // Images each rank mixes across record boundaries; 0 or 1: records are
-  // shuffled but read through in order.
-  uint64_t shuffle_buffer = 4096;
-};
-
-// Where a rank stands in its epoch. All ranks of a job advance together, so
-// one state (rank 0's, say) resumes them all.
-struct IterationState {
-  uint64_t seed = 0;
-  uint64_t epoch = 0;
-  uint64_t position = 0;  // images delivered so far in `epoch`, a multiple of batch_size
-
-  bool operator==(const IterationState&) const = default;
-  // "seed=S epoch=E position=P"
-  std::string ToString() const;
-  static Result<IterationState> Parse(std::string_view text);
-};
 
 // InvalidArgument unless world_size >= 1, rank < world_size, batch_size >= 1
 // and world_size * batch_size <= 2^48.

@@ -1,10 +1,40 @@
-#include "loader/record_iterator.h"
+#include "pcr/record_iterator.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "format/permutation.h"
+#include "reader/image_dataset_rep.h"
 
 namespace pcr {
+
+struct [[gnu::visibility("hidden")]] RecordIterator::Rep {
+  Rep(const ImageDataset& dataset, const RecordIteratorOptions& options);
+  ~Rep();
+  void ReadAhead();
+  uint64_t RecordCost(uint64_t record) const;
+  // Whether record order_[scheduled_] fits the count and byte bounds; always
+  // true when nothing is in flight. REQUIRES: mu_ held, scheduled_ < order_.size()
+  bool CanSchedule() const;
+  Result<bool> Next(RecordBatch* batch);
+
+  const ImageDataset& dataset_;
+  const RecordIteratorOptions options_;
+  std::vector<uint64_t> order_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::pair<uint64_t, RecordPrefix>> ready_;  // read, not yet taken; parsed by Next()
+  std::vector<IoBuffer> spare_;     // buffers of parsed records, reused for reads
+  size_t scheduled_ = 0;            // records handed to the reader so far
+  size_t delivered_ = 0;            // records returned by Next()
+  uint64_t bytes_in_flight_ = 0;    // of records scheduled and not yet delivered
+  Status error_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDataset& dataset,
                                                                const RecordIteratorOptions& options) {
@@ -12,12 +42,17 @@ Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDatase
   if (o.fidelity == 0) o.fidelity = dataset.num_scan_groups();
   PCR_RETURN_IF_ERROR(dataset.CheckFidelity(o.fidelity));
   if (o.records_in_flight == 0) return Status::InvalidArgument("records_in_flight must be positive");
-  std::unique_ptr<RecordIterator> it(new RecordIterator(dataset, o));
-  it->thread_ = std::thread(&RecordIterator::ReadAhead, it.get());
-  return it;
+  auto rep = std::make_unique<Rep>(dataset, o);
+  rep->thread_ = std::thread(&Rep::ReadAhead, rep.get());
+  return std::unique_ptr<RecordIterator>(new RecordIterator(std::move(rep)));
 }
 
-RecordIterator::RecordIterator(const ImageDataset& dataset, const RecordIteratorOptions& options)
+RecordIterator::RecordIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+RecordIterator::~RecordIterator() = default;
+Result<bool> RecordIterator::Next(RecordBatch* batch) { return rep_->Next(batch); }
+const std::vector<uint64_t>& RecordIterator::order() const { return rep_->order_; }
+
+RecordIterator::Rep::Rep(const ImageDataset& dataset, const RecordIteratorOptions& options)
     : dataset_(dataset), options_(options) {
   if (options.shuffle_seed) {
     order_ = SeededPermutation(dataset.num_records(), *options.shuffle_seed);
@@ -27,7 +62,7 @@ RecordIterator::RecordIterator(const ImageDataset& dataset, const RecordIterator
   }
 }
 
-RecordIterator::~RecordIterator() {
+RecordIterator::Rep::~Rep() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -36,18 +71,18 @@ RecordIterator::~RecordIterator() {
   thread_.join();
 }
 
-uint64_t RecordIterator::RecordCost(uint64_t record) const {
+uint64_t RecordIterator::Rep::RecordCost(uint64_t record) const {
   return dataset_.RecordBytes(record, options_.fidelity);
 }
 
-bool RecordIterator::CanSchedule() const {
+bool RecordIterator::Rep::CanSchedule() const {
   const size_t in_flight = scheduled_ - delivered_;
   return in_flight == 0 ||
          (in_flight < options_.records_in_flight &&
           bytes_in_flight_ + RecordCost(order_[scheduled_]) <= options_.max_bytes_in_flight);
 }
 
-void RecordIterator::ReadAhead() {
+void RecordIterator::Rep::ReadAhead() {
   while (true) {
     std::vector<uint64_t> batch;
     {
@@ -76,7 +111,7 @@ void RecordIterator::ReadAhead() {
         spare_.pop_back();
       }
     }
-    const Status read = dataset_.ReadRecordPrefixes(batch, options_.fidelity, &prefixes);
+    const Status read = dataset_.rep().ReadRecordPrefixes(batch, options_.fidelity, &prefixes);
     std::lock_guard<std::mutex> lock(mu_);
     if (!read.ok()) {
       error_ = read;
@@ -87,7 +122,7 @@ void RecordIterator::ReadAhead() {
   }
 }
 
-Result<bool> RecordIterator::Next(RecordBatch* batch) {
+Result<bool> RecordIterator::Rep::Next(RecordBatch* batch) {
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait(lock, [&] { return !ready_.empty() || !error_.ok() || delivered_ == order_.size(); });
   if (ready_.empty()) {
@@ -97,7 +132,7 @@ Result<bool> RecordIterator::Next(RecordBatch* batch) {
   auto [record, prefix] = std::move(ready_.front());
   ready_.pop_front();
   lock.unlock();
-  const Status parsed = dataset_.ParseRecord(record, options_.fidelity, prefix.bytes(), batch);
+  const Status parsed = dataset_.rep().ParseRecord(record, options_.fidelity, prefix.bytes(), batch);
   lock.lock();
   ++delivered_;
   bytes_in_flight_ -= RecordCost(record);

@@ -1,8 +1,44 @@
-#include "loader/sample_iterator.h"
+#include "pcr/sample_iterator.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "loader/epoch.h"
+#include "reader/image_dataset_rep.h"
 
 namespace pcr {
+
+struct [[gnu::visibility("hidden")]] SampleIterator::Rep {
+  Rep(const ImageDataset& dataset, const SampleIteratorOptions& options, const IterationState& start);
+  ~Rep();
+  void ReadAhead();
+  // The last input the reader may read now. REQUIRES: mu_ held
+  uint64_t ReadLimit() const;
+  Result<bool> Next(SampleBatch* batch);
+  IterationState state() const;
+
+  const ImageDataset& dataset_;
+  const SampleIteratorOptions options_;
+  const uint64_t seed_;
+  const uint64_t epoch_;
+  const uint64_t start_;
+  const uint64_t read_ahead_;  // options_.read_ahead within 1..images
+  int fidelity_;
+  RankEpoch plan_;
+  std::vector<uint64_t> delivered_at_;  // input -> delivery position
+  std::vector<uint64_t> needed_;        // delivery position q -> max input of positions 0..q
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  uint64_t position_;                         // images delivered
+  uint64_t read_ = 0;                         // inputs [0, read_) are read or not needed
+  std::unordered_map<uint64_t, Image> held_;  // input -> image read, not yet delivered
+  Status error_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDataset& dataset,
                                                               const SampleIteratorOptions& options,
@@ -15,12 +51,19 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
     return Status::InvalidArgument("iteration state " + start.ToString() + ": position is not a batch boundary in 0.." +
                                    std::to_string(per_rank));
   }
-  std::unique_ptr<SampleIterator> it(new SampleIterator(dataset, options, start));
-  it->thread_ = std::thread([p = it.get()] { p->ReadAhead(); });
-  return it;
+  auto rep = std::make_unique<Rep>(dataset, options, start);
+  rep->thread_ = std::thread([p = rep.get()] { p->ReadAhead(); });
+  return std::unique_ptr<SampleIterator>(new SampleIterator(std::move(rep)));
 }
 
-SampleIterator::SampleIterator(const ImageDataset& dataset, const SampleIteratorOptions& options,
+SampleIterator::SampleIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+SampleIterator::~SampleIterator() = default;
+Result<bool> SampleIterator::Next(SampleBatch* batch) { return rep_->Next(batch); }
+IterationState SampleIterator::state() const { return rep_->state(); }
+uint64_t SampleIterator::num_images() const { return rep_->plan_.order.size(); }
+uint64_t SampleIterator::num_batches() const { return rep_->plan_.order.size() / rep_->options_.epoch.batch_size; }
+
+SampleIterator::Rep::Rep(const ImageDataset& dataset, const SampleIteratorOptions& options,
                                const IterationState& start)
     : dataset_(dataset),
       options_(options),
@@ -31,7 +74,7 @@ SampleIterator::SampleIterator(const ImageDataset& dataset, const SampleIterator
       fidelity_(options.fidelity == 0 ? dataset.num_scan_groups() : options.fidelity),
       position_(start.position) {
   std::vector<uint64_t> sizes(dataset.num_records());
-  for (uint64_t r = 0; r < sizes.size(); ++r) sizes[r] = dataset.record(r).image_count;
+  for (uint64_t r = 0; r < sizes.size(); ++r) sizes[r] = dataset.rep().record(r).image_count;
   plan_ = PlanRankEpoch(sizes, options.epoch, seed_, epoch_);
   delivered_at_.resize(plan_.order.size());
   needed_.resize(plan_.order.size());
@@ -41,7 +84,7 @@ SampleIterator::SampleIterator(const ImageDataset& dataset, const SampleIterator
   }
 }
 
-SampleIterator::~SampleIterator() {
+SampleIterator::Rep::~Rep() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -50,18 +93,18 @@ SampleIterator::~SampleIterator() {
   thread_.join();
 }
 
-IterationState SampleIterator::state() const {
+IterationState SampleIterator::Rep::state() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {seed_, epoch_, position_};
 }
 
-uint64_t SampleIterator::ReadLimit() const {
+uint64_t SampleIterator::Rep::ReadLimit() const {
   const uint64_t n = plan_.order.size();
   const uint64_t batch_end = std::min(n, position_ + options_.epoch.batch_size);
   return batch_end == 0 ? 0 : needed_[batch_end - 1] + read_ahead_;
 }
 
-void SampleIterator::ReadAhead() {
+void SampleIterator::Rep::ReadAhead() {
   const uint64_t n = plan_.order.size();
   std::vector<ImageRequest> requests;
   std::vector<uint64_t> inputs;
@@ -94,7 +137,7 @@ void SampleIterator::ReadAhead() {
   }
 }
 
-Result<bool> SampleIterator::Next(SampleBatch* batch) {
+Result<bool> SampleIterator::Rep::Next(SampleBatch* batch) {
   const uint64_t n = plan_.order.size();
   std::unique_lock<std::mutex> lock(mu_);
   if (position_ >= n) return false;

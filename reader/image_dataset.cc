@@ -1,4 +1,4 @@
-#include "reader/image_dataset.h"
+#include "reader/image_dataset_rep.h"
 
 #include <sys/stat.h>
 
@@ -13,50 +13,63 @@ namespace pcr {
 
 namespace fs = std::filesystem;
 
-uint64_t DatasetCounts::BytesAtFidelity(int k) const {
-  uint64_t n = 0;
-  for (int s = 0; s <= k && s < static_cast<int>(stream_bytes.size()); ++s) n += stream_bytes[s];
-  return n;
-}
+ImageDataset::ImageDataset(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+ImageDataset::~ImageDataset() = default;
 
 Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path,
                                                          const ImageReaderOptions& options) {
-  PCR_ASSIGN_OR_RETURN(auto ds, OpenIndexes(path, options));
-  PCR_RETURN_IF_ERROR(ds->LoadSamples());
-  return ds;
+  return Rep::Open(path, options, nullptr);
 }
 
 Result<DatasetCounts> ImageDataset::Count(const std::string& path, const ImageReaderOptions& options) {
-  PCR_ASSIGN_OR_RETURN(auto ds, OpenIndexes(path, options));
+  PCR_ASSIGN_OR_RETURN(auto ds, Rep::Open(path, options, nullptr, false));
   return ds->counts();
 }
 
-DatasetCounts ImageDataset::counts() const {
-  DatasetCounts c{.records = records_.size(), .files = files_.size(), .script = script_,
-                  .class_names = class_names_, .stream_bytes = StreamBytes()};
-  for (const RecordLocation& r : records_) c.images += r.image_count;
-  for (const auto& f : files_) c.file_bytes += f->size();
+DatasetCounts ImageDataset::counts() const { return rep_->counts(); }
+uint64_t ImageDataset::num_images() const { return rep_->samples.size(); }
+uint64_t ImageDataset::num_records() const { return rep_->records.size(); }
+int ImageDataset::num_scan_groups() const { return rep_->script.group_count(); }
+const ScanScript& ImageDataset::scan_script() const { return rep_->script; }
+const std::vector<std::string>& ImageDataset::class_names() const { return rep_->class_names; }
+const SampleMetadata& ImageDataset::sample(uint64_t image) const { return rep_->samples[image]; }
+std::vector<uint64_t> ImageDataset::StreamBytes() const { return rep_->StreamBytes(); }
+uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const { return rep_->RecordBytes(record, fidelity); }
+Status ImageDataset::CheckFidelity(int fidelity) const { return rep_->CheckFidelity(fidelity); }
+uint64_t ImageDataset::bytes_requested() const { return rep_->bytes_requested.load(); }
+IoCounters ImageDataset::io_counters() const { return rep_->engine->counters(); }
+
+
+DatasetCounts ImageDataset::Rep::counts() const {
+  DatasetCounts c{.records = records.size(), .files = files.size(), .script = script,
+                  .class_names = class_names, .stream_bytes = StreamBytes()};
+  for (const RecordLocation& r : records) c.images += r.image_count;
+  for (const auto& f : files) c.file_bytes += f->size();
   return c;
 }
 
-Result<std::unique_ptr<ImageDataset>> ImageDataset::OpenIndexes(const std::string& path,
-                                                                const ImageReaderOptions& options) {
-  std::unique_ptr<ImageDataset> ds(new ImageDataset());
-  ds->engine_ = options.engine;
-  if (ds->engine_ == nullptr) {
-    PCR_ASSIGN_OR_RETURN(ds->owned_engine_, MakeIoEngine(options.io));
-    ds->engine_ = ds->owned_engine_.get();
+Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string& path,
+                                                              const ImageReaderOptions& options, IoEngine* engine,
+                                                              bool samples) {
+  auto rep = std::make_unique<Rep>();
+  Rep* ds = rep.get();
+  std::unique_ptr<ImageDataset> dataset(new ImageDataset(std::move(rep)));
+  ds->engine = engine;
+  if (ds->engine == nullptr) {
+    PCR_ASSIGN_OR_RETURN(ds->owned_engine, MakeIoEngine(options.io));
+    ds->engine = ds->owned_engine.get();
   }
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
-    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, ds->engine_));
+    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, ds->engine));
     if (file->header().kind != FileKind::kImages) {
       return Status::InvalidArgument(path + ": not an image file (kind " +
                                      std::to_string(static_cast<int>(file->header().kind)) + ")");
     }
-    ds->script_ = file->index().script;
+    ds->script = file->index().script;
     ds->AddFile(std::move(file));
-    return ds;
+    if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
+    return dataset;
   }
   const std::string manifest_path = (fs::path(path) / kDatasetManifestName).string();
   struct stat st;
@@ -69,16 +82,16 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::OpenIndexes(const std::strin
     return Status::NotFound(path + ": not a pcr dataset: no " + std::string(kDatasetManifestName) +
                             " (or its conversion did not finish)");
   }
-  PCR_ASSIGN_OR_RETURN(auto mfile, PcrFile::Open(manifest_path, ds->engine_));
+  PCR_ASSIGN_OR_RETURN(auto mfile, PcrFile::Open(manifest_path, ds->engine));
   if (mfile->header().kind != FileKind::kDataset) {
     return Status::Corruption(manifest_path + ": not a dataset manifest");
   }
   const DatasetManifest& m = mfile->manifest();
-  ds->script_ = m.script;
-  ds->class_names_ = m.class_names;
+  ds->script = m.script;
+  ds->class_names = m.class_names;
   for (const DatasetFileEntry& entry : m.files) {
     const std::string fpath = (fs::path(path) / entry.name).string();
-    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(fpath, ds->engine_));
+    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(fpath, ds->engine));
     auto mismatch = [&](const std::string& what) {
       return Status::Corruption(manifest_path + ": " + entry.name + ": " + what +
                                 " differs from the manifest");
@@ -93,56 +106,57 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::OpenIndexes(const std::strin
     if (images != entry.image_count) return mismatch("image count");
     ds->AddFile(std::move(file));
   }
-  return ds;
+  if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
+  return dataset;
 }
 
-void ImageDataset::AddFile(std::unique_ptr<PcrFile> file) {
-  uint64_t first_image = records_.empty() ? 0 : records_.back().first_image + records_.back().image_count;
+void ImageDataset::Rep::AddFile(std::unique_ptr<PcrFile> file) {
+  uint64_t first_image = records.empty() ? 0 : records.back().first_image + records.back().image_count;
   const FileIndex& index = file->index();
   for (size_t s = 0; s < index.stripes.size(); ++s) {
-    records_.push_back({files_.size(), s, first_image, index.stripes[s].image_count});
+    records.push_back({files.size(), s, first_image, index.stripes[s].image_count});
     first_image += index.stripes[s].image_count;
   }
-  files_.push_back(std::move(file));
+  files.push_back(std::move(file));
 }
 
-Status ImageDataset::LoadSamples() {
+Status ImageDataset::Rep::LoadSamples() {
   std::vector<StreamRequest> requests;
-  for (const RecordLocation& loc : records_) requests.push_back({files_[loc.file].get(), loc.stripe, 0});
-  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> streams, ReadStreams(*engine_, requests));
-  for (size_t r = 0; r < records_.size(); ++r) {
-    const RecordLocation& loc = records_[r];
-    auto samples = DecodeSampleMetadata(streams[r], loc.image_count);
-    if (!samples.ok()) {
-      const PcrFile& file = *files_[loc.file];
-      return samples.status().WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) +
+  for (const RecordLocation& loc : records) requests.push_back({files[loc.file].get(), loc.stripe, 0});
+  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> streams, ReadStreams(*engine, requests));
+  for (size_t r = 0; r < records.size(); ++r) {
+    const RecordLocation& loc = records[r];
+    auto decoded = DecodeSampleMetadata(streams[r], loc.image_count);
+    if (!decoded.ok()) {
+      const PcrFile& file = *files[loc.file];
+      return decoded.status().WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) +
                                          " at offset " + std::to_string(file.index().stripes[loc.stripe].offset));
     }
-    for (auto& sample : *samples) samples_.push_back(std::move(sample));
+    for (auto& sample : *decoded) samples.push_back(std::move(sample));
   }
   return Status::OK();
 }
 
-Status ImageDataset::CheckFidelity(int fidelity) const {
-  if (fidelity < 1 || fidelity > num_scan_groups()) {
+Status ImageDataset::Rep::CheckFidelity(int fidelity) const {
+  if (fidelity < 1 || fidelity > script.group_count()) {
     return Status::InvalidArgument("fidelity " + std::to_string(fidelity) + " out of range 1.." +
-                                   std::to_string(num_scan_groups()));
+                                   std::to_string(script.group_count()));
   }
   return Status::OK();
 }
 
-std::vector<uint64_t> ImageDataset::StreamBytes() const {
-  std::vector<uint64_t> bytes(num_scan_groups() + 1);
-  for (const RecordLocation& loc : records_) {
-    const StripeInfo& stripe = files_[loc.file]->index().stripes[loc.stripe];
+std::vector<uint64_t> ImageDataset::Rep::StreamBytes() const {
+  std::vector<uint64_t> bytes(script.group_count() + 1);
+  for (const RecordLocation& loc : records) {
+    const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
     for (size_t s = 0; s < bytes.size(); ++s) bytes[s] += stripe.streams[s].length;
   }
   return bytes;
 }
 
-uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
-  const RecordLocation& loc = records_[record];
-  const StripeInfo& stripe = files_[loc.file]->index().stripes[loc.stripe];
+uint64_t ImageDataset::Rep::RecordBytes(uint64_t record, int fidelity) const {
+  const RecordLocation& loc = records[record];
+  const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
   uint64_t n = 0;
   for (int s = 0; s <= fidelity; ++s) n += stripe.streams[s].length;
   return n;
@@ -156,11 +170,11 @@ Result<std::vector<Image>> ImageDataset::ReadRecord(uint64_t record, int fidelit
 Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<const uint64_t> records,
                                                                   int fidelity) const {
   std::vector<RecordPrefix> prefixes;
-  PCR_RETURN_IF_ERROR(ReadRecordPrefixes(records, fidelity, &prefixes));
+  PCR_RETURN_IF_ERROR(rep_->ReadRecordPrefixes(records, fidelity, &prefixes));
   std::vector<std::vector<Image>> out(records.size());
   RecordBatch batch;
   for (size_t i = 0; i < records.size(); ++i) {
-    PCR_RETURN_IF_ERROR(ParseRecord(records[i], fidelity, prefixes[i].bytes(), &batch));
+    PCR_RETURN_IF_ERROR(rep_->ParseRecord(records[i], fidelity, prefixes[i].bytes(), &batch));
     for (const ImageView& v : batch.images) {
       out[i].push_back({v.label, std::string(v.key), Bytes(v.jpeg.begin(), v.jpeg.end())});
     }
@@ -168,22 +182,22 @@ Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<cons
   return out;
 }
 
-Status ImageDataset::ReadRecordPrefixes(std::span<const uint64_t> records, int fidelity,
+Status ImageDataset::Rep::ReadRecordPrefixes(std::span<const uint64_t> wanted, int fidelity,
                                         std::vector<RecordPrefix>* prefixes) const {
   PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
-  prefixes->resize(records.size());
-  std::vector<ReadRequest> reads(records.size());
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (records[i] >= num_records()) {
-      return Status::InvalidArgument("record " + std::to_string(records[i]) + " out of range (" +
-                                     std::to_string(num_records()) + " records)");
+  prefixes->resize(wanted.size());
+  std::vector<ReadRequest> reads(wanted.size());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (wanted[i] >= records.size()) {
+      return Status::InvalidArgument("record " + std::to_string(wanted[i]) + " out of range (" +
+                                     std::to_string(records.size()) + " records)");
     }
-    const RecordLocation& loc = records_[records[i]];
-    const PcrFile& file = *files_[loc.file];
+    const RecordLocation& loc = records[wanted[i]];
+    const PcrFile& file = *files[loc.file];
     RecordPrefix& p = (*prefixes)[i];
     const uint64_t offset = file.index().stripes[loc.stripe].offset;
-    p.length = RecordBytes(records[i], fidelity);
-    bytes_requested_.fetch_add(p.length, std::memory_order_relaxed);
+    p.length = RecordBytes(wanted[i], fidelity);
+    bytes_requested.fetch_add(p.length, std::memory_order_relaxed);
     // On a direct file, read the aligned blocks around the prefix in place
     // (no bounce copy) where they lie inside the file.
     uint64_t begin = offset, end = offset + p.length;
@@ -196,17 +210,17 @@ Status ImageDataset::ReadRecordPrefixes(std::span<const uint64_t> records, int f
     p.buffer.Resize(end - begin);
     reads[i] = {&file.file(), begin, end - begin, p.buffer.data()};
   }
-  return engine_->Read(reads);
+  return engine->Read(reads);
 }
 
-Status ImageDataset::ParseRecord(uint64_t record, int fidelity, ByteSpan prefix, RecordBatch* batch) const {
+Status ImageDataset::Rep::ParseRecord(uint64_t record, int fidelity, ByteSpan prefix, RecordBatch* batch) const {
   PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
-  if (record >= num_records() || prefix.size() != RecordBytes(record, fidelity)) {
+  if (record >= records.size() || prefix.size() != RecordBytes(record, fidelity)) {
     return Status::InvalidArgument("record " + std::to_string(record) + ": not a prefix read at fidelity " +
                                    std::to_string(fidelity));
   }
-  const RecordLocation& loc = records_[record];
-  const PcrFile& file = *files_[loc.file];
+  const RecordLocation& loc = records[record];
+  const PcrFile& file = *files[loc.file];
   const StripeInfo& stripe = file.index().stripes[loc.stripe];
   std::vector<size_t> cursor(fidelity + 1);
   size_t off = 0;
@@ -230,23 +244,23 @@ Status ImageDataset::ParseRecord(uint64_t record, int fidelity, ByteSpan prefix,
       cursor[g] += len;
     }
     out = std::copy(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), out);
-    const SampleMetadata& sample = samples_[loc.first_image + i];
+    const SampleMetadata& sample = samples[loc.first_image + i];
     batch->images[i] = {sample.label, sample.key, ByteSpan(start, static_cast<size_t>(out - start))};
   }
   return Status::OK();
 }
 
-std::pair<uint64_t, uint64_t> ImageDataset::Locate(uint64_t image) const {
-  auto it = std::upper_bound(records_.begin(), records_.end(), image,
+std::pair<uint64_t, uint64_t> ImageDataset::Rep::Locate(uint64_t image) const {
+  auto it = std::upper_bound(records.begin(), records.end(), image,
                              [](uint64_t v, const RecordLocation& r) { return v < r.first_image; });
-  const uint64_t r = static_cast<uint64_t>(it - records_.begin()) - 1;
-  return {r, image - records_[r].first_image};
+  const uint64_t r = static_cast<uint64_t>(it - records.begin()) - 1;
+  return {r, image - records[r].first_image};
 }
 
-std::string ImageDataset::DescribeImage(uint64_t image) const {
+std::string ImageDataset::Rep::DescribeImage(uint64_t image) const {
   const uint64_t record = Locate(image).first;
-  return files_[records_[record].file]->path() + ": image " + std::to_string(image) + " (record " +
-         std::to_string(record) + ", key " + samples_[image].key + ")";
+  return files[records[record].file]->path() + ": image " + std::to_string(image) + " (record " +
+         std::to_string(record) + ", key " + samples[image].key + ")";
 }
 
 Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {
@@ -257,6 +271,11 @@ Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {
 
 Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest> requests,
                                                     const CoalesceOptions& coalesce) const {
+  return rep_->ReadImages(requests, coalesce);
+}
+
+Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRequest> requests,
+                                                         const CoalesceOptions& coalesce) const {
   // One range per (request, group); ranges[first_range[i] + g - 1] is group g of request i.
   std::vector<RangeRequest> ranges;
   std::vector<size_t> first_range(requests.size());
@@ -265,14 +284,14 @@ Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest
   for (size_t i = 0; i < requests.size(); ++i) {
     const ImageRequest& r = requests[i];
     PCR_RETURN_IF_ERROR(CheckFidelity(r.fidelity));
-    if (r.image >= num_images()) {
+    if (r.image >= samples.size()) {
       return Status::InvalidArgument("image " + std::to_string(r.image) + " out of range (" +
-                                     std::to_string(num_images()) + " images)");
+                                     std::to_string(samples.size()) + " images)");
     }
     const auto [record, in_record] = Locate(r.image);
-    locs[i] = records_[record];
+    locs[i] = records[record];
     local[i] = in_record;
-    const PcrFile& file = *files_[locs[i].file];
+    const PcrFile& file = *files[locs[i].file];
     const StripeInfo& stripe = file.index().stripes[locs[i].stripe];
     first_range[i] = ranges.size();
     for (int g = 1; g <= r.fidelity; ++g) {
@@ -281,16 +300,16 @@ Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest
     }
   }
   const ReadPlan plan = PlanReads(ranges, coalesce);
-  bytes_requested_.fetch_add(plan.bytes_requested, std::memory_order_relaxed);
-  std::vector<const PcrFile*> files;
-  for (const auto& f : files_) files.push_back(f.get());
-  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> buffers, ReadPlanned(*engine_, plan, files));
+  bytes_requested.fetch_add(plan.bytes_requested, std::memory_order_relaxed);
+  std::vector<const PcrFile*> planned_files;
+  for (const auto& f : files) planned_files.push_back(f.get());
+  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> buffers, ReadPlanned(*engine, plan, planned_files));
   std::vector<Image> images(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     Image& img = images[i];
-    img.label = samples_[requests[i].image].label;
-    img.key = samples_[requests[i].image].key;
-    const PcrFile& file = *files_[locs[i].file];
+    img.label = samples[requests[i].image].label;
+    img.key = samples[requests[i].image].key;
+    const PcrFile& file = *files[locs[i].file];
     for (int g = 1; g <= requests[i].fidelity; ++g) {
       const size_t range = first_range[i] + g - 1;
       const RequestSlice& slice = plan.slices[range];

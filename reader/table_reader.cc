@@ -1,4 +1,4 @@
-#include "reader/table_reader.h"
+#include "reader/table_rep.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,25 +15,86 @@
 
 namespace pcr {
 
-Result<std::unique_ptr<Table>> Table::Open(const std::string& path, const TableReaderOptions& options) {
-  std::unique_ptr<IoEngine> owned;
-  IoEngine* engine = options.engine;
-  if (engine == nullptr) {
-    PCR_ASSIGN_OR_RETURN(owned, MakeIoEngine(options.io));
-    engine = owned.get();
+namespace {
+
+class FileAccessLogSink final : public AccessLogSink {
+ public:
+  explicit FileAccessLogSink(std::string path) : path_(std::move(path)) {}
+  Status Append(const std::vector<std::string>& features) override {
+    const std::string line = FormatAccessLogEntry(features);
+    const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::IOError("cannot open access log " + path_ + ": " + std::strerror(errno));
+    const ssize_t n = write(fd, line.data(), line.size());
+    const int err = errno;
+    close(fd);
+    if (n != static_cast<ssize_t>(line.size())) {
+      return Status::IOError("cannot append to access log " + path_ + ": " + std::strerror(err));
+    }
+    return Status::OK();
   }
-  std::unique_ptr<Table> t(new Table(std::move(owned), engine, options));
+
+ private:
+  const std::string path_;
+};
+
+}  // namespace
+
+AccessLogSink::~AccessLogSink() = default;
+
+std::shared_ptr<AccessLogSink> FileAccessLog(std::string path) {
+  return std::make_shared<FileAccessLogSink>(std::move(path));
+}
+
+bool IsTablePath(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    if (std::filesystem::exists(std::filesystem::path(path) / kDatasetManifestName, ec)) return false;
+    auto file = FindTableFile(path);
+    return file.ok() && IsTablePath(*file);
+  }
+  const Result<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return false;
+  uint8_t head[kFileHeaderSize];
+  const bool read_all = pread(*fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head));
+  close(*fd);
+  if (!read_all) return false;
+  auto h = FileHeader::DecodeFrom(head);
+  return h.ok() && h->kind == FileKind::kTable;
+}
+
+Table::Table(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+Table::~Table() = default;
+
+Result<std::unique_ptr<Table>> Table::Open(const std::string& path, const TableReaderOptions& options) {
+  return Rep::Open(path, options, nullptr);
+}
+
+Result<std::unique_ptr<Table>> Table::Rep::Open(const std::string& path, const TableReaderOptions& options,
+                                                IoEngine* engine) {
+  auto rep = std::make_unique<Rep>();
+  Rep* t = rep.get();
+  std::unique_ptr<Table> table(new Table(std::move(rep)));
+  t->options = options;
+  t->engine = engine;
+  if (t->engine == nullptr) {
+    PCR_ASSIGN_OR_RETURN(t->owned_engine, MakeIoEngine(options.io));
+    t->engine = t->owned_engine.get();
+  }
   PCR_ASSIGN_OR_RETURN(const std::string file, FindTableFile(path));
-  PCR_ASSIGN_OR_RETURN(t->file_, PcrFile::Open(file, engine));
-  if (t->file_->header().kind != FileKind::kTable) {
+  PCR_ASSIGN_OR_RETURN(t->file, PcrFile::Open(file, t->engine));
+  if (t->file->header().kind != FileKind::kTable) {
     return Status::InvalidArgument(file + ": not a table file");
   }
-  const FileIndex& index = t->file_->index();
+  const FileIndex& index = t->file->index();
   for (const StripeInfo& stripe : index.stripes) {
-    t->stream_of_.push_back(stripe.TableStreamIndex(index.schema.features.size()));
+    t->stream_of.push_back(stripe.TableStreamIndex(index.schema.features.size()));
   }
-  return t;
+  return table;
 }
+
+const TableSchema& Table::schema() const { return rep_->file->index().schema; }
+size_t Table::stripe_count() const { return rep_->file->index().stripes.size(); }
+IoCounters Table::io_counters() const { return rep_->engine->counters(); }
 
 Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& names) const {
   std::unordered_map<std::string_view, uint32_t> by_name;
@@ -42,7 +103,7 @@ Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& nam
   std::vector<uint32_t> out;
   for (const std::string& n : names) {
     const auto it = by_name.find(n);
-    if (it == by_name.end()) return Status::InvalidArgument(file_->path() + ": no feature '" + n + "'");
+    if (it == by_name.end()) return Status::InvalidArgument(rep_->file->path() + ": no feature '" + n + "'");
     out.push_back(it->second);
   }
   return out;
@@ -51,58 +112,55 @@ Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& nam
 uint64_t Table::SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const {
   uint64_t bytes = 0;
   for (size_t s = first; s < first + count; ++s) {
-    const StripeInfo& stripe = file_->index().stripes[s];
+    const StripeInfo& stripe = rep_->file->index().stripes[s];
     for (const uint32_t f : features) {
       for (const StreamRole role : RolesOf(schema().features[f].type)) {
-        bytes += stripe.streams[StreamIndex(s, f, role)].length;
+        bytes += stripe.streams[rep_->StreamIndex(s, f, role)].length;
       }
     }
   }
   return bytes;
 }
 
-Status Table::LogAccess(std::span<const uint32_t> features) {
+Status Table::Rep::LogAccess(std::span<const uint32_t> features) const {
   std::vector<uint32_t> key(features.begin(), features.end());
   std::sort(key.begin(), key.end());
-  if (!logged_.insert(key).second) return Status::OK();
-  std::vector<std::string> names;
-  for (const uint32_t f : features) names.push_back(schema().features[f].name);
-  const std::string line = FormatAccessLogEntry(names);
-  const int fd = open(options_.access_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError("cannot open access log " + options_.access_log + ": " + std::strerror(errno));
-  const ssize_t n = write(fd, line.data(), line.size());
-  const int err = errno;
-  close(fd);
-  if (n != static_cast<ssize_t>(line.size())) {
-    return Status::IOError("cannot append to access log " + options_.access_log + ": " + std::strerror(err));
+  {
+    std::lock_guard lock(mu);
+    if (!logged.insert(key).second) return Status::OK();
   }
-  return Status::OK();
+  std::vector<std::string> names;
+  for (const uint32_t f : features) names.push_back(file->index().schema.features[f].name);
+  return options.access_log->Append(names);
 }
 
-Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first, size_t count) {
+Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first, size_t count) const {
+  const Rep& t = *rep_;
   const auto& all = schema().features;
   for (const uint32_t f : features) {
-    if (f >= all.size()) return Status::InvalidArgument(file_->path() + ": no feature " + std::to_string(f));
+    if (f >= all.size()) return Status::InvalidArgument(t.file->path() + ": no feature " + std::to_string(f));
   }
   if (first > stripe_count() || count > stripe_count() - first) {
-    return Status::InvalidArgument(file_->path() + ": stripes [" + std::to_string(first) + ", +" +
+    return Status::InvalidArgument(t.file->path() + ": stripes [" + std::to_string(first) + ", +" +
                                    std::to_string(count) + ") out of " + std::to_string(stripe_count()));
   }
-  if (!options_.access_log.empty()) PCR_RETURN_IF_ERROR(LogAccess(features));
+  if (t.options.access_log) PCR_RETURN_IF_ERROR(t.LogAccess(features));
 
   std::vector<StreamRequest> requests;
   for (size_t s = first; s < first + count; ++s) {
     for (const uint32_t f : features) {
-      for (const StreamRole role : RolesOf(all[f].type)) requests.push_back({file_.get(), s, StreamIndex(s, f, role)});
+      for (const StreamRole role : RolesOf(all[f].type)) requests.push_back({t.file.get(), s, t.StreamIndex(s, f, role)});
     }
   }
-  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> stored, ReadStreams(*engine_, requests, options_.coalesce));
+  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> stored, ReadStreams(*t.engine, requests, t.options.coalesce));
 
   TableBatch batch;
+  Bytes scratch[kRoleCount];
   for (const uint32_t f : features) batch.columns.emplace_back(all[f].type);
   size_t next = 0;
   for (size_t s = first; s < first + count; ++s) {
-    batch.rows += file_->index().stripes[s].row_count;
+    const StripeInfo& stripe = t.file->index().stripes[s];
+    batch.rows += stripe.row_count;
     for (size_t j = 0; j < features.size(); ++j) {
       ByteSpan stored_by_role[kRoleCount];
       for (const StreamRole role : RolesOf(all[features[j]].type)) {
@@ -110,15 +168,11 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
         batch.bytes_selected += stored[next].size();
         ++next;
       }
-      PCR_RETURN_IF_ERROR(DecodeFeature(s, features[j], stored_by_role, &batch.columns[j]));
+      PCR_RETURN_IF_ERROR(DecodeStoredFeature(t.file->path(), schema(), stripe, s, t.stream_of[s], features[j],
+                                              stored_by_role, scratch, &batch.columns[j]));
     }
   }
   return batch;
-}
-
-Status Table::DecodeFeature(size_t s, uint32_t f, const ByteSpan* stored, Column* column) {
-  return DecodeStoredFeature(file_->path(), schema(), file_->index().stripes[s], s, stream_of_[s], f, stored, scratch_,
-                             column);
 }
 
 }  // namespace pcr

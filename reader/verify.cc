@@ -1,8 +1,8 @@
-#include "reader/verify.h"
+#include "pcr/verify.h"
 
 #include "format/file_format.h"
-#include "reader/image_dataset.h"
-#include "reader/table_reader.h"
+#include "reader/image_dataset_rep.h"
+#include "reader/table_rep.h"
 
 namespace pcr {
 
@@ -43,13 +43,13 @@ void VerifyFile(const PcrFile& file, VerifyReport* report) {
 }
 
 // Checks every stream of a table and decodes every feature of every stripe.
-void VerifyTable(const std::string& path, VerifyReport* report) {
-  auto table = Table::Open(path);
+void VerifyTable(const std::string& path, const IoEngineOptions& io, VerifyReport* report) {
+  auto table = Table::Open(path, {.io = io});
   if (!table.ok()) {
     report->errors.push_back(table.status().ToString());
     return;
   }
-  VerifyFile((*table)->file(), report);
+  VerifyFile(*(*table)->rep().file, report);
   std::vector<uint32_t> all((*table)->schema().features.size());
   for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
   for (size_t s = 0; s < (*table)->stripe_count(); ++s) {
@@ -60,20 +60,20 @@ void VerifyTable(const std::string& path, VerifyReport* report) {
 
 }  // namespace
 
-VerifyReport VerifyPath(const std::string& path) {
+VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
   VerifyReport report;
   if (IsTablePath(path)) {
-    VerifyTable(path, &report);
+    VerifyTable(path, io, &report);
     return report;
   }
   // Opening checks header, footer, index and manifest, and reads every
   // record's sample metadata.
-  auto ds = ImageDataset::Open(path);
+  auto ds = ImageDataset::Open(path, {.io = io});
   if (!ds.ok()) {
     report.errors.push_back(ds.status().ToString());
     return report;
   }
-  for (const auto& file : (*ds)->files()) VerifyFile(*file, &report);
+  for (const auto& file : (*ds)->rep().files) VerifyFile(*file, &report);
   return report;
 }
 

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "reader/image_dataset.h"
-#include "jpeg/jpeg_decode.h"
+#include "reader/image_dataset_rep.h"
+#include "pcr/decode.h"
 #include "test_util.h"
-#include "writer/image_converter.h"
+#include "pcr/convert.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -115,7 +115,7 @@ TEST_CASE("malformed JPEGs through the converter: skipped with a reason or store
   REQUIRE(done.ok());
   CHECK(done->images + done->skipped.size() == files.size());
   for (const auto& [key, reason] : done->skipped) CHECK_FALSE(reason.empty());
-  auto ds = ImageDataset::Open(tmp / "out");
+  auto ds = ImageDataset::Open(tmp / "out", {.io = test::Io()});
   REQUIRE(ds.ok());
   const ScanScript& script = (*ds)->scan_script();
   for (uint64_t i = 0; i < (*ds)->num_images(); ++i) {
@@ -148,7 +148,7 @@ TEST_CASE("real photos: smaller than the originals, scan group 1 at most 15 perc
     auto summary = ConvertImages(
         {.src_dir = src.string(), .list_file = tmp / "list.csv", .out_dir = out, .scan_script = name});
     REQUIRE(summary.ok());
-    auto ds = ImageDataset::Open(out);
+    auto ds = ImageDataset::Open(out, {.io = test::Io()});
     REQUIRE(ds.ok());
     const std::vector<uint64_t> bytes = (*ds)->StreamBytes();
     uint64_t total = 0;

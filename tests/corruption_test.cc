@@ -5,13 +5,13 @@
 #include <filesystem>
 
 #include "format/checksum.h"
-#include "reader/image_dataset.h"
-#include "jpeg/jpeg_decode.h"
+#include "reader/image_dataset_rep.h"
+#include "pcr/decode.h"
 #include "tools/quality.h"
-#include "loader/record_iterator.h"
-#include "reader/verify.h"
+#include "pcr/record_iterator.h"
+#include "pcr/verify.h"
 #include "test_util.h"
-#include "writer/image_converter.h"
+#include "pcr/convert.h"
 
 namespace pcr {
 namespace {
@@ -25,7 +25,7 @@ using test::WriteFile;
 // Every image of the file at every fidelity, read record-wise and one by one;
 // or the first error.
 Result<std::vector<Bytes>> ReadEverything(const std::string& path) {
-  PCR_ASSIGN_OR_RETURN(auto ds, ImageDataset::Open(path));
+  PCR_ASSIGN_OR_RETURN(auto ds, ImageDataset::Open(path, {.io = test::Io()}));
   std::vector<Bytes> out;
   for (int k = 1; k <= ds->num_scan_groups(); ++k) {
     for (uint64_t r = 0; r < ds->num_records(); ++r) {
@@ -72,12 +72,12 @@ TEST_CASE("every truncation of a file is refused") {
   const std::string cut_path = f.tmp / "cut.pcr";
   for (size_t len = 0; len < f.bytes.size(); ++len) {
     WriteFile(cut_path, ByteSpan(f.bytes).first(len));
-    auto opened = ImageDataset::Open(cut_path);
+    auto opened = ImageDataset::Open(cut_path, {.io = test::Io()});
     INFO("length " << len);
     REQUIRE_FALSE(opened.ok());
     CHECK(opened.status().code() == StatusCode::kCorruption);
     CHECK_THAT(opened.status().message(), Catch::Contains(cut_path));
-    CHECK_FALSE(VerifyPath(cut_path).errors.empty());
+    CHECK_FALSE(VerifyPath(cut_path, test::Io()).errors.empty());
   }
 }
 
@@ -91,7 +91,7 @@ TEST_CASE("every flipped byte is caught by verify, and reads never return wrong 
       bad[i] ^= mask;
       WriteFile(bad_path, bad);
       INFO("offset " << i << " mask " << int{mask});
-      CHECK_FALSE(VerifyPath(bad_path).errors.empty());
+      CHECK_FALSE(VerifyPath(bad_path, test::Io()).errors.empty());
       auto got = ReadEverything(bad_path);
       if (got.ok()) {
         ++opened;
@@ -107,15 +107,15 @@ TEST_CASE("every flipped byte is caught by verify, and reads never return wrong 
 
 TEST_CASE("a corrupt stream error names file, stripe, stream and offset") {
   SmallFile f;
-  auto ds = ImageDataset::Open(f.path);
+  auto ds = ImageDataset::Open(f.path, {.io = test::Io()});
   REQUIRE(ds.ok());
-  const StripeInfo& stripe = (*ds)->files()[0]->index().stripes[1];
+  const StripeInfo& stripe = (*ds)->rep().files[0]->index().stripes[1];
   const uint64_t at = stripe.stream_offset(2) + 1;
   Bytes bad = f.bytes;
   bad[at] ^= 0xff;
   const std::string bad_path = f.tmp / "bad.pcr";
   WriteFile(bad_path, bad);
-  auto reopened = ImageDataset::Open(bad_path);
+  auto reopened = ImageDataset::Open(bad_path, {.io = test::Io()});
   REQUIRE(reopened.ok());  // metadata and index are intact
   auto rec = (*reopened)->ReadRecord(1, 2);
   REQUIRE_FALSE(rec.ok());
@@ -123,7 +123,7 @@ TEST_CASE("a corrupt stream error names file, stripe, stream and offset") {
   CHECK_THAT(rec.status().message(), Catch::Contains(bad_path + ": stripe 1 stream 2 at offset " +
                                                      std::to_string(stripe.stream_offset(2))));
   CHECK((*reopened)->ReadRecord(1, 1).ok());
-  const VerifyReport report = VerifyPath(bad_path);
+  const VerifyReport report = VerifyPath(bad_path, test::Io());
   REQUIRE(report.errors.size() == 2);  // the stream and the chunk inside it
 }
 
@@ -133,7 +133,7 @@ TEST_CASE("a dataset whose files disagree with the manifest is refused") {
   REQUIRE(ConvertImages({.src_dir = f.tmp / "src", .out_dir = f.tmp / "other"}).ok());
   fs::copy_file(f.tmp.path() / "other/records-00000.pcr", f.tmp.path() / "out/records-00000.pcr",
                 fs::copy_options::overwrite_existing);
-  auto ds = ImageDataset::Open(f.tmp / "out");
+  auto ds = ImageDataset::Open(f.tmp / "out", {.io = test::Io()});
   REQUIRE_FALSE(ds.ok());
   CHECK_THAT(ds.status().message(), Catch::Contains("records-00000.pcr"));
   CHECK_THAT(ds.status().message(), Catch::Contains("differs from the manifest"));
@@ -163,7 +163,7 @@ TEST_CASE("a damaged index with valid checksums is refused or reads the same dat
       // are the file's own, so they must be what was written.
       ++accepted;
       CHECK(*got == f.expected);
-      CHECK(VerifyPath(bad_path).errors.empty());
+      CHECK(VerifyPath(bad_path, test::Io()).errors.empty());
     }
   }
   std::printf("index damage with re-fixed checksums: %zu refused, %zu read back unchanged\n", refused, accepted);
@@ -177,10 +177,10 @@ TEST_CASE("every read path checks the chunks verify checks") {
   WriteFile(bad_path, test::RewriteIndex(f.bytes, [](FileIndex* index) {
     for (ChunkInfo& c : index->stripes[1].chunks) c.checksum ^= 1;
   }));
-  const VerifyReport v = VerifyPath(bad_path);
+  const VerifyReport v = VerifyPath(bad_path, test::Io());
   REQUIRE(!v.errors.empty());
   CHECK_THAT(v.errors[0], Catch::Contains("chunk checksum mismatch"));
-  auto ds = ImageDataset::Open(bad_path);
+  auto ds = ImageDataset::Open(bad_path, {.io = test::Io()});
   REQUIRE(ds.ok());
   for (int k = 1; k <= (*ds)->num_scan_groups(); ++k) {
     INFO("fidelity " << k);
@@ -214,7 +214,7 @@ TEST_CASE("damage behind re-fixed checksums reaches the decoders, which refuse i
     WriteFile(bad_path, test::RefixChecksums(bad));
     INFO("offset " << i << " mask " << int{mask});
     // The checksums hold, so the readers accept the bytes ...
-    auto ds = ImageDataset::Open(bad_path);
+    auto ds = ImageDataset::Open(bad_path, {.io = test::Io()});
     if (!ds.ok()) {  // ... unless the sample metadata no longer parses.
       ++refused;
       CHECK_THAT(ds.status().message(), Catch::Contains(bad_path));

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "loader/decode_iterator.h"
-#include "jpeg/jpeg_decode.h"
+#include "pcr/decode_iterator.h"
+#include "pcr/decode.h"
 #include "test_util.h"
-#include "writer/image_converter.h"
+#include "pcr/convert.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -143,7 +143,7 @@ TEST_CASE("the decode stage delivers every record's pixels, in order, on a pool 
   auto converted = ConvertImages({.src_dir = test::DataDir() + "/sample", .out_dir = dir / "ds",
                                   .images_per_record = 5, .jobs = 2});
   REQUIRE(converted.ok());
-  auto ds = ImageDataset::Open(dir / "ds");
+  auto ds = ImageDataset::Open(dir / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
   for (const bool crop : {false, true}) {
     INFO("crop " << crop);

@@ -7,9 +7,10 @@
 
 #include "format/permutation.h"
 #include "loader/epoch.h"
-#include "loader/sample_iterator.h"
+#include "reader/image_dataset_rep.h"
+#include "pcr/sample_iterator.h"
 #include "test_util.h"
-#include "writer/image_converter.h"
+#include "pcr/convert.h"
 
 namespace pcr {
 namespace {
@@ -140,7 +141,7 @@ class SampleDataset {
     REQUIRE(ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp_ / "ds", .images_per_record = 3,
                            .jobs = 2})
                 .ok());
-    auto ds = ImageDataset::Open(tmp_ / "ds");
+    auto ds = ImageDataset::Open(tmp_ / "ds", {.io = test::Io()});
     REQUIRE(ds.ok());
     ds_ = std::move(ds).value();
   }
@@ -171,7 +172,7 @@ std::vector<SampleBatch> Drain(const ImageDataset& ds, const SampleIteratorOptio
 TEST_CASE("the iterator delivers each rank's planned images, read from the records") {
   SampleDataset ds;
   std::vector<uint64_t> sizes;
-  for (uint64_t r = 0; r < (*ds).num_records(); ++r) sizes.push_back((*ds).record(r).image_count);
+  for (uint64_t r = 0; r < (*ds).num_records(); ++r) sizes.push_back((*ds).rep().record(r).image_count);
   for (uint64_t world : {1, 3, 5}) {
     for (int fidelity : {1, 0}) {
       INFO("world " << world << ", fidelity " << fidelity);
@@ -244,13 +245,15 @@ TEST_CASE("counts come from the manifest and indexes without reading a record") 
               .ok());
   auto engine = MakeIoEngine({});
   REQUIRE(engine.ok());
-  auto counts = ImageDataset::Count(tmp / "ds", {.engine = engine->get()});
-  REQUIRE(counts.ok());
+  auto indexes = ImageDataset::Rep::Open(tmp / "ds", {}, engine->get(), false);
+  REQUIRE(indexes.ok());
+  const DatasetCounts counts_value = (*indexes)->counts();
+  const DatasetCounts* counts = &counts_value;
   // Reads: the manifest whole, then each file's header, footer and index.
   uint64_t expected = std::filesystem::file_size(tmp.path() / "ds" / kDatasetManifestName);
-  auto ds = ImageDataset::Open(tmp / "ds");
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
-  for (const auto& f : (*ds)->files()) expected += kFileHeaderSize + kFooterSize + f->footer().index_length;
+  for (const auto& f : (*ds)->rep().files) expected += kFileHeaderSize + kFooterSize + f->footer().index_length;
   CHECK((*engine)->counters().bytes_read == expected);
 
   CHECK(counts->images == 24);
@@ -266,7 +269,7 @@ TEST_CASE("counts come from the manifest and indexes without reading a record") 
     CHECK(counts->BytesAtFidelity(k) == bytes);
   }
   uint64_t file_bytes = 0;
-  for (const auto& f : (*ds)->files()) file_bytes += f->size();
+  for (const auto& f : (*ds)->rep().files) file_bytes += f->size();
   CHECK(counts->file_bytes == file_bytes);
 }
 

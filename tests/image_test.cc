@@ -6,12 +6,12 @@
 #include <map>
 
 #include "format/checksum.h"
-#include "reader/image_dataset.h"
-#include "jpeg/jpeg_decode.h"
+#include "reader/image_dataset_rep.h"
+#include "pcr/decode.h"
 #include "io/stream_reader.h"
-#include "reader/verify.h"
+#include "pcr/verify.h"
 #include "test_util.h"
-#include "writer/image_converter.h"
+#include "pcr/convert.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -146,7 +146,7 @@ TEST_CASE("a converted dataset reads back at every fidelity") {
 
   const auto files = SampleFiles();
   REQUIRE(summary->images == files.size());
-  auto ds = ImageDataset::Open(tmp / "ds");
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
   CHECK((*ds)->num_images() == files.size());
   CHECK((*ds)->num_records() == (files.size() + 4) / 5);
@@ -178,7 +178,7 @@ TEST_CASE("a converted dataset reads back at every fidelity") {
         CHECK(DecodeJpeg(single->jpeg).ok());
         auto rec = (*ds)->ReadRecord(r, k);
         REQUIRE(rec.ok());
-        CHECK(rec->at(image - (*ds)->record(r).first_image).jpeg == single->jpeg);
+        CHECK(rec->at(image - (*ds)->rep().record(r).first_image).jpeg == single->jpeg);
       }
       ++image;
     }
@@ -186,7 +186,7 @@ TEST_CASE("a converted dataset reads back at every fidelity") {
   CHECK_FALSE((*ds)->ReadRecord(0, 0).ok());
   CHECK_FALSE((*ds)->ReadRecord(0, L + 1).ok());
   CHECK_FALSE((*ds)->ReadImage(image, 1).ok());
-  const VerifyReport report = VerifyPath(tmp / "ds");
+  const VerifyReport report = VerifyPath(tmp / "ds", test::Io());
   CHECK(report.errors.empty());
   CHECK(report.files == summary->files);
 }
@@ -207,7 +207,7 @@ TEST_CASE("output is byte-identical for any number of jobs") {
 TEST_CASE("a single record file opens on its own") {
   TempDir tmp;
   REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
-  auto ds = ImageDataset::Open(tmp / "ds/records-00001.pcr");
+  auto ds = ImageDataset::Open(tmp / "ds/records-00001.pcr", {.io = test::Io()});
   REQUIRE(ds.ok());
   CHECK((*ds)->num_images() == 5);
   CHECK((*ds)->class_names().empty());
@@ -221,7 +221,7 @@ TEST_CASE("--list gives keys and labels from a CSV") {
   ConvertImagesOptions o = SampleOptions(tmp / "ds", 1);
   o.list_file = list;
   REQUIRE(ConvertImages(o).ok());
-  auto ds = ImageDataset::Open(tmp / "ds");
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
   REQUIRE((*ds)->num_images() == 2);
   CHECK((*ds)->sample(0) == SampleMetadata{7, "video/video-001.jpeg"});
@@ -274,7 +274,7 @@ TEST_CASE("files not named as JPEGs are counted and named; --by-content takes th
   CHECK(by_content->ignored_files == 2);
   CHECK(by_content->ignored_examples == std::vector<std::string>{"misc/fake.jpg", "misc/notes.txt"});
   CHECK(by_content->skipped.empty());
-  auto ds = ImageDataset::Open(tmp / "by-content");
+  auto ds = ImageDataset::Open(tmp / "by-content", {.io = test::Io()});
   REQUIRE(ds.ok());
   std::vector<std::string> keys;
   for (uint64_t i = 0; i < (*ds)->num_images(); ++i) keys.push_back((*ds)->sample(i).key);
@@ -301,8 +301,8 @@ TEST_CASE("a bad file fails the conversion, names the file and leaves no dataset
   REQUIRE_FALSE(result.ok());
   CHECK_THAT(result.status().message(), Catch::Contains("zbad/not-a-jpeg.jpg"));
   CHECK_FALSE(fs::exists(tmp.path() / "out" / kDatasetManifestName));
-  CHECK_FALSE(ImageDataset::Open(tmp / "out").ok());
-  CHECK_FALSE(VerifyPath(tmp / "out").errors.empty());
+  CHECK_FALSE(ImageDataset::Open(tmp / "out", {.io = test::Io()}).ok());
+  CHECK_FALSE(VerifyPath(tmp / "out", test::Io()).errors.empty());
 
   // With the bad file first, nothing was finished and nothing is left.
   o.list_file = tmp / "list.csv";
@@ -327,7 +327,7 @@ TEST_CASE("--skip-bad converts the rest and lists what it skipped") {
   CHECK_THAT(text, Catch::Contains("zbad/testorig12.jpg\tNot supported: 12-bit"));
   CHECK_THAT(text, Catch::Contains("zbad/video-001.progressive.truncated.jpeg\tCorruption"));
   CHECK_THAT(text, Catch::Contains("zbad/not-a-jpeg.jpg\tCorruption: not a JPEG"));
-  CHECK(VerifyPath(tmp / "out").errors.empty());
+  CHECK(VerifyPath(tmp / "out", test::Io()).errors.empty());
 }
 
 // `jpeg` with its frame header claiming width x height.
@@ -406,7 +406,7 @@ TEST_CASE("a custom scan script file defines the groups") {
   ConvertImagesOptions o = SampleOptions(tmp / "ds", 0);
   o.scan_script = script;
   REQUIRE(ConvertImages(o).ok());
-  auto ds = ImageDataset::Open(tmp / "ds");
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
   CHECK((*ds)->num_scan_groups() == 2);
   CHECK((*ds)->scan_script().name == "two.txt");
@@ -428,10 +428,10 @@ struct CountedSample {
   std::unique_ptr<ImageDataset> ds;
   CountedSample() {
     REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
-    auto e = MakeIoEngine();
+    auto e = MakeIoEngine(test::Io());
     REQUIRE(e.ok());
     engine = std::move(e).value();
-    auto opened = ImageDataset::Open(tmp / "ds", {.engine = engine.get()});
+    auto opened = ImageDataset::Rep::Open(tmp / "ds", {}, engine.get());
     REQUIRE(opened.ok());
     ds = std::move(opened).value();
   }
@@ -477,7 +477,7 @@ TEST_CASE("batched image reads coalesce, and match single reads") {
   const int L = (*ds)->num_scan_groups();
   // Every image of record 1 at fidelity k: the chunks tile streams 1..k, one read.
   for (int k = 1; k <= L; ++k) {
-    const RecordLocation& rec = (*ds)->record(1);
+    const RecordLocation& rec = (*ds)->rep().record(1);
     std::vector<ImageRequest> whole;
     for (uint64_t i = rec.first_image + rec.image_count; i-- > rec.first_image;) whole.push_back({i, k});
     const IoCounters before = engine->counters();
@@ -515,7 +515,7 @@ namespace pcr {
 namespace {
 
 std::vector<std::string> Keys(const std::string& path) {
-  auto ds = ImageDataset::Open(path);
+  auto ds = ImageDataset::Open(path, {.io = test::Io()});
   REQUIRE(ds.ok());
   std::vector<std::string> keys;
   for (uint64_t i = 0; i < (*ds)->num_images(); ++i) keys.push_back((*ds)->sample(i).key);
@@ -552,28 +552,28 @@ namespace {
 TEST_CASE("many streams of many files in one call, coalesced and checked") {
   TempDir tmp;
   REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
-  auto engine = MakeIoEngine();
+  auto engine = MakeIoEngine(test::Io());
   REQUIRE(engine.ok());
-  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine->get()});
+  auto ds = ImageDataset::Rep::Open(tmp / "ds", {}, engine->get());
   REQUIRE(ds.ok());
   // Every stream of every file, last file first and streams in reverse.
   std::vector<StreamRequest> requests;
-  for (size_t f = (*ds)->files().size(); f-- > 0;) {
-    const PcrFile& file = *(*ds)->files()[f];
+  for (size_t f = (*ds)->rep().files.size(); f-- > 0;) {
+    const PcrFile& file = *(*ds)->rep().files[f];
     for (size_t s = file.index().stripes[0].streams.size(); s-- > 0;) requests.push_back({&file, 0, s});
   }
   const IoCounters before = (*engine)->counters();
   auto streams = ReadStreams(**engine, requests);
   REQUIRE(streams.ok());
   // Streams of a stripe are contiguous: one read per file.
-  CHECK((*engine)->counters().reads - before.reads == (*ds)->files().size());
+  CHECK((*engine)->counters().reads - before.reads == (*ds)->rep().files.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const Bytes file = ReadFile(requests[i].file->path());
     const StripeInfo& stripe = requests[i].file->index().stripes[0];
     const uint64_t off = stripe.stream_offset(requests[i].stream);
     CHECK(streams->at(i) == Bytes(file.begin() + off, file.begin() + off + stripe.streams[requests[i].stream].length));
   }
-  const StreamRequest missing{(*ds)->files()[0].get(), 0, 99};
+  const StreamRequest missing{(*ds)->rep().files[0].get(), 0, 99};
   CHECK_FALSE(ReadStreams(**engine, {&missing, 1}).ok());
 }
 
@@ -582,17 +582,17 @@ TEST_CASE("a corrupt stream read in a batch names its file, stripe and stream") 
   REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
   const std::string path = tmp / "ds/records-00001.pcr";
   {
-    auto clean = ImageDataset::Open(tmp / "ds");
+    auto clean = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
     REQUIRE(clean.ok());
     Bytes bytes = ReadFile(path);
-    bytes[(*clean)->files()[1]->index().stripes[0].stream_offset(3) + 2] ^= 0x10;
+    bytes[(*clean)->rep().files[1]->index().stripes[0].stream_offset(3) + 2] ^= 0x10;
     test::WriteFile(path, bytes);
   }
-  auto engine = MakeIoEngine();
+  auto engine = MakeIoEngine(test::Io());
   REQUIRE(engine.ok());
-  auto ds = ImageDataset::Open(tmp / "ds", {.engine = engine->get()});
+  auto ds = ImageDataset::Rep::Open(tmp / "ds", {}, engine->get());
   REQUIRE(ds.ok());
-  const StreamRequest reqs[] = {{(*ds)->files()[0].get(), 0, 3}, {(*ds)->files()[1].get(), 0, 3}};
+  const StreamRequest reqs[] = {{(*ds)->rep().files[0].get(), 0, 3}, {(*ds)->rep().files[1].get(), 0, 3}};
   auto got = ReadStreams(**engine, reqs);
   REQUIRE_FALSE(got.ok());
   CHECK_THAT(got.status().message(), Catch::Contains(path + ": stripe 0 stream 3 at offset"));

@@ -35,9 +35,9 @@ struct Files {
   }
 };
 
-std::unique_ptr<IoEngine> Engine(IoEngineKind kind, IoEngineOptions o) {
+std::unique_ptr<IoEngine> Engine(IoEngineKind kind, IoEngineOptions o, const IoFaults& faults = {}) {
   o.kind = kind;
-  auto e = MakeIoEngine(o);
+  auto e = MakeIoEngine(o, faults);
   REQUIRE(e.ok());
   return std::move(e).value();
 }
@@ -59,7 +59,7 @@ TEST_CASE("engines read many ranges of many files, through short reads and EAGAI
   INFO(Name(mode.kind) << (mode.direct ? " direct" : " buffered") << " depth " << depth << " max "
                        << faults.max_bytes_per_call << " eagain " << faults.eagain_every);
   Files files(12);
-  auto engine = Engine(mode.kind, {.queue_depth = depth, .direct = mode.direct, .faults = faults});
+  auto engine = Engine(mode.kind, {.queue_depth = depth, .direct = mode.direct}, faults);
   CHECK(engine->name() == Name(mode.kind));
   std::vector<std::unique_ptr<RandomAccessFile>> open;
   for (const auto& p : files.paths) {
@@ -129,7 +129,7 @@ TEST_CASE("errors are reported per request and name the file") {
 TEST_CASE("a filesystem refusing O_DIRECT falls back to buffered reads with a note") {
   const IoEngineKind kind = GENERATE(IoEngineKind::kPread, IoEngineKind::kUring);
   Files files(1);
-  auto engine = Engine(kind, {.direct = true, .faults = {.refuse_direct = true}});
+  auto engine = Engine(kind, {.direct = true}, {.refuse_direct = true});
   auto f = engine->Open(files.paths[0]);
   REQUIRE(f.ok());
   CHECK_FALSE((*f)->direct());
@@ -151,23 +151,27 @@ TEST_CASE("a bandwidth cap still delivers the right bytes") {
   CHECK(out == files.contents[0]);
 }
 
-TEST_CASE("PCR_IO_ENGINE selects the engine") {
+TEST_CASE("the engine is chosen by its options alone") {
+  CHECK(*ParseIoEngineKind("pread") == IoEngineKind::kPread);
+  CHECK(*ParseIoEngineKind("uring") == IoEngineKind::kUring);
+  CHECK(*ParseIoEngineKind("auto") == IoEngineKind::kAuto);
+  CHECK(ParseIoEngineKind("mmap").status().code() == StatusCode::kInvalidArgument);
+  // The library reads no environment: PCR_IO_ENGINE is the tools' to apply.
   const char* saved = std::getenv("PCR_IO_ENGINE");
   const std::string restore = saved != nullptr ? saved : "";
   setenv("PCR_IO_ENGINE", "pread", 1);
-  CHECK((*MakeIoEngine())->name() == "pread");
-  setenv("PCR_IO_ENGINE", "uring", 1);
-  CHECK((*MakeIoEngine())->name() == "uring");
-  setenv("PCR_IO_ENGINE", "mmap", 1);
-  CHECK(MakeIoEngine().status().code() == StatusCode::kInvalidArgument);
-  unsetenv("PCR_IO_ENGINE");
-  auto automatic = MakeIoEngine();
+  auto automatic = MakeIoEngine(IoEngineOptions{});
   REQUIRE(automatic.ok());
   CHECK(((*automatic)->name() == "uring" || !(*automatic)->note().empty()));
+  if (restore.empty()) {
+    unsetenv("PCR_IO_ENGINE");
+  } else {
+    setenv("PCR_IO_ENGINE", restore.c_str(), 1);
+  }
   CHECK((*MakeIoEngine({.kind = IoEngineKind::kPread}))->name() == "pread");
+  CHECK((*MakeIoEngine({.kind = IoEngineKind::kUring}))->name() == "uring");
   CHECK_FALSE(MakeIoEngine({.queue_depth = 0}).ok());
   CHECK_FALSE(MakeIoEngine({.max_io_bytes = uint64_t{1} << 32}).ok());
-  if (!restore.empty()) setenv("PCR_IO_ENGINE", restore.c_str(), 1);
 }
 
 }  // namespace
@@ -205,17 +209,13 @@ namespace pcr {
 namespace {
 
 TEST_CASE("without io_uring the automatic engine falls back to pread with a note") {
-  const char* saved = std::getenv("PCR_IO_ENGINE");
-  const std::string restore = saved != nullptr ? saved : "";
-  unsetenv("PCR_IO_ENGINE");
-  auto fallback = MakeIoEngine({.faults = {.refuse_uring = true}});
+  auto fallback = MakeIoEngine({}, {.refuse_uring = true});
   REQUIRE(fallback.ok());
   CHECK((*fallback)->name() == "pread");
   CHECK_THAT((*fallback)->note(), Catch::Contains("io_uring unavailable"));
-  auto forced = MakeIoEngine({.kind = IoEngineKind::kUring, .faults = {.refuse_uring = true}});
+  auto forced = MakeIoEngine({.kind = IoEngineKind::kUring}, {.refuse_uring = true});
   REQUIRE_FALSE(forced.ok());
   CHECK(forced.status().code() == StatusCode::kNotSupported);
-  if (!restore.empty()) setenv("PCR_IO_ENGINE", restore.c_str(), 1);
 }
 
 }  // namespace

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "reader/image_dataset.h"
+#include "reader/image_dataset_rep.h"
 #include "tools/quality.h"
 #include "test_util.h"
-#include "writer/image_converter.h"
+#include "pcr/convert.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -195,7 +195,7 @@ TEST_CASE("the fidelity report equals scores of images decoded from the original
   test::TempDir tmp;
   const std::string src = test::DataDir() + "/sample";
   REQUIRE(ConvertImages({.src_dir = src, .out_dir = tmp / "ds", .images_per_record = 5, .scan_script = "libjpeg"}).ok());
-  auto ds = ImageDataset::Open(tmp / "ds");
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
   const uint64_t n = (*ds)->num_images();
   const int groups = (*ds)->num_scan_groups();

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
-#include "loader/record_iterator.h"
+#include "pcr/record_iterator.h"
+#include "reader/image_dataset_rep.h"
 #include "test_util.h"
-#include "writer/image_converter.h"
+#include "pcr/convert.h"
 
 namespace pcr {
 namespace {
@@ -18,7 +19,7 @@ struct Sample {
   Sample() {
     REQUIRE(ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 3})
                 .ok());
-    auto opened = ImageDataset::Open(tmp / "ds");
+    auto opened = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
     REQUIRE(opened.ok());
     ds = std::move(opened).value();
   }
@@ -103,8 +104,8 @@ TEST_CASE("a seed shuffles records and the images inside them, reproducibly") {
 TEST_CASE("a read error ends the iteration with the error") {
   Sample s;
   // Damage record 4's group-1 stream on disk after opening.
-  const PcrFile& file = *s.ds->files()[s.ds->record(4).file];
-  const uint64_t at = file.index().stripes[s.ds->record(4).stripe].stream_offset(1);
+  const PcrFile& file = *s.ds->rep().files[s.ds->rep().record(4).file];
+  const uint64_t at = file.index().stripes[s.ds->rep().record(4).stripe].stream_offset(1);
   Bytes bytes = test::ReadFile(file.path());
   bytes[at] ^= 0xff;
   test::WriteFile(file.path(), bytes);
@@ -141,7 +142,7 @@ TEST_CASE("iterating through an O_DIRECT engine gives the same records") {
   Sample s;
   auto engine = MakeIoEngine({.direct = true, .max_io_bytes = 8192});
   REQUIRE(engine.ok());
-  auto direct = ImageDataset::Open(s.tmp / "ds", {.engine = engine->get()});
+  auto direct = ImageDataset::Rep::Open(s.tmp / "ds", {}, engine->get());
   REQUIRE(direct.ok());
   for (int k : {1, s.ds->num_scan_groups()}) {
     auto it = RecordIterator::Create(**direct, {.fidelity = k, .records_in_flight = 3});
@@ -157,7 +158,7 @@ TEST_CASE("iterating through an O_DIRECT engine gives the same records") {
   }
   // Bytes read beyond those requested are alignment padding only.
   CHECK((*engine)->counters().bytes_read <= (*direct)->bytes_requested() + 2 * kDirectAlignment *
-                                                 (2 * s.ds->num_records() + 1 + s.ds->files().size() * 3));
+                                                 (2 * s.ds->num_records() + 1 + s.ds->rep().files.size() * 3));
 }
 
 }  // namespace

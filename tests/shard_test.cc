@@ -10,11 +10,11 @@
 #include <fstream>
 #include <map>
 
-#include "reader/image_dataset.h"
-#include "reader/verify.h"
+#include "reader/image_dataset_rep.h"
+#include "pcr/verify.h"
 #include "test_util.h"
-#include "writer/image_converter.h"
-#include "writer/merge.h"
+#include "format/journal.h"
+#include "pcr/convert.h"
 
 namespace pcr {
 namespace {
@@ -93,7 +93,7 @@ TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conver
       images += part->images;
       CHECK(fs::exists(fs::path(o.out_dir) / kPartManifestName));
       CHECK_FALSE(fs::exists(fs::path(o.out_dir) / kDatasetManifestName));
-      auto open = ImageDataset::Open(o.out_dir);
+      auto open = ImageDataset::Open(o.out_dir, {.io = test::Io()});
       REQUIRE_FALSE(open.ok());
       CHECK_THAT(open.status().message(), Catch::Contains("pcr-convert merge"));
       parts.push_back(o.out_dir);
@@ -118,7 +118,7 @@ TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conver
       for (const std::string& p : parts) found |= fs::exists(fs::path(p) / name) && Inode(fs::path(p) / name) == inode;
       CHECK(found);
     }
-    CHECK(VerifyPath(merged.string()).errors.empty());
+    CHECK(VerifyPath(merged.string(), test::Io()).errors.empty());
     // A merge interrupted before its manifest completes when run again, also
     // when a part's file was rewritten (or copied) with the same bytes since.
     fs::remove(merged / kDatasetManifestName);
@@ -179,7 +179,7 @@ TEST_CASE("a failed conversion resumes without redoing its finished files") {
   // The bad class sorts last: the 24 good images before it make 12 files.
   REQUIRE(before.size() == 12);
   CHECK(fs::exists(tmp.path() / "out" / kConversionMarkerName));
-  CHECK_FALSE(ImageDataset::Open(tmp / "out").ok());
+  CHECK_FALSE(ImageDataset::Open(tmp / "out", {.io = test::Io()}).ok());
 
   SECTION("after the bad files are replaced") {
     const Bytes good = ReadFile(DataDir() + "/sample/misc/restarts.jpg");

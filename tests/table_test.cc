@@ -13,11 +13,11 @@
 #include <variant>
 
 #include "format/popularity.h"
-#include "reader/table_reader.h"
-#include "reader/verify.h"
+#include "reader/table_rep.h"
+#include "pcr/verify.h"
 #include "tests/test_util.h"
 #include "writer/file_writer.h"
-#include "writer/table_converter.h"
+#include "pcr/convert.h"
 
 namespace pcr {
 namespace {
@@ -85,7 +85,7 @@ void CheckCsvRoundTrip(const std::string& csv, uint64_t rows_per_stripe) {
   auto report = ConvertTable(o);
   REQUIRE(report.ok());
   const auto rows = ParseCsv(Slurp(csv));
-  auto table = Table::Open(report->path);
+  auto table = Table::Open(report->path, {.io = test::Io()});
   REQUIRE(table.ok());
   Table& t = **table;
   const auto& features = t.schema().features;
@@ -124,7 +124,7 @@ void CheckCsvRoundTrip(const std::string& csv, uint64_t rows_per_stripe) {
     }
   }
   CHECK(checked > 0);
-  const VerifyReport v = VerifyPath(report->path);
+  const VerifyReport v = VerifyPath(report->path, test::Io());
   CHECK(v.errors.empty());
 }
 
@@ -165,7 +165,7 @@ TEST_CASE("CSV column types are the narrowest that hold every cell") {
   CHECK(f[3].type == FeatureType::kString);  // a quoted "NA" is the string NA
   CHECK(f[4].type == FeatureType::kInt64);
   CHECK(f[5].type == FeatureType::kString);  // never present
-  auto t = Table::Open(report->path);
+  auto t = Table::Open(report->path, {.io = test::Io()});
   REQUIRE(t.ok());
   auto b = (*t)->Read(AllFeatures(**t), 0, 1);
   REQUIRE(b.ok());
@@ -313,7 +313,7 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
   CHECK(report->stripes == 4);
   CHECK(report->schema.features.size() == 2 + 40 + 10 + 3);
 
-  auto table = Table::Open(report->path);
+  auto table = Table::Open(report->path, {.io = test::Io()});
   REQUIRE(table.ok());
   Table& t = **table;
   CheckMapTable(t, rows);
@@ -340,7 +340,7 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
 
   SECTION("access logs become a popularity file that orders streams; reorder copies them") {
     const std::string log = dir / "access.log";
-    auto logged = Table::Open(report->path, {.access_log = log});
+    auto logged = Table::Open(report->path, {.io = test::Io(), .access_log = FileAccessLog(log)});
     REQUIRE(logged.ok());
     auto a = t.Resolve({"1005", "2002", "120"});
     auto b = t.Resolve({"2002", "120"});
@@ -364,9 +364,9 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
     CHECK(*bom_order == *order);
 
     auto check_order = [&](const std::string& path) {
-      auto r = Table::Open(path);
+      auto r = Table::Open(path, {.io = test::Io()});
       REQUIRE(r.ok());
-      for (const StripeInfo& s : (*r)->file().index().stripes) {
+      for (const StripeInfo& s : (*r)->rep().file->index().stripes) {
         std::vector<std::string> firsts;
         for (const TableStream& ts : s.table_streams) {
           const std::string& name = (*r)->schema().features[ts.feature].name;
@@ -380,9 +380,9 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
       // The popular features are now one contiguous range: one read per stripe at hole limit 0.
       auto ids = (*r)->Resolve({"2002", "120"});
       REQUIRE(ids.ok());
-      const IoCounters before = (*r)->engine().counters();
+      const IoCounters before = (*r)->io_counters();
       REQUIRE((*r)->Read(*ids, 0, (*r)->stripe_count()).ok());
-      CHECK((*r)->engine().counters().reads - before.reads == (*r)->stripe_count());
+      CHECK((*r)->io_counters().reads - before.reads == (*r)->stripe_count());
     };
 
     TableConvertOptions ordered = o;
@@ -392,12 +392,12 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
     REQUIRE(rb.ok());
     check_order(rb->path);
 
-    auto rc = ReorderTable(report->path, dir / "c", *order);
+    auto rc = ReorderTable(report->path, dir / "c", *order, test::Io());
     REQUIRE(rc.ok());
     check_order(rc->path);
     CHECK(rc->output_bytes == report->output_bytes);
     CHECK(rc->schema == report->schema);
-    CHECK(!ReorderTable(report->path, report->path, *order).ok());
+    CHECK(!ReorderTable(report->path, report->path, *order, test::Io()).ok());
   }
 }
 
@@ -408,7 +408,7 @@ TEST_CASE("float32 maps store floats and scores as float") {
   TableConvertOptions o{.input = input, .out_dir = dir.path().string(), .float32 = true};
   auto report = ConvertTable(o);
   REQUIRE(report.ok());
-  auto t = Table::Open(report->path);
+  auto t = Table::Open(report->path, {.io = test::Io()});
   REQUIRE(t.ok());
   auto b = (*t)->Read(AllFeatures(**t), 0, 1);
   REQUIRE(b.ok());
@@ -436,7 +436,7 @@ TEST_CASE("CSV records end at LF, CRLF or a bare CR alike") {
     CHECK(report->schema.row_count == 3);
     CHECK(f[0].type == FeatureType::kInt64);
     CHECK(f[2].type == FeatureType::kFloat64);
-    auto t = Table::Open(report->path);
+    auto t = Table::Open(report->path, {.io = test::Io()});
     REQUIRE(t.ok());
     auto b = (*t)->Read(AllFeatures(**t), 0, 1);
     REQUIRE(b.ok());
@@ -464,7 +464,7 @@ TEST_CASE("integers a double holds are kept exactly in float64 columns") {
   std::ofstream(exact) << "a\n0.5\n100000000000000000000\n9007199254740992\n-0\n";
   auto r = ConvertTable({.input = exact, .out_dir = dir / "out"});
   REQUIRE(r.ok());
-  auto t = Table::Open(r->path);
+  auto t = Table::Open(r->path, {.io = test::Io()});
   REQUIRE(t.ok());
   auto b = (*t)->Read(AllFeatures(**t), 0, 1);
   REQUIRE(b.ok());
@@ -474,7 +474,7 @@ TEST_CASE("integers a double holds are kept exactly in float64 columns") {
   std::ofstream(ints) << "a\n9223372036854775807\n9007199254740993\n-9223372036854775808\n";
   auto ri = ConvertTable({.input = ints, .out_dir = dir / "out"});
   REQUIRE(ri.ok());
-  auto ti = Table::Open(ri->path);
+  auto ti = Table::Open(ri->path, {.io = test::Io()});
   REQUIRE(ti.ok());
   auto bi = (*ti)->Read(AllFeatures(**ti), 0, 1);
   REQUIRE(bi.ok());
@@ -506,7 +506,7 @@ TEST_CASE("a table conversion never replaces a file, nor writes a directory anot
     auto r = ConvertTable({.input = csv, .out_dir = dir / "b"});
     REQUIRE(!r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("another pcr-convert is writing this directory"));
-    auto ro = ReorderTable(first->path, dir / "b", {});
+    auto ro = ReorderTable(first->path, dir / "b", {}, test::Io());
     REQUIRE(!ro.ok());
     CHECK_THAT(ro.status().message(), Catch::Contains("another pcr-convert is writing this directory"));
     CHECK(fs::is_empty(dir / "b"));
@@ -578,7 +578,7 @@ TEST_CASE("corrupt and truncated table files are refused or read back unchanged"
 
   // Reads every value; "" when the file reads back as the original.
   auto outcome = [&]() -> std::string {
-    auto t = Table::Open(bad);
+    auto t = Table::Open(bad, {.io = test::Io()});
     if (!t.ok()) return t.status().message();
     auto b = (*t)->Read(AllFeatures(**t), 0, (*t)->stripe_count());
     if (!b.ok()) return b.status().message();
@@ -623,7 +623,7 @@ TEST_CASE("a damaged table index with valid checksums is refused or reads") {
       INFO("index byte " << at - index_offset << " mask " << int{mask});
       // Counts and lengths the bytes cannot back are refused before any
       // allocation they would size (the sanitizer build checks the rest).
-      auto t = Table::Open(bad);
+      auto t = Table::Open(bad, {.io = test::Io()});
       if (!t.ok()) {
         ++refused;
         CHECK_THAT(t.status().message(), Catch::Contains(bad));
@@ -633,7 +633,7 @@ TEST_CASE("a damaged table index with valid checksums is refused or reads") {
       // Reorder checks what it copies as strictly as a reader (one mask of three suffices).
       std::optional<Result<TableConvertReport>> reordered;
       if (mask == 0x01) {
-        reordered = ReorderTable(bad, dir / ("reordered-" + std::to_string(at)), {"label"});
+        reordered = ReorderTable(bad, dir / ("reordered-" + std::to_string(at)), {"label"}, test::Io());
         CHECK(reordered->ok() == batch.ok());
       }
       if (batch.ok()) {
@@ -646,7 +646,7 @@ TEST_CASE("a damaged table index with valid checksums is refused or reads") {
           CHECK(features[f].present_count == rows);
           CHECK(features[f].value_count == (c.offsets.empty() ? rows : c.offsets.back()));
         }
-        if (reordered) CHECK(VerifyPath((*reordered)->path).errors.empty());
+        if (reordered) CHECK(VerifyPath((*reordered)->path, test::Io()).errors.empty());
       } else {
         ++refused;
         CHECK_THAT(batch.status().message(), Catch::Contains(bad));
@@ -687,12 +687,12 @@ TEST_CASE("reorder refuses a stream whose raw length disagrees with its zstd fra
   REQUIRE(damaged != SIZE_MAX);
   const std::string bad = dir / "bad.pcr";
   test::WriteFile(bad, bad_bytes);
-  auto r = ReorderTable(bad, dir / "out", {"label"});
+  auto r = ReorderTable(bad, dir / "out", {"label"}, test::Io());
   REQUIRE(!r.ok());
   CHECK_THAT(r.status().message(), Catch::Contains(bad + ": stripe 1 stream " + std::to_string(damaged)) &&
                                        Catch::Contains("zstd frame content size"));
   CHECK(!fs::exists(fs::path(dir / "out") / "bad.pcr"));
-  CHECK(!VerifyPath(bad).errors.empty());
+  CHECK(!VerifyPath(bad, test::Io()).errors.empty());
 }
 
 TEST_CASE("schema statistics that disagree with the streams are refused at open") {
@@ -711,13 +711,13 @@ TEST_CASE("schema statistics that disagree with the streams are refused at open"
       }
     }));
     REQUIRE(!name.empty());
-    auto t = Table::Open(bad);
+    auto t = Table::Open(bad, {.io = test::Io()});
     REQUIRE(!t.ok());
     CHECK(t.status().code() == StatusCode::kCorruption);
     CHECK_THAT(t.status().message(), Catch::Contains(bad + ": at offset") &&
                                          Catch::Contains("feature '" + name + "': " +
                                                          (value_count ? "value_count" : "present_count")));
-    const VerifyReport v = VerifyPath(bad);
+    const VerifyReport v = VerifyPath(bad, test::Io());
     REQUIRE(v.errors.size() == 1);
     CHECK_THAT(v.errors[0], Catch::Contains(value_count ? "value_count" : "present_count"));
   }
@@ -735,7 +735,7 @@ TEST_CASE("table stream damage behind re-fixed checksums is refused or decodes")
     test::WriteFile(bad, test::RefixChecksums(b));
     INFO("byte " << at);
     // The checksums hold, so the damage reaches zstd and the stream decoders.
-    auto t = Table::Open(bad);
+    auto t = Table::Open(bad, {.io = test::Io()});
     REQUIRE(t.ok());
     auto batch = (*t)->Read(AllFeatures(**t), 0, (*t)->stripe_count());
     if (batch.ok()) {
@@ -745,7 +745,7 @@ TEST_CASE("table stream damage behind re-fixed checksums is refused or decodes")
       ++refused;
       CHECK_THAT(batch.status().message(), Catch::Contains(bad));
     }
-    CHECK(VerifyPath(bad).errors.empty() == batch.ok());  // verify decodes every stream too
+    CHECK(VerifyPath(bad, test::Io()).errors.empty() == batch.ok());  // verify decodes every stream too
   }
   std::printf("table stream damage with re-fixed checksums: %llu refused, %llu decoded\n",
               static_cast<unsigned long long>(refused), static_cast<unsigned long long>(decoded));

@@ -10,8 +10,22 @@
 #include "format/checksum.h"
 #include "format/coding.h"
 #include "format/file_format.h"
+#include "pcr/io.h"
 
 namespace pcr::test {
+
+// The engine a suite runs under: meson runs the suites that read through
+// the default engine once with PCR_IO_ENGINE=uring and once with =pread.
+inline IoEngineOptions Io() {
+  IoEngineOptions io;
+  const char* env = std::getenv("PCR_IO_ENGINE");
+  if (env != nullptr && *env != '\0') {
+    const auto kind = ParseIoEngineKind(env);
+    if (!kind.ok()) std::abort();
+    io.kind = *kind;
+  }
+  return io;
+}
 
 // tests/data in the source tree.
 inline std::string DataDir() { return PCR_TEST_DATA_DIR; }

@@ -1,5 +1,7 @@
 #include "tools/cli.h"
 
+#include <cstdlib>
+
 #include <unistd.h>
 
 #include <charconv>
@@ -7,6 +9,17 @@
 #include "format/json.h"
 
 namespace pcr::cli {
+
+Result<IoEngineOptions> IoOptionsFromEnvironment() {
+  IoEngineOptions io;
+  const char* env = std::getenv("PCR_IO_ENGINE");
+  if (env != nullptr && *env != '\0') {
+    auto kind = ParseIoEngineKind(env);
+    if (!kind.ok()) return kind.status().WithPrefix("PCR_IO_ENGINE");
+    io.kind = *kind;
+  }
+  return io;
+}
 
 bool ParseUint(const std::string& s, uint64_t* out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);

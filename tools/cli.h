@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "format/status.h"
+#include "pcr/io.h"
+#include "pcr/status.h"
 
 namespace pcr::cli {
 
@@ -27,6 +28,10 @@ class Args {
   std::vector<std::string> args_;
   size_t pos_ = 0;
 };
+
+// The I/O engine options the tools start from: the default engine, or the
+// one PCR_IO_ENGINE names (auto, pread or uring).
+Result<IoEngineOptions> IoOptionsFromEnvironment();
 
 // Parses a non-negative integer option value; false on anything else.
 bool ParseUint(const std::string& s, uint64_t* out);

@@ -15,10 +15,10 @@
 #include <fstream>
 #include <string>
 
-#include "reader/image_dataset.h"
-#include "jpeg/jpeg_decode.h"
-#include "loader/record_iterator.h"
-#include "reader/table_reader.h"
+#include "reader/image_dataset_rep.h"
+#include "pcr/decode.h"
+#include "pcr/record_iterator.h"
+#include "reader/table_rep.h"
 #include "tools/cli.h"
 
 namespace {
@@ -102,10 +102,11 @@ struct DecodeArgs {
   int scale = 1;
   int threads = 1;
   int rounds = 3;
+  pcr::IoEngineOptions io;
 };
 
 int Decode(const DecodeArgs& a) {
-  auto opened = pcr::ImageDataset::Open(a.path);
+  auto opened = pcr::ImageDataset::Open(a.path, {.io = a.io});
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
   int first = 1, last = ds.num_scan_groups();
@@ -147,7 +148,7 @@ int Decode(const DecodeArgs& a) {
       if (!images.ok()) return pcr::cli::ReportError("pcr-bench", images.status());
       for (pcr::Image& img : *images) {
         bytes.back() += img.jpeg.size();
-        names.back().push_back(ds.DescribeImage(sets.back().size()) + " at fidelity " + std::to_string(k));
+        names.back().push_back(ds.rep().DescribeImage(sets.back().size()) + " at fidelity " + std::to_string(k));
         sets.back().push_back(std::move(img.jpeg));
       }
     }
@@ -193,7 +194,7 @@ struct ReadArgs {
 int Read(const ReadArgs& a) {
   auto engine = pcr::MakeIoEngine(a.io);
   if (!engine.ok()) return pcr::cli::ReportError("pcr-bench", engine.status());
-  auto opened = pcr::ImageDataset::Open(a.path, {.engine = engine->get()});
+  auto opened = pcr::ImageDataset::Rep::Open(a.path, {}, engine->get());
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
   uint64_t k = 0;
@@ -325,6 +326,11 @@ int ReadFiles(const std::vector<std::string>& paths, bool direct, double max_mbp
 
 int ParseDecode(pcr::cli::Args& args) {
   DecodeArgs d;
+  {
+    auto io = pcr::cli::IoOptionsFromEnvironment();
+    if (!io.ok()) return pcr::cli::ReportError("pcr-bench", io.status());
+    d.io = *io;
+  }
   while (!args.empty()) {
     const std::string a = args.next();
     uint64_t n = 0;
@@ -359,6 +365,11 @@ int ParseDecode(pcr::cli::Args& args) {
 
 int ParseRead(pcr::cli::Args& args) {
   ReadArgs r;
+  {
+    auto io = pcr::cli::IoOptionsFromEnvironment();
+    if (!io.ok()) return pcr::cli::ReportError("pcr-bench", io.status());
+    r.io = *io;
+  }
   while (!args.empty()) {
     const std::string a = args.next();
     uint64_t n = 0;
@@ -431,7 +442,7 @@ int TableBench(const TableArgs& a) {
   auto engine = pcr::MakeIoEngine(a.io);
   if (!engine.ok()) return pcr::cli::ReportError("pcr-bench", engine.status());
   const auto start = Clock::now();
-  auto opened = pcr::Table::Open(a.path, {.engine = engine->get(), .coalesce = a.coalesce});
+  auto opened = pcr::Table::Rep::Open(a.path, {.coalesce = a.coalesce}, engine->get());
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   pcr::Table& t = **opened;
   auto features = t.Resolve(a.features);

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "tools/cli.h"
-#include "writer/image_converter.h"
-#include "writer/merge.h"
-#include "writer/table_converter.h"
+#include "format/file_format.h"
+#include "format/journal.h"
+#include "pcr/convert.h"
 
 namespace {
 
@@ -231,7 +231,9 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
     if (!order.ok()) return pcr::cli::ReportError("pcr-convert", order.status());
     o.writer.stream_order = std::move(order).value();
   }
-  auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order)
+  auto io = pcr::cli::IoOptionsFromEnvironment();
+  if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
+  auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order, *io)
                         : [&] {
                             o.input = positional[0];
                             o.out_dir = positional[1];

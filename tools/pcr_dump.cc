@@ -12,10 +12,10 @@
 
 #include "format/json.h"
 #include "format/popularity.h"
-#include "reader/image_dataset.h"
+#include "reader/image_dataset_rep.h"
 #include "tools/quality.h"
-#include "reader/table_reader.h"
-#include "reader/verify.h"
+#include "reader/table_rep.h"
+#include "pcr/verify.h"
 #include "tools/cli.h"
 
 namespace {
@@ -74,12 +74,12 @@ void PrintStructure(const pcr::PcrFile& f) {
               static_cast<unsigned long long>(f.size() - pcr::kFooterSize), pcr::kFooterSize);
 }
 
-int TableSummary(const std::string& path, bool json) {
-  auto opened = pcr::Table::Open(path);
+int TableSummary(const std::string& path, const pcr::IoEngineOptions& io, bool json) {
+  auto opened = pcr::Table::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   const pcr::Table& t = **opened;
   const pcr::TableSchema& schema = t.schema();
-  const auto& stripes = t.file().index().stripes;
+  const auto& stripes = t.rep().file->index().stripes;
   std::vector<uint64_t> bytes(schema.features.size()), raw(schema.features.size());
   for (const pcr::StripeInfo& s : stripes) {
     for (size_t k = 0; k < s.streams.size(); ++k) {
@@ -92,10 +92,10 @@ int TableSummary(const std::string& path, bool json) {
   if (json) {
     Json j;
     j.BeginObject()
-        .Key("path").String(t.file().path())
+        .Key("path").String(t.rep().file->path())
         .Key("rows").Uint(schema.row_count)
         .Key("stripes").Uint(stripes.size())
-        .Key("file_bytes").Uint(t.file().size())
+        .Key("file_bytes").Uint(t.rep().file->size())
         .Key("features").BeginArray();
     for (size_t f = 0; f < schema.features.size(); ++f) {
       const pcr::FeatureInfo& fi = schema.features[f];
@@ -122,9 +122,9 @@ int TableSummary(const std::string& path, bool json) {
     std::printf("%s\n", j.str().c_str());
     return pcr::cli::kExitOk;
   }
-  std::printf("%s\n", t.file().path().c_str());
+  std::printf("%s\n", t.rep().file->path().c_str());
   std::printf("  rows      %llu in %zu stripes, %llu bytes\n", static_cast<unsigned long long>(schema.row_count),
-              stripes.size(), static_cast<unsigned long long>(t.file().size()));
+              stripes.size(), static_cast<unsigned long long>(t.rep().file->size()));
   std::printf("  features  %zu\n\n", schema.features.size());
   std::printf("  %-24s %-16s %9s %11s %12s %12s\n", "feature", "type", "coverage", "mean_length", "bytes",
               "raw_bytes");
@@ -167,12 +167,13 @@ void PrintQuality(const pcr::QualityReport& q) {
   }
 }
 
-int Summary(const std::string& path, bool json, std::optional<uint64_t> quality_sample) {
+int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
+            std::optional<uint64_t> quality_sample) {
   if (pcr::IsTablePath(path)) {
     if (quality_sample) return Usage("--quality needs an image dataset, not a table");
-    return TableSummary(path, json);
+    return TableSummary(path, io, json);
   }
-  auto opened = pcr::ImageDataset::Open(path);
+  auto opened = pcr::ImageDataset::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
   std::optional<pcr::QualityReport> quality;
@@ -185,7 +186,7 @@ int Summary(const std::string& path, bool json, std::optional<uint64_t> quality_
   uint64_t total = 0;
   for (uint64_t b : bytes) total += b;
   uint64_t file_bytes = 0;
-  for (const auto& f : ds.files()) file_bytes += f->size();
+  for (const auto& f : ds.rep().files) file_bytes += f->size();
   const uint64_t n = ds.num_images();
 
   if (json) {
@@ -194,7 +195,7 @@ int Summary(const std::string& path, bool json, std::optional<uint64_t> quality_
         .Key("path").String(path)
         .Key("images").Uint(n)
         .Key("records").Uint(ds.num_records())
-        .Key("files").Uint(ds.files().size())
+        .Key("files").Uint(ds.rep().files.size())
         .Key("scan_groups").Uint(ds.num_scan_groups())
         .Key("scan_script").String(ds.scan_script().name)
         .Key("classes").Uint(ds.class_names().size())
@@ -231,7 +232,7 @@ int Summary(const std::string& path, bool json, std::optional<uint64_t> quality_
   std::printf("%s\n", path.c_str());
   std::printf("  images       %llu\n", static_cast<unsigned long long>(n));
   std::printf("  records      %llu in %zu files, %llu bytes\n",
-              static_cast<unsigned long long>(ds.num_records()), ds.files().size(),
+              static_cast<unsigned long long>(ds.num_records()), ds.rep().files.size(),
               static_cast<unsigned long long>(file_bytes));
   std::printf("  classes      %zu\n", ds.class_names().size());
   std::printf("  scan groups  %d (script %s)\n\n", ds.num_scan_groups(), ds.scan_script().name.c_str());
@@ -245,11 +246,11 @@ int Summary(const std::string& path, bool json, std::optional<uint64_t> quality_
                 Ratio(bytes[g], n), static_cast<unsigned long long>(cumulative), Ratio(cumulative, total));
   }
   if (quality) PrintQuality(*quality);
-  if (ds.files().size() == 1) {
-    PrintStructure(*ds.files()[0]);
+  if (ds.rep().files.size() == 1) {
+    PrintStructure(*ds.rep().files[0]);
   } else {
     std::printf("\n  %-24s %12s %8s %8s\n", "file", "bytes", "images", "records");
-    for (const auto& f : ds.files()) {
+    for (const auto& f : ds.rep().files) {
       uint64_t images = 0;
       for (const auto& s : f->index().stripes) images += s.image_count;
       std::printf("  %-24s %12llu %8llu %8zu\n", fs::path(f->path()).filename().c_str(),
@@ -260,8 +261,8 @@ int Summary(const std::string& path, bool json, std::optional<uint64_t> quality_
   return pcr::cli::kExitOk;
 }
 
-int Verify(const std::string& path) {
-  const pcr::VerifyReport r = pcr::VerifyPath(path);
+int Verify(const std::string& path, const pcr::IoEngineOptions& io) {
+  const pcr::VerifyReport r = pcr::VerifyPath(path, io);
   for (const std::string& e : r.errors) std::fprintf(stderr, "pcr-dump: %s\n", e.c_str());
   if (!r.errors.empty()) {
     std::printf("%s: FAILED, %zu errors\n", path.c_str(), r.errors.size());
@@ -284,8 +285,9 @@ bool SafeKey(const std::string& key) {
   return true;
 }
 
-int Extract(const std::string& path, const std::string& out_dir, const std::string& fidelity_arg) {
-  auto opened = pcr::ImageDataset::Open(path);
+int Extract(const std::string& path, const pcr::IoEngineOptions& io, const std::string& out_dir,
+            const std::string& fidelity_arg) {
+  auto opened = pcr::ImageDataset::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
   uint64_t k = 0;
@@ -380,8 +382,8 @@ void AppendCell(const pcr::Column& c, uint64_t r, std::string* out) {
   }
 }
 
-int Cat(const std::string& path, const std::string& features_arg) {
-  auto opened = pcr::Table::Open(path);
+int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg) {
+  auto opened = pcr::Table::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   pcr::Table& t = **opened;
   std::vector<uint32_t> features;
@@ -435,6 +437,8 @@ int Popularity(const std::vector<std::string>& logs) {
 int main(int argc, char** argv) {
   pcr::cli::Args args(argc, argv);
   if (args.empty()) return Usage("");
+  const auto io = pcr::cli::IoOptionsFromEnvironment();
+  if (!io.ok()) return Fail(io.status());
   std::string first = args.next();
   if (first == "--help" || first == "-h") {
     std::fputs(kUsage, stdout);
@@ -444,7 +448,7 @@ int main(int argc, char** argv) {
     if (args.empty()) return Usage("verify needs PATH");
     const std::string path = args.next();
     if (!args.empty()) return Usage("unexpected argument " + args.peek());
-    return Verify(path);
+    return Verify(path, *io);
   }
   if (first == "cat") {
     std::string path, features, format = "csv";
@@ -461,7 +465,7 @@ int main(int argc, char** argv) {
     }
     if (path.empty()) return Usage("cat needs PATH");
     if (format != "csv") return Usage("unknown format " + format + " (csv is supported)");
-    return Cat(path, features);
+    return Cat(path, *io, features);
   }
   if (first == "popularity") {
     std::vector<std::string> logs;
@@ -486,7 +490,7 @@ int main(int argc, char** argv) {
     if (positional.size() != 2 || fidelity.empty()) {
       return Usage("extract needs PATH OUT_DIR --fidelity K");
     }
-    return Extract(positional[0], positional[1], fidelity);
+    return Extract(positional[0], *io, positional[1], fidelity);
   }
   bool json = false, quality = false;
   uint64_t sample = 100;
@@ -504,5 +508,5 @@ int main(int argc, char** argv) {
       return Usage("unexpected argument " + a);
     }
   }
-  return Summary(first, json, quality ? std::optional<uint64_t>(sample) : std::nullopt);
+  return Summary(first, *io, json, quality ? std::optional<uint64_t>(sample) : std::nullopt);
 }

@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include "format/status.h"
-#include "reader/image_dataset.h"
-#include "jpeg/jpeg_decode.h"
+#include "pcr/status.h"
+#include "reader/image_dataset_rep.h"
+#include "pcr/decode.h"
 
 namespace pcr {
 

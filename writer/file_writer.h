@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "format/file_format.h"
-#include "format/status.h"
+#include "pcr/status.h"
 #include "writer/transcode.h"
 
 namespace pcr {

@@ -1,4 +1,4 @@
-#include "writer/image_converter.h"
+#include "pcr/convert.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,9 @@
 #include <sstream>
 #include <thread>
 
+#include "format/journal.h"
 #include "format/permutation.h"
+#include "format/scan_script.h"
 #include "writer/file_writer.h"
 #include "writer/resume.h"
 #include "writer/sources.h"

@@ -1,4 +1,4 @@
-#include "writer/merge.h"
+#include "pcr/convert.h"
 
 #include <unistd.h>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "format/journal.h"
-#include "format/status.h"
+#include "pcr/status.h"
 
 namespace pcr {
 

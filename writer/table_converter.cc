@@ -1,4 +1,5 @@
-#include "writer/table_converter.h"
+#include "pcr/convert.h"
+#include "writer/table_writer.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -595,8 +596,8 @@ Result<std::vector<std::string>> ReadPopularityFile(const std::string& path) {
 namespace pcr {
 
 Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
-                                        const std::vector<std::string>& stream_order) {
-  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine());
+                                        const std::vector<std::string>& stream_order, const IoEngineOptions& io) {
+  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
   PCR_ASSIGN_OR_RETURN(const std::string input_file, FindTableFile(input));
   PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(input_file, engine.get()));
   const PcrFile& in = *file;

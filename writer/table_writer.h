@@ -9,21 +9,10 @@
 #include <vector>
 
 #include "format/file_format.h"
+#include "pcr/convert.h"
 #include "writer/file_writer.h"
 
 namespace pcr {
-
-struct TableWriterOptions {
-  // A stripe is closed when it holds this many rows (0: no row limit) ...
-  uint64_t rows_per_stripe = 0;
-  // ... or when its raw (uncompressed) streams reach this many bytes. The
-  // writer holds one stripe's raw and compressed streams in memory.
-  uint64_t stripe_bytes = 1ull << 30;
-  int zstd_level = 3;
-  // Features whose streams come first, in this order; the rest follow in
-  // schema order. Names not in the schema are ignored.
-  std::vector<std::string> stream_order;
-};
 
 // Features are written in the order of `order`: the indices of `names`
 // first, in their order, then every other feature in schema order.

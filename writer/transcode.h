@@ -5,7 +5,7 @@
 
 #include "format/coding.h"
 #include "format/scan_script.h"
-#include "format/status.h"
+#include "pcr/status.h"
 #include "jpeg/jpeg_limits.h"
 
 namespace pcr {

@@ -1,9 +1,14 @@
 // Status and Result<T>: the one error model of pcr.
+//
+// Thread safety: Status and Result are values; const methods may be called
+// from several threads at once, as for any standard library type.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <variant>
+
+#include "pcr/export.h"
 
 namespace pcr {
 
@@ -16,7 +21,7 @@ enum class StatusCode : int {
   kNotFound,         // a file or dataset that does not exist
 };
 
-class [[nodiscard]] Status {
+class [[nodiscard]] PCR_EXPORT Status {
  public:
   Status() = default;
   static Status OK() { return Status(); }

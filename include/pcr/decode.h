@@ -1,4 +1,5 @@
-// Decoding JPEG bytes to pixels with libjpeg-turbo.
+// Decoding JPEG bytes to pixels with libjpeg-turbo: whole, scaled in the DCT
+// domain, or cropped.
 #pragma once
 
 #include <cstdint>
@@ -7,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "format/coding.h"
-#include "format/status.h"
-#include "jpeg/jpeg_limits.h"
+#include "pcr/bytes.h"
+#include "pcr/export.h"
+#include "pcr/status.h"
 
 namespace pcr {
 
@@ -18,6 +19,10 @@ enum class PixelFormat {
   kRgb,     // 3 bytes per pixel; CMYK files are refused
   kGray,    // 1 byte per pixel
 };
+
+// Images with more pixels are refused unless a limit says otherwise: Pillow's
+// decompression-bomb limit, about 13400x13400.
+inline constexpr uint64_t kDefaultMaxPixels = 178956970;
 
 // A rectangle in output pixels (after scaling).
 struct Crop {
@@ -46,8 +51,8 @@ struct ImageShape {
 
 // A reusable decoder: one libjpeg decompressor and scratch space kept across
 // images, so steady-state decoding allocates nothing on the caller's side.
-// Not thread-safe; use one per thread.
-class JpegDecoder {
+// Thread safety: not thread-safe; use one decoder per thread.
+class PCR_EXPORT JpegDecoder {
  public:
   JpegDecoder();
   ~JpegDecoder();
@@ -78,6 +83,6 @@ struct DecodedImage {
 };
 
 // One-off decode into a new buffer.
-Result<DecodedImage> DecodeJpeg(ByteSpan jpeg, const DecodeOptions& options = {});
+PCR_EXPORT Result<DecodedImage> DecodeJpeg(ByteSpan jpeg, const DecodeOptions& options = {});
 
 }  // namespace pcr

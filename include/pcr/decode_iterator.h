@@ -1,16 +1,20 @@
 // Decoded records: a pool of decoding threads on top of the read-ahead
-// iterator, so a training loop receives pixels while later records are read.
+// iterator decodes the next records while the caller works on earlier ones,
+// so a training loop never waits while decoding keeps up with it.
 #pragma once
 
-#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <span>
+#include <string_view>
 #include <vector>
 
-#include "jpeg/jpeg_decode.h"
-#include "loader/record_iterator.h"
+#include "pcr/decode.h"
+#include "pcr/export.h"
+#include "pcr/image_dataset.h"
+#include "pcr/record_iterator.h"
+#include "pcr/status.h"
 
 namespace pcr {
 
@@ -18,8 +22,11 @@ struct DecodeIteratorOptions {
   RecordIteratorOptions records;
   DecodeOptions decode;  // its crop, when set, applies to every image
   int threads = 0;       // decoding threads; 0: one per core
+  // Records decoded, or being decoded, ahead of the caller, at most (>= 1):
+  // the pixel memory held is about this many records' worth.
+  size_t records_ahead = 2;
   // When set, chooses each image's crop (a RandomResizedCrop, say) from its
-  // shape after scaling. Called on the caller's thread, in delivery order.
+  // shape after scaling. Called from one iterator thread, in delivery order.
   std::function<Crop(const ImageShape& scaled)> crop;
 };
 
@@ -38,7 +45,8 @@ struct DecodedBatch {
   RecordBatch source;           // the JPEG bytes the images came from
 };
 
-class DecodeIterator {
+// Thread safety: Next() may be called from one thread at a time.
+class PCR_EXPORT DecodeIterator {
  public:
   // REQUIRES: `dataset` outlives the iterator.
   static Result<std::unique_ptr<DecodeIterator>> Create(const ImageDataset& dataset,
@@ -48,26 +56,13 @@ class DecodeIterator {
   DecodeIterator& operator=(const DecodeIterator&) = delete;
 
   // Fills `batch` with the next record's decoded images; false after the
-  // last record. A decode error names the image's key and ends the iteration.
+  // last record. A decode error names the image and ends the iteration.
   Result<bool> Next(DecodedBatch* batch);
 
  private:
-  DecodeIterator(DecodeIteratorOptions options, std::unique_ptr<RecordIterator> it);
-  void Work();
-
-  const DecodeIteratorOptions options_;
-  std::unique_ptr<RecordIterator> records_;
-  JpegDecoder shape_decoder_;  // header parsing on the caller's thread
-
-  std::mutex mu_;
-  std::condition_variable work_ready_, work_done_;
-  DecodedBatch* batch_ = nullptr;    // being decoded
-  std::vector<DecodeOptions> jobs_;  // per image of batch_
-  size_t next_job_ = 0;
-  size_t jobs_done_ = 0;
-  Status error_;
-  bool stop_ = false;
-  std::vector<std::thread> workers_;
+  struct Rep;
+  explicit DecodeIterator(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
 };
 
 }  // namespace pcr

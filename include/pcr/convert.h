@@ -1,16 +1,25 @@
-// pcr-convert images: a JPEG dataset in, a pcr dataset directory out.
+// Conversion: JPEG datasets into image datasets (sharded, resumable, then
+// merged), CSV and JSON Lines tables into table files, and table reordering.
+// Conversion never modifies its input, and its output appears only when
+// complete.
+//
+// Thread safety: every function may be called from several threads at once
+// for different outputs; two conversions into one directory refuse each
+// other.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "format/journal.h"
-#include "format/scan_script.h"
-#include "format/status.h"
-#include "jpeg/jpeg_limits.h"
+#include "pcr/decode.h"
+#include "pcr/export.h"
+#include "pcr/io.h"
+#include "pcr/status.h"
+#include "pcr/types.h"
 
 namespace pcr {
 
@@ -62,7 +71,7 @@ struct ConvertImagesSummary {
 
 // The built-in script `name_or_file` names, else the script in that file
 // (its name is the file name). InvalidArgument when it is neither.
-Result<ScanScript> LoadScanScript(const std::string& name_or_file);
+PCR_EXPORT Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 
 // Converts every JPEG of the source into OUT_DIR. Never modifies the source.
 //
@@ -78,6 +87,65 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 // The manifest is written last. On an error, or killed at any point, OUT_DIR
 // holds no manifest; the files finished so far stay, listed in the journal,
 // and the same call again keeps them and converts the rest.
-Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
+PCR_EXPORT Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
+
+struct MergeSummary {
+  uint64_t parts = 0;
+  uint64_t files = 0;
+  uint64_t images = 0;
+  uint64_t skipped = 0;  // lines of the parts' skip lists
+};
+
+// Joins the parts of one sharded conversion, every shard exactly once, into
+// the dataset OUT_DIR: record files are hard-linked (never copied, so OUT_DIR
+// must be on the parts' filesystem), skip lists are concatenated and the
+// manifest lists the files in shard order. The result equals the one-machine
+// conversion of the same input and options, byte for byte. Parts are left
+// as they are; an interrupted merge completes when run again.
+PCR_EXPORT Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs);
+
+struct TableWriterOptions {
+  // A stripe is closed when it holds this many rows (0: no row limit) ...
+  uint64_t rows_per_stripe = 0;
+  // ... or when its raw (uncompressed) streams reach this many bytes. The
+  // writer holds one stripe's raw and compressed streams in memory.
+  uint64_t stripe_bytes = 1ull << 30;
+  int zstd_level = 3;
+  // Features whose streams come first, in this order; the rest follow in
+  // schema order. Names not in the schema are ignored.
+  std::vector<std::string> stream_order;
+};
+
+struct TableConvertOptions {
+  std::string input;    // .csv (header row) or .jsonl / .ndjson (map features)
+  std::string out_dir;  // created if missing; the table is <input stem>.pcr inside
+  TableWriterOptions writer;
+  bool float32 = false;  // store floating point values as float32 (lossy)
+};
+
+struct TableConvertReport {
+  std::string path;  // the table written
+  TableSchema schema;
+  uint64_t stripes = 0;
+  uint64_t input_bytes = 0;
+  uint64_t output_bytes = 0;
+};
+
+// Reads the input twice: once to infer the schema, once to write it.
+// Malformed input fails with its line and column; nothing is then left
+// under the output name.
+PCR_EXPORT Result<TableConvertReport> ConvertTable(const TableConvertOptions& options);
+
+// Rewrites the table at `input` (a file, or a directory holding one) with its
+// streams in `stream_order`, copying the stored streams. Each stripe is first
+// checked as a reader checks it (checksums, decompression, decoding of every
+// feature), so damage is refused, never copied under fresh checksums. `output` is a .pcr
+// path, or a directory that receives a file named like the input.
+PCR_EXPORT Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
+                                        const std::vector<std::string>& stream_order,
+                                        const IoEngineOptions& io = {});
+
+// Reads a popularity file (format/popularity.h) into a stream order.
+PCR_EXPORT Result<std::vector<std::string>> ReadPopularityFile(const std::string& path);
 
 }  // namespace pcr

@@ -1,0 +1,13 @@
+// Byte buffers as pcr's interfaces pass them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace pcr {
+
+using Bytes = std::vector<uint8_t>;
+using ByteSpan = std::span<const uint8_t>;
+
+}  // namespace pcr

@@ -1,0 +1,136 @@
+// Reading image datasets at a chosen fidelity: a record (one contiguous
+// read), many records, or single images, every byte checked.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pcr/bytes.h"
+#include "pcr/export.h"
+#include "pcr/io.h"
+#include "pcr/status.h"
+#include "pcr/types.h"
+
+namespace pcr {
+
+struct ImageReaderOptions {
+  IoEngineOptions io;  // the dataset's own engine
+};
+
+// One image read at some fidelity.
+struct Image {
+  int64_t label = -1;
+  std::string key;
+  Bytes jpeg;  // standalone progressive JPEG: scan groups 1..fidelity and EOI
+};
+
+struct ImageRequest {
+  uint64_t image = 0;  // dataset-wide index
+  int fidelity = 1;    // 1..num_scan_groups()
+};
+
+// An image inside a RecordBatch; valid while the batch is neither refilled
+// nor destroyed.
+struct ImageView {
+  int64_t label = -1;
+  std::string_view key;  // owned by the dataset
+  ByteSpan jpeg;         // standalone JPEG: scan groups 1..fidelity and EOI
+};
+
+// The images of one record, their JPEGs back to back in one buffer that is
+// reused when the batch is refilled.
+struct RecordBatch {
+  uint64_t record = 0;
+  std::vector<ImageView> images;
+  IoBuffer data;
+};
+
+// What a dataset holds, from its manifest and its files' indexes alone.
+struct DatasetCounts {
+  uint64_t images = 0;
+  uint64_t records = 0;
+  uint64_t files = 0;
+  uint64_t file_bytes = 0;  // of the record files
+  ScanScript script;
+  std::vector<std::string> class_names;
+  std::vector<uint64_t> stream_bytes;  // [0] sample metadata, [k] scan group k
+
+  // Bytes read for every image at fidelity k: metadata and groups 1..k.
+  uint64_t BytesAtFidelity(int k) const {
+    uint64_t n = 0;
+    for (int s = 0; s <= k && s < static_cast<int>(stream_bytes.size()); ++s) n += stream_bytes[s];
+    return n;
+  }
+};
+
+// An open image dataset: a directory holding dataset.pcrd, or one .pcr file.
+//
+// Thread safety: after Open, every method may be called from several threads
+// at once; reads share the dataset's thread-safe I/O engine.
+class PCR_EXPORT ImageDataset {
+ public:
+  // Checks every file's header, footer and index, and reads each record's
+  // sample metadata (labels and keys).
+  static Result<std::unique_ptr<ImageDataset>> Open(const std::string& path,
+                                                    const ImageReaderOptions& options = {});
+
+  // The counts of the dataset at `path`, with no record read: the same
+  // checks of manifest, headers, footers and indexes as Open.
+  static Result<DatasetCounts> Count(const std::string& path, const ImageReaderOptions& options = {});
+
+  ~ImageDataset();
+  ImageDataset(const ImageDataset&) = delete;
+  ImageDataset& operator=(const ImageDataset&) = delete;
+
+  DatasetCounts counts() const;
+  uint64_t num_images() const;
+  uint64_t num_records() const;
+  // L: fidelity k ranges over 1..L; L is full fidelity.
+  int num_scan_groups() const;
+  const ScanScript& scan_script() const;
+  // Empty when the dataset was opened from a single file.
+  const std::vector<std::string>& class_names() const;
+  // REQUIRES: image < num_images()
+  const SampleMetadata& sample(uint64_t image) const;
+
+  // Dataset-wide bytes of each stream: [0] sample metadata, [k] scan group k.
+  std::vector<uint64_t> StreamBytes() const;
+  // Bytes of record `record` up to scan group `fidelity` (0: sample metadata
+  // only). REQUIRES: record < num_records(), 0 <= fidelity <= num_scan_groups()
+  uint64_t RecordBytes(uint64_t record, int fidelity) const;
+  // Reads the record's prefix up to scan group `fidelity` in one read and
+  // checks every stream and chunk read.
+  Result<std::vector<Image>> ReadRecord(uint64_t record, int fidelity) const;
+  // Reads several records at one fidelity in one engine call (one read per
+  // record, all in flight together). Result i holds records[i].
+  Result<std::vector<std::vector<Image>>> ReadRecords(std::span<const uint64_t> records, int fidelity) const;
+  // Reads one image's chunks of groups 1..fidelity (at most `fidelity` reads,
+  // fewer when chunks are close) and checks each chunk.
+  Result<Image> ReadImage(uint64_t image, int fidelity) const;
+  // Reads many images, each at its own fidelity, in one engine call: the
+  // chunks of all requests are planned together and coalesced. Result i
+  // answers requests[i].
+  Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests,
+                                        const CoalesceOptions& coalesce = {}) const;
+  // InvalidArgument unless 1 <= fidelity <= num_scan_groups().
+  Status CheckFidelity(int fidelity) const;
+  // Bytes the caller asked for through Read* since Open.
+  uint64_t bytes_requested() const;
+  // What the dataset's engine did: reads, I/Os and bytes actually read.
+  IoCounters io_counters() const;
+
+  // pcr's own layers reach the files and engine through this; not part of the API.
+  struct Rep;
+  const Rep& rep() const { return *rep_; }
+
+ private:
+  explicit ImageDataset(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace pcr

@@ -1,0 +1,89 @@
+// Iterating one rank's share of an epoch in batches, for distributed
+// training: equal batch counts on every rank, a deterministic shuffle, and
+// resumption from a small state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pcr/export.h"
+#include "pcr/image_dataset.h"
+#include "pcr/status.h"
+
+namespace pcr {
+
+// How ranks get equal shares when the images do not divide evenly.
+enum class UnevenShares : uint8_t {
+  kPad,   // every rank gets ceil(S / (W * B)) batches; the shortfall repeats the epoch's first images
+  kDrop,  // every rank gets floor(S / (W * B)) batches; the remainder sits this epoch out
+};
+
+struct EpochOptions {
+  uint64_t rank = 0;        // 0..world_size-1
+  uint64_t world_size = 1;  // ranks (times data-loading workers per rank, if each reads alone)
+  uint64_t batch_size = 1;  // every batch is full
+  UnevenShares uneven = UnevenShares::kPad;
+  bool shuffle = true;  // false: records and images in dataset order
+  // Images each rank mixes across record boundaries; 0 or 1: records are
+  // shuffled but read through in order.
+  uint64_t shuffle_buffer = 4096;
+};
+
+// Where a rank stands in its epoch. All ranks of a job advance together, so
+// one state (rank 0's, say) resumes them all.
+struct PCR_EXPORT IterationState {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t position = 0;  // images delivered so far in `epoch`, a multiple of batch_size
+
+  bool operator==(const IterationState&) const = default;
+  // "seed=S epoch=E position=P"
+  std::string ToString() const;
+  static Result<IterationState> Parse(std::string_view text);
+};
+
+struct SampleIteratorOptions {
+  EpochOptions epoch;
+  int fidelity = 0;  // scan groups to read; 0: all
+  // Images read beyond what the next batch needs, at most (and per engine
+  // call); memory holds about shuffle_buffer + batch_size + read_ahead images.
+  uint64_t read_ahead = 2048;
+};
+
+struct SampleBatch {
+  std::vector<uint64_t> indices;  // dataset-wide image index of each image
+  std::vector<Image> images;
+};
+
+// Thread safety: Next() may be called from one thread at a time; state() from
+// any thread at any time.
+class PCR_EXPORT SampleIterator {
+ public:
+  // Starts the epoch `start.epoch` of `start.seed` after its first
+  // `start.position` images. REQUIRES: `dataset` outlives the iterator.
+  static Result<std::unique_ptr<SampleIterator>> Create(const ImageDataset& dataset,
+                                                        const SampleIteratorOptions& options,
+                                                        const IterationState& start = {});
+  ~SampleIterator();
+  SampleIterator(const SampleIterator&) = delete;
+  SampleIterator& operator=(const SampleIterator&) = delete;
+
+  // Fills `batch` with the next batch_size images; false at the end of the
+  // epoch. An error ends the iteration.
+  Result<bool> Next(SampleBatch* batch);
+  // The state after the last batch Next() returned.
+  IterationState state() const;
+  // This rank's images and batches per epoch, from the index alone.
+  uint64_t num_images() const;
+  uint64_t num_batches() const;
+
+ private:
+  struct Rep;
+  explicit SampleIterator(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace pcr

@@ -1,0 +1,90 @@
+// Reading a projection of a table file: only the streams of the requested
+// features are read, coalesced into few large reads, checked and decoded.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pcr/export.h"
+#include "pcr/io.h"
+#include "pcr/status.h"
+#include "pcr/types.h"
+
+namespace pcr {
+
+// Receives each distinct projection a Table reads, for `pcr-dump popularity`
+// to aggregate into a stream order.
+// Thread safety: Append may be called from several threads at once.
+class PCR_EXPORT AccessLogSink {
+ public:
+  virtual ~AccessLogSink();
+  // `features`: the names of one projection's features, in projection order.
+  virtual Status Append(const std::vector<std::string>& features) = 0;
+};
+
+// The default sink: appends each projection as one line of the access log
+// format (spec section 14) to the file at `path`, opened in append mode for
+// each line, so that several processes may share one log.
+PCR_EXPORT std::shared_ptr<AccessLogSink> FileAccessLog(std::string path);
+
+struct TableReaderOptions {
+  IoEngineOptions io;  // the table's own engine
+  // A projection is consumed only once all of it has arrived, so merged
+  // reads are not capped: one contiguous run of streams is one read, which
+  // the engine still splits into max_io_bytes I/Os in flight together.
+  CoalesceOptions coalesce{.max_read = std::numeric_limits<uint64_t>::max()};
+  // When set, each distinct projection (set of features) is appended once.
+  std::shared_ptr<AccessLogSink> access_log;
+};
+
+// True when `path` is a table file, or a directory without a dataset
+// manifest holding exactly one .pcr file, a table file (so Table::Open, not
+// ImageDataset::Open, should read it).
+PCR_EXPORT bool IsTablePath(const std::string& path);
+
+// Columns of a projection over consecutive stripes, in projection order.
+struct TableBatch {
+  uint64_t rows = 0;
+  std::vector<Column> columns;
+  uint64_t bytes_selected = 0;  // stored bytes of the streams read
+};
+
+// An open table file.
+//
+// Thread safety: after Open, every method may be called from several threads
+// at once.
+class PCR_EXPORT Table {
+ public:
+  // `path` is a table file, or a directory holding exactly one.
+  static Result<std::unique_ptr<Table>> Open(const std::string& path, const TableReaderOptions& options = {});
+
+  ~Table();
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  const TableSchema& schema() const;
+  size_t stripe_count() const;
+  // Feature indices of `names`; InvalidArgument naming the first unknown one.
+  Result<std::vector<uint32_t>> Resolve(const std::vector<std::string>& names) const;
+  // Every stream of the features over stripes [first, first + count), read in
+  // one engine call, checked, decoded.
+  Result<TableBatch> Read(std::span<const uint32_t> features, size_t first, size_t count) const;
+  // Stored bytes of those streams. REQUIRES: first + count <= stripe_count()
+  uint64_t SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const;
+  // What the table's engine did: reads, I/Os and bytes actually read.
+  IoCounters io_counters() const;
+
+  // pcr's own layers reach the file and engine through this; not part of the API.
+  struct Rep;
+  const Rep& rep() const { return *rep_; }
+
+ private:
+  explicit Table(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace pcr

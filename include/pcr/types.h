@@ -1,0 +1,98 @@
+// The values stored in pcr files that the API hands out: an image's sample
+// metadata, the scan script of a dataset, and the schema and decoded columns
+// of a table (spec/pcr-format.md names each).
+//
+// Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pcr/export.h"
+
+namespace pcr {
+
+// Stream 0 of an image stripe holds one per image.
+struct SampleMetadata {
+  int64_t label = -1;  // class index; -1 when unlabelled
+  std::string key;     // source path relative to the dataset root
+
+  bool operator==(const SampleMetadata&) const = default;
+};
+
+// One progressive JPEG scan of a scan group.
+struct ScanSpec {
+  uint8_t component_mask = 0;  // bit j set: the scan codes component j
+  uint8_t ss = 0;              // first coefficient, zigzag order
+  uint8_t se = 0;              // last coefficient
+  uint8_t ah = 0;              // previous bit position; 0 for a first scan
+  uint8_t al = 0;              // point transform
+
+  bool operator==(const ScanSpec&) const = default;
+};
+
+// How an image's coefficients are cut into scan groups: fidelity k is
+// groups 1..k.
+struct ScanScript {
+  std::string name;                           // a built-in name or a file's name
+  std::vector<std::vector<ScanSpec>> groups;  // groups[k-1] = scan group k
+
+  bool operator==(const ScanScript&) const = default;
+  int group_count() const { return static_cast<int>(groups.size()); }
+};
+
+// Values are frozen: they are stored in files.
+enum class FeatureType : uint8_t {
+  kInt64 = 1,           // one int64 per row
+  kFloat64 = 2,         // one IEEE double per row
+  kFloat32 = 3,         // one IEEE float per row
+  kString = 4,          // one byte string per row
+  kIdList = 5,          // a list of int64 ids per row
+  kScoredIdList64 = 6,  // a list of (int64 id, double score) per row
+  kScoredIdList32 = 7,  // a list of (int64 id, float score) per row
+};
+
+// "int64", "float64", "float32", "string", "id_list", "scored_id_list64",
+// "scored_id_list32".
+PCR_EXPORT const char* FeatureTypeName(FeatureType type);
+
+struct FeatureInfo {
+  std::string name;  // unique in the schema; a map feature's name is its id in decimal
+  FeatureType type = FeatureType::kInt64;
+  bool has_id = false;  // a map feature (dense, sparse or scored) rather than a column
+  int64_t id = 0;
+  uint64_t present_count = 0;  // rows holding the feature
+  uint64_t value_count = 0;    // list elements (lists), bytes (strings), else present_count
+
+  bool operator==(const FeatureInfo&) const = default;
+};
+
+struct TableSchema {
+  uint64_t row_count = 0;
+  std::vector<FeatureInfo> features;
+
+  bool operator==(const TableSchema&) const = default;
+};
+
+// Decoded values of one feature over consecutive rows.
+struct Column {
+  FeatureType type = FeatureType::kInt64;
+  uint64_t rows = 0;
+  std::vector<uint8_t> present;   // per row: 1 when the row holds the feature
+  std::vector<int64_t> ints;      // kInt64: per row (0 if missing); lists: the ids
+  std::vector<double> doubles;    // kFloat64: per row; kScoredIdList64: per id
+  std::vector<float> floats;      // kFloat32: per row; kScoredIdList32: per id
+  std::vector<uint64_t> offsets;  // strings and lists: row r is [offsets[r], offsets[r + 1])
+  std::string bytes;              // kString: the strings back to back
+
+  explicit Column(FeatureType t = FeatureType::kInt64) : type(t) {
+    if (t != FeatureType::kInt64 && t != FeatureType::kFloat64 && t != FeatureType::kFloat32) offsets.push_back(0);
+  }
+  std::string_view string(uint64_t row) const {
+    return std::string_view(bytes).substr(offsets[row], offsets[row + 1] - offsets[row]);
+  }
+};
+
+}  // namespace pcr

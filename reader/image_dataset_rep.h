@@ -1,0 +1,75 @@
+// The inside of an ImageDataset, for the layers above the reader: its files,
+// its engine, where records lie, and the two halves of a record read.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/io_engine.h"
+#include "io/pcr_file.h"
+#include "pcr/image_dataset.h"
+
+namespace pcr {
+
+struct RecordLocation {
+  size_t file = 0;
+  size_t stripe = 0;
+  uint64_t first_image = 0;  // dataset-wide index of the record's first image
+  uint64_t image_count = 0;
+};
+
+// A record's prefix as read from storage: bytes() are the metadata and scan
+// groups 1..fidelity; the buffer may hold alignment padding around them.
+struct RecordPrefix {
+  IoBuffer buffer;
+  size_t begin = 0;
+  size_t length = 0;
+  ByteSpan bytes() const { return {buffer.data() + begin, length}; }
+};
+
+struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
+  // Opens `path` reading through `engine` (not owned; nullptr: an engine of
+  // its own from options.io). Without `samples`, no record is read.
+  static Result<std::unique_ptr<ImageDataset>> Open(const std::string& path, const ImageReaderOptions& options,
+                                                    IoEngine* engine, bool samples = true);
+
+  // REQUIRES: record < records.size()
+  const RecordLocation& record(uint64_t record) const { return records[record]; }
+  uint64_t RecordBytes(uint64_t record, int fidelity) const;
+  Status CheckFidelity(int fidelity) const;
+  // The raw prefixes of several records, read in one engine call into
+  // (*prefixes)[i], whose buffers are reused ...
+  Status ReadRecordPrefixes(std::span<const uint64_t> records, int fidelity,
+                            std::vector<RecordPrefix>* prefixes) const;
+  // ... and one prefix checked stream by stream and chunk by chunk (as
+  // verify checks) and cut into `batch`, reusing its buffer.
+  Status ParseRecord(uint64_t record, int fidelity, ByteSpan prefix, RecordBatch* batch) const;
+  // The record holding dataset-wide image `image`, and its index in the record.
+  std::pair<uint64_t, uint64_t> Locate(uint64_t image) const;
+  // How errors about an image name it: "<file>: image <image> (record <r>,
+  // key <key>)". REQUIRES: image < samples.size()
+  std::string DescribeImage(uint64_t image) const;
+  Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests,
+                                        const CoalesceOptions& coalesce) const;
+  std::vector<uint64_t> StreamBytes() const;
+  DatasetCounts counts() const;
+
+  // Appends the file and its records; their samples come from LoadSamples().
+  void AddFile(std::unique_ptr<PcrFile> file);
+  // Reads every record's sample metadata in one coalesced call.
+  Status LoadSamples();
+
+  std::unique_ptr<IoEngine> owned_engine;
+  IoEngine* engine = nullptr;
+  ScanScript script;
+  std::vector<std::string> class_names;
+  std::vector<std::unique_ptr<PcrFile>> files;
+  std::vector<RecordLocation> records;
+  std::vector<SampleMetadata> samples;
+  mutable std::atomic<uint64_t> bytes_requested{0};
+};
+
+}  // namespace pcr

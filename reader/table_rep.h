@@ -1,0 +1,38 @@
+// The inside of a Table, for the layers above the reader.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "format/table_format.h"
+#include "io/io_engine.h"
+#include "io/pcr_file.h"
+#include "pcr/table.h"
+
+namespace pcr {
+
+struct [[gnu::visibility("hidden")]] Table::Rep {
+  // Opens `path` reading through `engine` (not owned; nullptr: an engine of
+  // its own from options.io).
+  static Result<std::unique_ptr<Table>> Open(const std::string& path, const TableReaderOptions& options,
+                                             IoEngine* engine);
+
+  // Index of the stream holding (feature, role) in `stripe`.
+  size_t StreamIndex(size_t stripe, uint32_t feature, StreamRole role) const {
+    return stream_of[stripe][feature * kRoleCount + static_cast<size_t>(role)];
+  }
+  Status LogAccess(std::span<const uint32_t> features) const;
+
+  std::unique_ptr<IoEngine> owned_engine;
+  IoEngine* engine = nullptr;
+  TableReaderOptions options;
+  std::unique_ptr<PcrFile> file;
+  std::vector<std::vector<size_t>> stream_of;
+  mutable std::mutex mu;                            // guards logged
+  mutable std::set<std::vector<uint32_t>> logged;  // projections already appended to the access log
+};
+
+}  // namespace pcr

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs pcr into a staging directory (meson install --destdir) and builds
+# a program against that install alone, through pkg-config with a plain
+# compiler command line (MODE=pkg-config) or through the installed CMake
+# package (MODE=cmake, find_package(pcr)). The
+# program reads a dataset that the installed pcr-convert wrote at fidelity 2,
+# and its images must equal what the installed pcr-dump extracts. Every
+# public header must compile on its own.
+set -euo pipefail
+mode=$1 build=$2 consumer=$3 data=$4
+unset LD_LIBRARY_PATH  # meson test points it at the build tree
+[ "$mode" != skip ] || { echo "SKIP: an instrumented build links only instrumented programs"; exit 77; }
+for tool in pkg-config c++ ${mode/pkg-config/}; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
+done
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+meson install -C "$build" --destdir "$stage/root" --no-rebuild --quiet
+pc=$(find "$stage/root" -name pcr.pc)
+[ -n "$pc" ] || { echo "FAIL: no pcr.pc installed"; exit 1; }
+export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR="$stage/root"
+libdir=$(dirname "$(dirname "$pc")")
+bin=$(dirname "$(find "$stage/root" -name pcr-convert -type f)")
+includedir=$(pkg-config --variable=includedir pcr)  # under the sysroot
+soname=$(objdump -p "$libdir/libpcr.so" | awk '/SONAME/ {print $2}')
+[[ "$soname" == libpcr.so.[0-9]* ]] || { echo "FAIL: SONAME '$soname'"; exit 1; }
+
+for h in "$includedir"/pcr/*.h; do
+  echo "#include <pcr/$(basename "$h")>" |
+    c++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$includedir" -x c++ - ||
+    { echo "FAIL: $h does not compile on its own"; exit 1; }
+done
+
+"$bin/pcr-convert" images "$data/sample" "$stage/ds" --images-per-record 8 >/dev/null
+"$bin/pcr-dump" extract "$stage/ds" "$stage/expected" --fidelity 2 >/dev/null
+case $mode in
+  pkg-config)
+    # shellcheck disable=SC2046
+    c++ -std=c++20 "$consumer/consumer.cc" $(pkg-config --cflags --libs pcr) -o "$stage/consumer" ;;
+  cmake)
+    config=$(find "$stage/root" -name pcrConfig.cmake)
+    cmake -S "$consumer" -B "$stage/cmake" -DCMAKE_BUILD_TYPE=Release -Dpcr_DIR="$(dirname "$config")" >/dev/null
+    cmake --build "$stage/cmake" >/dev/null
+    cp "$stage/cmake/consumer" "$stage/consumer" ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
+LD_LIBRARY_PATH="$libdir" "$stage/consumer" "$stage/ds" "$stage/got"
+diff -r "$stage/expected" "$stage/got" >/dev/null || { echo "FAIL: images differ from pcr-dump extract"; exit 1; }
+LD_LIBRARY_PATH="$libdir" ldd "$stage/consumer" | grep -q "$libdir/libpcr.so" ||
+  { echo "FAIL: the consumer does not load the staged libpcr"; exit 1; }
+echo "$mode consumer: 1 passed, 0 failed"
