@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds libjpeg-turbo from Debian's source package (the version the system
-# library is built from) as a static library instrumented for libFuzzer
+# library is built from) as a static, position-independent library (libpcr.so
+# links it) instrumented for libFuzzer
 # coverage, AddressSanitizer and UndefinedBehaviorSanitizer, and installs it
 # into PREFIX. A -Dfuzz=true build set up with
 # PKG_CONFIG_PATH=PREFIX/lib/pkgconfig links it instead of the system
@@ -23,7 +24,8 @@ src=$(find . -maxdepth 1 -type d -name 'libjpeg-turbo-*' | head -n 1)
 flags="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined"
 CC=clang CFLAGS="$flags" cmake -S "$src" -B build -G Ninja -DCMAKE_BUILD_TYPE=None \
   -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib -DENABLE_SHARED=0 -DENABLE_STATIC=1 \
-  -DWITH_SIMD=0 -DWITH_TURBOJPEG=0 -DWITH_JAVA=0 >cmake.log 2>&1 || { cat cmake.log >&2; exit 1; }
+  -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWITH_SIMD=0 -DWITH_TURBOJPEG=0 -DWITH_JAVA=0 \
+  >cmake.log 2>&1 || { cat cmake.log >&2; exit 1; }
 ninja -C build jpeg-static >ninja.log 2>&1 || { tail -n 40 ninja.log >&2; exit 1; }
 mkdir -p "$prefix/lib/pkgconfig" "$prefix/include"
 cp build/libjpeg.a "$prefix/lib/"

@@ -272,6 +272,7 @@ class PreadEngine final : public IoEngine {
 
  protected:
   void DoRead(std::span<IoOp> ops) override {
+    if (faults_.in_read) faults_.in_read();
     for (IoOp& op : ops) {
       uint64_t done = 0;
       while (true) {

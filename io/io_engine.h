@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -68,6 +69,8 @@ struct IoFaults {
   uint32_t eagain_every = 0;        // > 0: every Nth completed call reports EAGAIN instead
   bool refuse_direct = false;       // opening with O_DIRECT fails as on a filesystem without it
   bool refuse_uring = false;        // creating a ring fails as under seccomp
+  // Called by each read call once it holds what it reads with (a ring), before its first I/O.
+  std::function<void()> in_read;
 };
 
 // A token bucket: Acquire(n) returns once n more bytes fit under `mbps` MB/s

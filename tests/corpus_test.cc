@@ -1,4 +1,5 @@
-// The large suite over ../shared/corpus: every JPEG layout, and malformed files.
+// The large suite over ../shared/corpus: every JPEG layout, malformed files,
+// and every tabular CSV.
 // Exits 77 (skipped) when the corpus is absent.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 
 #include "reader/image_dataset_rep.h"
 #include "pcr/decode.h"
+#include "tests/csv_check.h"
 #include "test_util.h"
 #include "pcr/convert.h"
 #include "writer/transcode.h"
@@ -156,6 +158,18 @@ TEST_CASE("real photos: smaller than the originals, scan group 1 at most 15 perc
     CHECK(summary->output_bytes <= original_bytes);
     CHECK(static_cast<double>(bytes[0] + bytes[1]) <= 0.15 * static_cast<double>(total));
   }
+}
+
+TEST_CASE("every corpus CSV reads back exactly") {
+  const std::string corpus = CorpusDir();
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(corpus + "/tabular")) {
+    if (e.path().extension() != ".csv") continue;
+    test::CheckCsvRoundTrip(e.path().string(), 0);
+    test::CheckCsvRoundTrip(e.path().string(), 1000);
+    ++files;
+  }
+  CHECK(files >= 5);
 }
 
 }  // namespace

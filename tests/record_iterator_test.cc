@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
+#include <thread>
 
 #include "pcr/record_iterator.h"
 #include "reader/image_dataset_rep.h"
@@ -124,11 +127,26 @@ TEST_CASE("a read error ends the iteration with the error") {
 
 TEST_CASE("an iterator dropped early stops its reader") {
   Sample s;
+  REQUIRE(s.ds->num_records() == 8);
+  const IoCounters before = s.ds->io_counters();
   auto it = RecordIterator::Create(*s.ds, {.records_in_flight = 2});
   REQUIRE(it.ok());
   RecordBatch batch;
   REQUIRE((*it)->Next(&batch).ok());
-  it->reset();
+  // Dropping it must return promptly: on another thread, with a deadline.
+  std::promise<void> dropped;
+  std::thread dropper([&] {
+    it->reset();
+    dropped.set_value();
+  });
+  const bool in_time = dropped.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  REQUIRE(in_time);
+  dropper.join();
+  // The reader stopped: besides the record delivered, at most the records
+  // in flight (2) and one more batch of 2 were read, not all 8.
+  const uint64_t reads = s.ds->io_counters().reads - before.reads;
+  CHECK(reads >= 1);
+  CHECK(reads <= 5);
   CHECK_FALSE(RecordIterator::Create(*s.ds, {.fidelity = 99}).ok());
 }
 

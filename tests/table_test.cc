@@ -15,6 +15,7 @@
 #include "format/popularity.h"
 #include "reader/table_rep.h"
 #include "pcr/verify.h"
+#include "tests/csv_check.h"
 #include "tests/test_util.h"
 #include "writer/file_writer.h"
 #include "pcr/convert.h"
@@ -23,132 +24,16 @@ namespace pcr {
 namespace {
 
 namespace fs = std::filesystem;
+using test::AllFeatures;
+using test::CheckCsvRoundTrip;
+using test::Slurp;
 using test::TempDir;
-
-// An independent RFC 4180 reader: rows of (text, quoted) cells.
-struct Cell {
-  std::string text;
-  bool quoted = false;
-};
-std::vector<std::vector<Cell>> ParseCsv(const std::string& text) {
-  std::vector<std::vector<Cell>> rows(1, std::vector<Cell>(1));
-  size_t i = 0;
-  while (i < text.size()) {
-    Cell& cell = rows.back().back();
-    const char c = text[i];
-    if (c == '"' && cell.text.empty() && !cell.quoted) {
-      cell.quoted = true;
-      for (++i; i < text.size(); ++i) {
-        if (text[i] == '"') {
-          if (i + 1 < text.size() && text[i + 1] == '"') {
-            cell.text += '"';
-            ++i;
-          } else {
-            break;
-          }
-        } else {
-          cell.text += text[i];
-        }
-      }
-      ++i;
-    } else if (c == ',') {
-      rows.back().emplace_back();
-      ++i;
-    } else if (c == '\n' || (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n')) {
-      i += c == '\r' ? 2 : 1;
-      if (i < text.size()) rows.emplace_back(1);
-    } else {
-      cell.text += c;
-      ++i;
-    }
-  }
-  return rows;
-}
-
-std::string Slurp(const std::string& path) {
-  const Bytes b = test::ReadFile(path);
-  return std::string(b.begin(), b.end());
-}
-
-std::vector<uint32_t> AllFeatures(const Table& t) {
-  std::vector<uint32_t> all(t.schema().features.size());
-  for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
-  return all;
-}
-
-// Converts `csv` and checks every cell against an independent parse.
-void CheckCsvRoundTrip(const std::string& csv, uint64_t rows_per_stripe) {
-  INFO(csv);
-  TempDir out;
-  TableConvertOptions o{.input = csv, .out_dir = out.path().string()};
-  o.writer.rows_per_stripe = rows_per_stripe;
-  auto report = ConvertTable(o);
-  REQUIRE(report.ok());
-  const auto rows = ParseCsv(Slurp(csv));
-  auto table = Table::Open(report->path, {.io = test::Io()});
-  REQUIRE(table.ok());
-  Table& t = **table;
-  const auto& features = t.schema().features;
-  REQUIRE(features.size() == rows[0].size());
-  REQUIRE(t.schema().row_count == rows.size() - 1);
-  auto batch = t.Read(AllFeatures(t), 0, t.stripe_count());
-  REQUIRE(batch.ok());
-  REQUIRE(batch->rows == rows.size() - 1);
-  uint64_t checked = 0;
-  for (size_t c = 0; c < features.size(); ++c) {
-    INFO("column " << features[c].name);
-    CHECK(features[c].name == rows[0][c].text);
-    const Column& col = batch->columns[c];
-    for (size_t r = 1; r < rows.size(); ++r) {
-      const Cell& cell = rows[r][c];
-      const bool missing = !cell.quoted && (cell.text.empty() || cell.text == "NA");
-      INFO("row " << r << " cell '" << cell.text << "'");
-      REQUIRE(col.present[r - 1] == !missing);
-      if (missing) continue;
-      switch (col.type) {
-        case FeatureType::kInt64:
-          REQUIRE(col.ints[r - 1] == std::stoll(cell.text));
-          break;
-        case FeatureType::kFloat64: {
-          const double want = std::strtod(cell.text.c_str(), nullptr);
-          REQUIRE(std::memcmp(&col.doubles[r - 1], &want, 8) == 0);
-          break;
-        }
-        case FeatureType::kString:
-          REQUIRE(col.string(r - 1) == cell.text);
-          break;
-        default:
-          FAIL("unexpected type " << FeatureTypeName(col.type));
-      }
-      ++checked;
-    }
-  }
-  CHECK(checked > 0);
-  const VerifyReport v = VerifyPath(report->path, test::Io());
-  CHECK(v.errors.empty());
-}
 
 TEST_CASE("bundled CSV reads back exactly, in one stripe and in many") {
   const std::string csv = test::DataDir() + "/tabular/Soybean.csv";
   CheckCsvRoundTrip(csv, 0);
   CheckCsvRoundTrip(csv, 100);
   CheckCsvRoundTrip(csv, 1);
-}
-
-TEST_CASE("every corpus CSV reads back exactly") {
-  const std::string corpus = test::CorpusDir();
-  if (corpus.empty()) {
-    WARN("skipped: shared corpus not found");
-    return;
-  }
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(corpus + "/tabular")) {
-    if (e.path().extension() != ".csv") continue;
-    CheckCsvRoundTrip(e.path().string(), 0);
-    CheckCsvRoundTrip(e.path().string(), 1000);
-    ++files;
-  }
-  CHECK(files >= 5);
 }
 
 TEST_CASE("CSV column types are the narrowest that hold every cell") {

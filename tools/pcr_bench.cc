@@ -38,9 +38,10 @@ constexpr char kUsage[] =
     "         and the best round counts. Prints images/s and the ratio to the originals.\n"
     "       pcr-bench read PATH --fidelity K|full [--engine uring|pread] [--direct]\n"
     "                 [--queue-depth N] [--mode records|random] [--count N] [--seed S]\n"
-    "                 [--records-in-flight N] [--max-mbps N]\n"
+    "                 [--records-in-flight N] [--max-mbps N] [--threads N]\n"
     "         Reads the dataset (records: every record through the read-ahead iterator;\n"
-    "         random: --count single images in batches of --queue-depth) without decoding.\n"
+    "         random: --count single images in batches of --queue-depth, on N threads\n"
+    "         sharing the dataset) without decoding.\n"
     "       pcr-bench read-files PATH... [--direct] [--max-mbps N]\n"
     "         Reads every file under PATH whole with sequential read() calls, as a\n"
     "         TFRecord reader does.\n"
@@ -189,6 +190,7 @@ struct ReadArgs {
   uint64_t count = 1000;
   uint64_t seed = 1;
   uint64_t records_in_flight = 16;
+  uint64_t threads = 1;
 };
 
 int Read(const ReadArgs& a) {
@@ -220,19 +222,37 @@ int Read(const ReadArgs& a) {
       ++records;
     }
   } else {
-    const uint64_t depth = a.io.queue_depth;
-    uint64_t state = a.seed;
-    std::vector<pcr::ImageRequest> batch;
-    for (uint64_t n = 0; n < a.count; ++n) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      batch.push_back({(state >> 11) % ds.num_images(), static_cast<int>(k)});
-      if (batch.size() == depth || n + 1 == a.count) {
-        auto got = ds.ReadImages(batch, {.hole_limit = 0});
-        if (!got.ok()) return pcr::cli::ReportError("pcr-bench", got.status());
-        images += got->size();
-        batch.clear();
+    // Thread t issues requests t, t + threads, ... of the seeded sequence,
+    // in batches of queue_depth, all threads sharing the dataset's engine.
+    std::atomic<uint64_t> done{0};
+    std::mutex mu;
+    pcr::Status failed;
+    auto work = [&](uint64_t t) {
+      const uint64_t depth = a.io.queue_depth;
+      uint64_t state = a.seed;
+      std::vector<pcr::ImageRequest> batch;
+      for (uint64_t n = 0; n < a.count; ++n) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        if (n % a.threads != t) continue;
+        batch.push_back({(state >> 11) % ds.num_images(), static_cast<int>(k)});
+        if (batch.size() == depth || n + a.threads >= a.count) {
+          auto got = ds.ReadImages(batch, {.hole_limit = 0});
+          if (!got.ok()) {
+            std::lock_guard lock(mu);
+            failed = got.status();
+            return;
+          }
+          done += got->size();
+          batch.clear();
+        }
       }
-    }
+    };
+    std::vector<std::thread> threads;
+    for (uint64_t t = 1; t < a.threads; ++t) threads.emplace_back(work, t);
+    work(0);
+    for (std::thread& t : threads) t.join();
+    if (!failed.ok()) return pcr::cli::ReportError("pcr-bench", failed);
+    images = done;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const pcr::IoCounters c = (*engine)->counters();
@@ -246,6 +266,7 @@ int Read(const ReadArgs& a) {
       .Key("engine").String(std::string((*engine)->name()))
       .Key("direct").Uint(a.io.direct ? 1 : 0)
       .Key("queue_depth").Uint(a.io.queue_depth)
+      .Key("threads").Uint(a.threads)
       .Key("max_mbps").Double(a.io.max_mbps)
       .Key("fidelity").Uint(k)
       .Key("scan_groups").Uint(ds.num_scan_groups())
@@ -397,6 +418,9 @@ int ParseRead(pcr::cli::Args& args) {
     } else if (a == "--records-in-flight") {
       if (!number() || n == 0) return Usage("--records-in-flight must be positive");
       r.records_in_flight = n;
+    } else if (a == "--threads") {
+      if (!number() || n == 0 || n > 256) return Usage("--threads must be 1..256");
+      r.threads = n;
     } else if (a == "--max-mbps") {
       if (!number()) return Usage("--max-mbps needs an integer");
       r.io.max_mbps = static_cast<double>(n);
@@ -407,6 +431,7 @@ int ParseRead(pcr::cli::Args& args) {
     }
   }
   if (r.path.empty()) return Usage("read needs PATH");
+  if (r.threads > 1 && r.mode != "random") return Usage("--threads applies to --mode random");
   return Read(r);
 }
 
