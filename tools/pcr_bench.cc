@@ -17,6 +17,7 @@
 
 #include "reader/image_dataset_rep.h"
 #include "pcr/decode.h"
+#include "pcr/decode_iterator.h"
 #include "pcr/record_iterator.h"
 #include "reader/table_rep.h"
 #include "tools/cli.h"
@@ -49,6 +50,12 @@ constexpr char kUsage[] =
     "                 [--engine uring|pread] [--direct] [--stripes-per-read N]\n"
     "         Opens a table and reads the projection from every stripe on one thread,\n"
     "         decoding it into columns. FILE holds one feature name per line.\n"
+    "       pcr-bench loop PATH [--fidelity K] [--threads N] [--records-ahead R]\n"
+    "                 [--step-ms MS] [--records N]\n"
+    "         A training loop over the decode iterator (RGB, N decoding threads): each\n"
+    "         record is followed by a step of MS milliseconds asleep, as on an\n"
+    "         accelerator. Prints the time the loop waited inside Next(): for the\n"
+    "         first record, and as a share of the time after it.\n"
     "  Each prints one JSON object.\n";
 
 int Usage(const std::string& why) {
@@ -510,6 +517,108 @@ int TableBench(const TableArgs& a) {
   return pcr::cli::kExitOk;
 }
 
+struct LoopArgs {
+  std::string path;
+  uint64_t fidelity = 0;  // 0: full
+  int threads = 1;
+  uint64_t records_ahead = 2;
+  double step_ms = 0;  // the training step per record, spent asleep as on an accelerator
+  uint64_t records = 0;  // 0: every record
+  pcr::IoEngineOptions io;
+};
+
+// A training loop over the decode iterator: per record, Next() and then a
+// step of step_ms. Reports how long the loop waited inside Next(), the first
+// record (the pipeline filling) apart.
+int Loop(const LoopArgs& a) {
+  auto opened = pcr::ImageDataset::Open(a.path, {.io = a.io});
+  if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
+  const pcr::ImageDataset& ds = **opened;
+  const int k = a.fidelity == 0 ? ds.num_scan_groups() : static_cast<int>(a.fidelity);
+  auto it = pcr::DecodeIterator::Create(
+      ds, {.records = {.fidelity = k}, .decode = {.format = pcr::PixelFormat::kRgb}, .threads = a.threads,
+           .records_ahead = a.records_ahead});
+  if (!it.ok()) return pcr::cli::ReportError("pcr-bench", it.status());
+  pcr::DecodedBatch batch;
+  uint64_t images = 0, records = 0;
+  double first_wait = 0, waited = 0;  // the first Next() waits for the pipeline to fill
+  const auto step = std::chrono::duration<double, std::milli>(a.step_ms);
+  const auto start = Clock::now();
+  auto steady = start;
+  while (a.records == 0 || records < a.records) {
+    const auto asked = Clock::now();
+    auto more = (*it)->Next(&batch);
+    const double wait = std::chrono::duration<double>(Clock::now() - asked).count();
+    if (records == 0) {
+      first_wait = wait;
+      steady = Clock::now();
+    } else {
+      waited += wait;
+    }
+    if (!more.ok()) return pcr::cli::ReportError("pcr-bench", more.status());
+    if (!*more) break;
+    images += batch.images.size();
+    ++records;
+    std::this_thread::sleep_for(step);
+  }
+  const auto end = Clock::now();
+  const double seconds = std::chrono::duration<double>(end - start).count();
+  const double steady_seconds = std::chrono::duration<double>(end - steady).count();
+  Json j;
+  j.BeginObject()
+      .Key("bench").String("loop")
+      .Key("fidelity").Uint(static_cast<uint64_t>(k))
+      .Key("threads").Uint(static_cast<uint64_t>(a.threads))
+      .Key("records_ahead").Uint(a.records_ahead)
+      .Key("step_ms").Double(a.step_ms)
+      .Key("records").Uint(records)
+      .Key("images").Uint(images)
+      .Key("seconds").Double(seconds)
+      .Key("first_wait_seconds").Double(first_wait)
+      .Key("waited_seconds").Double(waited)
+      .Key("wait_share").Double(steady_seconds > 0 ? waited / steady_seconds : 0)
+      .Key("images_per_s").Double(images / seconds)
+      .EndObject();
+  std::printf("%s\n", j.str().c_str());
+  return pcr::cli::kExitOk;
+}
+
+int ParseLoop(pcr::cli::Args& args) {
+  LoopArgs l;
+  {
+    auto io = pcr::cli::IoOptionsFromEnvironment();
+    if (!io.ok()) return pcr::cli::ReportError("pcr-bench", io.status());
+    l.io = *io;
+  }
+  while (!args.empty()) {
+    const std::string a = args.next();
+    uint64_t n = 0;
+    auto number = [&] { return !args.empty() && pcr::cli::ParseUint(args.next(), &n); };
+    if (a == "--fidelity") {
+      if (!number() || n == 0) return Usage("--fidelity must be a scan group count");
+      l.fidelity = n;
+    } else if (a == "--threads") {
+      if (!number() || n == 0 || n > 256) return Usage("--threads must be 1..256");
+      l.threads = static_cast<int>(n);
+    } else if (a == "--records-ahead") {
+      if (!number() || n == 0) return Usage("--records-ahead must be positive");
+      l.records_ahead = n;
+    } else if (a == "--records") {
+      if (!number() || n == 0) return Usage("--records must be positive");
+      l.records = n;
+    } else if (a == "--step-ms" && !args.empty()) {
+      l.step_ms = std::atof(args.next().c_str());
+      if (!(l.step_ms >= 0)) return Usage("--step-ms must be >= 0");
+    } else if (a.starts_with("--") || !l.path.empty()) {
+      return Usage("unexpected argument " + a);
+    } else {
+      l.path = a;
+    }
+  }
+  if (l.path.empty()) return Usage("loop needs PATH");
+  return Loop(l);
+}
+
 int ParseTable(pcr::cli::Args& args) {
   TableArgs t;
   while (!args.empty()) {
@@ -560,6 +669,7 @@ int main(int argc, char** argv) {
   if (command == "read") return ParseRead(args);
   if (command == "read-files") return ParseReadFiles(args);
   if (command == "table") return ParseTable(args);
+  if (command == "loop") return ParseLoop(args);
   if (command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return pcr::cli::kExitOk;
