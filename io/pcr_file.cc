@@ -27,7 +27,7 @@ Result<std::string> FindTableFile(const std::string& path) {
 
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
   PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));
-  std::unique_ptr<PcrFile> f(new PcrFile(std::move(raf), engine));
+  std::unique_ptr<PcrFile> f(new PcrFile(std::move(raf)));
   const uint64_t size = f->size();
   if (size < kMinFileSize) {
     return Status::Corruption(path + ": file is " + std::to_string(size) +
@@ -45,7 +45,8 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine
   f->footer_ = *footer;
 
   Bytes index(f->footer_.index_length);
-  PCR_RETURN_IF_ERROR(f->ReadRange(f->footer_.index_offset, index));
+  ReadRequest index_read{&f->file(), f->footer_.index_offset, index.size(), index.data()};
+  PCR_RETURN_IF_ERROR(engine->Read({&index_read, 1}));
   const uint64_t computed = Checksum64(index);
   if (computed != f->footer_.index_checksum) {
     return Status::Corruption(path + ": at offset " + std::to_string(f->footer_.index_offset) +
@@ -83,11 +84,6 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine
     f->chunk_offsets_.push_back(std::move(offs));
   }
   return f;
-}
-
-Status PcrFile::ReadRange(uint64_t offset, std::span<uint8_t> out) const {
-  ReadRequest req{file_.get(), offset, out.size(), out.data()};
-  return engine_->Read({&req, 1});
 }
 
 Status PcrFile::CheckStream(size_t stripe, size_t stream, ByteSpan data) const {

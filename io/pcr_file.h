@@ -13,6 +13,7 @@ namespace pcr {
 // InvalidArgument when the directory holds none or several.
 Result<std::string> FindTableFile(const std::string& path);
 
+// Thread safety: after Open, every method may be called from several threads.
 class PcrFile {
  public:
   // Reads and checks header, footer and index. Errors name the file.
@@ -30,8 +31,6 @@ class PcrFile {
   const PartManifest& part() const { return part_; }
   const RandomAccessFile& file() const { return *file_; }
 
-  // Reads bytes [offset, offset + out.size()).
-  Status ReadRange(uint64_t offset, std::span<uint8_t> out) const;
   // OK when `data` is stream `stream` of stripe `stripe`; else Corruption
   // naming file, stripe, stream, offset and both checksums.
   Status CheckStream(size_t stripe, size_t stream, ByteSpan data) const;
@@ -41,10 +40,8 @@ class PcrFile {
   uint64_t ChunkOffset(size_t stripe, int group, uint64_t image) const;
 
  private:
-  PcrFile(std::unique_ptr<RandomAccessFile> file, IoEngine* engine)
-      : file_(std::move(file)), engine_(engine) {}
+  explicit PcrFile(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
   std::unique_ptr<RandomAccessFile> file_;
-  IoEngine* engine_;
   FileHeader header_;
   Footer footer_;
   FileIndex index_;

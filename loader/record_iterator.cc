@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -26,8 +27,14 @@ struct [[gnu::visibility("hidden")]] RecordIterator::Rep {
   std::vector<uint64_t> order_;
   std::mutex mu_;
   std::condition_variable changed_;
-  std::deque<std::pair<uint64_t, RecordPrefix>> ready_;  // read, not yet taken; parsed by Next()
-  std::vector<IoBuffer> spare_;     // buffers of parsed records, reused for reads
+  // A record read and checked stream by stream, not yet taken; Next() cuts it.
+  struct Ready {
+    uint64_t record = 0;
+    std::shared_ptr<ReadBatch> streams;  // shared by the records read together
+    size_t first = 0;                    // the record's stream 0 in `streams`
+  };
+  std::deque<Ready> ready_;
+  std::vector<std::shared_ptr<ReadBatch>> spare_;  // batches whose records were all taken, reused
   size_t scheduled_ = 0;            // records handed to the reader so far
   size_t delivered_ = 0;            // records returned by Next()
   uint64_t bytes_in_flight_ = 0;    // of records scheduled and not yet delivered
@@ -103,20 +110,22 @@ void RecordIterator::Rep::ReadAhead() {
         batch.push_back(order_[scheduled_++]);
       }
     }
-    std::vector<RecordPrefix> prefixes(batch.size());
+    std::shared_ptr<ReadBatch> streams;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < batch.size() && !spare_.empty(); ++i) {
-        prefixes[i].buffer = std::move(spare_.back());
+      if (!spare_.empty()) {
+        streams = std::move(spare_.back());
         spare_.pop_back();
       }
     }
-    const Status read = dataset_.rep().ReadRecordPrefixes(batch, options_.fidelity, &prefixes);
+    if (!streams) streams = std::make_shared<ReadBatch>();
+    const Status read = dataset_.rep().ReadRecordStreams(batch, options_.fidelity, streams.get());
     std::lock_guard<std::mutex> lock(mu_);
     if (!read.ok()) {
       error_ = read;
     } else {
-      for (size_t i = 0; i < batch.size(); ++i) ready_.emplace_back(batch[i], std::move(prefixes[i]));
+      const size_t per_record = static_cast<size_t>(options_.fidelity) + 1;
+      for (size_t i = 0; i < batch.size(); ++i) ready_.push_back({batch[i], streams, i * per_record});
     }
     changed_.notify_all();
   }
@@ -129,19 +138,21 @@ Result<bool> RecordIterator::Rep::Next(RecordBatch* batch) {
     if (!error_.ok()) return error_;
     return false;
   }
-  auto [record, prefix] = std::move(ready_.front());
+  Ready ready = std::move(ready_.front());
   ready_.pop_front();
   lock.unlock();
-  const Status parsed = dataset_.rep().ParseRecord(record, options_.fidelity, prefix.bytes(), batch);
+  const size_t per_record = static_cast<size_t>(options_.fidelity) + 1;
+  const Status parsed = dataset_.rep().ParseRecord(ready.record, options_.fidelity,
+                                                   ready.streams->spans(ready.first, per_record), batch);
   lock.lock();
   ++delivered_;
-  bytes_in_flight_ -= RecordCost(record);
-  spare_.push_back(std::move(prefix.buffer));
+  bytes_in_flight_ -= RecordCost(ready.record);
+  if (ready.streams.use_count() == 1) spare_.push_back(std::move(ready.streams));
   changed_.notify_all();
   lock.unlock();
   PCR_RETURN_IF_ERROR(parsed);
   if (options_.shuffle_seed) {
-    const uint64_t seed = *options_.shuffle_seed ^ (record * 0x9e3779b97f4a7c15ULL);
+    const uint64_t seed = *options_.shuffle_seed ^ (ready.record * 0x9e3779b97f4a7c15ULL);
     const std::vector<ImageView> in_order = batch->images;
     const std::vector<uint64_t> perm = SeededPermutation(in_order.size(), seed);
     for (size_t j = 0; j < perm.size(); ++j) batch->images[j] = in_order[perm[j]];

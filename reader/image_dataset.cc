@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
-#include "io/stream_reader.h"
 
 namespace pcr {
 
@@ -121,9 +121,10 @@ void ImageDataset::Rep::AddFile(std::unique_ptr<PcrFile> file) {
 }
 
 Status ImageDataset::Rep::LoadSamples() {
-  std::vector<StreamRequest> requests;
-  for (const RecordLocation& loc : records) requests.push_back({files[loc.file].get(), loc.stripe, 0});
-  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> streams, ReadStreams(*engine, requests));
+  std::vector<ReadRange> ranges;
+  for (const RecordLocation& loc : records) ranges.push_back(StreamRange(*files[loc.file], loc.stripe, 0));
+  ReadBatch streams;
+  PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, {}, &streams));
   for (size_t r = 0; r < records.size(); ++r) {
     const RecordLocation& loc = records[r];
     auto decoded = DecodeSampleMetadata(streams[r], loc.image_count);
@@ -169,12 +170,13 @@ Result<std::vector<Image>> ImageDataset::ReadRecord(uint64_t record, int fidelit
 
 Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<const uint64_t> records,
                                                                   int fidelity) const {
-  std::vector<RecordPrefix> prefixes;
-  PCR_RETURN_IF_ERROR(rep_->ReadRecordPrefixes(records, fidelity, &prefixes));
+  ReadBatch streams;
+  PCR_RETURN_IF_ERROR(rep_->ReadRecordStreams(records, fidelity, &streams));
   std::vector<std::vector<Image>> out(records.size());
   RecordBatch batch;
+  const size_t per_record = static_cast<size_t>(fidelity) + 1;
   for (size_t i = 0; i < records.size(); ++i) {
-    PCR_RETURN_IF_ERROR(rep_->ParseRecord(records[i], fidelity, prefixes[i].bytes(), &batch));
+    PCR_RETURN_IF_ERROR(rep_->ParseRecord(records[i], fidelity, streams.spans(i * per_record, per_record), &batch));
     for (const ImageView& v : batch.images) {
       out[i].push_back({v.label, std::string(v.key), Bytes(v.jpeg.begin(), v.jpeg.end())});
     }
@@ -182,64 +184,49 @@ Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<cons
   return out;
 }
 
-Status ImageDataset::Rep::ReadRecordPrefixes(std::span<const uint64_t> wanted, int fidelity,
-                                        std::vector<RecordPrefix>* prefixes) const {
+Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, int fidelity, ReadBatch* out) const {
   PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
-  prefixes->resize(wanted.size());
-  std::vector<ReadRequest> reads(wanted.size());
+  std::vector<ReadRange> ranges;
   for (size_t i = 0; i < wanted.size(); ++i) {
     if (wanted[i] >= records.size()) {
       return Status::InvalidArgument("record " + std::to_string(wanted[i]) + " out of range (" +
                                      std::to_string(records.size()) + " records)");
     }
     const RecordLocation& loc = records[wanted[i]];
-    const PcrFile& file = *files[loc.file];
-    RecordPrefix& p = (*prefixes)[i];
-    const uint64_t offset = file.index().stripes[loc.stripe].offset;
-    p.length = RecordBytes(wanted[i], fidelity);
-    bytes_requested.fetch_add(p.length, std::memory_order_relaxed);
-    // On a direct file, read the aligned blocks around the prefix in place
-    // (no bounce copy) where they lie inside the file.
-    uint64_t begin = offset, end = offset + p.length;
-    if (file.file().direct()) {
-      const uint64_t b = offset / kDirectAlignment * kDirectAlignment;
-      const uint64_t e = (end + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
-      if (e <= file.size()) begin = b, end = e;
-    }
-    p.begin = offset - begin;
-    p.buffer.Resize(end - begin);
-    reads[i] = {&file.file(), begin, end - begin, p.buffer.data()};
+    for (int s = 0; s <= fidelity; ++s) ranges.push_back(StreamRange(*files[loc.file], loc.stripe, s, i));
   }
-  return engine->Read(reads);
+  // A record's streams lie back to back: one read each, however long.
+  PCR_RETURN_IF_ERROR(
+      ExecuteReads(*engine, ranges, {.hole_limit = 0, .max_read = std::numeric_limits<uint64_t>::max()}, out));
+  bytes_requested.fetch_add(out->bytes_requested(), std::memory_order_relaxed);
+  return Status::OK();
 }
 
-Status ImageDataset::Rep::ParseRecord(uint64_t record, int fidelity, ByteSpan prefix, RecordBatch* batch) const {
+Status ImageDataset::Rep::ParseRecord(uint64_t record, int fidelity, std::span<const ByteSpan> streams,
+                                      RecordBatch* batch) const {
   PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
-  if (record >= records.size() || prefix.size() != RecordBytes(record, fidelity)) {
-    return Status::InvalidArgument("record " + std::to_string(record) + ": not a prefix read at fidelity " +
+  if (record >= records.size() || streams.size() != static_cast<size_t>(fidelity) + 1) {
+    return Status::InvalidArgument("record " + std::to_string(record) + ": not the streams of fidelity " +
                                    std::to_string(fidelity));
   }
   const RecordLocation& loc = records[record];
   const PcrFile& file = *files[loc.file];
   const StripeInfo& stripe = file.index().stripes[loc.stripe];
-  std::vector<size_t> cursor(fidelity + 1);
-  size_t off = 0;
-  for (int s = 0; s <= fidelity; ++s) {
-    cursor[s] = off;
-    PCR_RETURN_IF_ERROR(file.CheckStream(loc.stripe, s, prefix.subspan(off, stripe.streams[s].length)));
-    off += stripe.streams[s].length;
-  }
+  std::vector<size_t> cursor(fidelity + 1, 0);
+  size_t group_bytes = 0;
+  for (int s = 1; s <= fidelity; ++s) group_bytes += streams[s].size();
   // Scan group bytes plus one EOI per image.
   batch->record = record;
-  batch->data.Resize(prefix.size() - stripe.streams[0].length + loc.image_count * kJpegEndOfImage.size());
+  batch->data.Resize(group_bytes + loc.image_count * kJpegEndOfImage.size());
   batch->images.resize(loc.image_count);
   uint8_t* out = batch->data.data();
   for (uint64_t i = 0; i < loc.image_count; ++i) {
     uint8_t* const start = out;
     for (int g = 1; g <= fidelity; ++g) {
       const uint64_t len = stripe.chunk(g, i).length;
-      PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, g, i, prefix.subspan(cursor[g], len)));
-      std::memcpy(out, prefix.data() + cursor[g], len);
+      const ByteSpan chunk = streams[g].subspan(cursor[g], len);
+      PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, g, i, chunk));
+      std::memcpy(out, chunk.data(), len);
       out += len;
       cursor[g] += len;
     }
@@ -277,10 +264,8 @@ Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest
 Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRequest> requests,
                                                          const CoalesceOptions& coalesce) const {
   // One range per (request, group); ranges[first_range[i] + g - 1] is group g of request i.
-  std::vector<RangeRequest> ranges;
+  std::vector<ReadRange> ranges;
   std::vector<size_t> first_range(requests.size());
-  std::vector<RecordLocation> locs(requests.size());
-  std::vector<uint64_t> local(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const ImageRequest& r = requests[i];
     PCR_RETURN_IF_ERROR(CheckFidelity(r.fidelity));
@@ -289,35 +274,19 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
                                      std::to_string(samples.size()) + " images)");
     }
     const auto [record, in_record] = Locate(r.image);
-    locs[i] = records[record];
-    local[i] = in_record;
-    const PcrFile& file = *files[locs[i].file];
-    const StripeInfo& stripe = file.index().stripes[locs[i].stripe];
+    const RecordLocation& loc = records[record];
     first_range[i] = ranges.size();
-    for (int g = 1; g <= r.fidelity; ++g) {
-      ranges.push_back({locs[i].file, file.ChunkOffset(locs[i].stripe, g, in_record),
-                        stripe.chunk(g, in_record).length});
-    }
+    for (int g = 1; g <= r.fidelity; ++g) ranges.push_back(ChunkRange(*files[loc.file], loc.stripe, g, in_record));
   }
-  const ReadPlan plan = PlanReads(ranges, coalesce);
-  bytes_requested.fetch_add(plan.bytes_requested, std::memory_order_relaxed);
-  std::vector<const PcrFile*> planned_files;
-  for (const auto& f : files) planned_files.push_back(f.get());
-  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> buffers, ReadPlanned(*engine, plan, planned_files));
+  ReadBatch chunks;
+  PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, coalesce, &chunks));
+  bytes_requested.fetch_add(chunks.bytes_requested(), std::memory_order_relaxed);
   std::vector<Image> images(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     Image& img = images[i];
     img.label = samples[requests[i].image].label;
     img.key = samples[requests[i].image].key;
-    const PcrFile& file = *files[locs[i].file];
-    for (int g = 1; g <= requests[i].fidelity; ++g) {
-      const size_t range = first_range[i] + g - 1;
-      const RequestSlice& slice = plan.slices[range];
-      if (slice.read == RequestSlice::kNoRead) continue;
-      const ByteSpan chunk = ByteSpan(buffers[slice.read]).subspan(slice.offset_in_read, ranges[range].length);
-      PCR_RETURN_IF_ERROR(file.CheckChunk(locs[i].stripe, g, local[i], chunk));
-      PutBytes(&img.jpeg, chunk);
-    }
+    for (int g = 1; g <= requests[i].fidelity; ++g) PutBytes(&img.jpeg, chunks[first_range[i] + g - 1]);
     PutBytes(&img.jpeg, kJpegEndOfImage);
   }
   return images;

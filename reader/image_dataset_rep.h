@@ -10,6 +10,7 @@
 
 #include "io/io_engine.h"
 #include "io/pcr_file.h"
+#include "io/read_executor.h"
 #include "pcr/image_dataset.h"
 
 namespace pcr {
@@ -19,15 +20,6 @@ struct RecordLocation {
   size_t stripe = 0;
   uint64_t first_image = 0;  // dataset-wide index of the record's first image
   uint64_t image_count = 0;
-};
-
-// A record's prefix as read from storage: bytes() are the metadata and scan
-// groups 1..fidelity; the buffer may hold alignment padding around them.
-struct RecordPrefix {
-  IoBuffer buffer;
-  size_t begin = 0;
-  size_t length = 0;
-  ByteSpan bytes() const { return {buffer.data() + begin, length}; }
 };
 
 struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
@@ -40,13 +32,13 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   const RecordLocation& record(uint64_t record) const { return records[record]; }
   uint64_t RecordBytes(uint64_t record, int fidelity) const;
   Status CheckFidelity(int fidelity) const;
-  // The raw prefixes of several records, read in one engine call into
-  // (*prefixes)[i], whose buffers are reused ...
-  Status ReadRecordPrefixes(std::span<const uint64_t> records, int fidelity,
-                            std::vector<RecordPrefix>* prefixes) const;
-  // ... and one prefix checked stream by stream and chunk by chunk (as
-  // verify checks) and cut into `batch`, reusing its buffer.
-  Status ParseRecord(uint64_t record, int fidelity, ByteSpan prefix, RecordBatch* batch) const;
+  // Reads the streams 0..fidelity of several records in one engine call,
+  // one read per record, each stream checked: record i's stream s is
+  // (*out)[i * (fidelity + 1) + s] ...
+  Status ReadRecordStreams(std::span<const uint64_t> records, int fidelity, ReadBatch* out) const;
+  // ... and cuts one record's checked streams into `batch`, checking every
+  // chunk (as verify does) and reusing the batch's buffer.
+  Status ParseRecord(uint64_t record, int fidelity, std::span<const ByteSpan> streams, RecordBatch* batch) const;
   // The record holding dataset-wide image `image`, and its index in the record.
   std::pair<uint64_t, uint64_t> Locate(uint64_t image) const;
   // How errors about an image name it: "<file>: image <image> (record <r>,

@@ -11,7 +11,7 @@
 
 #include "format/popularity.h"
 #include "format/table_stripe.h"
-#include "io/stream_reader.h"
+#include "io/read_executor.h"
 
 namespace pcr {
 
@@ -146,13 +146,14 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
   }
   if (t.options.access_log) PCR_RETURN_IF_ERROR(t.LogAccess(features));
 
-  std::vector<StreamRequest> requests;
+  std::vector<ReadRange> ranges;
   for (size_t s = first; s < first + count; ++s) {
     for (const uint32_t f : features) {
-      for (const StreamRole role : RolesOf(all[f].type)) requests.push_back({t.file.get(), s, t.StreamIndex(s, f, role)});
+      for (const StreamRole role : RolesOf(all[f].type)) ranges.push_back(StreamRange(*t.file, s, t.StreamIndex(s, f, role)));
     }
   }
-  PCR_ASSIGN_OR_RETURN(std::vector<Bytes> stored, ReadStreams(*t.engine, requests, t.options.coalesce));
+  ReadBatch stored;
+  PCR_RETURN_IF_ERROR(ExecuteReads(*t.engine, ranges, t.options.coalesce, &stored));
 
   TableBatch batch;
   Bytes scratch[kRoleCount];

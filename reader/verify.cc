@@ -1,6 +1,9 @@
 #include "pcr/verify.h"
 
+#include <limits>
+
 #include "format/file_format.h"
+#include "io/read_executor.h"
 #include "reader/image_dataset_rep.h"
 #include "reader/table_rep.h"
 
@@ -8,36 +11,32 @@ namespace pcr {
 
 namespace {
 
-// Checks every stream, and every chunk of image stripes, of one open file.
-void VerifyFile(const PcrFile& file, VerifyReport* report) {
+// Checks every stream, and every chunk of image stripes, of one open file:
+// a stripe at a time, in one read.
+void VerifyFile(IoEngine& engine, const PcrFile& file, VerifyReport* report) {
   report->files++;
   const FileIndex& index = file.index();
+  ReadBatch batch;
   for (size_t s = 0; s < index.stripes.size(); ++s) {
     const StripeInfo& stripe = index.stripes[s];
     report->stripes++;
-    Bytes data(stripe.length());
-    Status st = file.ReadRange(stripe.offset, data);
-    if (!st.ok()) {
-      report->errors.push_back(st.ToString());
+    std::vector<ReadRange> ranges;
+    for (size_t k = 0; k < stripe.streams.size(); ++k) {
+      ranges.push_back(StreamRange(file, s, k));
+      for (uint64_t i = 0; k > 0 && i < stripe.image_count; ++i) {
+        ranges.push_back(ChunkRange(file, s, static_cast<int>(k), i));
+      }
+    }
+    const Status read = ExecuteReads(engine, ranges, {.max_read = std::numeric_limits<uint64_t>::max()}, &batch, true);
+    if (!read.ok()) {
+      report->errors.push_back(read.ToString());
       continue;
     }
-    size_t off = 0;
-    for (size_t k = 0; k < stripe.streams.size(); ++k) {
-      const ByteSpan stream = ByteSpan(data).subspan(off, stripe.streams[k].length);
-      report->streams++;
-      st = file.CheckStream(s, k, stream);
-      if (!st.ok()) report->errors.push_back(st.ToString());
-      size_t chunk_off = 0;
-      for (uint64_t i = 0; k > 0 && i < stripe.image_count; ++i) {
-        const uint64_t len = stripe.chunk(static_cast<int>(k), i).length;
-        report->chunks++;
-        st = file.CheckChunk(s, static_cast<int>(k), i, stream.subspan(chunk_off, len));
-        if (!st.ok()) report->errors.push_back(st.ToString());
-        chunk_off += len;
-      }
-      off += stripe.streams[k].length;
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      (ranges[r].check.kind == RangeCheck::Kind::kStream ? report->streams : report->chunks)++;
+      if (!batch.check(r).ok()) report->errors.push_back(batch.check(r).ToString());
     }
-    report->bytes += data.size();
+    report->bytes += stripe.length();
   }
   report->bytes += file.footer().index_length + kFileHeaderSize + kFooterSize;
 }
@@ -49,7 +48,7 @@ void VerifyTable(const std::string& path, const IoEngineOptions& io, VerifyRepor
     report->errors.push_back(table.status().ToString());
     return;
   }
-  VerifyFile(*(*table)->rep().file, report);
+  VerifyFile(*(*table)->rep().engine, *(*table)->rep().file, report);
   std::vector<uint32_t> all((*table)->schema().features.size());
   for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
   for (size_t s = 0; s < (*table)->stripe_count(); ++s) {
@@ -73,7 +72,7 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
     report.errors.push_back(ds.status().ToString());
     return report;
   }
-  for (const auto& file : (*ds)->rep().files) VerifyFile(*file, &report);
+  for (const auto& file : (*ds)->rep().files) VerifyFile(*(*ds)->rep().engine, *file, &report);
   return report;
 }
 

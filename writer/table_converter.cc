@@ -10,12 +10,14 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <unordered_map>
 
 #include "format/json.h"
 #include "format/popularity.h"
 #include "format/table_stripe.h"
 #include "io/pcr_file.h"
+#include "io/read_executor.h"
 #include "writer/file_writer.h"
 
 namespace pcr {
@@ -615,18 +617,14 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   TableWriterOptions options{.stream_order = stream_order};
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, schema.features, options));
   Bytes scratch[kRoleCount];
+  ReadBatch read;
   for (size_t s = 0; s < in.index().stripes.size(); ++s) {
     const StripeInfo& stripe = in.index().stripes[s];
-    Bytes data(stripe.length());
-    PCR_RETURN_IF_ERROR(in.ReadRange(stripe.offset, data));
+    std::vector<ReadRange> ranges;
+    for (size_t k = 0; k < stripe.streams.size(); ++k) ranges.push_back(StreamRange(in, s, k));
+    PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, {.max_read = std::numeric_limits<uint64_t>::max()}, &read));
     std::vector<Bytes> streams(stripe.streams.size());
-    uint64_t off = 0;
-    for (size_t k = 0; k < streams.size(); ++k) {
-      const ByteSpan bytes = ByteSpan(data).subspan(off, stripe.streams[k].length);
-      PCR_RETURN_IF_ERROR(in.CheckStream(s, k, bytes));
-      streams[k].assign(bytes.begin(), bytes.end());
-      off += bytes.size();
-    }
+    for (size_t k = 0; k < streams.size(); ++k) streams[k].assign(read[k].begin(), read[k].end());
     // Every feature is decoded as a reader decodes it, so damage behind valid
     // checksums is refused rather than copied under fresh ones.
     const std::vector<size_t> stream_of = stripe.TableStreamIndex(schema.features.size());

@@ -1,0 +1,82 @@
+#include "io/read_executor.h"
+
+#include <map>
+#include <utility>
+
+namespace pcr {
+
+ReadRange StreamRange(const PcrFile& file, size_t stripe, size_t stream, uint64_t unit) {
+  const StripeInfo& s = file.index().stripes[stripe];
+  return {&file, s.stream_offset(stream), s.streams[stream].length,
+          {.kind = RangeCheck::Kind::kStream, .stripe = stripe, .stream = stream}, unit};
+}
+
+ReadRange ChunkRange(const PcrFile& file, size_t stripe, int group, uint64_t image, uint64_t unit) {
+  const StripeInfo& s = file.index().stripes[stripe];
+  return {&file, file.ChunkOffset(stripe, group, image), s.chunk(group, image).length,
+          {.kind = RangeCheck::Kind::kChunk, .stripe = stripe, .stream = static_cast<size_t>(group), .image = image},
+          unit};
+}
+
+namespace {
+
+Status Check(const ReadRange& r, ByteSpan bytes) {
+  switch (r.check.kind) {
+    case RangeCheck::Kind::kNone:
+      return Status::OK();
+    case RangeCheck::Kind::kStream:
+      return r.file->CheckStream(r.check.stripe, r.check.stream, bytes);
+    case RangeCheck::Kind::kChunk:
+      return r.file->CheckChunk(r.check.stripe, static_cast<int>(r.check.stream), r.check.image, bytes);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const CoalesceOptions& coalesce,
+                    ReadBatch* batch, bool keep_going) {
+  // The planner never merges across its file numbers: one per (file, unit).
+  std::map<std::pair<const PcrFile*, uint64_t>, size_t> number;
+  std::vector<const PcrFile*> files;
+  std::vector<RangeRequest> requests(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const ReadRange& r = ranges[i];
+    auto [it, added] = number.emplace(std::pair(r.file, r.unit), files.size());
+    if (added) files.push_back(r.file);
+    requests[i] = {it->second, r.offset, r.length};
+  }
+  batch->plan_ = PlanReads(requests, coalesce);
+  const ReadPlan& plan = batch->plan_;
+  if (batch->buffers_.size() < plan.reads.size()) batch->buffers_.resize(plan.reads.size());
+  std::vector<ReadRequest> reads(plan.reads.size());
+  std::vector<uint64_t> lead(plan.reads.size());  // bytes read before the planned read's start
+  for (size_t k = 0; k < plan.reads.size(); ++k) {
+    const PlannedRead& p = plan.reads[k];
+    const PcrFile& file = *files[p.file];
+    uint64_t begin = p.offset, end = p.offset + p.length;
+    if (file.file().direct()) {
+      const uint64_t b = begin / kDirectAlignment * kDirectAlignment;
+      const uint64_t e = (end + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+      if (e <= file.size()) begin = b, end = e;
+    }
+    lead[k] = p.offset - begin;
+    batch->buffers_[k].Resize(end - begin);
+    reads[k] = {&file.file(), begin, end - begin, batch->buffers_[k].data()};
+  }
+  PCR_RETURN_IF_ERROR(engine.Read(reads));
+  batch->spans_.assign(ranges.size(), ByteSpan());
+  batch->checks_.assign(ranges.size(), Status::OK());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const RequestSlice& slice = plan.slices[i];
+    if (slice.read != RequestSlice::kNoRead) {
+      batch->spans_[i] = ByteSpan(batch->buffers_[slice.read].data() + lead[slice.read] + slice.offset_in_read,
+                                  ranges[i].length);
+    }
+    batch->checks_[i] = Check(ranges[i], batch->spans_[i]);
+    if (!batch->checks_[i].ok() && !keep_going) return batch->checks_[i];
+  }
+  return Status::OK();
+}
+
+}  // namespace pcr
