@@ -426,26 +426,6 @@ Result<PartManifest> PartManifest::DecodeFrom(ByteSpan in) {
   return p;
 }
 
-Result<ByteSpan> DecodeIndexOnlyFile(ByteSpan file, FileKind kind) {
-  PCR_ASSIGN_OR_RETURN(FileHeader header, FileHeader::DecodeFrom(file));
-  if (header.kind != kind) {
-    return CorruptAt(10, "file kind " + std::to_string(static_cast<int>(header.kind)) + ", expected " +
-                             std::to_string(static_cast<int>(kind)));
-  }
-  if (file.size() < kMinFileSize) {
-    return CorruptAt(0, "file is " + std::to_string(file.size()) + " bytes, shorter than a header and footer");
-  }
-  PCR_ASSIGN_OR_RETURN(Footer footer, Footer::DecodeFrom(file.last(kFooterSize), file.size()));
-  if (footer.index_offset != kFileHeaderSize) return CorruptAt(footer.index_offset, "a manifest holds no stripes");
-  const ByteSpan index = file.subspan(footer.index_offset, footer.index_length);
-  const uint64_t computed = Checksum64(index);
-  if (computed != footer.index_checksum) {
-    return CorruptAt(footer.index_offset, "index checksum mismatch (stored " + std::to_string(footer.index_checksum) +
-                                              ", computed " + std::to_string(computed) + ")");
-  }
-  return index;
-}
-
 Bytes EncodeIndexAndFooter(ByteSpan index, uint64_t index_offset) {
   Bytes out(index.begin(), index.end());
   Footer footer{index_offset, index.size(), Checksum64(index)};

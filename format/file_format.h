@@ -164,10 +164,6 @@ struct PartManifest {
   static Result<PartManifest> DecodeFrom(ByteSpan in);
 };
 
-// The index bytes of `file`, a whole file of kind `kind` without stripes
-// (a manifest), after checking its header, footer and index checksum.
-Result<ByteSpan> DecodeIndexOnlyFile(ByteSpan file, FileKind kind);
-
 // The end of a file whose index starts at index_offset: the index bytes
 // followed by the Footer that points at them.
 Bytes EncodeIndexAndFooter(ByteSpan index, uint64_t index_offset);

@@ -30,6 +30,8 @@ RandomAccessFile::~RandomAccessFile() { Close(); }
 void RandomAccessFile::Close() {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
+  closed_ = true;
+  memory_ = Bytes();
 }
 
 namespace {
@@ -93,6 +95,10 @@ Result<Bytes> ReadRegularFile(const std::string& path) {
   return data;
 }
 
+std::unique_ptr<RandomAccessFile> IoEngine::OpenMemory(std::string name, Bytes bytes) {
+  return std::unique_ptr<RandomAccessFile>(new RandomAccessFile(std::move(name), std::move(bytes)));
+}
+
 Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path) {
   int fd = -1;
   bool direct = false;
@@ -138,7 +144,7 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
   for (size_t i = 0; i < requests.size(); ++i) {
     ReadRequest& r = requests[i];
     r.status = Status::OK();
-    if (r.file->fd() < 0) {
+    if (r.file->closed()) {
       r.status = Status::IOError(r.file->path() + ": " + Range(r) + ": the file is closed");
       continue;
     }
@@ -148,6 +154,10 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
       continue;
     }
     if (r.length == 0) continue;
+    if (r.file->in_memory()) {
+      std::memcpy(r.out, r.file->memory_.data() + r.offset, r.length);
+      continue;
+    }
     IoOp op{r.file, r.offset, r.length, r.length, r.out, &r.status};
     const bool aligned = r.offset % kDirectAlignment == 0 && r.length % kDirectAlignment == 0 &&
                          reinterpret_cast<uintptr_t>(r.out) % kDirectAlignment == 0;

@@ -27,15 +27,18 @@ Result<int> OpenRegularFile(const std::string& path, int flags = 0);
 // The whole regular file at `path`, read with OpenRegularFile.
 Result<Bytes> ReadRegularFile(const std::string& path);
 
-// An open, read-only file.
+// An open, read-only file: on disk, or bytes in memory (a file already read
+// whole, or a fuzzer's input) that every engine reads by copying.
 class RandomAccessFile {
  public:
   ~RandomAccessFile();
   RandomAccessFile(const RandomAccessFile&) = delete;
   RandomAccessFile& operator=(const RandomAccessFile&) = delete;
 
-  // -1 once closed.
+  // -1 once closed, and for a file in memory.
   int fd() const { return fd_; }
+  bool in_memory() const { return in_memory_; }
+  bool closed() const { return closed_; }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
   // Opened with O_DIRECT: reads must be aligned to kDirectAlignment.
@@ -47,10 +50,16 @@ class RandomAccessFile {
   friend class IoEngine;
   RandomAccessFile(std::string path, int fd, uint64_t size, bool direct)
       : path_(std::move(path)), fd_(fd), size_(size), direct_(direct) {}
+  RandomAccessFile(std::string path, Bytes bytes)
+      : path_(std::move(path)), fd_(-1), size_(bytes.size()), direct_(false), in_memory_(true),
+        memory_(std::move(bytes)) {}
   std::string path_;
   int fd_;
   uint64_t size_;
   bool direct_;
+  bool in_memory_ = false;
+  bool closed_ = false;
+  Bytes memory_;
 };
 
 // On a direct file, a request whose offset, length and buffer are aligned to
@@ -100,6 +109,8 @@ class IoEngine {
   // Opens `path` for reading, with O_DIRECT when options.direct and the
   // filesystem allows it; otherwise buffered, with note() saying so.
   Result<std::unique_ptr<RandomAccessFile>> Open(const std::string& path);
+  // A file of `bytes` in memory, named `name` in errors.
+  static std::unique_ptr<RandomAccessFile> OpenMemory(std::string name, Bytes bytes);
 
   // Fills every request. Each request gets its own status (a short read at
   // end of file, a closed file and I/O errors name the file and range); the

@@ -27,6 +27,11 @@ Result<std::string> FindTableFile(const std::string& path) {
 
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
   PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));
+  return Open(std::move(raf), engine);
+}
+
+Result<std::unique_ptr<PcrFile>> PcrFile::Open(std::unique_ptr<RandomAccessFile> raf, IoEngine* engine) {
+  const std::string path = raf->path();
   std::unique_ptr<PcrFile> f(new PcrFile(std::move(raf)));
   const uint64_t size = f->size();
   if (size < kMinFileSize) {

@@ -18,6 +18,9 @@ class PcrFile {
  public:
   // Reads and checks header, footer and index. Errors name the file.
   static Result<std::unique_ptr<PcrFile>> Open(const std::string& path, IoEngine* engine);
+  // The same for a file already open: on disk, or in memory
+  // (IoEngine::OpenMemory), so a whole file read once is checked as any.
+  static Result<std::unique_ptr<PcrFile>> Open(std::unique_ptr<RandomAccessFile> file, IoEngine* engine);
 
   const std::string& path() const { return file_->path(); }
   uint64_t size() const { return file_->size(); }

@@ -52,12 +52,13 @@ bool IsTablePath(const std::string& path) {
     auto file = FindTableFile(path);
     return file.ok() && IsTablePath(*file);
   }
-  const Result<int> fd = OpenRegularFile(path);
-  if (!fd.ok()) return false;
-  uint8_t head[kFileHeaderSize];
-  const bool read_all = pread(*fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head));
-  close(*fd);
-  if (!read_all) return false;
+  auto engine = MakeIoEngine({.kind = IoEngineKind::kPread});
+  if (!engine.ok()) return false;
+  auto file = (*engine)->Open(path);
+  if (!file.ok() || (*file)->size() < kFileHeaderSize) return false;
+  Bytes head(kFileHeaderSize);
+  ReadRequest read{file->get(), 0, head.size(), head.data()};
+  if (!(*engine)->Read({&read, 1}).ok()) return false;
   auto h = FileHeader::DecodeFrom(head);
   return h.ok() && h->kind == FileKind::kTable;
 }

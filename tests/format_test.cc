@@ -5,6 +5,7 @@
 #include "format/file_format.h"
 #include "format/journal.h"
 #include "format/scan_script.h"
+#include "io/pcr_file.h"
 
 namespace pcr {
 namespace {
@@ -271,16 +272,21 @@ TEST_CASE("part manifest round-trips in its own file kind and rejects non-parts"
   const Bytes tail = EncodeIndexAndFooter(index, file.size());
   file.insert(file.end(), tail.begin(), tail.end());
 
-  auto decoded_index = DecodeIndexOnlyFile(file, FileKind::kDatasetPart);
-  REQUIRE(decoded_index.ok());
-  auto back = PartManifest::DecodeFrom(*decoded_index);
+  // A whole file in memory opens through the readers' one Open.
+  auto engine = MakeIoEngine({.kind = IoEngineKind::kPread});
+  REQUIRE(engine.ok());
+  auto opened = PcrFile::Open(IoEngine::OpenMemory("part.pcrd", file), engine->get());
+  REQUIRE(opened.ok());
+  CHECK((*opened)->header().kind == FileKind::kDatasetPart);
+  CHECK((*opened)->part() == p);
+  auto back = PartManifest::DecodeFrom(ByteSpan(file).subspan(kFileHeaderSize, index.size()));
   REQUIRE(back.ok());
   CHECK(*back == p);
-  CHECK_FALSE(DecodeIndexOnlyFile(file, FileKind::kDataset).ok());
   for (size_t i = 0; i < file.size(); ++i) {
     Bytes bad = file;
     bad[i] ^= 0x10;
-    CHECK_FALSE(DecodeIndexOnlyFile(bad, FileKind::kDatasetPart).ok());
+    auto damaged = PcrFile::Open(IoEngine::OpenMemory("part.pcrd", bad), engine->get());
+    CHECK_FALSE(damaged.ok());
   }
   // Stamped before part manifests existed.
   Bytes old_header;

@@ -10,6 +10,7 @@
 
 #include "format/journal.h"
 #include "io/io_engine.h"
+#include "io/pcr_file.h"
 #include "writer/file_writer.h"
 #include "writer/resume.h"
 
@@ -30,13 +31,13 @@ Result<PartManifest> ReadPartManifest(const fs::path& part_dir) {
     return Status::InvalidArgument(part_dir.string() + ": no " + kPartManifestName +
                                    " (not a part, or its conversion did not finish: run it again to resume)");
   }
-  const Result<Bytes> file = ReadRegularFile(path.string());
-  if (!file.ok()) return file.status();
-  auto index = DecodeIndexOnlyFile(*file, FileKind::kDatasetPart);
-  if (!index.ok()) return index.status().WithPrefix(path.string());
-  auto part = PartManifest::DecodeFrom(*index);
-  if (!part.ok()) return part.status().WithPrefix(path.string());
-  return part;
+  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
+  PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path.string(), engine.get()));
+  if (file->header().kind != FileKind::kDatasetPart) {
+    return Status::Corruption(path.string() + ": file kind " + std::to_string(static_cast<int>(file->header().kind)) +
+                              ", not a part manifest");
+  }
+  return file->part();
 }
 
 // Hard-links the part file `from`, described by `entry`, as `to`. A file

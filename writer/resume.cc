@@ -1,7 +1,6 @@
 #include "writer/resume.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <set>
 
 #include "io/io_engine.h"
+#include "io/pcr_file.h"
 #include "writer/file_writer.h"
 
 namespace pcr {
@@ -38,19 +38,11 @@ Status JournalWriter::Add(const FinishedFile& f) {
 }
 
 std::optional<uint64_t> FooterIndexChecksum(const std::string& path, uint64_t size) {
-  if (size < kMinFileSize) return std::nullopt;
-  const Result<int> fd = OpenRegularFile(path);
-  if (!fd.ok()) return std::nullopt;
-  struct stat st {};
-  Bytes tail(kFooterSize);
-  const bool read = fstat(*fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == size &&
-                    pread(*fd, tail.data(), kFooterSize, static_cast<off_t>(size - kFooterSize)) ==
-                        static_cast<ssize_t>(kFooterSize);
-  close(*fd);
-  if (!read) return std::nullopt;
-  auto footer = Footer::DecodeFrom(tail, size);
-  if (!footer.ok()) return std::nullopt;
-  return footer->index_checksum;
+  auto engine = MakeIoEngine({.kind = IoEngineKind::kPread});
+  if (!engine.ok()) return std::nullopt;
+  auto file = PcrFile::Open(path, engine->get());
+  if (!file.ok() || (*file)->size() != size) return std::nullopt;
+  return (*file)->footer().index_checksum;
 }
 
 Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, const std::string& first_line,

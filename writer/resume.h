@@ -35,8 +35,8 @@ class JournalWriter {
   int fd_;
 };
 
-// The index checksum in the footer of the file at `path`, if it is a regular
-// file of `size` bytes with a valid footer.
+// The index checksum in the footer of the file at `path`, if it is a pcr
+// file of `size` bytes whose header, footer and index check.
 std::optional<uint64_t> FooterIndexChecksum(const std::string& path, uint64_t size);
 
 // Makes OUT_DIR ready and returns the finished files to keep: those a
