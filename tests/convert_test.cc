@@ -25,7 +25,6 @@ using test::RequireSamePixels;
 using test::SampleFiles;
 using test::SampleOptions;
 using test::TempDir;
-using test::TreeHashes;
 
 TEST_CASE("output is byte-identical for any number of jobs") {
   TempDir tmp;

@@ -19,7 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::DataDir;
-using test::MakeMixedSource;
 using test::ReadFile;
 using test::RequireSamePixels;
 using test::SampleFiles;

@@ -19,13 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::DataDir;
-using test::MakeMixedSource;
 using test::ReadFile;
 using test::RequireSamePixels;
 using test::SampleFiles;
-using test::SampleOptions;
 using test::TempDir;
-using test::TreeHashes;
 
 TEST_CASE("every sample JPEG transcodes losslessly with every built-in script") {
   for (const std::string& name : BuiltinScanScriptNames()) {
