@@ -153,6 +153,10 @@ bool DecodeTableSchema(Decoder* d, TableSchema* schema, std::string* error) {
     }
     f.type = static_cast<FeatureType>(type);
     f.has_id = flags == 1;
+    if (f.has_id && f.name != std::to_string(f.id)) {
+      *error = "map feature '" + f.name + "' is not named by its id " + std::to_string(f.id) + " in decimal";
+      return false;
+    }
     if (f.present_count > schema->row_count) {
       *error = "feature '" + f.name + "' is present in more rows than the table has";
       return false;
@@ -224,6 +228,10 @@ Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length,
                                : content == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("missing")
                                                                      : std::to_string(content)) +
                               " differs from raw length " + std::to_string(raw_length));
+  }
+  const size_t frame = ZSTD_findFrameCompressedSize(stored.data(), stored.size());
+  if (!ZSTD_isError(frame) && frame != stored.size()) {
+    return Status::Corruption(std::to_string(stored.size() - frame) + " bytes after the zstd frame");
   }
   out->resize(raw_length);
   const size_t n = ZSTD_decompress(out->data(), out->size(), stored.data(), stored.size());

@@ -98,7 +98,8 @@ class BandwidthCap {
 
 struct IoOp;
 
-// Engines are safe to call from several threads; io_uring serialises callers.
+// Engines are safe to call from several threads at once; each io_uring read
+// call takes a ring of its own.
 class IoEngine {
  public:
   IoEngine(const IoEngineOptions& options, const IoFaults& faults)

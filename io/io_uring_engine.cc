@@ -71,7 +71,7 @@ class UringEngine final : public IoEngine {
         at_limit_ = true;
       }
       if (live_ == 0) return nullptr;
-      returned_.wait(lock, [&] { return !idle_.empty() || live_ == 0; });
+      returned_.wait(lock, [&] { return !idle_.empty() || live_ == 0 || !at_limit_; });
     }
   }
 
@@ -81,10 +81,12 @@ class UringEngine final : public IoEngine {
     returned_.notify_one();
   }
 
+  // A failed ring is closed; the next caller without one may create another.
   void Drop(std::unique_ptr<Ring> ring) {
     ring.reset();
     std::lock_guard lock(mu_);
     --live_;
+    at_limit_ = false;
     returned_.notify_all();
   }
 
@@ -92,11 +94,22 @@ class UringEngine final : public IoEngine {
   // unfinished op then has the error) and must not be used again.
   bool Run(io_uring* ring, std::span<IoOp> ops) {
     std::vector<uint64_t> done(ops.size(), 0);
+    std::vector<bool> finished(ops.size(), false);
     std::deque<size_t> pending;
     for (size_t i = 0; i < ops.size(); ++i) pending.push_back(i);
-    unsigned inflight = 0;
-    while (!pending.empty() || inflight > 0) {
-      while (!pending.empty() && inflight < options_.queue_depth) {
+    unsigned queued = 0;     // prepared, not yet taken by the kernel
+    unsigned submitted = 0;  // taken by the kernel, not yet reaped
+    // Counts what a submit call took; false when the ring itself failed.
+    auto took = [&](int r) {
+      if (r >= 0) {
+        queued -= static_cast<unsigned>(r);
+        submitted += static_cast<unsigned>(r);
+        return true;
+      }
+      return r == -EINTR || r == -EAGAIN || r == -EBUSY;
+    };
+    while (!pending.empty() || queued + submitted > 0) {
+      while (!pending.empty() && queued + submitted < options_.queue_depth) {
         io_uring_sqe* sqe = io_uring_get_sqe(ring);
         if (sqe == nullptr) break;
         const size_t i = pending.front();
@@ -106,51 +119,56 @@ class UringEngine final : public IoEngine {
         io_uring_prep_read(sqe, ops[i].file->fd(), ops[i].out + done[i], static_cast<unsigned>(want),
                            ops[i].offset + done[i]);
         io_uring_sqe_set_data64(sqe, i);
-        ++inflight;
+        ++queued;
         // Under a bandwidth cap each entry goes out as soon as its budget
         // allows, so waiting for budget overlaps the reads already issued.
-        if (options_.max_mbps > 0) io_uring_submit(ring);
+        if (options_.max_mbps > 0) {
+          const int r = io_uring_submit(ring);
+          if (!took(r)) return FailAll(ring, ops, finished, submitted, r);
+        }
       }
-      const int submitted = io_uring_submit_and_wait(ring, 1);
-      if (submitted < 0 && submitted != -EINTR && submitted != -EAGAIN && submitted != -EBUSY) {
-        FailAll(ring, ops, inflight, submitted);
-        return false;
-      }
+      const int r = io_uring_submit_and_wait(ring, 1);
+      if (!took(r)) return FailAll(ring, ops, finished, submitted, r);
       io_uring_cqe* cqe = nullptr;
       unsigned head = 0;
       unsigned seen = 0;
       io_uring_for_each_cqe(ring, head, cqe) {
         ++seen;
-        --inflight;
+        --submitted;
         const size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
         const int res = cqe->res;
         if (res == -EAGAIN || res == -EINTR || (res >= 0 && InjectEagain())) {
           pending.push_back(i);
           continue;
         }
-        if (!Advance(ops[i], &done[i], res)) pending.push_back(i);
+        if (Advance(ops[i], &done[i], res)) {
+          finished[i] = true;
+        } else {
+          pending.push_back(i);
+        }
       }
       io_uring_cq_advance(ring, seen);
     }
     return true;
   }
 
-  // The ring itself failed: every unfinished op gets the error, and
-  // completions still due are reaped (bounded wait) so none lands in a
-  // caller's buffer after Read() returns. Entries never submitted are
-  // dropped with the ring.
-  static void FailAll(io_uring* ring, std::span<IoOp> ops, unsigned inflight, int err) {
-    for (IoOp& op : ops) {
-      if (op.status->ok()) {
-        *op.status = Status::IOError(op.file->path() + ": io_uring submit failed: " + std::strerror(-err));
+  // The ring itself failed: every unfinished op gets the error, and every
+  // read the kernel took is waited for, so that none lands in a caller's
+  // buffer after Read() returns. Entries it never took go with the ring.
+  // Returns false: the ring must not be used again.
+  static bool FailAll(io_uring* ring, std::span<IoOp> ops, const std::vector<bool>& finished, unsigned submitted,
+                      int err) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!finished[i] && ops[i].status->ok()) {
+        *ops[i].status = Status::IOError(ops[i].file->path() + ": io_uring submit failed: " + std::strerror(-err));
       }
     }
-    __kernel_timespec timeout{.tv_sec = 1, .tv_nsec = 0};
     io_uring_cqe* cqe = nullptr;
-    while (inflight > 0 && io_uring_wait_cqe_timeout(ring, &cqe, &timeout) == 0) {
+    while (submitted > 0 && io_uring_wait_cqe(ring, &cqe) == 0) {
       io_uring_cqe_seen(ring, cqe);
-      --inflight;
+      --submitted;
     }
+    return false;
   }
 
   std::mutex mu_;

@@ -123,7 +123,12 @@ void DecodeIterator::Rep::Feed() {
       free_.pop_back();
     }
     slot->error = Status::OK();
-    const Result<bool> more = Prepare(slot.get());
+    Result<bool> more = Status::OK();
+    try {
+      more = Prepare(slot.get());
+    } catch (const std::exception& e) {  // from the crop callback, or out of memory
+      more = Status::InvalidArgument(std::string("decode iterator: ") + e.what());
+    }
     std::lock_guard lock(mu_);
     if (more.ok() && !*more) {
       finished_ = true;

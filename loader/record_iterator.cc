@@ -147,6 +147,7 @@ Result<bool> RecordIterator::Rep::Next(RecordBatch* batch) {
   lock.lock();
   ++delivered_;
   bytes_in_flight_ -= RecordCost(ready.record);
+  if (!parsed.ok() && error_.ok()) error_ = parsed;  // an error ends the iteration
   if (ready.streams.use_count() == 1) spare_.push_back(std::move(ready.streams));
   changed_.notify_all();
   lock.unlock();

@@ -132,7 +132,12 @@ Status Table::Rep::LogAccess(std::span<const uint32_t> features) const {
   }
   std::vector<std::string> names;
   for (const uint32_t f : features) names.push_back(file->index().schema.features[f].name);
-  return options.access_log->Append(names);
+  Status appended = options.access_log->Append(names);
+  if (!appended.ok()) {
+    std::lock_guard lock(mu);
+    logged.erase(key);  // the next read of this projection tries again
+  }
+  return appended;
 }
 
 Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first, size_t count) const {

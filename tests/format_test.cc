@@ -5,6 +5,7 @@
 #include "format/file_format.h"
 #include "format/journal.h"
 #include "format/scan_script.h"
+#include "format/table_format.h"
 #include "io/pcr_file.h"
 
 namespace pcr {
@@ -375,6 +376,40 @@ TEST_CASE("the plan checksum changes with every input it covers") {
   CHECK(changed([](ConversionPlan&, std::vector<SampleMetadata>& s) { s[1].label = 0; }));
   CHECK(changed([](ConversionPlan&, std::vector<SampleMetadata>& s) { std::swap(s[0], s[1]); }));
   CHECK(changed([](ConversionPlan&, std::vector<SampleMetadata>& s) { s.pop_back(); }));
+}
+
+TEST_CASE("a map feature is named by its id in decimal") {
+  for (const auto& [name, id, ok] : {std::tuple<std::string, int64_t, bool>{"7", 7, true}, {"-12", -12, true},
+                                     {"007", 7, false}, {"x", 7, false}, {"8", 7, false}, {"+7", 7, false}}) {
+    INFO(name);
+    TableSchema schema{.row_count = 1, .features = {{.name = name, .type = FeatureType::kFloat32, .has_id = true,
+                                                     .id = id}}};
+    Bytes b;
+    EncodeTableSchema(schema, &b);
+    Decoder d(b);
+    TableSchema back;
+    std::string error;
+    CHECK(DecodeTableSchema(&d, &back, &error) == ok);
+    if (!ok) CHECK_THAT(error, Catch::Contains("in decimal"));
+  }
+}
+
+TEST_CASE("a zstd stream is exactly one frame") {
+  Bytes raw(1000);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<uint8_t>(i % 7);
+  const StoredStream stored = CompressStream(raw, 3);
+  REQUIRE(stored.codec == StreamCodec::kZstd);
+  Bytes out;
+  REQUIRE(DecompressStream(stored.bytes, stored.codec, raw.size(), &out).ok());
+  CHECK(out == raw);
+  // A second frame that decodes to nothing, or a stray byte, after the frame.
+  const StoredStream empty = CompressStream({}, 3);
+  Bytes two = stored.bytes;
+  if (empty.codec == StreamCodec::kZstd) two.insert(two.end(), empty.bytes.begin(), empty.bytes.end());
+  two.push_back(0);
+  const Status st = DecompressStream(two, stored.codec, raw.size(), &out);
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK_THAT(st.message(), Catch::Contains("after the zstd frame"));
 }
 
 }  // namespace

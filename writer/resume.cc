@@ -31,9 +31,13 @@ JournalWriter::~JournalWriter() { close(fd_); }
 
 Status JournalWriter::Add(const FinishedFile& f) {
   const std::string text = EncodeJournalLines(f);
-  if (write(fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size()) || fdatasync(fd_) != 0) {
-    return Status::IOError(path_ + ": cannot append: " + std::strerror(errno));
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::IOError(path_ + ": cannot append: " + (n < 0 ? std::strerror(errno) : "short write"));
+    done += static_cast<size_t>(n);
   }
+  if (fdatasync(fd_) != 0) return Status::IOError(path_ + ": cannot sync: " + std::strerror(errno));
   return Status::OK();
 }
 
