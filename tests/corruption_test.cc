@@ -196,6 +196,10 @@ TEST_CASE("every read path checks the chunks verify checks") {
     while (more.ok() && *more) more = (*it)->Next(&batch);
     REQUIRE(!more.ok());
     CHECK_THAT(more.status().message(), Catch::Contains("chunk checksum mismatch"));
+    // The error ends the iteration: later calls give it again.
+    const Result<bool> after = (*it)->Next(&batch);
+    REQUIRE(!after.ok());
+    CHECK(after.status().message() == more.status().message());
   }
   auto quality = MeasureFidelityQuality(**ds, (*ds)->num_images());
   REQUIRE(!quality.ok());
