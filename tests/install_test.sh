@@ -33,6 +33,7 @@ done
 
 "$bin/pcr-convert" images "$data/sample" "$stage/ds" --images-per-record 8 >/dev/null
 "$bin/pcr-dump" extract "$stage/ds" "$stage/expected" --fidelity 2 >/dev/null
+mkdir -p "$stage/expected-all" && ln -s "$stage/expected" "$stage/expected-all/2"
 case $mode in
   pkg-config)
     # shellcheck disable=SC2046
@@ -48,4 +49,15 @@ LD_LIBRARY_PATH="$libdir" "$stage/consumer" "$stage/ds" "$stage/got"
 diff -r "$stage/expected" "$stage/got" >/dev/null || { echo "FAIL: images differ from pcr-dump extract"; exit 1; }
 LD_LIBRARY_PATH="$libdir" ldd "$stage/consumer" | grep -q "$libdir/libpcr.so" ||
   { echo "FAIL: the consumer does not load the staged libpcr"; exit 1; }
+# The Python package, when built, imports from the staged site-packages
+# and reads the dataset through the staged libpcr.
+init=$(find "$stage/root" -path '*/pcr/__init__.py' | head -n 1)
+if [ "$mode" = pkg-config ] && [ -n "$init" ]; then
+  PYTHONPATH=$(dirname "$(dirname "$init")") LD_LIBRARY_PATH="$libdir" /usr/bin/python3 -c '
+import sys, pcr
+ds = pcr.ImageDataset(sys.argv[1])
+assert len(ds) == 24 and ds.read(0, 2) == open(sys.argv[2] + "/2/" + ds.sample(0)[1], "rb").read(), "read differs"
+assert pcr.__file__.startswith(sys.argv[3]), pcr.__file__
+' "$stage/ds" "$stage/expected-all" "$stage/root" || { echo "FAIL: the staged Python package"; exit 1; }
+fi
 echo "$mode consumer: 1 passed, 0 failed"

@@ -1,0 +1,395 @@
+// The pcr Python extension (pcr._pcr): datasets, tables, decoding and
+// conversion over the public C++ API. Every read, decode and conversion
+// runs with the GIL released; arrays handed to Python own their memory or
+// keep it alive.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <pcr/pcr.h>
+
+namespace py = pybind11;
+
+namespace {
+
+py::object g_corruption_error;
+py::object g_not_supported_error;
+
+// Raises the Python exception that fits `status`, with pcr's message.
+[[noreturn]] void Raise(const pcr::Status& status) {
+  switch (status.code()) {
+    case pcr::StatusCode::kCorruption:
+      PyErr_SetString(g_corruption_error.ptr(), status.message().c_str());
+      throw py::error_already_set();
+    case pcr::StatusCode::kNotSupported:
+      PyErr_SetString(g_not_supported_error.ptr(), status.message().c_str());
+      throw py::error_already_set();
+    case pcr::StatusCode::kInvalidArgument:
+      throw py::value_error(status.message());
+    case pcr::StatusCode::kNotFound:
+      PyErr_SetString(PyExc_FileNotFoundError, status.message().c_str());
+      throw py::error_already_set();
+    case pcr::StatusCode::kIOError:
+    case pcr::StatusCode::kOk:
+      break;
+  }
+  PyErr_SetString(PyExc_OSError, status.message().c_str());
+  throw py::error_already_set();
+}
+
+void Check(const pcr::Status& status) {
+  if (!status.ok()) Raise(status);
+}
+
+template <typename T>
+T Take(pcr::Result<T> result) {
+  if (!result.ok()) Raise(result.status());
+  return std::move(result).value();
+}
+
+py::bytes ToBytes(const pcr::Bytes& b) { return py::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
+
+// A 1-D array over `values`, which the array then owns.
+template <typename T>
+py::array_t<T> Own(std::vector<T>&& values) {
+  auto* held = new std::vector<T>(std::move(values));
+  py::capsule owner(held, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>({static_cast<py::ssize_t>(held->size())}, {static_cast<py::ssize_t>(sizeof(T))},
+                        held->data(), owner);
+}
+
+pcr::IoEngineOptions IoOptions(const std::string& engine) {
+  pcr::IoEngineOptions io;
+  io.kind = Take(pcr::ParseIoEngineKind(engine));
+  return io;
+}
+
+class PyImageDataset {
+ public:
+  PyImageDataset(const std::string& path, const std::string& engine) {
+    const pcr::ImageReaderOptions options{.io = IoOptions(engine)};
+    pcr::Result<std::unique_ptr<pcr::ImageDataset>> opened = pcr::Status::OK();
+    {
+      py::gil_scoped_release release;
+      opened = pcr::ImageDataset::Open(path, options);
+    }
+    ds_ = Take(std::move(opened));
+    path_ = path;
+    engine_ = engine;
+  }
+
+  size_t size() const { return ds_->num_images(); }
+  int num_scan_groups() const { return ds_->num_scan_groups(); }
+  std::vector<std::string> classes() const { return ds_->class_names(); }
+
+  py::dict counts() const {
+    const pcr::DatasetCounts c = ds_->counts();
+    py::dict d;
+    d["images"] = c.images;
+    d["records"] = c.records;
+    d["files"] = c.files;
+    d["file_bytes"] = c.file_bytes;
+    std::vector<uint64_t> at;
+    for (int k = 1; k <= ds_->num_scan_groups(); ++k) at.push_back(c.BytesAtFidelity(k));
+    d["bytes_at_fidelity"] = at;
+    return d;
+  }
+
+  std::pair<int64_t, std::string> sample(int64_t i) const {
+    const uint64_t image = Index(i);
+    const pcr::SampleMetadata& s = ds_->sample(image);
+    return {s.label, s.key};
+  }
+
+  py::bytes read(int64_t i, int fidelity) const {
+    const uint64_t image = Index(i);
+    pcr::Result<pcr::Image> got = pcr::Status::OK();
+    {
+      py::gil_scoped_release release;
+      got = ds_->ReadImage(image, Fidelity(fidelity));
+    }
+    return ToBytes(Take(std::move(got)).jpeg);
+  }
+
+  py::list read_many(const std::vector<int64_t>& indices, int fidelity) const {
+    std::vector<pcr::ImageRequest> requests;
+    const int k = Fidelity(fidelity);
+    for (int64_t i : indices) requests.push_back({Index(i), k});
+    pcr::Result<std::vector<pcr::Image>> got = pcr::Status::OK();
+    {
+      py::gil_scoped_release release;
+      got = ds_->ReadImages(requests);
+    }
+    py::list out;
+    for (const pcr::Image& image : Take(std::move(got))) out.append(ToBytes(image.jpeg));
+    return out;
+  }
+
+  py::dict verify() const {
+    pcr::VerifyReport r;
+    {
+      py::gil_scoped_release release;
+      r = pcr::VerifyPath(path_, IoOptions(engine_));
+    }
+    if (!r.errors.empty()) {
+      std::string message;
+      for (const std::string& e : r.errors) message += (message.empty() ? "" : "\n") + e;
+      PyErr_SetString(g_corruption_error.ptr(), message.c_str());
+      throw py::error_already_set();
+    }
+    py::dict d;
+    d["files"] = r.files;
+    d["stripes"] = r.stripes;
+    d["streams"] = r.streams;
+    d["chunks"] = r.chunks;
+    d["bytes"] = r.bytes;
+    return d;
+  }
+
+ private:
+  // Python indexing: negative counts from the end.
+  uint64_t Index(int64_t i) const {
+    const int64_t n = static_cast<int64_t>(ds_->num_images());
+    if (i < -n || i >= n) throw py::index_error("image " + std::to_string(i) + " out of range (" + std::to_string(n) + " images)");
+    return static_cast<uint64_t>(i < 0 ? i + n : i);
+  }
+  // 0 or None mean full fidelity.
+  int Fidelity(int k) const {
+    const int full = ds_->num_scan_groups();
+    if (k == 0) return full;
+    Check(ds_->CheckFidelity(k));
+    return k;
+  }
+
+  std::unique_ptr<pcr::ImageDataset> ds_;
+  std::string path_;
+  std::string engine_;
+};
+
+py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple<int, int, int, int>> crop,
+                            const std::string& format, bool strict) {
+  pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = strict};
+  if (format == "rgb") {
+    options.format = pcr::PixelFormat::kRgb;
+  } else if (format == "gray") {
+    options.format = pcr::PixelFormat::kGray;
+  } else if (format == "native") {
+    options.format = pcr::PixelFormat::kNative;
+  } else {
+    throw py::value_error("format must be 'rgb', 'gray' or 'native', not '" + format + "'");
+  }
+  if (crop) {
+    const auto [x, y, w, h] = *crop;
+    options.crop = {.x = x, .y = y, .width = w, .height = h};
+  }
+  const py::buffer_info info = jpeg.request();  // holds the buffer while the GIL is released
+  if (info.ndim != 1 || info.itemsize != 1) throw py::value_error("jpeg must be a flat buffer of bytes");
+  const pcr::ByteSpan bytes(static_cast<const uint8_t*>(info.ptr), static_cast<size_t>(info.size));
+  pcr::Result<pcr::DecodedImage> got = pcr::Status::OK();
+  {
+    py::gil_scoped_release release;
+    got = pcr::DecodeJpeg(bytes, options);
+  }
+  pcr::DecodedImage image = Take(std::move(got));
+  auto* held = new std::vector<uint8_t>(std::move(image.pixels));
+  py::capsule owner(held, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
+  const py::ssize_t c = image.components;
+  return py::array_t<uint8_t>({static_cast<py::ssize_t>(image.height), static_cast<py::ssize_t>(image.width), c},
+                              {static_cast<py::ssize_t>(image.width) * c, c, py::ssize_t{1}}, held->data(), owner);
+}
+
+class PyTable {
+ public:
+  PyTable(const std::string& path, const std::string& engine) {
+    const pcr::TableReaderOptions options{.io = IoOptions(engine)};
+    pcr::Result<std::unique_ptr<pcr::Table>> opened = pcr::Status::OK();
+    {
+      py::gil_scoped_release release;
+      opened = pcr::Table::Open(path, options);
+    }
+    table_ = Take(std::move(opened));
+  }
+
+  py::list schema() const {
+    py::list out;
+    for (const pcr::FeatureInfo& f : table_->schema().features) {
+      py::dict d;
+      d["name"] = f.name;
+      d["type"] = pcr::FeatureTypeName(f.type);
+      d["id"] = f.has_id ? py::object(py::int_(f.id)) : py::object(py::none());
+      d["present_count"] = f.present_count;
+      d["value_count"] = f.value_count;
+      out.append(d);
+    }
+    return out;
+  }
+  uint64_t num_rows() const { return table_->schema().row_count; }
+  size_t num_stripes() const { return table_->stripe_count(); }
+
+  // {name: {"values": ..., "presence": ..., ["offsets": ...], ["scores": ...]}}
+  py::dict read(const std::vector<std::string>& features, size_t first, std::optional<size_t> count) const {
+    const std::vector<uint32_t> index = Take(table_->Resolve(features));
+    const size_t n = count.value_or(first <= table_->stripe_count() ? table_->stripe_count() - first : 0);
+    pcr::Result<pcr::TableBatch> got = pcr::Status::OK();
+    {
+      py::gil_scoped_release release;
+      got = table_->Read(index, first, n);
+    }
+    pcr::TableBatch batch = Take(std::move(got));
+    py::dict out;
+    for (size_t j = 0; j < features.size(); ++j) {
+      pcr::Column& c = batch.columns[j];
+      py::dict d;
+      d["presence"] = Own(std::move(c.present)).attr("view")("bool");
+      switch (c.type) {
+        case pcr::FeatureType::kInt64:
+          d["values"] = Own(std::move(c.ints));
+          break;
+        case pcr::FeatureType::kFloat64:
+          d["values"] = Own(std::move(c.doubles));
+          break;
+        case pcr::FeatureType::kFloat32:
+          d["values"] = Own(std::move(c.floats));
+          break;
+        case pcr::FeatureType::kString: {
+          std::vector<uint8_t> bytes(c.bytes.begin(), c.bytes.end());
+          d["values"] = Own(std::move(bytes));
+          d["offsets"] = Own(std::move(c.offsets));
+          break;
+        }
+        case pcr::FeatureType::kIdList:
+          d["values"] = Own(std::move(c.ints));
+          d["offsets"] = Own(std::move(c.offsets));
+          break;
+        case pcr::FeatureType::kScoredIdList64:
+          d["values"] = Own(std::move(c.ints));
+          d["offsets"] = Own(std::move(c.offsets));
+          d["scores"] = Own(std::move(c.doubles));
+          break;
+        case pcr::FeatureType::kScoredIdList32:
+          d["values"] = Own(std::move(c.ints));
+          d["offsets"] = Own(std::move(c.offsets));
+          d["scores"] = Own(std::move(c.floats));
+          break;
+      }
+      out[py::str(features[j])] = d;
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<pcr::Table> table_;
+};
+
+py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t images_per_record,
+                       uint64_t records_per_file, int jobs, const std::string& scan_script, bool strip_metadata,
+                       bool skip_bad, std::optional<uint64_t> shuffle, const std::string& list, bool by_content,
+                       uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb) {
+  const pcr::ConvertImagesOptions options{.src_dir = src,
+                                          .list_file = list,
+                                          .by_content = by_content,
+                                          .out_dir = out,
+                                          .images_per_record = images_per_record,
+                                          .records_per_file = records_per_file,
+                                          .jobs = jobs,
+                                          .scan_script = scan_script,
+                                          .strip_metadata = strip_metadata,
+                                          .skip_bad = skip_bad,
+                                          .max_pixels = max_pixels,
+                                          .memory_bytes = memory_mb << 20,
+                                          .shuffle_seed = shuffle,
+                                          .shard_index = shard,
+                                          .num_shards = num_shards};
+  pcr::Result<pcr::ConvertImagesSummary> got = pcr::Status::OK();
+  {
+    py::gil_scoped_release release;
+    got = pcr::ConvertImages(options);
+  }
+  const pcr::ConvertImagesSummary s = Take(std::move(got));
+  py::dict d;
+  d["images"] = s.images;
+  d["records"] = s.records;
+  d["files"] = s.files;
+  d["input_bytes"] = s.input_bytes;
+  d["output_bytes"] = s.output_bytes;
+  d["skipped"] = s.skipped;
+  d["ignored_files"] = s.ignored_files;
+  return d;
+}
+
+py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t rows_per_stripe, uint64_t stripe_mb,
+                      std::vector<std::string> stream_order, const std::string& popularity, bool float32,
+                      int zstd_level) {
+  if (!popularity.empty()) {
+    if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
+    stream_order = Take(pcr::ReadPopularityFile(popularity));
+  }
+  if (stripe_mb == 0) throw py::value_error("stripe_mb must be positive");
+  pcr::TableConvertOptions options{.input = input, .out_dir = out, .float32 = float32};
+  options.writer.rows_per_stripe = rows_per_stripe;
+  options.writer.stripe_bytes = stripe_mb << 20;
+  options.writer.stream_order = std::move(stream_order);
+  options.writer.zstd_level = zstd_level;
+  pcr::Result<pcr::TableConvertReport> got = pcr::Status::OK();
+  {
+    py::gil_scoped_release release;
+    got = pcr::ConvertTable(options);
+  }
+  const pcr::TableConvertReport r = Take(std::move(got));
+  py::dict d;
+  d["path"] = r.path;
+  d["rows"] = r.schema.row_count;
+  d["features"] = r.schema.features.size();
+  d["stripes"] = r.stripes;
+  d["input_bytes"] = r.input_bytes;
+  d["output_bytes"] = r.output_bytes;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_pcr, m) {
+  m.doc() = "pcr: Progressive Compressed Records and feature-flattened tables";
+  g_corruption_error = py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("CorruptionError"));
+  g_not_supported_error =
+      py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("NotSupportedError"));
+
+  py::class_<PyImageDataset>(m, "ImageDataset")
+      .def(py::init<const std::string&, const std::string&>(), py::arg("path"), py::arg("engine") = "auto")
+      .def("__len__", &PyImageDataset::size)
+      .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups)
+      .def_property_readonly("classes", &PyImageDataset::classes)
+      .def_property_readonly("counts", &PyImageDataset::counts)
+      .def("sample", &PyImageDataset::sample, py::arg("index"))
+      .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = 0)
+      .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = 0)
+      .def("verify", &PyImageDataset::verify);
+
+  m.def("decode", &Decode, py::arg("jpeg"), py::arg("scale") = 1, py::arg("crop") = py::none(),
+        py::arg("format") = "rgb", py::arg("strict") = true);
+
+  py::class_<PyTable>(m, "Table")
+      .def(py::init<const std::string&, const std::string&>(), py::arg("path"), py::arg("engine") = "auto")
+      .def_property_readonly("schema", &PyTable::schema)
+      .def_property_readonly("num_rows", &PyTable::num_rows)
+      .def_property_readonly("num_stripes", &PyTable::num_stripes)
+      .def("read", &PyTable::read, py::arg("features"), py::arg("first_stripe") = 0,
+           py::arg("num_stripes") = py::none());
+
+  m.def("convert_images", &ConvertImages, py::arg("src"), py::arg("out"), py::kw_only(),
+        py::arg("images_per_record") = 1024, py::arg("records_per_file") = 1, py::arg("jobs") = 0,
+        py::arg("scan_script") = "spectral5", py::arg("strip_metadata") = false, py::arg("skip_bad") = false,
+        py::arg("shuffle") = py::none(), py::arg("list") = "", py::arg("by_content") = false,
+        py::arg("shard") = 0, py::arg("num_shards") = 1, py::arg("max_pixels") = pcr::kDefaultMaxPixels,
+        py::arg("memory_mb") = 0);
+  m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
+        py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
+        py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,
+        py::arg("zstd_level") = 3);
+}

@@ -1,0 +1,82 @@
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+class ImageDataset:
+    """An image dataset (a directory holding dataset.pcrd, or one .pcr file).
+
+    Methods may be called from several threads at once.
+    """
+
+    def __init__(self, path: str, engine: str = "auto") -> None: ...
+    def __len__(self) -> int: ...
+    @property
+    def num_scan_groups(self) -> int: ...
+    @property
+    def classes(self) -> list[str]: ...
+    @property
+    def counts(self) -> dict[str, object]: ...
+    def sample(self, index: int) -> Tuple[int, str]: ...
+    def read(self, index: int, fidelity: int = 0) -> bytes: ...
+    def read_many(self, indices: Sequence[int], fidelity: int = 0) -> list[bytes]: ...
+    def verify(self) -> dict[str, int]: ...
+
+def decode(
+    jpeg: bytes | bytearray | memoryview,
+    scale: int = 1,
+    crop: Optional[Tuple[int, int, int, int]] = None,
+    format: str = "rgb",
+    strict: bool = True,
+) -> npt.NDArray[np.uint8]:
+    """Pixels as an H x W x C uint8 array (C: 3 for "rgb", 1 for "gray", the file's for "native").
+
+    crop is (x, y, width, height) in pixels after scaling by 1/scale (1, 2, 4 or 8).
+    With strict, libjpeg's corrupt-data warnings are errors (CorruptionError).
+    """
+
+class Table:
+    """A table file, or a directory holding one. Methods may be called from several threads at once."""
+
+    def __init__(self, path: str, engine: str = "auto") -> None: ...
+    @property
+    def schema(self) -> list[dict[str, object]]: ...
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def num_stripes(self) -> int: ...
+    def read(
+        self, features: Sequence[str], first_stripe: int = 0, num_stripes: Optional[int] = None
+    ) -> dict[str, dict[str, npt.NDArray]]: ...
+
+def convert_images(
+    src: str,
+    out: str,
+    *,
+    images_per_record: int = 1024,
+    records_per_file: int = 1,
+    jobs: int = 0,
+    scan_script: str = "spectral5",
+    strip_metadata: bool = False,
+    skip_bad: bool = False,
+    shuffle: Optional[int] = None,
+    list: str = "",
+    by_content: bool = False,
+    shard: int = 0,
+    num_shards: int = 1,
+    max_pixels: int = 178956970,
+    memory_mb: int = 0,
+) -> dict[str, object]:
+    """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out."""
+def convert_table(
+    input: str,
+    out: str,
+    *,
+    rows_per_stripe: int = 0,
+    stripe_mb: int = 1024,
+    stream_order: Sequence[str] = (),
+    popularity: str = "",
+    float32: bool = False,
+    zstd_level: int = 3,
+) -> dict[str, object]:
+    """pcr-convert table: a .csv or .jsonl file into out/<stem>.pcr."""

@@ -1,0 +1,167 @@
+import pathlib
+import shutil
+import threading
+
+import numpy as np
+import pytest
+
+import pcr
+
+
+def originals(data_dir):
+    root = data_dir / "sample"
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def test_dataset_describes_the_sample(sample_dataset, data_dir):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    assert len(ds) == 24
+    assert ds.classes == sorted(p.name for p in (data_dir / "sample").iterdir() if p.is_dir())
+    assert ds.num_scan_groups == 5
+    counts = ds.counts
+    assert counts["images"] == 24 and counts["records"] == 5
+    at = counts["bytes_at_fidelity"]
+    assert len(at) == 5 and all(a < b for a, b in zip(at, at[1:]))
+    keys = sorted(ds.sample(i)[1] for i in range(len(ds)))
+    assert keys == sorted(str(p.relative_to(data_dir / "sample")) for p in originals(data_dir))
+    for i in range(len(ds)):
+        label, key = ds.sample(i)
+        assert ds.classes[label] == key.split("/")[0]
+    assert ds.sample(-1) == ds.sample(len(ds) - 1)
+    with pytest.raises(IndexError):
+        ds.sample(len(ds))
+
+
+def test_full_fidelity_gives_the_original_pixels(sample_dataset, data_dir):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    for i in range(len(ds)):
+        _, key = ds.sample(i)
+        original = (data_dir / "sample" / key).read_bytes()
+        full = ds.read(i)
+        assert full == ds.read(i, ds.num_scan_groups)
+        # The original may hold data libjpeg warns about; the stored file may not.
+        want = pcr.decode(original, format="native", strict=False)
+        assert np.array_equal(pcr.decode(full, format="native"), want), key
+
+
+def test_lower_fidelity_is_a_smaller_prefix_that_decodes(sample_dataset):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    for i in range(len(ds)):
+        sizes = [len(ds.read(i, k)) for k in range(1, ds.num_scan_groups + 1)]
+        assert sizes == sorted(sizes)
+        shape = pcr.decode(ds.read(i, 1), format="native").shape
+        assert shape == pcr.decode(ds.read(i), format="native").shape
+
+
+def test_read_many_equals_single_reads(sample_dataset):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    order = [23, 0, 7, 7, -2, 12]
+    for k in (1, 3, 0):
+        assert ds.read_many(order, k) == [ds.read(i, k) for i in order]
+
+
+def test_reads_from_many_threads_agree(sample_dataset):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    expected = [ds.read(i, 2) for i in range(len(ds))]
+    results = [None] * 8
+
+    def work(t):
+        results[t] = [ds.read(i, 2) for i in range(len(ds))]
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r == expected for r in results)
+
+
+def test_decode_matches_pil(data_dir):
+    Image = pytest.importorskip("PIL.Image")
+    compared = 0
+    for path in originals(data_dir):
+        with Image.open(path) as im:
+            if im.mode not in ("RGB", "L"):
+                continue
+            want = np.asarray(im.convert("RGB"))
+        got = pcr.decode(path.read_bytes(), format="rgb", strict=False)
+        assert got.dtype == np.uint8 and got.flags.c_contiguous
+        assert np.array_equal(got, want), path
+        compared += 1
+    assert compared >= 15
+
+
+def test_decode_scales_and_crops(data_dir):
+    jpeg = (data_dir / "sample" / "textures" / "ring.jpg").read_bytes()
+    full = pcr.decode(jpeg)
+    h, w, c = full.shape
+    assert c == 3
+    half = pcr.decode(jpeg, scale=2)
+    assert half.shape == ((h + 1) // 2, (w + 1) // 2, 3)
+    crop = pcr.decode(jpeg, crop=(10, 20, 64, 48))
+    assert np.array_equal(crop, full[20:68, 10:74])
+    gray = pcr.decode(jpeg, format="gray")
+    assert gray.shape == (h, w, 1)
+    with pytest.raises(ValueError):
+        pcr.decode(jpeg, crop=(w - 5, 0, 64, 48))
+    with pytest.raises(ValueError):
+        pcr.decode(jpeg, format="yuv")
+    with pytest.raises(ValueError):
+        pcr.decode(jpeg, scale=3)
+    with pytest.raises(pcr.CorruptionError):
+        pcr.decode(jpeg[: len(jpeg) // 2])
+    assert np.array_equal(pcr.decode(bytearray(jpeg)), full)
+    assert np.array_equal(pcr.decode(memoryview(jpeg)), full)
+
+
+def test_decoded_arrays_own_their_memory(data_dir):
+    jpeg = (data_dir / "sample" / "textures" / "ring.jpg").read_bytes()
+    a = pcr.decode(jpeg)
+    copy = a.copy()
+    for _ in range(20):
+        pcr.decode(jpeg)
+    assert np.array_equal(a, copy)
+
+
+def test_bad_input_raises_the_fitting_exception(sample_dataset, data_dir, tmp_path):
+    with pytest.raises(FileNotFoundError):
+        pcr.ImageDataset(str(tmp_path / "missing"))
+    ds = pcr.ImageDataset(str(sample_dataset))
+    with pytest.raises(ValueError):
+        ds.read(0, ds.num_scan_groups + 1)
+    with pytest.raises(ValueError):
+        pcr.ImageDataset(str(sample_dataset), engine="mmap")
+    with pytest.raises(ValueError):
+        pcr.convert_images(str(tmp_path / "no-such-dir"), str(tmp_path / "out"))
+    # A flipped byte inside a scan group: named by file and offset.
+    broken = tmp_path / "broken"
+    shutil.copytree(sample_dataset, broken)
+    record = sorted(broken.glob("records-*.pcr"))[1]
+    data = bytearray(record.read_bytes())
+    data[len(data) // 3] ^= 0x40
+    record.write_bytes(bytes(data))
+    damaged = pcr.ImageDataset(str(broken))
+    with pytest.raises(pcr.CorruptionError, match=str(record)):
+        damaged.verify()
+    with pytest.raises(pcr.CorruptionError, match=str(record)):
+        for i in range(len(damaged)):
+            damaged.read(i)
+    assert ds.verify()["files"] == 5
+
+
+def test_conversion_options(data_dir, tmp_path):
+    pcr.convert_images(str(data_dir / "sample"), str(tmp_path / "a"), images_per_record=8)
+    plain = pcr.ImageDataset(str(tmp_path / "a"))
+    pcr.convert_images(str(data_dir / "sample"), str(tmp_path / "b"), images_per_record=8, shuffle=7, jobs=1)
+    shuffled = pcr.ImageDataset(str(tmp_path / "b"))
+    keys = [plain.sample(i)[1] for i in range(len(plain))]
+    shuffled_keys = [shuffled.sample(i)[1] for i in range(len(shuffled))]
+    assert sorted(shuffled_keys) == sorted(keys) and shuffled_keys != keys
+    bad = tmp_path / "bad" / "c"
+    shutil.copytree(data_dir / "bad", bad)
+    shutil.copy(data_dir / "sample" / "textures" / "ring.jpg", bad)
+    with pytest.raises(pcr.CorruptionError, match="not-a-jpeg.jpg"):
+        pcr.convert_images(str(tmp_path / "bad"), str(tmp_path / "c"))
+    summary = pcr.convert_images(str(tmp_path / "bad"), str(tmp_path / "d"), skip_bad=True)
+    assert summary["images"] == 1
+    assert sorted(key for key, _ in summary["skipped"]) == sorted("c/" + p.name for p in (data_dir / "bad").iterdir())

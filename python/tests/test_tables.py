@@ -1,0 +1,96 @@
+import csv
+import gc
+import json
+
+import numpy as np
+import pytest
+
+import pcr
+
+
+@pytest.fixture(scope="module")
+def soybean(data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tables")
+    report = pcr.convert_table(str(data_dir / "tabular" / "Soybean.csv"), str(out), rows_per_stripe=100)
+    with open(data_dir / "tabular" / "Soybean.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    return report["path"], rows
+
+
+def test_schema_and_columns_match_the_csv(soybean):
+    path, rows = soybean
+    t = pcr.Table(path)
+    header, body = rows[0], rows[1:]
+    assert [f["name"] for f in t.schema] == header
+    assert t.num_rows == len(body)
+    assert t.num_stripes == (len(body) + 99) // 100
+    for j, f in enumerate(t.schema):
+        col = t.read([f["name"]])[f["name"]]
+        cells = [r[j] for r in body]
+        present = np.array([c not in ("", "NA") for c in cells])
+        assert np.array_equal(col["presence"], present), f["name"]
+        if f["type"] == "int64":
+            want = np.array([int(c) if p else 0 for c, p in zip(cells, present)], dtype=np.int64)
+            assert np.array_equal(col["values"], want)
+        elif f["type"] == "string":
+            values, offsets = col["values"].tobytes(), col["offsets"]
+            got = [values[offsets[r]:offsets[r + 1]].decode() for r in range(len(cells))]
+            assert [g for g, p in zip(got, present) if p] == [c for c, p in zip(cells, present) if p]
+
+
+def test_stripe_ranges_and_unknown_features(soybean):
+    path, rows = soybean
+    t = pcr.Table(path)
+    name = t.schema[1]["name"]
+    whole = t.read([name])[name]
+    second = t.read([name], first_stripe=1, num_stripes=2)[name]
+    assert np.array_equal(second["values"], whole["values"][100:300])
+    with pytest.raises(ValueError, match="no feature"):
+        t.read(["no such feature"])
+    with pytest.raises(ValueError):
+        t.read([name], first_stripe=99)
+
+
+def test_map_features(tmp_path):
+    rows = [
+        {"label": 1, "dense": {"101": 0.25}, "sparse": {"9": [3, 99, 12]}, "scored": {"11": [[3, 0.5], [8, 1.25]]}},
+        {"label": 0, "sparse": {"9": []}},
+        {"label": 2, "dense": {"101": -1.5}, "scored": {"11": [[-4, 2.0]]}},
+    ]
+    src = tmp_path / "maps.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "out"))["path"])
+    got = t.read(["label", "101", "9", "11"])
+    assert got["label"]["values"].tolist() == [1, 0, 2]
+    assert got["101"]["presence"].tolist() == [True, False, True]
+    assert got["101"]["values"][[0, 2]].tolist() == [0.25, -1.5]
+    ids = got["9"]
+    assert ids["offsets"].tolist() == [0, 3, 3, 3]
+    assert ids["values"].tolist() == [3, 99, 12]
+    assert ids["presence"].tolist() == [True, True, False]
+    scored = got["11"]
+    assert scored["values"].tolist() == [3, 8, -4]
+    assert scored["scores"].tolist() == [0.5, 1.25, 2.0]
+
+
+def test_arrays_outlive_the_table(soybean):
+    path, _ = soybean
+    t = pcr.Table(path)
+    name = t.schema[2]["name"]
+    col = t.read([name])[name]
+    expected = col["values"].copy()
+    del t
+    gc.collect()
+    assert col["values"].base is not None
+    assert np.array_equal(col["values"], expected)
+
+
+def test_a_damaged_table_raises_corruption(soybean, tmp_path):
+    path, _ = soybean
+    data = bytearray(open(path, "rb").read())
+    data[200] ^= 0x01
+    bad = tmp_path / "bad.pcr"
+    bad.write_bytes(bytes(data))
+    t = pcr.Table(str(bad))
+    with pytest.raises(pcr.CorruptionError, match="bad.pcr"):
+        t.read([f["name"] for f in t.schema])
