@@ -131,6 +131,8 @@ class PyImageDataset {
     return out;
   }
 
+  const pcr::ImageDataset& dataset() const { return *ds_; }
+
   py::dict verify() const {
     pcr::VerifyReport r;
     {
@@ -170,6 +172,59 @@ class PyImageDataset {
   std::unique_ptr<pcr::ImageDataset> ds_;
   std::string path_;
   std::string engine_;
+};
+
+// One rank's share of an epoch in batches (pcr::SampleIterator).
+class PySampleIterator {
+ public:
+  PySampleIterator(const PyImageDataset& ds, uint64_t batch_size, int fidelity, uint64_t rank, uint64_t world_size,
+                   const std::string& uneven, bool shuffle, uint64_t shuffle_buffer, uint64_t seed, uint64_t epoch,
+                   uint64_t position, uint64_t read_ahead) {
+    if (uneven != "pad" && uneven != "drop") throw py::value_error("uneven must be 'pad' or 'drop'");
+    const pcr::SampleIteratorOptions options{
+        .epoch = {.rank = rank,
+                  .world_size = world_size,
+                  .batch_size = batch_size,
+                  .uneven = uneven == "pad" ? pcr::UnevenShares::kPad : pcr::UnevenShares::kDrop,
+                  .shuffle = shuffle,
+                  .shuffle_buffer = shuffle_buffer},
+        .fidelity = fidelity,
+        .read_ahead = read_ahead};
+    it_ = Take(pcr::SampleIterator::Create(ds.dataset(), options, {seed, epoch, position}));
+  }
+
+  // (indices, labels, jpegs): numpy uint64 and int64 arrays and a list of bytes.
+  py::tuple next() {
+    pcr::Result<bool> more = pcr::Status::OK();
+    {
+      py::gil_scoped_release release;
+      more = it_->Next(&batch_);
+    }
+    if (!Take(std::move(more))) throw py::stop_iteration();
+    std::vector<int64_t> labels;
+    py::list jpegs;
+    for (const pcr::Image& image : batch_.images) {
+      labels.push_back(image.label);
+      jpegs.append(ToBytes(image.jpeg));
+    }
+    std::vector<uint64_t> indices = batch_.indices;
+    return py::make_tuple(Own(std::move(indices)), Own(std::move(labels)), jpegs);
+  }
+
+  py::dict state() const {
+    const pcr::IterationState st = it_->state();
+    py::dict d;
+    d["seed"] = st.seed;
+    d["epoch"] = st.epoch;
+    d["position"] = st.position;
+    return d;
+  }
+  uint64_t num_batches() const { return it_->num_batches(); }
+  uint64_t num_images() const { return it_->num_images(); }
+
+ private:
+  std::unique_ptr<pcr::SampleIterator> it_;
+  pcr::SampleBatch batch_;
 };
 
 py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple<int, int, int, int>> crop,
@@ -370,6 +425,19 @@ PYBIND11_MODULE(_pcr, m) {
       .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = 0)
       .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = 0)
       .def("verify", &PyImageDataset::verify);
+
+  py::class_<PySampleIterator>(m, "SampleIterator")
+      .def(py::init<const PyImageDataset&, uint64_t, int, uint64_t, uint64_t, const std::string&, bool, uint64_t,
+                    uint64_t, uint64_t, uint64_t, uint64_t>(),
+           py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = 0, py::arg("rank") = 0,
+           py::arg("world_size") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
+           py::arg("shuffle_buffer") = 4096, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("position") = 0,
+           py::arg("read_ahead") = 2048, py::keep_alive<1, 2>())
+      .def("__iter__", [](PySampleIterator& it) -> PySampleIterator& { return it; })
+      .def("__next__", &PySampleIterator::next)
+      .def("__len__", &PySampleIterator::num_batches)
+      .def_property_readonly("num_images", &PySampleIterator::num_images)
+      .def("state", &PySampleIterator::state);
 
   m.def("decode", &Decode, py::arg("jpeg"), py::arg("scale") = 1, py::arg("crop") = py::none(),
         py::arg("format") = "rgb", py::arg("strict") = true);

@@ -22,6 +22,39 @@ class ImageDataset:
     def read_many(self, indices: Sequence[int], fidelity: int = 0) -> list[bytes]: ...
     def verify(self) -> dict[str, int]: ...
 
+class SampleIterator:
+    """One rank's share of an epoch, in batches of (indices, labels, jpegs).
+
+    Every rank gets len(it) batches, the same on every rank ("pad" repeats the
+    epoch's first images, "drop" leaves the rest out). Images are shuffled by
+    (seed, epoch, rank) alone, so state() resumes the iteration exactly:
+    pass its seed, epoch and position back. Iterate from one thread.
+    """
+
+    def __init__(
+        self,
+        dataset: ImageDataset,
+        *,
+        batch_size: int,
+        fidelity: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        uneven: str = "pad",
+        shuffle: bool = True,
+        shuffle_buffer: int = 4096,
+        seed: int = 0,
+        epoch: int = 0,
+        position: int = 0,
+        read_ahead: int = 2048,
+    ) -> None: ...
+    def __iter__(self) -> "SampleIterator": ...
+    def __next__(self) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], list[bytes]]: ...
+    def __len__(self) -> int:
+        """Batches per epoch on this rank (a resumed iteration yields the rest of them)."""
+    @property
+    def num_images(self) -> int: ...
+    def state(self) -> dict[str, int]: ...
+
 def decode(
     jpeg: bytes | bytearray | memoryview,
     scale: int = 1,

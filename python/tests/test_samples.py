@@ -1,0 +1,69 @@
+import numpy as np
+import pytest
+
+import pcr
+
+
+def run(ds, **kw):
+    it = pcr.SampleIterator(ds, **kw)
+    batches = list(it)
+    # len() counts the epoch's batches; a resumed iteration gives the rest.
+    assert len(batches) == len(it) - kw.get("position", 0) // kw["batch_size"]
+    return batches
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 5])
+@pytest.mark.parametrize("uneven", ["pad", "drop"])
+def test_shares_are_equal_disjoint_and_complete(sample_dataset, world, uneven):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    batch = 2
+    shares = [[i for idx, _, _ in run(ds, batch_size=batch, rank=r, world_size=world, uneven=uneven, seed=3)
+               for i in idx.tolist()] for r in range(world)]
+    sizes = {len(s) for s in shares}
+    assert len(sizes) == 1 and sizes.pop() % batch == 0
+    seen = [i for s in shares for i in s]
+    if uneven == "drop":
+        assert len(seen) == len(set(seen)) and len(seen) > len(ds) - world * batch
+    else:
+        assert set(seen) == set(range(len(ds)))
+        assert len(seen) - len(set(seen)) < world * batch  # only the padding repeats
+
+
+def test_batches_carry_the_images_they_name(sample_dataset):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    for idx, labels, jpegs in run(ds, batch_size=4, fidelity=2, seed=1):
+        assert idx.dtype == np.uint64 and labels.dtype == np.int64
+        for i, label, jpeg in zip(idx.tolist(), labels.tolist(), jpegs):
+            assert ds.sample(i)[0] == label
+            assert jpeg == ds.read(i, 2)
+
+
+def test_seed_and_epoch_decide_the_order(sample_dataset):
+    ds = pcr.ImageDataset(str(sample_dataset))
+
+    def order(**kw):
+        return [i for idx, _, _ in run(ds, batch_size=3, **kw) for i in idx.tolist()]
+
+    assert order(seed=5, epoch=1) == order(seed=5, epoch=1)
+    assert order(seed=5, epoch=1) != order(seed=5, epoch=2)
+    assert order(seed=5, epoch=1) != order(seed=6, epoch=1)
+    assert order(shuffle=False) == list(range(24))
+
+
+def test_state_resumes_with_the_next_unseen_batch(sample_dataset):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    kw = dict(batch_size=2, rank=1, world_size=2, seed=9, epoch=4)
+    whole = [idx.tolist() for idx, _, _ in run(ds, **kw)]
+    it = pcr.SampleIterator(ds, **kw)
+    first = [next(it)[0].tolist() for _ in range(3)]
+    state = it.state()
+    assert state == {"seed": 9, "epoch": 4, "position": 6}
+    del it
+    rest = [idx.tolist() for idx, _, _ in run(ds, **{**kw, "position": state["position"]})]
+    assert first + rest == whole
+    with pytest.raises(ValueError):
+        pcr.SampleIterator(ds, **{**kw, "position": 3})
+    with pytest.raises(ValueError):
+        pcr.SampleIterator(ds, batch_size=2, rank=2, world_size=2)
+    with pytest.raises(ValueError):
+        pcr.SampleIterator(ds, batch_size=2, uneven="spread")
