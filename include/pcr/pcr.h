@@ -12,5 +12,6 @@
 #include "pcr/sample_iterator.h"
 #include "pcr/status.h"
 #include "pcr/table.h"
+#include "pcr/transform.h"
 #include "pcr/types.h"
 #include "pcr/verify.h"

@@ -7,9 +7,10 @@ for input pcr does not handle, ValueError for bad arguments, FileNotFoundError
 and OSError for I/O failures.
 """
 from ._errors import CorruptionError, NotSupportedError
-from ._pcr import ImageDataset, SampleIterator, Table, convert_images, convert_table, decode
+from ._pcr import BatchDecoder, ImageDataset, SampleIterator, Table, convert_images, convert_table, decode
 
 __all__ = [
+    "BatchDecoder",
     "CorruptionError",
     "ImageDataset",
     "NotSupportedError",

@@ -227,6 +227,49 @@ class PySampleIterator {
   pcr::SampleBatch batch_;
 };
 
+class PyBatchDecoder {
+ public:
+  PyBatchDecoder(int size, const std::string& crop, std::pair<double, double> scale, std::pair<double, double> ratio,
+                 int resize, bool flip, bool channels_last, int threads) {
+    if (crop != "random_resized" && crop != "center") throw py::value_error("crop must be 'random_resized' or 'center'");
+    options_ = {.size = size,
+                .crop = crop == "center" ? pcr::BatchTransformOptions::Crop::kCenter
+                                         : pcr::BatchTransformOptions::Crop::kRandomResized,
+                .random_resized = {scale.first, scale.second, ratio.first, ratio.second},
+                .resize = resize,
+                .random_flip = flip,
+                .channels_last = channels_last,
+                .threads = threads};
+    decoder_ = Take(pcr::BatchDecoder::Create(options_));
+  }
+
+  py::array_t<uint8_t> decode(const std::vector<py::bytes>& jpegs, uint64_t seed) {
+    std::vector<pcr::ByteSpan> spans;
+    for (const py::bytes& b : jpegs) {
+      char* data = nullptr;
+      py::ssize_t size = 0;
+      PyBytes_AsStringAndSize(b.ptr(), &data, &size);
+      spans.emplace_back(reinterpret_cast<const uint8_t*>(data), static_cast<size_t>(size));
+    }
+    const py::ssize_t n = static_cast<py::ssize_t>(jpegs.size()), s = options_.size;
+    std::vector<py::ssize_t> shape = options_.channels_last ? std::vector<py::ssize_t>{n, s, s, 3}
+                                                            : std::vector<py::ssize_t>{n, 3, s, s};
+    py::array_t<uint8_t> out(shape);
+    const std::span<uint8_t> bytes(out.mutable_data(), static_cast<size_t>(out.size()));
+    pcr::Status st;
+    {
+      py::gil_scoped_release release;  // `jpegs` holds the bytes objects alive
+      st = decoder_->Decode(spans, seed, bytes);
+    }
+    Check(st);
+    return out;
+  }
+
+ private:
+  pcr::BatchTransformOptions options_;
+  std::unique_ptr<pcr::BatchDecoder> decoder_;
+};
+
 py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple<int, int, int, int>> crop,
                             const std::string& format, bool strict) {
   pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = strict};
@@ -438,6 +481,15 @@ PYBIND11_MODULE(_pcr, m) {
       .def("__len__", &PySampleIterator::num_batches)
       .def_property_readonly("num_images", &PySampleIterator::num_images)
       .def("state", &PySampleIterator::state);
+
+  py::class_<PyBatchDecoder>(m, "BatchDecoder")
+      .def(py::init<int, const std::string&, std::pair<double, double>, std::pair<double, double>, int, bool, bool,
+                    int>(),
+           py::kw_only(), py::arg("size") = 224, py::arg("crop") = "random_resized",
+           py::arg("scale") = std::pair<double, double>{0.08, 1.0},
+           py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
+           py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0)
+      .def("decode", &PyBatchDecoder::decode, py::arg("jpegs"), py::arg("seed") = 0);
 
   m.def("decode", &Decode, py::arg("jpeg"), py::arg("scale") = 1, py::arg("crop") = py::none(),
         py::arg("format") = "rgb", py::arg("strict") = true);

@@ -55,6 +55,31 @@ class SampleIterator:
     def num_images(self) -> int: ...
     def state(self) -> dict[str, int]: ...
 
+class BatchDecoder:
+    """Decodes batches of JPEGs into one uint8 array, N x 3 x size x size (or
+    N x size x size x 3 with channels_last), each image cropped before
+    decoding, resized with bilinear antialiasing and, for training, flipped.
+
+    crop="random_resized" is torchvision's RandomResizedCrop(size, scale, ratio)
+    with RandomHorizontalFlip when flip; crop="center" is Resize(resize) then
+    CenterCrop(size). Image i's random choices come from (seed, i) alone.
+    Decoding runs on `threads` C++ threads (0: one per core) with the GIL released.
+    """
+
+    def __init__(
+        self,
+        *,
+        size: int = 224,
+        crop: str = "random_resized",
+        scale: Tuple[float, float] = (0.08, 1.0),
+        ratio: Tuple[float, float] = (3 / 4, 4 / 3),
+        resize: int = 256,
+        flip: bool = True,
+        channels_last: bool = False,
+        threads: int = 0,
+    ) -> None: ...
+    def decode(self, jpegs: Sequence[bytes], seed: int = 0) -> npt.NDArray[np.uint8]: ...
+
 def decode(
     jpeg: bytes | bytearray | memoryview,
     scale: int = 1,

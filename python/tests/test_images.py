@@ -165,3 +165,36 @@ def test_conversion_options(data_dir, tmp_path):
     summary = pcr.convert_images(str(tmp_path / "bad"), str(tmp_path / "d"), skip_bad=True)
     assert summary["images"] == 1
     assert sorted(key for key, _ in summary["skipped"]) == sorted("c/" + p.name for p in (data_dir / "bad").iterdir())
+
+
+def test_batch_decoder_matches_pil_crop_and_resize(data_dir):
+    Image = pytest.importorskip("PIL.Image")
+    names = ["video/video-001.jpeg", "video/video-001.q50.422.jpeg", "video/video-001.progressive.jpeg"]
+    jpegs = [(data_dir / "sample" / n).read_bytes() for n in names]
+    size, resize = 48, 56
+    dec = pcr.BatchDecoder(size=size, crop="center", resize=resize, threads=2)
+    batch = dec.decode(jpegs)
+    assert batch.shape == (3, 3, size, size) and batch.dtype == np.uint8
+    for n, got in zip(names, batch):
+        with Image.open(data_dir / "sample" / n) as im:
+            w, h = im.size
+            side = int(min(w, h) * size / resize + 0.5)
+            x, y = (w - side) // 2, (h - side) // 2
+            want = np.asarray(im.convert("RGB").crop((x, y, x + side, y + side)).resize((size, size), Image.BILINEAR))
+        diff = np.abs(got.transpose(1, 2, 0).astype(int) - want.astype(int))
+        assert diff.max() <= 1, n  # PIL resamples in fixed point
+
+
+def test_batch_decoder_random_crops(data_dir):
+    jpegs = [p.read_bytes() for p in originals(data_dir) if "cmyk" not in p.name]
+    dec = pcr.BatchDecoder(size=32, threads=2)
+    a = dec.decode(jpegs, seed=3)
+    assert a.shape == (len(jpegs), 3, 32, 32)
+    assert np.array_equal(a, pcr.BatchDecoder(size=32, threads=1).decode(jpegs, seed=3))
+    assert not np.array_equal(a, dec.decode(jpegs, seed=4))
+    last = pcr.BatchDecoder(size=32, channels_last=True).decode(jpegs, seed=3)
+    assert np.array_equal(last, a.transpose(0, 2, 3, 1))
+    with pytest.raises(ValueError):
+        pcr.BatchDecoder(crop="middle")
+    with pytest.raises(pcr.CorruptionError, match="image 1 of the batch"):
+        dec.decode([jpegs[0], jpegs[0][:100]])

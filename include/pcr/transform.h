@@ -1,0 +1,88 @@
+// Training and evaluation image transforms done during decoding: the crop is
+// chosen from the JPEG header before any pixel is decoded, so DCT-domain
+// scaling and cropped decoding skip what the crop drops; the rest is resized
+// to the output size.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "pcr/bytes.h"
+#include "pcr/export.h"
+#include "pcr/status.h"
+
+namespace pcr {
+
+// A rectangle of the source image, in its pixels.
+struct Region {
+  int x = 0;
+  int y = 0;
+  int width = 0;
+  int height = 0;
+
+  bool operator==(const Region&) const = default;
+};
+
+// torchvision's RandomResizedCrop: a region of scale (fraction of the area)
+// and aspect ratio (width / height) drawn uniformly (the ratio on a log
+// scale), ten tries, then the central crop of the nearest allowed ratio.
+struct RandomResizedCropOptions {
+  double scale_min = 0.08;
+  double scale_max = 1.0;
+  double ratio_min = 3.0 / 4.0;
+  double ratio_max = 4.0 / 3.0;
+};
+
+// The region RandomResizedCrop takes from a width x height image, drawn from
+// the splitmix64 stream seeded by `seed`. REQUIRES: width, height >= 1
+PCR_EXPORT Region RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& options,
+                                          uint64_t seed);
+
+// The region that Resize(resize) then CenterCrop(crop) shows of a width x
+// height image: a centred square of crop / resize times the shorter side.
+PCR_EXPORT Region CenterCropRegion(int width, int height, int resize, int crop);
+
+// Resizes `src` (src_height rows of src_width * channels bytes) to `dst`
+// (dst_height rows of dst_width * channels bytes) with a triangle filter
+// widened by the scale factor when shrinking (bilinear with antialiasing, as
+// PIL's BILINEAR). REQUIRES: all sizes >= 1; buffers hold their images.
+PCR_EXPORT void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst,
+                               int dst_width, int dst_height);
+
+struct BatchTransformOptions {
+  int size = 224;  // output images are size x size, RGB
+  enum class Crop { kRandomResized, kCenter } crop = Crop::kRandomResized;
+  RandomResizedCropOptions random_resized;  // for kRandomResized
+  int resize = 256;                         // kCenter: Resize(resize) then CenterCrop(size)
+  bool random_flip = true;                  // mirror each image with probability 1/2 (kRandomResized only)
+  bool channels_last = false;               // N x H x W x 3 rather than N x 3 x H x W
+  int threads = 0;                          // decoding threads; 0: one per core
+};
+
+// Decodes batches of JPEGs into one uint8 buffer of N images, each cropped,
+// resized and flipped as `options` say. Image i's random choices come from
+// MixSeeds-style seeds of (seed, i) alone, so a batch is the same for any
+// number of threads. Thread safety: Decode may be called from one thread at
+// a time; it runs the decoding on the decoder's own threads.
+class PCR_EXPORT BatchDecoder {
+ public:
+  static Result<std::unique_ptr<BatchDecoder>> Create(const BatchTransformOptions& options);
+  ~BatchDecoder();
+  BatchDecoder(const BatchDecoder&) = delete;
+  BatchDecoder& operator=(const BatchDecoder&) = delete;
+
+  // Bytes of one output image: 3 * size * size.
+  size_t image_bytes() const;
+  // Fills out[i * image_bytes() ...] with image i. A decode error names the
+  // image's index in the batch. REQUIRES: out.size() == jpegs.size() * image_bytes()
+  Status Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out);
+
+  struct Rep;
+
+ private:
+  explicit BatchDecoder(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace pcr

@@ -1,0 +1,224 @@
+#include "pcr/transform.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "format/permutation.h"
+#include "pcr/decode.h"
+
+namespace pcr {
+
+namespace {
+
+// A double in [0, 1) from 53 random bits.
+double Uniform(SplitMix64& rng) { return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53; }
+
+// Filter taps of one resampling direction: output i reads input
+// [first[i], first[i] + count[i]) with weights[i * max_taps + k].
+struct Taps {
+  std::vector<int> first;
+  std::vector<int> count;
+  std::vector<double> weights;
+  int max_taps = 0;
+};
+
+// The triangle filter PIL's BILINEAR resampling uses, widened by the scale
+// when shrinking, with the same tap positions.
+Taps MakeTaps(int in, int out) {
+  const double scale = static_cast<double>(in) / out;
+  const double filter_scale = std::max(scale, 1.0);
+  const double support = filter_scale;  // the triangle's support is 1
+  Taps t;
+  t.max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+  t.first.resize(out);
+  t.count.resize(out);
+  t.weights.assign(static_cast<size_t>(out) * t.max_taps, 0.0);
+  for (int o = 0; o < out; ++o) {
+    const double center = (o + 0.5) * scale;
+    const int lo = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int hi = std::min(static_cast<int>(center + support + 0.5), in);
+    double* w = &t.weights[static_cast<size_t>(o) * t.max_taps];
+    double total = 0;
+    for (int k = 0; k < hi - lo; ++k) {
+      const double x = (k + lo - center + 0.5) / filter_scale;
+      w[k] = std::max(0.0, 1.0 - std::abs(x));
+      total += w[k];
+    }
+    for (int k = 0; k < hi - lo && total > 0; ++k) w[k] /= total;
+    t.first[o] = lo;
+    t.count[o] = hi - lo;
+  }
+  return t;
+}
+
+uint8_t Clip8(double v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); }
+
+}  // namespace
+
+Region RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& o, uint64_t seed) {
+  SplitMix64 rng(seed);
+  const double area = static_cast<double>(width) * height;
+  const double log_min = std::log(o.ratio_min), log_max = std::log(o.ratio_max);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * (o.scale_min + (o.scale_max - o.scale_min) * Uniform(rng));
+    const double ratio = std::exp(log_min + (log_max - log_min) * Uniform(rng));
+    const int w = static_cast<int>(std::lround(std::sqrt(target * ratio)));
+    const int h = static_cast<int>(std::lround(std::sqrt(target / ratio)));
+    if (w > 0 && w <= width && h > 0 && h <= height) {
+      const int y = static_cast<int>(rng.Below(static_cast<uint64_t>(height - h + 1)));
+      const int x = static_cast<int>(rng.Below(static_cast<uint64_t>(width - w + 1)));
+      return {x, y, w, h};
+    }
+  }
+  // The central crop of the nearest allowed ratio.
+  const double in_ratio = static_cast<double>(width) / height;
+  int w = width, h = height;
+  if (in_ratio < o.ratio_min) {
+    h = std::max(1, static_cast<int>(std::lround(width / o.ratio_min)));
+  } else if (in_ratio > o.ratio_max) {
+    w = std::max(1, static_cast<int>(std::lround(height * o.ratio_max)));
+  }
+  return {(width - w) / 2, (height - h) / 2, w, h};
+}
+
+Region CenterCropRegion(int width, int height, int resize, int crop) {
+  const int shorter = std::min(width, height);
+  const int side = std::clamp(static_cast<int>(std::lround(static_cast<double>(shorter) * crop / resize)), 1, shorter);
+  return {(width - side) / 2, (height - side) / 2, side, side};
+}
+
+void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst, int dst_width,
+                    int dst_height) {
+  const Taps horizontal = MakeTaps(src_width, dst_width);
+  const Taps vertical = MakeTaps(src_height, dst_height);
+  // Rows first, into an 8-bit intermediate, then columns, as PIL does.
+  std::vector<uint8_t> rows(static_cast<size_t>(src_height) * dst_width * channels);
+  for (int y = 0; y < src_height; ++y) {
+    const uint8_t* in = src + static_cast<size_t>(y) * src_width * channels;
+    uint8_t* out = rows.data() + static_cast<size_t>(y) * dst_width * channels;
+    for (int x = 0; x < dst_width; ++x) {
+      const double* w = &horizontal.weights[static_cast<size_t>(x) * horizontal.max_taps];
+      for (int c = 0; c < channels; ++c) {
+        double v = 0;
+        for (int k = 0; k < horizontal.count[x]; ++k) v += w[k] * in[(horizontal.first[x] + k) * channels + c];
+        out[x * channels + c] = Clip8(v);
+      }
+    }
+  }
+  const size_t stride = static_cast<size_t>(dst_width) * channels;
+  for (int y = 0; y < dst_height; ++y) {
+    const double* w = &vertical.weights[static_cast<size_t>(y) * vertical.max_taps];
+    uint8_t* out = dst + y * stride;
+    for (size_t i = 0; i < stride; ++i) {
+      double v = 0;
+      for (int k = 0; k < vertical.count[y]; ++k) v += w[k] * rows[(vertical.first[y] + k) * stride + i];
+      out[i] = Clip8(v);
+    }
+  }
+}
+
+struct BatchDecoder::Rep {
+  BatchTransformOptions options;
+  int threads = 1;
+
+  // Decodes, crops, resizes and flips one image into `out`.
+  Status One(JpegDecoder& decoder, std::vector<uint8_t>& pixels, std::vector<uint8_t>& resized, ByteSpan jpeg,
+             uint64_t seed, uint8_t* out) const {
+    const int size = options.size;
+    PCR_ASSIGN_OR_RETURN(const ImageShape whole, decoder.Shape(jpeg, {.format = PixelFormat::kRgb}));
+    bool flip = false;
+    Region r;
+    if (options.crop == BatchTransformOptions::Crop::kRandomResized) {
+      r = RandomResizedCropRegion(whole.width, whole.height, options.random_resized, seed);
+      flip = options.random_flip && (SplitMix64(MixSeeds(seed, 1)).Next() & 1) != 0;
+    } else {
+      r = CenterCropRegion(whole.width, whole.height, options.resize, size);
+    }
+    // The largest DCT scaling that still leaves at least `size` pixels each way.
+    int scale = 1;
+    for (int s : {8, 4, 2}) {
+      if (r.width / s >= size && r.height / s >= size) {
+        scale = s;
+        break;
+      }
+    }
+    DecodeOptions o{.scale_denom = scale, .format = PixelFormat::kRgb};
+    PCR_ASSIGN_OR_RETURN(const ImageShape scaled, decoder.Shape(jpeg, o));
+    const int x0 = std::min(r.x / scale, scaled.width - 1);
+    const int y0 = std::min(r.y / scale, scaled.height - 1);
+    const int x1 = std::clamp((r.x + r.width + scale - 1) / scale, x0 + 1, scaled.width);
+    const int y1 = std::clamp((r.y + r.height + scale - 1) / scale, y0 + 1, scaled.height);
+    o.crop = {.x = x0, .y = y0, .width = x1 - x0, .height = y1 - y0};
+    pixels.resize(static_cast<size_t>(o.crop.width) * o.crop.height * 3);
+    PCR_RETURN_IF_ERROR(decoder.Decode(jpeg, o, pixels).status());
+    resized.resize(static_cast<size_t>(size) * size * 3);
+    ResizeBilinear(pixels.data(), o.crop.width, o.crop.height, 3, resized.data(), size, size);
+    const size_t plane = static_cast<size_t>(size) * size;
+    for (int y = 0; y < size; ++y) {
+      for (int x = 0; x < size; ++x) {
+        const uint8_t* p = &resized[(static_cast<size_t>(y) * size + (flip ? size - 1 - x : x)) * 3];
+        const size_t at = static_cast<size_t>(y) * size + x;
+        for (int c = 0; c < 3; ++c) {
+          if (options.channels_last) {
+            out[at * 3 + c] = p[c];
+          } else {
+            out[c * plane + at] = p[c];
+          }
+        }
+      }
+    }
+    return Status::OK();
+  }
+};
+
+Result<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const BatchTransformOptions& options) {
+  if (options.size < 1 || options.size > 65535) return Status::InvalidArgument("size must be 1..65535");
+  if (options.crop == BatchTransformOptions::Crop::kCenter && options.resize < options.size) {
+    return Status::InvalidArgument("resize must be at least the crop size");
+  }
+  const RandomResizedCropOptions& r = options.random_resized;
+  if (!(r.scale_min > 0 && r.scale_min <= r.scale_max && r.scale_max <= 1 && r.ratio_min > 0 &&
+        r.ratio_min <= r.ratio_max)) {
+    return Status::InvalidArgument("RandomResizedCrop needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max");
+  }
+  auto rep = std::make_unique<Rep>();
+  rep->options = options;
+  rep->threads = options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::unique_ptr<BatchDecoder>(new BatchDecoder(std::move(rep)));
+}
+
+BatchDecoder::BatchDecoder(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+BatchDecoder::~BatchDecoder() = default;
+
+size_t BatchDecoder::image_bytes() const {
+  return static_cast<size_t>(rep_->options.size) * rep_->options.size * 3;
+}
+
+Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out) {
+  if (out.size() != jpegs.size() * image_bytes()) {
+    return Status::InvalidArgument("output holds " + std::to_string(out.size()) + " bytes, the batch needs " +
+                                   std::to_string(jpegs.size() * image_bytes()));
+  }
+  std::vector<Status> errors(jpegs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    JpegDecoder decoder;
+    std::vector<uint8_t> pixels, resized;
+    for (size_t i = next++; i < jpegs.size(); i = next++) {
+      Status st = rep_->One(decoder, pixels, resized, jpegs[i], MixSeeds(seed, i), out.data() + i * image_bytes());
+      if (!st.ok()) errors[i] = st.WithPrefix("image " + std::to_string(i) + " of the batch");
+    }
+  };
+  std::vector<std::thread> threads;
+  const int n = std::min<int>(rep_->threads, static_cast<int>(jpegs.size()));
+  for (int t = 1; t < n; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (const Status& e : errors) PCR_RETURN_IF_ERROR(e);
+  return Status::OK();
+}
+
+}  // namespace pcr

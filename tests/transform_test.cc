@@ -1,0 +1,184 @@
+// Crop choice, resizing and batch decoding for training and evaluation.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include "pcr/decode.h"
+#include "pcr/transform.h"
+#include "tests/test_util.h"
+
+namespace pcr {
+namespace {
+
+using test::DataDir;
+using test::ReadFile;
+
+TEST_CASE("RandomResizedCrop regions lie in the image with the asked scale and ratio") {
+  const RandomResizedCropOptions o;
+  for (auto [w, h] : {std::pair{500, 375}, {375, 500}, {64, 64}, {1000, 40}, {1, 1}, {7, 300}}) {
+    int fallbacks = 0;
+    for (uint64_t seed = 0; seed < 300; ++seed) {
+      const Region r = RandomResizedCropRegion(w, h, o, seed);
+      INFO(w << "x" << h << " seed " << seed << ": " << r.x << "," << r.y << " " << r.width << "x" << r.height);
+      REQUIRE(r.width >= 1);
+      REQUIRE(r.height >= 1);
+      REQUIRE(r.x >= 0);
+      REQUIRE(r.y >= 0);
+      REQUIRE(r.x + r.width <= w);
+      REQUIRE(r.y + r.height <= h);
+      CHECK(RandomResizedCropRegion(w, h, o, seed) == r);
+      const double area = static_cast<double>(r.width) * r.height / (static_cast<double>(w) * h);
+      const double ratio = static_cast<double>(r.width) / r.height;
+      // Rounding of width and height moves both a little; the fallback (the
+      // central crop of the nearest ratio) may leave the scale range.
+      const bool drawn = area >= o.scale_min * 0.9 && area <= o.scale_max * 1.01 &&
+                         ratio >= o.ratio_min * 0.9 && ratio <= o.ratio_max * 1.1;
+      if (!drawn) {
+        ++fallbacks;
+        CHECK(r.x == (w - r.width) / 2);
+        CHECK(r.y == (h - r.height) / 2);
+      }
+    }
+    // Ordinary shapes draw their crop; extreme ones fall back often.
+    if (std::max(w, h) < 4 * std::min(w, h)) CHECK(fallbacks <= 3);
+  }
+  // Different seeds give different regions.
+  CHECK_FALSE(RandomResizedCropRegion(500, 375, o, 1) == RandomResizedCropRegion(500, 375, o, 2));
+}
+
+TEST_CASE("the evaluation crop is Resize then CenterCrop") {
+  CHECK(CenterCropRegion(500, 375, 256, 224) == Region{86, 23, 328, 328});
+  CHECK(CenterCropRegion(375, 500, 256, 224) == Region{23, 86, 328, 328});
+  CHECK(CenterCropRegion(224, 224, 224, 224) == Region{0, 0, 224, 224});
+  CHECK(CenterCropRegion(1, 1, 256, 224) == Region{0, 0, 1, 1});
+}
+
+TEST_CASE("bilinear resizing keeps sizes, constants and averages") {
+  std::vector<uint8_t> src(7 * 5 * 3);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 37);
+  std::vector<uint8_t> same(src.size());
+  ResizeBilinear(src.data(), 7, 5, 3, same.data(), 7, 5);
+  CHECK(same == src);
+  const std::vector<uint8_t> flat(40 * 30, 77);
+  std::vector<uint8_t> up(97 * 61), down(3 * 2);
+  ResizeBilinear(flat.data(), 40, 30, 1, up.data(), 97, 61);
+  ResizeBilinear(flat.data(), 40, 30, 1, down.data(), 3, 2);
+  CHECK(std::all_of(up.begin(), up.end(), [](uint8_t v) { return v == 77; }));
+  CHECK(std::all_of(down.begin(), down.end(), [](uint8_t v) { return v == 77; }));
+  // Halving averages each 2x2 block of columns 0,1 | 2,3 (with the
+  // triangle's reach into the neighbours): a step from 0 to 200 stays a step.
+  const std::vector<uint8_t> step = {0, 0, 200, 200, 0, 0, 200, 200};
+  std::vector<uint8_t> half(2);
+  ResizeBilinear(step.data(), 4, 2, 1, half.data(), 2, 1);
+  CHECK(half[0] < half[1]);
+  CHECK(half[0] + half[1] == 200);
+}
+
+// Small RGB and grey images of the sample.
+std::vector<Bytes> SmallRgbJpegs() {
+  std::vector<Bytes> out;
+  for (const char* name : {"video/video-001.q50.422.jpeg", "video/video-001.q50.444.jpeg", "video/video-001.jpeg",
+                           "video/video-001.progressive.jpeg", "video/video-005.gray.jpeg"}) {
+    if (!std::filesystem::exists(DataDir() + "/sample/" + name)) continue;
+    out.push_back(ReadFile(DataDir() + "/sample/" + name));
+  }
+  return out;
+}
+
+TEST_CASE("a centre-cropped batch equals decoding, cropping and resizing each image") {
+  const std::vector<Bytes> jpegs = SmallRgbJpegs();
+  REQUIRE(jpegs.size() >= 4);
+  const int size = 48;
+  auto decoder = BatchDecoder::Create({.size = size, .crop = BatchTransformOptions::Crop::kCenter, .resize = 56,
+                                       .threads = 3});
+  REQUIRE(decoder.ok());
+  std::vector<ByteSpan> spans(jpegs.begin(), jpegs.end());
+  std::vector<uint8_t> batch(spans.size() * (*decoder)->image_bytes());
+  REQUIRE((*decoder)->Decode(spans, 5, batch).ok());
+  for (size_t i = 0; i < jpegs.size(); ++i) {
+    INFO("image " << i);
+    auto full = DecodeJpeg(jpegs[i], {.format = PixelFormat::kRgb});
+    REQUIRE(full.ok());
+    const Region r = CenterCropRegion(full->width, full->height, 56, size);
+    REQUIRE(r.width < 2 * size);  // decoded at full scale
+    std::vector<uint8_t> region(static_cast<size_t>(r.width) * r.height * 3);
+    for (int y = 0; y < r.height; ++y) {
+      std::copy_n(&full->pixels[(static_cast<size_t>(r.y + y) * full->width + r.x) * 3], r.width * 3,
+                  &region[static_cast<size_t>(y) * r.width * 3]);
+    }
+    std::vector<uint8_t> want(static_cast<size_t>(size) * size * 3);
+    ResizeBilinear(region.data(), r.width, r.height, 3, want.data(), size, size);
+    const uint8_t* got = &batch[i * (*decoder)->image_bytes()];
+    const size_t plane = static_cast<size_t>(size) * size;
+    for (size_t p = 0; p < plane; ++p) {
+      for (int c = 0; c < 3; ++c) REQUIRE(got[c * plane + p] == want[p * 3 + c]);
+    }
+  }
+}
+
+TEST_CASE("random crops and flips depend on the seed alone") {
+  const std::vector<Bytes> jpegs = SmallRgbJpegs();
+  std::vector<ByteSpan> spans;
+  for (int copy = 0; copy < 6; ++copy) spans.insert(spans.end(), jpegs.begin(), jpegs.end());
+  auto run = [&](BatchTransformOptions o, uint64_t seed) {
+    auto d = BatchDecoder::Create(o);
+    REQUIRE(d.ok());
+    std::vector<uint8_t> out(spans.size() * (*d)->image_bytes());
+    REQUIRE((*d)->Decode(spans, seed, out).ok());
+    return out;
+  };
+  const BatchTransformOptions base{.size = 32, .threads = 1};
+  const auto one = run(base, 7);
+  CHECK(run({.size = 32, .threads = 4}, 7) == one);
+  CHECK(run(base, 8) != one);
+  // Without flips every image is its flipped twin or itself, and some flip.
+  const auto unflipped = run({.size = 32, .random_flip = false, .threads = 2}, 7);
+  const size_t bytes = 32 * 32 * 3;
+  int flipped = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const uint8_t* a = &one[i * bytes];
+    const uint8_t* b = &unflipped[i * bytes];
+    bool same = true, mirrored = true;
+    for (int c = 0; c < 3; ++c) {
+      for (int y = 0; y < 32; ++y) {
+        for (int x = 0; x < 32; ++x) {
+          const uint8_t v = a[(c * 32 + y) * 32 + x];
+          same = same && v == b[(c * 32 + y) * 32 + x];
+          mirrored = mirrored && v == b[(c * 32 + y) * 32 + 31 - x];
+        }
+      }
+    }
+    CHECK((same || mirrored));
+    flipped += !same;
+  }
+  CHECK(flipped > 0);
+  CHECK(flipped < static_cast<int>(spans.size()));
+  // Channels last holds the same values, transposed.
+  const auto last = run({.size = 32, .channels_last = true, .threads = 1}, 7);
+  for (size_t i = 0; i < spans.size(); ++i) {
+    for (size_t p = 0; p < 32 * 32; ++p) {
+      for (int c = 0; c < 3; ++c) REQUIRE(last[i * bytes + p * 3 + c] == one[i * bytes + c * 32 * 32 + p]);
+    }
+  }
+}
+
+TEST_CASE("batch decoding names the image that fails, and refuses bad options") {
+  const std::vector<Bytes> jpegs = SmallRgbJpegs();
+  const Bytes cut(jpegs[1].begin(), jpegs[1].begin() + static_cast<long>(jpegs[1].size() / 2));
+  const std::vector<ByteSpan> spans = {jpegs[0], jpegs[2], cut};
+  auto d = BatchDecoder::Create({.size = 16, .threads = 2});
+  REQUIRE(d.ok());
+  std::vector<uint8_t> out(spans.size() * (*d)->image_bytes());
+  const Status st = (*d)->Decode(spans, 1, out);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.message(), Catch::Contains("image 2 of the batch"));
+  CHECK((*d)->Decode(spans, 1, std::span(out).first(10)).code() == StatusCode::kInvalidArgument);
+  CHECK_FALSE(BatchDecoder::Create({.size = 0}).ok());
+  CHECK_FALSE(BatchDecoder::Create({.size = 224, .crop = BatchTransformOptions::Crop::kCenter, .resize = 200}).ok());
+  CHECK_FALSE(BatchDecoder::Create({.random_resized = {.scale_min = 0.5, .scale_max = 0.2}}).ok());
+}
+
+}  // namespace
+}  // namespace pcr
