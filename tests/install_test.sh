@@ -47,8 +47,10 @@ case $mode in
 esac
 LD_LIBRARY_PATH="$libdir" "$stage/consumer" "$stage/ds" "$stage/got"
 diff -r "$stage/expected" "$stage/got" >/dev/null || { echo "FAIL: images differ from pcr-dump extract"; exit 1; }
-LD_LIBRARY_PATH="$libdir" ldd "$stage/consumer" | grep -q "$libdir/libpcr.so" ||
-  { echo "FAIL: the consumer does not load the staged libpcr"; exit 1; }
+# (Captured first: grep -q may stop reading early, and pipefail would then
+# report ldd's SIGPIPE.)
+loaded=$(LD_LIBRARY_PATH="$libdir" ldd "$stage/consumer")
+grep -q "$libdir/libpcr.so" <<<"$loaded" || { echo "FAIL: the consumer does not load the staged libpcr"; exit 1; }
 # The Python package, when built, imports from the staged site-packages
 # and reads the dataset through the staged libpcr.
 init=$(find "$stage/root" -path '*/pcr/__init__.py' | head -n 1)
