@@ -69,3 +69,165 @@ class Dataset(_data.Dataset):
         state["_ds"] = None
         state["_pid"] = None
         return state
+
+
+_MASK = (1 << 64) - 1
+
+
+def _mix(*values: int) -> int:
+    """One 64-bit seed from several values (splitmix64 steps)."""
+    z = 0
+    for v in values:
+        z = (z ^ (v & _MASK)) + 0x9E3779B97F4A7C15 & _MASK
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _MASK
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _MASK
+        z ^= z >> 31
+    return z
+
+
+class ImageLoader(_data.IterableDataset):
+    """Batches of images for training (or evaluation) straight from a pcr dataset.
+
+    Each item is `(images, labels)`: a uint8 tensor N x 3 x size x size (or
+    N x size x size x 3 with channels_last) and an int64 tensor of N labels.
+    Images are read at `fidelity` (0: full) and decoded on pcr's C++ threads
+    with the crop chosen before decoding: torchvision's RandomResizedCrop(size,
+    scale, ratio) and RandomHorizontalFlip when `train`, else Resize(resize)
+    and CenterCrop(size). The next batch is read and decoded while the caller
+    works on the current one.
+
+    Shares: the rank and world size come from torch.distributed when it is
+    initialised (else `rank`, `world_size`); inside a DataLoader with workers
+    each worker takes its own share (rank * workers + worker of world *
+    workers). Every rank gets the same number of batches: `uneven="pad"`
+    repeats the epoch's first images, "drop" leaves the rest out. Use it with
+    `DataLoader(loader, batch_size=None, num_workers=...)`.
+
+    Epochs and resume: `set_epoch(e)` before each epoch reshuffles. With no
+    workers, `state_dict()` after any batch and `load_state_dict()` on a new
+    loader made with the same arguments continue with the next unseen batch;
+    with workers pass the number of batches the DataLoader delivered,
+    `state_dict(batches=n)`, and resume with the same number of workers.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        batch_size: int,
+        fidelity: int = 0,
+        *,
+        train: bool = True,
+        size: int = 224,
+        scale: Tuple[float, float] = (0.08, 1.0),
+        ratio: Tuple[float, float] = (3 / 4, 4 / 3),
+        flip: bool = True,
+        resize: int = 256,
+        channels_last: bool = False,
+        threads: int = 0,
+        seed: int = 0,
+        shuffle: Optional[bool] = None,
+        shuffle_buffer: int = 4096,
+        uneven: str = "pad",
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        read_ahead: int = 2048,
+        engine: str = "auto",
+    ) -> None:
+        super().__init__()
+        self.path, self.batch_size, self.fidelity = path, batch_size, fidelity
+        self.decoder_options = dict(
+            size=size,
+            crop="random_resized" if train else "center",
+            scale=tuple(scale),
+            ratio=tuple(ratio),
+            resize=resize,
+            flip=flip and train,
+            channels_last=channels_last,
+            threads=threads,
+        )
+        self.seed, self.shuffle_buffer, self.uneven = seed, shuffle_buffer, uneven
+        self.shuffle = train if shuffle is None else shuffle
+        self.read_ahead, self.engine = read_ahead, engine
+        self._rank, self._world = rank, world_size
+        self.epoch = 0
+        self._start = 0  # position (images of this share) to resume from, this epoch
+        self._delivered = 0  # batches delivered by the iteration in this process
+        self._num_images = len(_pcr.ImageDataset(path, engine))
+        _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
+
+    def _share(self) -> Tuple[int, int, int]:
+        """(rank, world size, workers) of the calling process."""
+        rank, world = self._rank, self._world
+        if rank is None or world is None:
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                rank, world = dist.get_rank(), dist.get_world_size()
+            else:
+                rank, world = rank or 0, world or 1
+        info = _data.get_worker_info()
+        if info is None:
+            return rank, world, 1
+        return rank * info.num_workers + info.id, world * info.num_workers, info.num_workers
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self._start = 0
+
+    def __len__(self) -> int:
+        """Batches per epoch on this rank, iterated without DataLoader workers
+        (with workers, each worker's share is rounded to whole batches)."""
+        rank, world, _ = self._share()
+        it = _pcr.SampleIterator(_pcr.ImageDataset(self.path, self.engine), batch_size=self.batch_size,
+                                 fidelity=self.fidelity, rank=rank, world_size=world, uneven=self.uneven,
+                                 shuffle=self.shuffle, shuffle_buffer=self.shuffle_buffer, seed=self.seed,
+                                 epoch=self.epoch)
+        return len(it)
+
+    def state_dict(self, batches: Optional[int] = None) -> dict:
+        """Where this epoch stands: after `batches` delivered batches (required with workers)."""
+        return {"seed": self.seed, "epoch": self.epoch,
+                "batches": self._delivered if batches is None else batches}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.seed, self.epoch = state["seed"], state["epoch"]
+        self._start = state["batches"]
+
+    def __iter__(self):
+        rank, world, workers = self._share()
+        info = _data.get_worker_info()
+        # The DataLoader takes batches from its workers in turn, worker 0
+        # first, so after n batches share w has delivered its turns w, w +
+        # workers, ... below n; on resume, worker i takes share (i + n) %
+        # workers, whose turn comes next.
+        role = 0 if info is None else (info.id + self._start) % workers
+        rank = rank - (0 if info is None else info.id) + role
+        skip = self._start // workers + (1 if role < self._start % workers else 0)
+        ds = _pcr.ImageDataset(self.path, self.engine)
+        it = _pcr.SampleIterator(ds, batch_size=self.batch_size, fidelity=self.fidelity, rank=rank,
+                                 world_size=world, uneven=self.uneven, shuffle=self.shuffle,
+                                 shuffle_buffer=self.shuffle_buffer, seed=self.seed, epoch=self.epoch,
+                                 position=skip * self.batch_size, read_ahead=self.read_ahead)
+        decoder = _pcr.BatchDecoder(**self.decoder_options)
+        self._delivered = self._start
+        from concurrent.futures import ThreadPoolExecutor
+
+        def load(batch_number):
+            try:
+                indices, labels, jpegs = next(it)
+            except StopIteration:
+                return None
+            images = decoder.decode(jpegs, _mix(self.seed, self.epoch, rank, batch_number))
+            return _torch.from_numpy(images), _torch.from_numpy(labels)
+
+        with ThreadPoolExecutor(max_workers=1) as ahead:
+            number = skip
+            pending = ahead.submit(load, number)
+            while True:
+                batch = pending.result()
+                if batch is None:
+                    return
+                number += 1
+                pending = ahead.submit(load, number)
+                self._delivered += 1
+                yield batch

@@ -11,9 +11,11 @@ import pcr.torch  # noqa: E402
 
 @pytest.fixture(scope="module")
 def rgb_dataset(data_dir, tmp_path_factory):
-    """The sample without its CMYK images, which decode only to their own 4 channels."""
+    """The sample without its CMYK images, which decode only to their own 4
+    channels, and without the progressive copy of video-001.jpeg, so that
+    every image has pixels of its own."""
     src = tmp_path_factory.mktemp("rgb") / "src"
-    shutil.copytree(data_dir / "sample", src, ignore=shutil.ignore_patterns("*cmyk*"))
+    shutil.copytree(data_dir / "sample", src, ignore=shutil.ignore_patterns("*cmyk*", "*progressive*"))
     out = src.parent / "ds"
     pcr.convert_images(str(src), str(out), images_per_record=4)
     return out
@@ -48,3 +50,108 @@ def test_dataloader_with_workers_and_a_transform(rgb_dataset):
         assert labels.dtype == torch.int64
         seen += len(labels)
     assert seen == len(crop)
+
+
+def signatures(path):
+    """Each image's evaluation crop, to recognise images in loader batches."""
+    ds = pcr.ImageDataset(str(path))
+    dec = pcr.BatchDecoder(size=16, crop="center", resize=16)
+    return {dec.decode([ds.read(i)])[0].tobytes(): i for i in range(len(ds))}
+
+
+def indices_of(batches, sigs):
+    return [sigs[image.numpy().tobytes()] for images, _ in batches for image in images]
+
+
+def eval_loader(path, **kw):
+    return pcr.torch.ImageLoader(str(path), batch_size=4, train=False, size=16, resize=16, threads=2, **kw)
+
+
+def test_loader_batches_cover_the_dataset(rgb_dataset):
+    ds = pcr.ImageDataset(str(rgb_dataset))
+    sigs = signatures(rgb_dataset)
+    assert len(sigs) == len(ds)  # every image is recognisable
+    loader = eval_loader(rgb_dataset)
+    batches = list(loader)
+    assert len(batches) == len(loader) == (len(ds) + 3) // 4
+    for images, labels in batches:
+        assert images.dtype == torch.uint8 and images.shape == (4, 3, 16, 16)
+        assert labels.dtype == torch.int64
+    seen = indices_of(batches, sigs)
+    assert set(seen) == set(range(len(ds)))
+    labels = [int(l) for _, ls in batches for l in ls]
+    assert labels == [ds.sample(i)[0] for i in seen]
+
+
+@pytest.mark.parametrize("uneven", ["pad", "drop"])
+def test_ranks_get_equal_disjoint_shares(rgb_dataset, uneven):
+    sigs = signatures(rgb_dataset)
+    shares = [indices_of(list(eval_loader(rgb_dataset, rank=r, world_size=3, uneven=uneven, seed=5)), sigs)
+              for r in range(3)]
+    assert len({len(s) for s in shares}) == 1
+    everything = [i for s in shares for i in s]
+    if uneven == "drop":
+        assert len(everything) == len(set(everything))
+    else:
+        assert set(everything) == set(sigs.values())
+
+
+def test_dataloader_workers_take_their_own_shares(rgb_dataset):
+    sigs = signatures(rgb_dataset)
+    loader = eval_loader(rgb_dataset, seed=2)
+    got = list(torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2))
+    seen = indices_of(got, sigs)
+    assert set(seen) == set(sigs.values())
+    assert len(seen) - len(set(seen)) < 2 * 4
+
+
+def test_training_batches_are_random_but_reproducible(rgb_dataset):
+    def run(**kw):
+        return [images for images, _ in pcr.torch.ImageLoader(str(rgb_dataset), batch_size=4, size=24, threads=2,
+                                                              **kw)]
+
+    a, b, c = run(seed=1), run(seed=1), run(seed=2)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert not all(torch.equal(x, y) for x, y in zip(a, c))
+    assert a[0].shape == (4, 3, 24, 24)
+    last = run(seed=1, channels_last=True)
+    assert all(torch.equal(x.permute(0, 3, 1, 2), y) for x, y in zip(last, a))
+
+
+def test_set_epoch_reshuffles(rgb_dataset):
+    sigs = signatures(rgb_dataset)
+    loader = eval_loader(rgb_dataset, shuffle=True, seed=4)
+    first = indices_of(list(loader), sigs)
+    loader.set_epoch(1)
+    second = indices_of(list(loader), sigs)
+    assert first != second and set(first) == set(second)
+
+
+def test_resume_continues_with_the_next_unseen_batch(rgb_dataset):
+    sigs = signatures(rgb_dataset)
+    whole = indices_of(list(eval_loader(rgb_dataset, shuffle=True, seed=8)), sigs)
+    loader = eval_loader(rgb_dataset, shuffle=True, seed=8)
+    it = iter(loader)
+    head = indices_of([next(it), next(it)], sigs)
+    state = loader.state_dict()
+    assert state["batches"] == 2
+    resumed = eval_loader(rgb_dataset, shuffle=True, seed=8)
+    resumed.load_state_dict(state)
+    assert head + indices_of(list(resumed), sigs) == whole
+
+
+def test_resume_with_workers(rgb_dataset):
+    sigs = signatures(rgb_dataset)
+    make = lambda: eval_loader(rgb_dataset, shuffle=True, seed=9)  # noqa: E731
+    whole = indices_of(list(torch.utils.data.DataLoader(make(), batch_size=None, num_workers=2)), sigs)
+    head = []
+    for n, batch in enumerate(torch.utils.data.DataLoader(make(), batch_size=None, num_workers=2)):
+        if n == 3:
+            break
+        head += indices_of([batch], sigs)
+    loader = make()
+    state = loader.state_dict(batches=3)
+    resumed = make()
+    resumed.load_state_dict(state)
+    rest = indices_of(list(torch.utils.data.DataLoader(resumed, batch_size=None, num_workers=2)), sigs)
+    assert head + rest == whole
