@@ -14,6 +14,26 @@ namespace {
 
 bool ValidScale(int d) { return d == 1 || d == 2 || d == 4 || d == 8; }
 
+// CMYK as libjpeg decodes it to RGB exactly as PIL converts it (R = (255 -
+// K) - C (255 - K) / 255 in PIL's rounding), or to gray with libjpeg's RGB
+// weights. `inverted` samples (Adobe's) hold 255 - C and so on.
+void ConvertCmyk(const uint8_t* cmyk, bool inverted, bool gray, uint8_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i, cmyk += 4) {
+    const unsigned nk = inverted ? cmyk[3] : 255u - cmyk[3];
+    unsigned rgb[3];
+    for (int j = 0; j < 3; ++j) {
+      const unsigned v = inverted ? 255u - cmyk[j] : cmyk[j];
+      const unsigned t = v * nk + 128;
+      rgb[j] = nk - (((t >> 8) + t) >> 8);
+    }
+    if (gray) {
+      *out++ = static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 32768) >> 16);
+    } else {
+      for (int j = 0; j < 3; ++j) *out++ = static_cast<uint8_t>(rgb[j]);
+    }
+  }
+}
+
 }  // namespace
 
 struct JpegDecoder::State {
@@ -47,12 +67,13 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
     jpeg_abort_decompress(&cinfo);
     return false;
   }
+  // libjpeg decodes CMYK and YCCK only to CMYK; RGB and gray come from
+  // converting that here.
   const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
-  if (o.format != PixelFormat::kNative && cmyk) {
-    s->invalid = "a CMYK JPEG decodes only to its native format";
-  } else if (o.format == PixelFormat::kRgb) {
+  const bool from_cmyk = cmyk && o.format != PixelFormat::kNative;
+  if (!cmyk && o.format == PixelFormat::kRgb) {
     cinfo.out_color_space = JCS_RGB;
-  } else if (o.format == PixelFormat::kGray) {
+  } else if (!cmyk && o.format == PixelFormat::kGray) {
     cinfo.out_color_space = JCS_GRAYSCALE;
   }
   cinfo.scale_num = 1;
@@ -67,7 +88,8 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
                  "+" + std::to_string(c.y) + " lies outside the " + std::to_string(width) + "x" +
                  std::to_string(height) + " image";
   }
-  *shape = {crop ? c.width : width, crop ? c.height : height, cinfo.out_color_components};
+  const int components = from_cmyk ? (o.format == PixelFormat::kRgb ? 3 : 1) : cinfo.out_color_components;
+  *shape = {crop ? c.width : width, crop ? c.height : height, components};
   if (!s->invalid.empty() || out == nullptr || out_size < shape->bytes()) {
     if (s->invalid.empty() && out != nullptr) {
       s->invalid = "output buffer of " + std::to_string(out_size) + " bytes, the image needs " +
@@ -79,10 +101,23 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
   jpeg_start_decompress(&cinfo);
   const size_t comps = static_cast<size_t>(shape->components);
   const size_t stride = static_cast<size_t>(shape->width) * comps;
+  const bool inverted = cinfo.saw_Adobe_marker;  // Adobe applications store CMYK inverted
+  // Writes `n` pixels of a decoded row to `dst` in the output format.
+  auto emit = [&](const uint8_t* src, uint8_t* dst, size_t n) {
+    if (!from_cmyk) {
+      std::memcpy(dst, src, n * comps);
+      return;
+    }
+    ConvertCmyk(src, inverted, o.format == PixelFormat::kGray, dst, n);
+  };
+  const size_t decoded = static_cast<size_t>(cinfo.output_components);
   if (!crop) {
+    if (s->row.size() < cinfo.output_width * decoded) s->row.resize(cinfo.output_width * decoded);
     while (cinfo.output_scanline < cinfo.output_height) {
-      JSAMPROW row = out + stride * cinfo.output_scanline;
+      uint8_t* dst = out + stride * cinfo.output_scanline;
+      JSAMPROW row = from_cmyk ? s->row.data() : dst;
       jpeg_read_scanlines(&cinfo, &row, 1);
+      if (from_cmyk) emit(row, dst, cinfo.output_width);
     }
     jpeg_finish_decompress(&cinfo);
     return true;
@@ -104,12 +139,12 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
   // Likewise above the crop: rows are skipped up to one iMCU before it.
   const int top = std::max(0, c.y - kMargin);
   if (top > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(top));
-  const size_t shift = (static_cast<size_t>(c.x) - x) * comps;
-  if (s->row.size() < w * comps) s->row.resize(w * comps);
+  const size_t shift = (static_cast<size_t>(c.x) - x) * decoded;
+  if (s->row.size() < w * decoded) s->row.resize(w * decoded);
   for (int r = top; r < c.y + c.height; ++r) {
     JSAMPROW row = s->row.data();
     jpeg_read_scanlines(&cinfo, &row, 1);
-    if (r >= c.y) std::memcpy(out + stride * (r - c.y), s->row.data() + shift, stride);
+    if (r >= c.y) emit(s->row.data() + shift, out + stride * (r - c.y), static_cast<size_t>(c.width));
   }
   jpeg_abort_decompress(&cinfo);
   return true;

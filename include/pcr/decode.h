@@ -16,7 +16,7 @@ namespace pcr {
 
 enum class PixelFormat {
   kNative,  // libjpeg's default for the file: gray, RGB or CMYK
-  kRgb,     // 3 bytes per pixel; CMYK files are refused
+  kRgb,     // 3 bytes per pixel; CMYK files are converted as PIL converts them
   kGray,    // 1 byte per pixel
 };
 

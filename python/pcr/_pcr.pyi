@@ -87,7 +87,8 @@ def decode(
     format: str = "rgb",
     strict: bool = True,
 ) -> npt.NDArray[np.uint8]:
-    """Pixels as an H x W x C uint8 array (C: 3 for "rgb", 1 for "gray", the file's for "native").
+    """Pixels as an H x W x C uint8 array (C: 3 for "rgb", 1 for "gray", the file's for "native";
+    CMYK files convert to RGB as PIL converts them).
 
     crop is (x, y, width, height) in pixels after scaling by 1/scale (1, 2, 4 or 8).
     With strict, libjpeg's corrupt-data warnings are errors (CorruptionError).

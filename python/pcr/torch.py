@@ -16,8 +16,8 @@ class Dataset(_data.Dataset):
     """Images of a pcr dataset at fidelity `fidelity` (0: full).
 
     Each item is `(image, label)`: `image` a uint8 tensor of shape 3 x H x W
-    (RGB; "gray" gives 1 x H x W; a CMYK JPEG raises ValueError unless
-    format is "native"), decoded with the GIL released, passed
+    (RGB, CMYK converted as PIL converts it; "gray" gives 1 x H x W),
+    decoded with the GIL released, passed
     through `transform` when given; `label` an int (-1 when unlabelled).
     Works with any sampler and with DataLoader workers: each worker opens the
     dataset on its first item, so nothing open is shared across processes.

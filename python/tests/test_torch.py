@@ -10,20 +10,19 @@ import pcr.torch  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def rgb_dataset(data_dir, tmp_path_factory):
-    """The sample without its CMYK images, which decode only to their own 4
-    channels, and without the progressive copy of video-001.jpeg, so that
+def distinct_dataset(data_dir, tmp_path_factory):
+    """The sample without the progressive copy of video-001.jpeg, so that
     every image has pixels of its own."""
-    src = tmp_path_factory.mktemp("rgb") / "src"
-    shutil.copytree(data_dir / "sample", src, ignore=shutil.ignore_patterns("*cmyk*", "*progressive*"))
+    src = tmp_path_factory.mktemp("distinct") / "src"
+    shutil.copytree(data_dir / "sample", src, ignore=shutil.ignore_patterns("*progressive*"))
     out = src.parent / "ds"
     pcr.convert_images(str(src), str(out), images_per_record=4)
     return out
 
 
-def test_map_style_dataset_gives_tensors_and_labels(rgb_dataset):
-    ds = pcr.ImageDataset(str(rgb_dataset))
-    images = pcr.torch.Dataset(str(rgb_dataset), fidelity=2)
+def test_map_style_dataset_gives_tensors_and_labels(distinct_dataset):
+    ds = pcr.ImageDataset(str(distinct_dataset))
+    images = pcr.torch.Dataset(str(distinct_dataset), fidelity=2)
     assert len(images) == len(ds)
     assert images.classes == ds.classes
     for i in (0, 7, len(ds) - 1):
@@ -33,15 +32,15 @@ def test_map_style_dataset_gives_tensors_and_labels(rgb_dataset):
         want = pcr.decode(ds.read(i, 2))
         assert np.array_equal(image.permute(1, 2, 0).numpy(), want)
     with pytest.raises(ValueError):
-        pcr.torch.Dataset(str(rgb_dataset), fidelity=ds.num_scan_groups + 1)
+        pcr.torch.Dataset(str(distinct_dataset), fidelity=ds.num_scan_groups + 1)
 
 
 def resize_to_floats(t):
     return torch.nn.functional.interpolate(t[None].float(), size=(8, 8))[0] / 255
 
 
-def test_dataloader_with_workers_and_a_transform(rgb_dataset):
-    crop = pcr.torch.Dataset(str(rgb_dataset), transform=resize_to_floats)
+def test_dataloader_with_workers_and_a_transform(distinct_dataset):
+    crop = pcr.torch.Dataset(str(distinct_dataset), transform=resize_to_floats)
     loader = torch.utils.data.DataLoader(crop, batch_size=5, num_workers=2, shuffle=True,
                                          generator=torch.Generator().manual_seed(0))
     seen = 0
@@ -67,11 +66,11 @@ def eval_loader(path, **kw):
     return pcr.torch.ImageLoader(str(path), batch_size=4, train=False, size=16, resize=16, threads=2, **kw)
 
 
-def test_loader_batches_cover_the_dataset(rgb_dataset):
-    ds = pcr.ImageDataset(str(rgb_dataset))
-    sigs = signatures(rgb_dataset)
+def test_loader_batches_cover_the_dataset(distinct_dataset):
+    ds = pcr.ImageDataset(str(distinct_dataset))
+    sigs = signatures(distinct_dataset)
     assert len(sigs) == len(ds)  # every image is recognisable
-    loader = eval_loader(rgb_dataset)
+    loader = eval_loader(distinct_dataset)
     batches = list(loader)
     assert len(batches) == len(loader) == (len(ds) + 3) // 4
     for images, labels in batches:
@@ -84,9 +83,9 @@ def test_loader_batches_cover_the_dataset(rgb_dataset):
 
 
 @pytest.mark.parametrize("uneven", ["pad", "drop"])
-def test_ranks_get_equal_disjoint_shares(rgb_dataset, uneven):
-    sigs = signatures(rgb_dataset)
-    shares = [indices_of(list(eval_loader(rgb_dataset, rank=r, world_size=3, uneven=uneven, seed=5)), sigs)
+def test_ranks_get_equal_disjoint_shares(distinct_dataset, uneven):
+    sigs = signatures(distinct_dataset)
+    shares = [indices_of(list(eval_loader(distinct_dataset, rank=r, world_size=3, uneven=uneven, seed=5)), sigs)
               for r in range(3)]
     assert len({len(s) for s in shares}) == 1
     everything = [i for s in shares for i in s]
@@ -96,18 +95,18 @@ def test_ranks_get_equal_disjoint_shares(rgb_dataset, uneven):
         assert set(everything) == set(sigs.values())
 
 
-def test_dataloader_workers_take_their_own_shares(rgb_dataset):
-    sigs = signatures(rgb_dataset)
-    loader = eval_loader(rgb_dataset, seed=2)
+def test_dataloader_workers_take_their_own_shares(distinct_dataset):
+    sigs = signatures(distinct_dataset)
+    loader = eval_loader(distinct_dataset, seed=2)
     got = list(torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2))
     seen = indices_of(got, sigs)
     assert set(seen) == set(sigs.values())
     assert len(seen) - len(set(seen)) < 2 * 4
 
 
-def test_training_batches_are_random_but_reproducible(rgb_dataset):
+def test_training_batches_are_random_but_reproducible(distinct_dataset):
     def run(**kw):
-        return [images for images, _ in pcr.torch.ImageLoader(str(rgb_dataset), batch_size=4, size=24, threads=2,
+        return [images for images, _ in pcr.torch.ImageLoader(str(distinct_dataset), batch_size=4, size=24, threads=2,
                                                               **kw)]
 
     a, b, c = run(seed=1), run(seed=1), run(seed=2)
@@ -118,31 +117,31 @@ def test_training_batches_are_random_but_reproducible(rgb_dataset):
     assert all(torch.equal(x.permute(0, 3, 1, 2), y) for x, y in zip(last, a))
 
 
-def test_set_epoch_reshuffles(rgb_dataset):
-    sigs = signatures(rgb_dataset)
-    loader = eval_loader(rgb_dataset, shuffle=True, seed=4)
+def test_set_epoch_reshuffles(distinct_dataset):
+    sigs = signatures(distinct_dataset)
+    loader = eval_loader(distinct_dataset, shuffle=True, seed=4)
     first = indices_of(list(loader), sigs)
     loader.set_epoch(1)
     second = indices_of(list(loader), sigs)
     assert first != second and set(first) == set(second)
 
 
-def test_resume_continues_with_the_next_unseen_batch(rgb_dataset):
-    sigs = signatures(rgb_dataset)
-    whole = indices_of(list(eval_loader(rgb_dataset, shuffle=True, seed=8)), sigs)
-    loader = eval_loader(rgb_dataset, shuffle=True, seed=8)
+def test_resume_continues_with_the_next_unseen_batch(distinct_dataset):
+    sigs = signatures(distinct_dataset)
+    whole = indices_of(list(eval_loader(distinct_dataset, shuffle=True, seed=8)), sigs)
+    loader = eval_loader(distinct_dataset, shuffle=True, seed=8)
     it = iter(loader)
     head = indices_of([next(it), next(it)], sigs)
     state = loader.state_dict()
     assert state["batches"] == 2
-    resumed = eval_loader(rgb_dataset, shuffle=True, seed=8)
+    resumed = eval_loader(distinct_dataset, shuffle=True, seed=8)
     resumed.load_state_dict(state)
     assert head + indices_of(list(resumed), sigs) == whole
 
 
-def test_resume_with_workers(rgb_dataset):
-    sigs = signatures(rgb_dataset)
-    make = lambda: eval_loader(rgb_dataset, shuffle=True, seed=9)  # noqa: E731
+def test_resume_with_workers(distinct_dataset):
+    sigs = signatures(distinct_dataset)
+    make = lambda: eval_loader(distinct_dataset, shuffle=True, seed=9)  # noqa: E731
     whole = indices_of(list(torch.utils.data.DataLoader(make(), batch_size=None, num_workers=2)), sigs)
     head = []
     for n, batch in enumerate(torch.utils.data.DataLoader(make(), batch_size=None, num_workers=2)):
