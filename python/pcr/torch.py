@@ -231,3 +231,29 @@ class ImageLoader(_data.IterableDataset):
                 pending = ahead.submit(load, number)
                 self._delivered += 1
                 yield batch
+
+
+def table_batch(table: _pcr.Table, features, first_stripe: int = 0, num_stripes: Optional[int] = None) -> dict:
+    """A projection of `table` as tensors for recommendation models.
+
+    For each feature name: scalars give {"values", "mask"} (values 0 where
+    missing, mask True where present); id lists give {"ids", "offsets",
+    "mask"} with `offsets` the start of each row's ids, as
+    torch.nn.EmbeddingBag takes them, plus "weights" for scored lists;
+    strings give {"bytes", "offsets"} with one more offset than rows. The
+    tensors share pcr's arrays without a copy.
+    """
+    out = {}
+    for name, col in table.read(list(features), first_stripe, num_stripes).items():
+        mask = _torch.from_numpy(col["presence"])
+        values = _torch.from_numpy(col["values"])
+        if "offsets" not in col:
+            out[name] = {"values": values, "mask": mask}
+        elif values.dtype == _torch.uint8:
+            out[name] = {"bytes": values, "offsets": _torch.from_numpy(col["offsets"].view("int64"))}
+        else:
+            item = {"ids": values, "offsets": _torch.from_numpy(col["offsets"][:-1].view("int64")), "mask": mask}
+            if "scores" in col:
+                item["weights"] = _torch.from_numpy(col["scores"])
+            out[name] = item
+    return out

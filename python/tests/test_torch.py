@@ -154,3 +154,33 @@ def test_resume_with_workers(distinct_dataset):
     resumed.load_state_dict(state)
     rest = indices_of(list(torch.utils.data.DataLoader(resumed, batch_size=None, num_workers=2)), sigs)
     assert head + rest == whole
+
+
+def test_table_batches_feed_embedding_bags(tmp_path):
+    import json
+
+    rows = [
+        {"label": 1, "dense": {"101": 0.25}, "sparse": {"9": [3, 5, 1]}, "scored": {"11": [[3, 0.5], [8, 1.5]]}},
+        {"label": 0, "sparse": {"9": []}, "name": "x"},
+        {"label": 2, "dense": {"101": -1.5}, "sparse": {"9": [2]}, "scored": {"11": [[4, 2.0]]}, "name": "yz"},
+    ]
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "out"))["path"])
+    b = pcr.torch.table_batch(t, ["label", "101", "9", "11", "name"])
+    assert b["label"]["values"].tolist() == [1, 0, 2]
+    assert b["101"]["mask"].tolist() == [True, False, True]
+    assert b["101"]["values"][b["101"]["mask"]].tolist() == [0.25, -1.5]
+    ids = b["9"]
+    assert ids["ids"].tolist() == [3, 5, 1, 2] and ids["offsets"].tolist() == [0, 3, 3]
+    bag = torch.nn.EmbeddingBag(10, 4, mode="sum")
+    pooled = bag(ids["ids"], ids["offsets"])
+    assert pooled.shape == (3, 4)
+    assert torch.allclose(pooled[0], bag.weight[[3, 5, 1]].sum(0)) and torch.all(pooled[1] == 0)
+    scored = b["11"]
+    weighted = torch.nn.EmbeddingBag(10, 4, mode="sum")(scored["ids"], scored["offsets"],
+                                                        per_sample_weights=scored["weights"].float())
+    assert weighted.shape == (3, 4)
+    names = b["name"]
+    data, offs = bytes(names["bytes"].numpy()), names["offsets"].tolist()
+    assert [data[offs[i]:offs[i + 1]] for i in range(3)] == [b"", b"x", b"yz"]
