@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,23 @@ T Take(pcr::Result<T> result) {
   return std::move(result).value();
 }
 
+// Runs `call` (a pcr call returning Result<T> or Status) with the GIL
+// released; returns its value, or raises its error.
+template <typename F>
+auto Unlocked(F&& call) {
+  using R = decltype(call());
+  std::optional<R> result;
+  {
+    py::gil_scoped_release release;
+    result.emplace(call());
+  }
+  if constexpr (std::is_same_v<R, pcr::Status>) {
+    Check(*result);
+  } else {
+    return Take(std::move(*result));
+  }
+}
+
 py::bytes ToBytes(const pcr::Bytes& b) { return py::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
 
 // A 1-D array over `values`, which the array then owns.
@@ -74,12 +92,7 @@ class PyImageDataset {
  public:
   PyImageDataset(const std::string& path, const std::string& engine) {
     const pcr::ImageReaderOptions options{.io = IoOptions(engine)};
-    pcr::Result<std::unique_ptr<pcr::ImageDataset>> opened = pcr::Status::OK();
-    {
-      py::gil_scoped_release release;
-      opened = pcr::ImageDataset::Open(path, options);
-    }
-    ds_ = Take(std::move(opened));
+    ds_ = Unlocked([&] { return pcr::ImageDataset::Open(path, options); });
     path_ = path;
     engine_ = engine;
   }
@@ -109,25 +122,17 @@ class PyImageDataset {
 
   py::bytes read(int64_t i, int fidelity) const {
     const uint64_t image = Index(i);
-    pcr::Result<pcr::Image> got = pcr::Status::OK();
-    {
-      py::gil_scoped_release release;
-      got = ds_->ReadImage(image, Fidelity(fidelity));
-    }
-    return ToBytes(Take(std::move(got)).jpeg);
+    const int k = Fidelity(fidelity);
+    return ToBytes(Unlocked([&] { return ds_->ReadImage(image, k); }).jpeg);
   }
 
   py::list read_many(const std::vector<int64_t>& indices, int fidelity) const {
     std::vector<pcr::ImageRequest> requests;
     const int k = Fidelity(fidelity);
     for (int64_t i : indices) requests.push_back({Index(i), k});
-    pcr::Result<std::vector<pcr::Image>> got = pcr::Status::OK();
-    {
-      py::gil_scoped_release release;
-      got = ds_->ReadImages(requests);
-    }
+    const std::vector<pcr::Image> images = Unlocked([&] { return ds_->ReadImages(requests); });
     py::list out;
-    for (const pcr::Image& image : Take(std::move(got))) out.append(ToBytes(image.jpeg));
+    for (const pcr::Image& image : images) out.append(ToBytes(image.jpeg));
     return out;
   }
 
@@ -195,12 +200,7 @@ class PySampleIterator {
 
   // (indices, labels, jpegs): numpy uint64 and int64 arrays and a list of bytes.
   py::tuple next() {
-    pcr::Result<bool> more = pcr::Status::OK();
-    {
-      py::gil_scoped_release release;
-      more = it_->Next(&batch_);
-    }
-    if (!Take(std::move(more))) throw py::stop_iteration();
+    if (!Unlocked([&] { return it_->Next(&batch_); })) throw py::stop_iteration();
     std::vector<int64_t> labels;
     py::list jpegs;
     for (const pcr::Image& image : batch_.images) {
@@ -256,12 +256,8 @@ class PyBatchDecoder {
                                                             : std::vector<py::ssize_t>{n, 3, s, s};
     py::array_t<uint8_t> out(shape);
     const std::span<uint8_t> bytes(out.mutable_data(), static_cast<size_t>(out.size()));
-    pcr::Status st;
-    {
-      py::gil_scoped_release release;  // `jpegs` holds the bytes objects alive
-      st = decoder_->Decode(spans, seed, bytes);
-    }
-    Check(st);
+    // `jpegs` holds the bytes objects, so their buffers stay valid meanwhile.
+    Unlocked([&] { return decoder_->Decode(spans, seed, bytes); });
     return out;
   }
 
@@ -289,12 +285,7 @@ py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple
   const py::buffer_info info = jpeg.request();  // holds the buffer while the GIL is released
   if (info.ndim != 1 || info.itemsize != 1) throw py::value_error("jpeg must be a flat buffer of bytes");
   const pcr::ByteSpan bytes(static_cast<const uint8_t*>(info.ptr), static_cast<size_t>(info.size));
-  pcr::Result<pcr::DecodedImage> got = pcr::Status::OK();
-  {
-    py::gil_scoped_release release;
-    got = pcr::DecodeJpeg(bytes, options);
-  }
-  pcr::DecodedImage image = Take(std::move(got));
+  pcr::DecodedImage image = Unlocked([&] { return pcr::DecodeJpeg(bytes, options); });
   auto* held = new std::vector<uint8_t>(std::move(image.pixels));
   py::capsule owner(held, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
   const py::ssize_t c = image.components;
@@ -306,12 +297,7 @@ class PyTable {
  public:
   PyTable(const std::string& path, const std::string& engine) {
     const pcr::TableReaderOptions options{.io = IoOptions(engine)};
-    pcr::Result<std::unique_ptr<pcr::Table>> opened = pcr::Status::OK();
-    {
-      py::gil_scoped_release release;
-      opened = pcr::Table::Open(path, options);
-    }
-    table_ = Take(std::move(opened));
+    table_ = Unlocked([&] { return pcr::Table::Open(path, options); });
   }
 
   py::list schema() const {
@@ -334,12 +320,7 @@ class PyTable {
   py::dict read(const std::vector<std::string>& features, size_t first, std::optional<size_t> count) const {
     const std::vector<uint32_t> index = Take(table_->Resolve(features));
     const size_t n = count.value_or(first <= table_->stripe_count() ? table_->stripe_count() - first : 0);
-    pcr::Result<pcr::TableBatch> got = pcr::Status::OK();
-    {
-      py::gil_scoped_release release;
-      got = table_->Read(index, first, n);
-    }
-    pcr::TableBatch batch = Take(std::move(got));
+    pcr::TableBatch batch = Unlocked([&] { return table_->Read(index, first, n); });
     py::dict out;
     for (size_t j = 0; j < features.size(); ++j) {
       pcr::Column& c = batch.columns[j];
@@ -404,12 +385,7 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                                           .shuffle_seed = shuffle,
                                           .shard_index = shard,
                                           .num_shards = num_shards};
-  pcr::Result<pcr::ConvertImagesSummary> got = pcr::Status::OK();
-  {
-    py::gil_scoped_release release;
-    got = pcr::ConvertImages(options);
-  }
-  const pcr::ConvertImagesSummary s = Take(std::move(got));
+  const pcr::ConvertImagesSummary s = Unlocked([&] { return pcr::ConvertImages(options); });
   py::dict d;
   d["images"] = s.images;
   d["records"] = s.records;
@@ -434,12 +410,7 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
   options.writer.stripe_bytes = stripe_mb << 20;
   options.writer.stream_order = std::move(stream_order);
   options.writer.zstd_level = zstd_level;
-  pcr::Result<pcr::TableConvertReport> got = pcr::Status::OK();
-  {
-    py::gil_scoped_release release;
-    got = pcr::ConvertTable(options);
-  }
-  const pcr::TableConvertReport r = Take(std::move(got));
+  const pcr::TableConvertReport r = Unlocked([&] { return pcr::ConvertTable(options); });
   py::dict d;
   d["path"] = r.path;
   d["rows"] = r.schema.row_count;
