@@ -2,11 +2,16 @@
 
 #include "format/file_format.h"
 
-#include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "jpeg/error_manager.h"
+
+// clang-format off
+#include <jerror.h>
+// clang-format on
 
 namespace pcr {
 
@@ -133,19 +138,58 @@ Status SplitScans(ByteSpan jpeg, size_t* header_end, std::vector<size_t>* scan_e
   return Status::Corruption("transcoder output: truncated");
 }
 
+// A libjpeg destination writing into a Bytes the caller owns, so the output
+// is freed exactly once however the compression ends (jpeg_mem_dest frees
+// and replaces its buffer as it grows, which a longjmp can leave dangling).
+struct BytesDestination {
+  jpeg_destination_mgr pub{};
+  Bytes* out = nullptr;
+
+  static void Init(j_compress_ptr cinfo) { Grow(cinfo, 0); }
+  static boolean Empty(j_compress_ptr cinfo) {
+    auto* d = reinterpret_cast<BytesDestination*>(cinfo->dest);
+    Grow(cinfo, d->out->size());
+    return TRUE;
+  }
+  static void Term(j_compress_ptr cinfo) {
+    auto* d = reinterpret_cast<BytesDestination*>(cinfo->dest);
+    d->out->resize(d->out->size() - d->pub.free_in_buffer);
+  }
+  // Keeps the `used` bytes written and makes room for as many again.
+  static void Grow(j_compress_ptr cinfo, size_t used) {
+    auto* d = reinterpret_cast<BytesDestination*>(cinfo->dest);
+    bool grown = true;
+    try {
+      d->out->resize(std::max<size_t>(used * 2, 64 << 10));
+    } catch (const std::bad_alloc&) {
+      grown = false;
+    }
+    if (!grown) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 10);  // outside the handler: it longjmps
+    d->pub.next_output_byte = d->out->data() + used;
+    d->pub.free_in_buffer = d->out->size() - used;
+  }
+
+  void Attach(j_compress_ptr cinfo, Bytes* bytes) {
+    out = bytes;
+    pub.init_destination = Init;
+    pub.empty_output_buffer = Empty;
+    pub.term_destination = Term;
+    cinfo->dest = &pub;
+  }
+};
+
 struct Codec {
   jpeg_decompress_struct src{};
   jpeg_compress_struct dst{};
   JpegErrorManager err{};
-  unsigned char* out = nullptr;
-  unsigned long out_size = 0;
+  BytesDestination dest;
+  Bytes out;
   bool src_created = false;
   bool dst_created = false;
 
   ~Codec() {
     if (dst_created) jpeg_destroy_compress(&dst);
     if (src_created) jpeg_destroy_decompress(&src);
-    std::free(out);
   }
 };
 
@@ -225,7 +269,7 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
   *plan = PlanScans(script, c->dst.num_components, c->dst.comp_info);
   c->dst.scan_info = plan->scans.data();
   c->dst.num_scans = static_cast<int>(plan->scans.size());
-  jpeg_mem_dest(&c->dst, &c->out, &c->out_size);
+  c->dest.Attach(&c->dst, &c->out);
   jpeg_write_coefficients(&c->dst, coefs);
   for (jpeg_saved_marker_ptr m = c->src.marker_list; m != nullptr; m = m->next) {
     // libjpeg writes its own JFIF and Adobe markers from the copied parameters.
@@ -261,7 +305,7 @@ Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& s
     if (codec.err.not_supported) return Status::NotSupported(codec.err.message);
     return Status::Corruption(codec.err.message);
   }
-  const ByteSpan out(codec.out, codec.out_size);
+  const ByteSpan out(codec.out);
   size_t header_end = 0;
   std::vector<size_t> scan_ends;
   PCR_RETURN_IF_ERROR(SplitScans(out, &header_end, &scan_ends));
