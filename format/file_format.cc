@@ -1,6 +1,7 @@
 #include "format/file_format.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "format/checksum.h"
 
@@ -389,6 +390,7 @@ Result<DatasetManifest> DatasetManifest::DecodeFrom(ByteSpan in) {
   }
   if (!d.GetVarintAtMost(d.remaining() / 12, &n)) return corrupt("bad file count");
   m.files.resize(n);
+  std::unordered_set<std::string> names;
   for (DatasetFileEntry& f : m.files) {
     if (!d.GetLengthPrefixed(kMaxFileNameLength, &f.name) || !d.GetVarint64(&f.size) ||
         !d.GetVarint64(&f.image_count) || !d.GetVarint64(&f.stripe_count) ||
@@ -396,6 +398,7 @@ Result<DatasetManifest> DatasetManifest::DecodeFrom(ByteSpan in) {
       return corrupt("truncated file entry");
     }
     if (!ValidFileName(f.name)) return corrupt("invalid file name '" + f.name + "'");
+    if (!names.insert(f.name).second) return corrupt("file '" + f.name + "' is listed twice");
   }
   if (!d.done()) return corrupt("trailing bytes");
   return m;

@@ -133,6 +133,18 @@ Status ImageDataset::Rep::LoadSamples() {
       return decoded.status().WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) +
                                          " at offset " + std::to_string(file.index().stripes[loc.stripe].offset));
     }
+    for (uint64_t i = 0; i < decoded->size(); ++i) {
+      const int64_t label = (*decoded)[i].label;
+      // A dataset's labels name its classes; a single file has no class list.
+      if (!class_names.empty() && (label < -1 || label >= static_cast<int64_t>(class_names.size()))) {
+        const PcrFile& file = *files[loc.file];
+        return Status::Corruption(file.path() + ": stripe " + std::to_string(loc.stripe) + " image " +
+                                  std::to_string(i) + " at offset " +
+                                  std::to_string(file.index().stripes[loc.stripe].offset) + ": label " +
+                                  std::to_string(label) + " names no class (the manifest lists " +
+                                  std::to_string(class_names.size()) + ")");
+      }
+    }
     for (auto& sample : *decoded) samples.push_back(std::move(sample));
   }
   return Status::OK();

@@ -246,7 +246,7 @@ TEST_CASE("sample metadata round-trips and rejects trailing bytes") {
   CHECK_FALSE(DecodeSampleMetadata(b, samples.size() + 1).ok());
 }
 
-TEST_CASE("dataset manifest round-trips and rejects path-like file names") {
+TEST_CASE("dataset manifest round-trips and rejects path-like and repeated file names") {
   DatasetManifest m;
   m.script = *BuiltinScanScript("libjpeg");
   m.class_names = {"cat", "dog"};
@@ -260,6 +260,13 @@ TEST_CASE("dataset manifest round-trips and rejects path-like file names") {
   b.clear();
   m.EncodeTo(&b);
   CHECK_FALSE(DatasetManifest::DecodeFrom(b).ok());
+  // One file listed twice would give its images twice.
+  m.files[0].name = m.files[1].name;
+  b.clear();
+  m.EncodeTo(&b);
+  auto twice = DatasetManifest::DecodeFrom(b);
+  REQUIRE_FALSE(twice.ok());
+  CHECK_THAT(twice.status().message(), Catch::Contains("listed twice"));
 }
 
 TEST_CASE("part manifest round-trips in its own file kind and rejects non-parts") {

@@ -12,6 +12,7 @@
 #include "pcr/verify.h"
 #include "reader/image_dataset_rep.h"
 #include "tests/image_util.h"
+#include "writer/file_writer.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -175,6 +176,26 @@ TEST_CASE("batched image reads coalesce, and match single reads") {
   }
   const ImageRequest bad[] = {{0, 1}, {(*ds)->num_images(), 1}};
   CHECK_FALSE((*ds)->ReadImages(bad).ok());
+}
+
+TEST_CASE("a label that names no class of the manifest is refused") {
+  TempDir tmp;
+  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 0)).ok());
+  const fs::path manifest = tmp.path() / "ds" / kDatasetManifestName;
+  auto engine = MakeIoEngine({.kind = IoEngineKind::kPread});
+  REQUIRE(engine.ok());
+  auto file = PcrFile::Open(manifest.string(), engine->get());
+  REQUIRE(file.ok());
+  DatasetManifest m = (*file)->manifest();
+  REQUIRE(m.class_names.size() == 3);
+  m.class_names.resize(1);
+  file->reset();
+  fs::remove(manifest);
+  REQUIRE(WriteDatasetManifest(manifest.string(), m).ok());
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
+  REQUIRE_FALSE(ds.ok());
+  CHECK(ds.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(ds.status().message(), Catch::Contains("label 1 names no class (the manifest lists 1)"));
 }
 
 }  // namespace
