@@ -145,6 +145,8 @@ class ImageLoader(_data.IterableDataset):
             channels_last=channels_last,
             threads=threads,
         )
+        if uneven not in ("pad", "drop"):
+            raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.seed, self.shuffle_buffer, self.uneven = seed, shuffle_buffer, uneven
         self.shuffle = train if shuffle is None else shuffle
         self.read_ahead, self.engine = read_ahead, engine
@@ -177,12 +179,13 @@ class ImageLoader(_data.IterableDataset):
     def __len__(self) -> int:
         """Batches per epoch on this rank, iterated without DataLoader workers
         (with workers, each worker's share is rounded to whole batches)."""
-        rank, world, _ = self._share()
-        it = _pcr.SampleIterator(_pcr.ImageDataset(self.path, self.engine), batch_size=self.batch_size,
-                                 fidelity=self.fidelity, rank=rank, world_size=world, uneven=self.uneven,
-                                 shuffle=self.shuffle, shuffle_buffer=self.shuffle_buffer, seed=self.seed,
-                                 epoch=self.epoch)
-        return len(it)
+        # As SampleIterator counts them, from the index alone: whole steps of
+        # world_size batches, rounded up ("pad") or down ("drop").
+        _, world, _ = self._share()
+        step = world * self.batch_size
+        if self.uneven == "pad":
+            return -(-self._num_images // step)
+        return self._num_images // step
 
     def state_dict(self, batches: Optional[int] = None) -> dict:
         """Where this epoch stands: after `batches` delivered batches (required with workers)."""

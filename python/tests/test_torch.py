@@ -85,8 +85,10 @@ def test_loader_batches_cover_the_dataset(distinct_dataset):
 @pytest.mark.parametrize("uneven", ["pad", "drop"])
 def test_ranks_get_equal_disjoint_shares(distinct_dataset, uneven):
     sigs = signatures(distinct_dataset)
-    shares = [indices_of(list(eval_loader(distinct_dataset, rank=r, world_size=3, uneven=uneven, seed=5)), sigs)
-              for r in range(3)]
+    loaders = [eval_loader(distinct_dataset, rank=r, world_size=3, uneven=uneven, seed=5) for r in range(3)]
+    batches = [list(loader) for loader in loaders]
+    assert all(len(b) == len(loader) for b, loader in zip(batches, loaders))
+    shares = [indices_of(b, sigs) for b in batches]
     assert len({len(s) for s in shares}) == 1
     everything = [i for s in shares for i in s]
     if uneven == "drop":
