@@ -17,16 +17,20 @@ namespace {
 double Uniform(SplitMix64& rng) { return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53; }
 
 // Filter taps of one resampling direction: output i reads input
-// [first[i], first[i] + count[i]) with weights[i * max_taps + k].
+// [first[i], first[i] + count[i]) with weights[i * max_taps + k], in fixed
+// point with kPrecisionBits fraction bits.
+constexpr int kPrecisionBits = 22;
+
 struct Taps {
   std::vector<int> first;
   std::vector<int> count;
-  std::vector<double> weights;
+  std::vector<int32_t> weights;
   int max_taps = 0;
 };
 
 // The triangle filter PIL's BILINEAR resampling uses, widened by the scale
-// when shrinking, with the same tap positions.
+// when shrinking, with the same tap positions, normalisation and rounding to
+// fixed point.
 Taps MakeTaps(int in, int out) {
   const double scale = static_cast<double>(in) / out;
   const double filter_scale = std::max(scale, 1.0);
@@ -35,26 +39,72 @@ Taps MakeTaps(int in, int out) {
   t.max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
   t.first.resize(out);
   t.count.resize(out);
-  t.weights.assign(static_cast<size_t>(out) * t.max_taps, 0.0);
+  t.weights.assign(static_cast<size_t>(out) * t.max_taps, 0);
+  std::vector<double> w(t.max_taps);
   for (int o = 0; o < out; ++o) {
     const double center = (o + 0.5) * scale;
     const int lo = std::max(static_cast<int>(center - support + 0.5), 0);
     const int hi = std::min(static_cast<int>(center + support + 0.5), in);
-    double* w = &t.weights[static_cast<size_t>(o) * t.max_taps];
     double total = 0;
     for (int k = 0; k < hi - lo; ++k) {
       const double x = (k + lo - center + 0.5) / filter_scale;
       w[k] = std::max(0.0, 1.0 - std::abs(x));
       total += w[k];
     }
-    for (int k = 0; k < hi - lo && total > 0; ++k) w[k] /= total;
+    int32_t* fixed = &t.weights[static_cast<size_t>(o) * t.max_taps];
+    for (int k = 0; k < hi - lo; ++k) {
+      const double v = total > 0 ? w[k] / total : w[k];
+      fixed[k] = static_cast<int32_t>(0.5 + v * (1 << kPrecisionBits));
+    }
     t.first[o] = lo;
     t.count[o] = hi - lo;
   }
   return t;
 }
 
-uint8_t Clip8(double v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); }
+uint8_t Clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisionBits, 0, 255)); }
+
+template <int kChannels>
+void ResizeRows(const uint8_t* src, int src_width, int rows, const Taps& h, uint8_t* dst, int dst_width) {
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* in = src + static_cast<size_t>(y) * src_width * kChannels;
+    uint8_t* out = dst + static_cast<size_t>(y) * dst_width * kChannels;
+    for (int x = 0; x < dst_width; ++x) {
+      const int32_t* w = &h.weights[static_cast<size_t>(x) * h.max_taps];
+      const uint8_t* p = in + static_cast<size_t>(h.first[x]) * kChannels;
+      int32_t acc[kChannels];
+      for (int c = 0; c < kChannels; ++c) acc[c] = 1 << (kPrecisionBits - 1);
+      for (int k = 0; k < h.count[x]; ++k) {
+        for (int c = 0; c < kChannels; ++c) acc[c] += w[k] * p[k * kChannels + c];
+      }
+      for (int c = 0; c < kChannels; ++c) out[x * kChannels + c] = Clip8(acc[c]);
+    }
+  }
+}
+
+void ResizeRows(const uint8_t* src, int src_width, int rows, int channels, const Taps& h, uint8_t* dst,
+                int dst_width) {
+  switch (channels) {
+    case 1:
+      return ResizeRows<1>(src, src_width, rows, h, dst, dst_width);
+    case 3:
+      return ResizeRows<3>(src, src_width, rows, h, dst, dst_width);
+    case 4:
+      return ResizeRows<4>(src, src_width, rows, h, dst, dst_width);
+  }
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* in = src + static_cast<size_t>(y) * src_width * channels;
+    uint8_t* out = dst + static_cast<size_t>(y) * dst_width * channels;
+    for (int x = 0; x < dst_width; ++x) {
+      const int32_t* w = &h.weights[static_cast<size_t>(x) * h.max_taps];
+      for (int c = 0; c < channels; ++c) {
+        int32_t acc = 1 << (kPrecisionBits - 1);
+        for (int k = 0; k < h.count[x]; ++k) acc += w[k] * in[(h.first[x] + k) * channels + c];
+        out[x * channels + c] = Clip8(acc);
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -96,27 +146,19 @@ void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int chann
   const Taps vertical = MakeTaps(src_height, dst_height);
   // Rows first, into an 8-bit intermediate, then columns, as PIL does.
   std::vector<uint8_t> rows(static_cast<size_t>(src_height) * dst_width * channels);
-  for (int y = 0; y < src_height; ++y) {
-    const uint8_t* in = src + static_cast<size_t>(y) * src_width * channels;
-    uint8_t* out = rows.data() + static_cast<size_t>(y) * dst_width * channels;
-    for (int x = 0; x < dst_width; ++x) {
-      const double* w = &horizontal.weights[static_cast<size_t>(x) * horizontal.max_taps];
-      for (int c = 0; c < channels; ++c) {
-        double v = 0;
-        for (int k = 0; k < horizontal.count[x]; ++k) v += w[k] * in[(horizontal.first[x] + k) * channels + c];
-        out[x * channels + c] = Clip8(v);
-      }
-    }
-  }
+  ResizeRows(src, src_width, src_height, channels, horizontal, rows.data(), dst_width);
   const size_t stride = static_cast<size_t>(dst_width) * channels;
+  std::vector<int32_t> acc(stride);
   for (int y = 0; y < dst_height; ++y) {
-    const double* w = &vertical.weights[static_cast<size_t>(y) * vertical.max_taps];
-    uint8_t* out = dst + y * stride;
-    for (size_t i = 0; i < stride; ++i) {
-      double v = 0;
-      for (int k = 0; k < vertical.count[y]; ++k) v += w[k] * rows[(vertical.first[y] + k) * stride + i];
-      out[i] = Clip8(v);
+    const int32_t* w = &vertical.weights[static_cast<size_t>(y) * vertical.max_taps];
+    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+    for (int k = 0; k < vertical.count[y]; ++k) {
+      const uint8_t* in = rows.data() + (vertical.first[y] + k) * stride;
+      const int32_t wk = w[k];
+      for (size_t i = 0; i < stride; ++i) acc[i] += wk * in[i];
     }
+    uint8_t* out = dst + y * stride;
+    for (size_t i = 0; i < stride; ++i) out[i] = Clip8(acc[i]);
   }
 }
 
@@ -158,15 +200,18 @@ struct BatchDecoder::Rep {
     ResizeBilinear(pixels.data(), o.crop.width, o.crop.height, 3, resized.data(), size, size);
     const size_t plane = static_cast<size_t>(size) * size;
     for (int y = 0; y < size; ++y) {
-      for (int x = 0; x < size; ++x) {
-        const uint8_t* p = &resized[(static_cast<size_t>(y) * size + (flip ? size - 1 - x : x)) * 3];
-        const size_t at = static_cast<size_t>(y) * size + x;
-        for (int c = 0; c < 3; ++c) {
-          if (options.channels_last) {
-            out[at * 3 + c] = p[c];
-          } else {
-            out[c * plane + at] = p[c];
-          }
+      const uint8_t* row = &resized[static_cast<size_t>(y) * size * 3];
+      if (options.channels_last) {
+        uint8_t* o = out + static_cast<size_t>(y) * size * 3;
+        for (int x = 0; x < size; ++x) std::copy_n(row + (flip ? size - 1 - x : x) * 3, 3, o + x * 3);
+        continue;
+      }
+      for (int c = 0; c < 3; ++c) {
+        uint8_t* o = out + c * plane + static_cast<size_t>(y) * size;
+        if (flip) {
+          for (int x = 0; x < size; ++x) o[x] = row[(size - 1 - x) * 3 + c];
+        } else {
+          for (int x = 0; x < size; ++x) o[x] = row[x * 3 + c];
         }
       }
     }

@@ -182,7 +182,7 @@ def test_batch_decoder_matches_pil_crop_and_resize(data_dir):
             x, y = (w - side) // 2, (h - side) // 2
             want = np.asarray(im.convert("RGB").crop((x, y, x + side, y + side)).resize((size, size), Image.BILINEAR))
         diff = np.abs(got.transpose(1, 2, 0).astype(int) - want.astype(int))
-        assert diff.max() <= 1, n  # PIL resamples in fixed point
+        assert diff.max() == 0, n
 
 
 def test_batch_decoder_random_crops(data_dir):
