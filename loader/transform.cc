@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "format/permutation.h"
+#include "loader/resize.h"
 #include "pcr/decode.h"
 
 namespace pcr {
@@ -15,96 +16,6 @@ namespace {
 
 // A double in [0, 1) from 53 random bits.
 double Uniform(SplitMix64& rng) { return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53; }
-
-// Filter taps of one resampling direction: output i reads input
-// [first[i], first[i] + count[i]) with weights[i * max_taps + k], in fixed
-// point with kPrecisionBits fraction bits.
-constexpr int kPrecisionBits = 22;
-
-struct Taps {
-  std::vector<int> first;
-  std::vector<int> count;
-  std::vector<int32_t> weights;
-  int max_taps = 0;
-};
-
-// The triangle filter PIL's BILINEAR resampling uses, widened by the scale
-// when shrinking, with the same tap positions, normalisation and rounding to
-// fixed point.
-Taps MakeTaps(int in, int out) {
-  const double scale = static_cast<double>(in) / out;
-  const double filter_scale = std::max(scale, 1.0);
-  const double support = filter_scale;  // the triangle's support is 1
-  Taps t;
-  t.max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
-  t.first.resize(out);
-  t.count.resize(out);
-  t.weights.assign(static_cast<size_t>(out) * t.max_taps, 0);
-  std::vector<double> w(t.max_taps);
-  for (int o = 0; o < out; ++o) {
-    const double center = (o + 0.5) * scale;
-    const int lo = std::max(static_cast<int>(center - support + 0.5), 0);
-    const int hi = std::min(static_cast<int>(center + support + 0.5), in);
-    double total = 0;
-    for (int k = 0; k < hi - lo; ++k) {
-      const double x = (k + lo - center + 0.5) / filter_scale;
-      w[k] = std::max(0.0, 1.0 - std::abs(x));
-      total += w[k];
-    }
-    int32_t* fixed = &t.weights[static_cast<size_t>(o) * t.max_taps];
-    for (int k = 0; k < hi - lo; ++k) {
-      const double v = total > 0 ? w[k] / total : w[k];
-      fixed[k] = static_cast<int32_t>(0.5 + v * (1 << kPrecisionBits));
-    }
-    t.first[o] = lo;
-    t.count[o] = hi - lo;
-  }
-  return t;
-}
-
-uint8_t Clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisionBits, 0, 255)); }
-
-template <int kChannels>
-void ResizeRows(const uint8_t* src, int src_width, int rows, const Taps& h, uint8_t* dst, int dst_width) {
-  for (int y = 0; y < rows; ++y) {
-    const uint8_t* in = src + static_cast<size_t>(y) * src_width * kChannels;
-    uint8_t* out = dst + static_cast<size_t>(y) * dst_width * kChannels;
-    for (int x = 0; x < dst_width; ++x) {
-      const int32_t* w = &h.weights[static_cast<size_t>(x) * h.max_taps];
-      const uint8_t* p = in + static_cast<size_t>(h.first[x]) * kChannels;
-      int32_t acc[kChannels];
-      for (int c = 0; c < kChannels; ++c) acc[c] = 1 << (kPrecisionBits - 1);
-      for (int k = 0; k < h.count[x]; ++k) {
-        for (int c = 0; c < kChannels; ++c) acc[c] += w[k] * p[k * kChannels + c];
-      }
-      for (int c = 0; c < kChannels; ++c) out[x * kChannels + c] = Clip8(acc[c]);
-    }
-  }
-}
-
-void ResizeRows(const uint8_t* src, int src_width, int rows, int channels, const Taps& h, uint8_t* dst,
-                int dst_width) {
-  switch (channels) {
-    case 1:
-      return ResizeRows<1>(src, src_width, rows, h, dst, dst_width);
-    case 3:
-      return ResizeRows<3>(src, src_width, rows, h, dst, dst_width);
-    case 4:
-      return ResizeRows<4>(src, src_width, rows, h, dst, dst_width);
-  }
-  for (int y = 0; y < rows; ++y) {
-    const uint8_t* in = src + static_cast<size_t>(y) * src_width * channels;
-    uint8_t* out = dst + static_cast<size_t>(y) * dst_width * channels;
-    for (int x = 0; x < dst_width; ++x) {
-      const int32_t* w = &h.weights[static_cast<size_t>(x) * h.max_taps];
-      for (int c = 0; c < channels; ++c) {
-        int32_t acc = 1 << (kPrecisionBits - 1);
-        for (int k = 0; k < h.count[x]; ++k) acc += w[k] * in[(h.first[x] + k) * channels + c];
-        out[x * channels + c] = Clip8(acc);
-      }
-    }
-  }
-}
 
 }  // namespace
 
@@ -142,24 +53,7 @@ Region CenterCropRegion(int width, int height, int resize, int crop) {
 
 void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst, int dst_width,
                     int dst_height) {
-  const Taps horizontal = MakeTaps(src_width, dst_width);
-  const Taps vertical = MakeTaps(src_height, dst_height);
-  // Rows first, into an 8-bit intermediate, then columns, as PIL does.
-  std::vector<uint8_t> rows(static_cast<size_t>(src_height) * dst_width * channels);
-  ResizeRows(src, src_width, src_height, channels, horizontal, rows.data(), dst_width);
-  const size_t stride = static_cast<size_t>(dst_width) * channels;
-  std::vector<int32_t> acc(stride);
-  for (int y = 0; y < dst_height; ++y) {
-    const int32_t* w = &vertical.weights[static_cast<size_t>(y) * vertical.max_taps];
-    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
-    for (int k = 0; k < vertical.count[y]; ++k) {
-      const uint8_t* in = rows.data() + (vertical.first[y] + k) * stride;
-      const int32_t wk = w[k];
-      for (size_t i = 0; i < stride; ++i) acc[i] += wk * in[i];
-    }
-    uint8_t* out = dst + y * stride;
-    for (size_t i = 0; i < stride; ++i) out[i] = Clip8(acc[i]);
-  }
+  Resizer().Resize(src, src_width, src_height, channels, dst, dst_width, dst_height);
 }
 
 struct BatchDecoder::Rep {
@@ -167,8 +61,8 @@ struct BatchDecoder::Rep {
   int threads = 1;
 
   // Decodes, crops, resizes and flips one image into `out`.
-  Status One(JpegDecoder& decoder, std::vector<uint8_t>& pixels, std::vector<uint8_t>& resized, ByteSpan jpeg,
-             uint64_t seed, uint8_t* out) const {
+  Status One(JpegDecoder& decoder, Resizer& resizer, std::vector<uint8_t>& pixels, std::vector<uint8_t>& resized,
+             ByteSpan jpeg, uint64_t seed, uint8_t* out) const {
     const int size = options.size;
     PCR_ASSIGN_OR_RETURN(const ImageShape whole, decoder.Shape(jpeg, {.format = PixelFormat::kRgb}));
     bool flip = false;
@@ -197,7 +91,7 @@ struct BatchDecoder::Rep {
     pixels.resize(static_cast<size_t>(o.crop.width) * o.crop.height * 3);
     PCR_RETURN_IF_ERROR(decoder.Decode(jpeg, o, pixels).status());
     resized.resize(static_cast<size_t>(size) * size * 3);
-    ResizeBilinear(pixels.data(), o.crop.width, o.crop.height, 3, resized.data(), size, size);
+    resizer.Resize(pixels.data(), o.crop.width, o.crop.height, 3, resized.data(), size, size);
     const size_t plane = static_cast<size_t>(size) * size;
     for (int y = 0; y < size; ++y) {
       const uint8_t* row = &resized[static_cast<size_t>(y) * size * 3];
@@ -251,9 +145,10 @@ Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std:
   std::atomic<size_t> next{0};
   auto work = [&] {
     JpegDecoder decoder;
+    Resizer resizer;
     std::vector<uint8_t> pixels, resized;
     for (size_t i = next++; i < jpegs.size(); i = next++) {
-      Status st = rep_->One(decoder, pixels, resized, jpegs[i], MixSeeds(seed, i), out.data() + i * image_bytes());
+      Status st = rep_->One(decoder, resizer, pixels, resized, jpegs[i], MixSeeds(seed, i), out.data() + i * image_bytes());
       if (!st.ok()) errors[i] = st.WithPrefix("image " + std::to_string(i) + " of the batch");
     }
   };

@@ -1,0 +1,131 @@
+#include "loader/resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace pcr {
+
+namespace {
+
+// Fixed-point weights have kPrecisionBits fraction bits, as PIL's.
+constexpr int kPrecisionBits = 22;
+
+// Filter taps of one resampling direction: output i reads input
+// [first[i], first[i] + count[i]) with weights[i * max_taps + k].
+struct Taps {
+  std::vector<int> first;
+  std::vector<int> count;
+  std::vector<int32_t> weights;
+  int max_taps = 0;
+};
+
+// The triangle filter PIL's BILINEAR resampling uses, widened by the scale
+// when shrinking, with PIL's tap positions, normalisation and rounding.
+Taps MakeTaps(int in, int out) {
+  const double scale = static_cast<double>(in) / out;
+  const double filter_scale = std::max(scale, 1.0);
+  const double support = filter_scale;  // the triangle's support is 1
+  Taps t;
+  t.max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+  t.first.resize(out);
+  t.count.resize(out);
+  t.weights.assign(static_cast<size_t>(out) * t.max_taps, 0);
+  std::vector<double> w(t.max_taps);
+  for (int o = 0; o < out; ++o) {
+    const double center = (o + 0.5) * scale;
+    const int lo = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int hi = std::min(static_cast<int>(center + support + 0.5), in);
+    double total = 0;
+    for (int k = 0; k < hi - lo; ++k) {
+      w[k] = std::max(0.0, 1.0 - std::abs((k + lo - center + 0.5) / filter_scale));
+      total += w[k];
+    }
+    int32_t* fixed = &t.weights[static_cast<size_t>(o) * t.max_taps];
+    for (int k = 0; k < hi - lo; ++k) {
+      fixed[k] = static_cast<int32_t>(0.5 + (total > 0 ? w[k] / total : w[k]) * (1 << kPrecisionBits));
+    }
+    t.first[o] = lo;
+    t.count[o] = hi - lo;
+  }
+  return t;
+}
+
+// out[i] = the weighted sum of rows[k * stride + i] over `taps` rows, in
+// fixed point, clipped to 0..255; `sums` holds `stride` values. The hot
+// loop of both passes, so it is also built for AVX2 where the CPU has it.
+__attribute__((target_clones("avx2", "default"))) void AddRows(const uint8_t* __restrict rows, size_t stride,
+                                                                 const int32_t* __restrict w, int taps,
+                                                                 int32_t* __restrict sums, uint8_t* __restrict out) {
+  std::fill_n(sums, stride, 1 << (kPrecisionBits - 1));
+  for (int k = 0; k < taps; ++k) {
+    const uint8_t* __restrict in = rows + k * stride;
+    const int32_t wk = w[k];
+    for (size_t i = 0; i < stride; ++i) sums[i] += wk * in[i];
+  }
+  for (size_t i = 0; i < stride; ++i) out[i] = static_cast<uint8_t>(std::clamp(sums[i] >> kPrecisionBits, 0, 255));
+}
+
+// dst (width rows of height pixels) = src (height rows of width pixels)
+// transposed; pixels of kSize bytes. Blocks keep both sides in cache.
+template <size_t kSize>
+void Transpose(const uint8_t* __restrict src, int width, int height, uint8_t* __restrict dst) {
+  constexpr int kBlock = 16;
+  for (int y0 = 0; y0 < height; y0 += kBlock) {
+    const int y1 = std::min(height, y0 + kBlock);
+    for (int x0 = 0; x0 < width; x0 += kBlock) {
+      const int x1 = std::min(width, x0 + kBlock);
+      for (int y = y0; y < y1; ++y) {
+        for (int x = x0; x < x1; ++x) {
+          std::memcpy(dst + (static_cast<size_t>(x) * height + y) * kSize,
+                      src + (static_cast<size_t>(y) * width + x) * kSize, kSize);
+        }
+      }
+    }
+  }
+}
+
+void Transpose(const uint8_t* src, int width, int height, int channels, uint8_t* dst) {
+  switch (channels) {
+    case 1:
+      return Transpose<1>(src, width, height, dst);
+    case 3:
+      return Transpose<3>(src, width, height, dst);
+    case 4:
+      return Transpose<4>(src, width, height, dst);
+  }
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      std::memcpy(dst + (static_cast<size_t>(x) * height + y) * channels,
+                  src + (static_cast<size_t>(y) * width + x) * channels, channels);
+    }
+  }
+}
+
+}  // namespace
+
+void Resizer::Resize(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst, int dst_width,
+                     int dst_height) {
+  const Taps horizontal = MakeTaps(src_width, dst_width);
+  const Taps vertical = MakeTaps(src_height, dst_height);
+  const size_t column = static_cast<size_t>(src_height) * channels;
+  const size_t row = static_cast<size_t>(dst_width) * channels;
+  columns_.resize(column * src_width);
+  resized_columns_.resize(column * dst_width);
+  rows_.resize(row * src_height);
+  sums_.resize(std::max(column, row));
+  // Rows first, into an 8-bit intermediate, then columns, as PIL does.
+  Transpose(src, src_width, src_height, channels, columns_.data());
+  for (int x = 0; x < dst_width; ++x) {
+    AddRows(columns_.data() + horizontal.first[x] * column, column,
+            &horizontal.weights[static_cast<size_t>(x) * horizontal.max_taps], horizontal.count[x], sums_.data(),
+            resized_columns_.data() + x * column);
+  }
+  Transpose(resized_columns_.data(), src_height, dst_width, channels, rows_.data());
+  for (int y = 0; y < dst_height; ++y) {
+    AddRows(rows_.data() + vertical.first[y] * row, row, &vertical.weights[static_cast<size_t>(y) * vertical.max_taps],
+            vertical.count[y], sums_.data(), dst + y * row);
+  }
+}
+
+}  // namespace pcr

@@ -1,0 +1,27 @@
+// PIL's BILINEAR resampling in fixed point, with scratch space kept across
+// images.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace pcr {
+
+// Resizes as ResizeBilinear (include/pcr/transform.h) does, byte for byte.
+// Both passes are weighted sums of whole rows: the horizontal one runs on
+// the transposed image, so every tap is a vector operation over a row.
+// Thread safety: not thread-safe; use one Resizer per thread.
+class Resizer {
+ public:
+  // REQUIRES: all sizes >= 1; buffers hold their images.
+  void Resize(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst, int dst_width,
+              int dst_height);
+
+ private:
+  std::vector<uint8_t> columns_;  // the source, transposed
+  std::vector<uint8_t> resized_columns_;
+  std::vector<uint8_t> rows_;  // resized horizontally
+  std::vector<int32_t> sums_;
+};
+
+}  // namespace pcr
