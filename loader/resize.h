@@ -11,11 +11,16 @@ namespace pcr {
 // Both passes are weighted sums of whole rows: the horizontal one runs on
 // the transposed image, so every tap is a vector operation over a row.
 // Thread safety: not thread-safe; use one Resizer per thread.
+struct ResizeLayout {
+  bool planar = false;  // dst holds one dst_height x dst_width plane per channel
+  bool mirror = false;  // dst is flipped left to right
+};
+
 class Resizer {
  public:
   // REQUIRES: all sizes >= 1; buffers hold their images.
   void Resize(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst, int dst_width,
-              int dst_height);
+              int dst_height, ResizeLayout layout = {});
 
  private:
   std::vector<uint8_t> columns_;  // the source, transposed

@@ -61,8 +61,8 @@ struct BatchDecoder::Rep {
   int threads = 1;
 
   // Decodes, crops, resizes and flips one image into `out`.
-  Status One(JpegDecoder& decoder, Resizer& resizer, std::vector<uint8_t>& pixels, std::vector<uint8_t>& resized,
-             ByteSpan jpeg, uint64_t seed, uint8_t* out) const {
+  Status One(JpegDecoder& decoder, Resizer& resizer, std::vector<uint8_t>& pixels, ByteSpan jpeg, uint64_t seed,
+             uint8_t* out) const {
     const int size = options.size;
     PCR_ASSIGN_OR_RETURN(const ImageShape whole, decoder.Shape(jpeg, {.format = PixelFormat::kRgb}));
     bool flip = false;
@@ -90,25 +90,8 @@ struct BatchDecoder::Rep {
     o.crop = {.x = x0, .y = y0, .width = x1 - x0, .height = y1 - y0};
     pixels.resize(static_cast<size_t>(o.crop.width) * o.crop.height * 3);
     PCR_RETURN_IF_ERROR(decoder.Decode(jpeg, o, pixels).status());
-    resized.resize(static_cast<size_t>(size) * size * 3);
-    resizer.Resize(pixels.data(), o.crop.width, o.crop.height, 3, resized.data(), size, size);
-    const size_t plane = static_cast<size_t>(size) * size;
-    for (int y = 0; y < size; ++y) {
-      const uint8_t* row = &resized[static_cast<size_t>(y) * size * 3];
-      if (options.channels_last) {
-        uint8_t* o = out + static_cast<size_t>(y) * size * 3;
-        for (int x = 0; x < size; ++x) std::copy_n(row + (flip ? size - 1 - x : x) * 3, 3, o + x * 3);
-        continue;
-      }
-      for (int c = 0; c < 3; ++c) {
-        uint8_t* o = out + c * plane + static_cast<size_t>(y) * size;
-        if (flip) {
-          for (int x = 0; x < size; ++x) o[x] = row[(size - 1 - x) * 3 + c];
-        } else {
-          for (int x = 0; x < size; ++x) o[x] = row[x * 3 + c];
-        }
-      }
-    }
+    resizer.Resize(pixels.data(), o.crop.width, o.crop.height, 3, out, size, size,
+                   {.planar = !options.channels_last, .mirror = flip});
     return Status::OK();
   }
 };
@@ -146,9 +129,9 @@ Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std:
   auto work = [&] {
     JpegDecoder decoder;
     Resizer resizer;
-    std::vector<uint8_t> pixels, resized;
+    std::vector<uint8_t> pixels;
     for (size_t i = next++; i < jpegs.size(); i = next++) {
-      Status st = rep_->One(decoder, resizer, pixels, resized, jpegs[i], MixSeeds(seed, i), out.data() + i * image_bytes());
+      Status st = rep_->One(decoder, resizer, pixels, jpegs[i], MixSeeds(seed, i), out.data() + i * image_bytes());
       if (!st.ok()) errors[i] = st.WithPrefix("image " + std::to_string(i) + " of the batch");
     }
   };
