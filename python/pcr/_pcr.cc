@@ -227,6 +227,44 @@ class PySampleIterator {
   pcr::SampleBatch batch_;
 };
 
+// Batch buffers handed out as arrays and taken back when the last array
+// over one is freed, so steady-state batches reuse memory instead of
+// faulting in fresh zeroed pages. Keeps at most kKeep idle buffers, all of
+// the largest size asked for. Called with the GIL held.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  py::array_t<uint8_t> Array(const std::vector<py::ssize_t>& shape) {
+    size_t bytes = 1;
+    for (py::ssize_t d : shape) bytes *= static_cast<size_t>(d);
+    if (bytes > bytes_) {
+      bytes_ = bytes;
+      idle_.clear();
+    }
+    struct Held {
+      std::shared_ptr<BufferPool> pool;
+      size_t bytes;
+      std::unique_ptr<uint8_t[]> data;
+    };
+    auto* held = new Held{shared_from_this(), bytes_, nullptr};
+    if (idle_.empty()) {
+      held->data.reset(new uint8_t[bytes_]);
+    } else {
+      held->data = std::move(idle_.back());
+      idle_.pop_back();
+    }
+    py::capsule owner(held, [](void* p) {
+      std::unique_ptr<Held> h(static_cast<Held*>(p));
+      if (h->bytes == h->pool->bytes_ && h->pool->idle_.size() < kKeep) h->pool->idle_.push_back(std::move(h->data));
+    });
+    return py::array_t<uint8_t>(shape, held->data.get(), owner);
+  }
+
+ private:
+  static constexpr size_t kKeep = 4;
+  size_t bytes_ = 0;
+  std::vector<std::unique_ptr<uint8_t[]>> idle_;
+};
+
 class PyBatchDecoder {
  public:
   PyBatchDecoder(int size, const std::string& crop, std::pair<double, double> scale, std::pair<double, double> ratio,
@@ -254,7 +292,7 @@ class PyBatchDecoder {
     const py::ssize_t n = static_cast<py::ssize_t>(jpegs.size()), s = options_.size;
     std::vector<py::ssize_t> shape = options_.channels_last ? std::vector<py::ssize_t>{n, s, s, 3}
                                                             : std::vector<py::ssize_t>{n, 3, s, s};
-    py::array_t<uint8_t> out(shape);
+    py::array_t<uint8_t> out = buffers_->Array(shape);
     const std::span<uint8_t> bytes(out.mutable_data(), static_cast<size_t>(out.size()));
     // `jpegs` holds the bytes objects, so their buffers stay valid meanwhile.
     Unlocked([&] { return decoder_->Decode(spans, seed, bytes); });
@@ -264,6 +302,7 @@ class PyBatchDecoder {
  private:
   pcr::BatchTransformOptions options_;
   std::unique_ptr<pcr::BatchDecoder> decoder_;
+  std::shared_ptr<BufferPool> buffers_ = std::make_shared<BufferPool>();
 };
 
 py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple<int, int, int, int>> crop,

@@ -192,6 +192,11 @@ def test_batch_decoder_random_crops(data_dir):
     assert a.shape == (len(jpegs), 3, 32, 32)
     assert np.array_equal(a, pcr.BatchDecoder(size=32, threads=1).decode(jpegs, seed=3))
     assert not np.array_equal(a, dec.decode(jpegs, seed=4))
+    # Batch memory is reused only once no array holds it.
+    kept = a.copy()
+    for seed in range(8):
+        dec.decode(jpegs, seed=seed)
+    assert np.array_equal(a, kept)
     last = pcr.BatchDecoder(size=32, channels_last=True).decode(jpegs, seed=3)
     assert np.array_equal(last, a.transpose(0, 2, 3, 1))
     with pytest.raises(ValueError):
