@@ -82,19 +82,20 @@ py::array_t<T> Own(std::vector<T>&& values) {
                         held->data(), owner);
 }
 
-pcr::IoEngineOptions IoOptions(const std::string& engine) {
+pcr::IoEngineOptions IoOptions(const std::string& engine, bool direct) {
   pcr::IoEngineOptions io;
   io.kind = Take(pcr::ParseIoEngineKind(engine));
+  io.direct = direct;
   return io;
 }
 
 class PyImageDataset {
  public:
-  PyImageDataset(const std::string& path, const std::string& engine) {
-    const pcr::ImageReaderOptions options{.io = IoOptions(engine)};
+  PyImageDataset(const std::string& path, const std::string& engine, bool direct) {
+    io_ = IoOptions(engine, direct);
+    const pcr::ImageReaderOptions options{.io = io_};
     ds_ = Unlocked([&] { return pcr::ImageDataset::Open(path, options); });
     path_ = path;
-    engine_ = engine;
   }
 
   size_t size() const { return ds_->num_images(); }
@@ -142,7 +143,7 @@ class PyImageDataset {
     pcr::VerifyReport r;
     {
       py::gil_scoped_release release;
-      r = pcr::VerifyPath(path_, IoOptions(engine_));
+      r = pcr::VerifyPath(path_, io_);
     }
     if (!r.errors.empty()) {
       std::string message;
@@ -176,7 +177,7 @@ class PyImageDataset {
 
   std::unique_ptr<pcr::ImageDataset> ds_;
   std::string path_;
-  std::string engine_;
+  pcr::IoEngineOptions io_;
 };
 
 // One rank's share of an epoch in batches (pcr::SampleIterator).
@@ -334,8 +335,8 @@ py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple
 
 class PyTable {
  public:
-  PyTable(const std::string& path, const std::string& engine) {
-    const pcr::TableReaderOptions options{.io = IoOptions(engine)};
+  PyTable(const std::string& path, const std::string& engine, bool direct) {
+    const pcr::TableReaderOptions options{.io = IoOptions(engine, direct)};
     table_ = Unlocked([&] { return pcr::Table::Open(path, options); });
   }
 
@@ -469,7 +470,8 @@ PYBIND11_MODULE(_pcr, m) {
       py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("NotSupportedError"));
 
   py::class_<PyImageDataset>(m, "ImageDataset")
-      .def(py::init<const std::string&, const std::string&>(), py::arg("path"), py::arg("engine") = "auto")
+      .def(py::init<const std::string&, const std::string&, bool>(), py::arg("path"), py::arg("engine") = "auto",
+           py::arg("direct") = false)
       .def("__len__", &PyImageDataset::size)
       .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups)
       .def_property_readonly("classes", &PyImageDataset::classes)
@@ -505,7 +507,8 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("format") = "rgb", py::arg("strict") = true);
 
   py::class_<PyTable>(m, "Table")
-      .def(py::init<const std::string&, const std::string&>(), py::arg("path"), py::arg("engine") = "auto")
+      .def(py::init<const std::string&, const std::string&, bool>(), py::arg("path"), py::arg("engine") = "auto",
+           py::arg("direct") = false)
       .def_property_readonly("schema", &PyTable::schema)
       .def_property_readonly("num_rows", &PyTable::num_rows)
       .def_property_readonly("num_stripes", &PyTable::num_stripes)

@@ -30,13 +30,14 @@ class Dataset(_data.Dataset):
         transform: Optional[Callable[[_torch.Tensor], _torch.Tensor]] = None,
         format: str = "rgb",
         engine: str = "auto",
+        direct: bool = False,
     ) -> None:
         self.path = path
         self.fidelity = fidelity
         self.transform = transform
         self.format = format
-        self.engine = engine
-        probe = _pcr.ImageDataset(path, engine)
+        self.engine, self.direct = engine, direct
+        probe = _pcr.ImageDataset(path, engine, direct)
         if not 0 <= fidelity <= probe.num_scan_groups:
             raise ValueError(f"fidelity {fidelity} out of range 0..{probe.num_scan_groups}")
         self._length = len(probe)
@@ -48,7 +49,7 @@ class Dataset(_data.Dataset):
         import os
 
         if self._ds is None or self._pid != os.getpid():
-            self._ds = _pcr.ImageDataset(self.path, self.engine)
+            self._ds = _pcr.ImageDataset(self.path, self.engine, self.direct)
             self._pid = os.getpid()
         return self._ds
 
@@ -108,6 +109,11 @@ class ImageLoader(_data.IterableDataset):
     loader made with the same arguments continue with the next unseen batch;
     with workers pass the number of batches the DataLoader delivered,
     `state_dict(batches=n)`, and resume with the same number of workers.
+
+    Reading: `engine` is "auto" (io_uring where the kernel allows, else
+    pread), "uring" or "pread"; `direct=True` opens files with O_DIRECT, so
+    reads of scan groups 1..k fetch those bytes alone, with no kernel
+    read-ahead into the groups after them and no page cache.
     """
 
     def __init__(
@@ -132,6 +138,7 @@ class ImageLoader(_data.IterableDataset):
         world_size: Optional[int] = None,
         read_ahead: int = 2048,
         engine: str = "auto",
+        direct: bool = False,
     ) -> None:
         super().__init__()
         self.path, self.batch_size, self.fidelity = path, batch_size, fidelity
@@ -149,12 +156,12 @@ class ImageLoader(_data.IterableDataset):
             raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.seed, self.shuffle_buffer, self.uneven = seed, shuffle_buffer, uneven
         self.shuffle = train if shuffle is None else shuffle
-        self.read_ahead, self.engine = read_ahead, engine
+        self.read_ahead, self.engine, self.direct = read_ahead, engine, direct
         self._rank, self._world = rank, world_size
         self.epoch = 0
         self._start = 0  # position (images of this share) to resume from, this epoch
         self._delivered = 0  # batches delivered by the iteration in this process
-        self._num_images = len(_pcr.ImageDataset(path, engine))
+        self._num_images = len(_pcr.ImageDataset(path, engine, direct))
         _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
 
     def _share(self) -> Tuple[int, int, int]:
@@ -206,7 +213,7 @@ class ImageLoader(_data.IterableDataset):
         role = 0 if info is None else (info.id + self._start) % workers
         rank = rank - (0 if info is None else info.id) + role
         skip = self._start // workers + (1 if role < self._start % workers else 0)
-        ds = _pcr.ImageDataset(self.path, self.engine)
+        ds = _pcr.ImageDataset(self.path, self.engine, self.direct)
         it = _pcr.SampleIterator(ds, batch_size=self.batch_size, fidelity=self.fidelity, rank=rank,
                                  world_size=world, uneven=self.uneven, shuffle=self.shuffle,
                                  shuffle_buffer=self.shuffle_buffer, seed=self.seed, epoch=self.epoch,

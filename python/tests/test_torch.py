@@ -117,6 +117,9 @@ def test_training_batches_are_random_but_reproducible(distinct_dataset):
     assert a[0].shape == (4, 3, 24, 24)
     last = run(seed=1, channels_last=True)
     assert all(torch.equal(x.permute(0, 3, 1, 2), y) for x, y in zip(last, a))
+    for engine in ("pread", "auto"):
+        direct = run(seed=1, engine=engine, direct=True)
+        assert len(direct) == len(a) and all(torch.equal(x, y) for x, y in zip(direct, a))
 
 
 def test_set_epoch_reshuffles(distinct_dataset):
