@@ -66,16 +66,14 @@ __attribute__((target_clones("avx2", "default"))) void AddRows(const uint8_t* __
   for (size_t i = 0; i < stride; ++i) out[i] = static_cast<uint8_t>(std::clamp(sums[i] >> kPrecisionBits, 0, 255));
 }
 
-// dst = src transposed: src (height rows of width pixels, interleaved) row
-// y, column x goes to dst row x, column y, or column height - 1 - y when
-// mirrored; dst is interleaved or, when kPlanar, one plane per channel. In
-// blocks that keep both sides in cache.
-template <int kChannels, bool kPlanar>
+// dst = src transposed: src (height rows of width pixels of kChannels
+// bytes) row y, column x goes to dst row x, column y, or column height - 1 -
+// y when mirrored. In blocks that keep both sides in cache.
+template <int kChannels>
 void Transpose(const uint8_t* __restrict src, int width, int height, int channels, bool mirror,
                uint8_t* __restrict dst) {
   constexpr int kBlock = 16;
   if constexpr (kChannels > 0) channels = kChannels;
-  const size_t plane = static_cast<size_t>(width) * height;
   for (int y0 = 0; y0 < height; y0 += kBlock) {
     const int y1 = std::min(height, y0 + kBlock);
     for (int x0 = 0; x0 < width; x0 += kBlock) {
@@ -84,32 +82,35 @@ void Transpose(const uint8_t* __restrict src, int width, int height, int channel
         const uint8_t* row = src + static_cast<size_t>(y) * width * channels;
         const size_t column = static_cast<size_t>(mirror ? height - 1 - y : y);
         for (int x = x0; x < x1; ++x) {
-          const size_t at = static_cast<size_t>(x) * height + column;
-          const uint8_t* p = row + static_cast<size_t>(x) * channels;
-          if constexpr (kPlanar) {
-            for (int c = 0; c < channels; ++c) dst[c * plane + at] = p[c];
-          } else if constexpr (kChannels > 0) {
-            std::memcpy(dst + at * kChannels, p, kChannels);
-          } else {
-            std::memcpy(dst + at * channels, p, channels);
-          }
+          std::memcpy(dst + (static_cast<size_t>(x) * height + column) * channels,
+                      row + static_cast<size_t>(x) * channels, kChannels > 0 ? kChannels : channels);
         }
       }
     }
   }
 }
 
-template <bool kPlanar>
 void Transpose(const uint8_t* src, int width, int height, int channels, bool mirror, uint8_t* dst) {
   switch (channels) {
     case 1:
-      return Transpose<1, kPlanar>(src, width, height, channels, mirror, dst);
+      return Transpose<1>(src, width, height, channels, mirror, dst);
     case 3:
-      return Transpose<3, kPlanar>(src, width, height, channels, mirror, dst);
+      return Transpose<3>(src, width, height, channels, mirror, dst);
     case 4:
-      return Transpose<4, kPlanar>(src, width, height, channels, mirror, dst);
+      return Transpose<4>(src, width, height, channels, mirror, dst);
   }
-  Transpose<0, kPlanar>(src, width, height, channels, mirror, dst);
+  Transpose<0>(src, width, height, channels, mirror, dst);
+}
+
+// Splits n interleaved pixels of kChannels bytes into kChannels planes
+// `plane` bytes apart.
+template <int kChannels>
+void Deinterleave(const uint8_t* __restrict src, size_t n, int channels, uint8_t* __restrict dst, size_t plane) {
+  if constexpr (kChannels > 0) channels = kChannels;
+  for (int c = 0; c < channels; ++c) {
+    uint8_t* __restrict out = dst + c * plane;
+    for (size_t i = 0; i < n; ++i) out[i] = src[i * channels + c];
+  }
 }
 
 }  // namespace
@@ -123,30 +124,33 @@ void Resizer::Resize(const uint8_t* src, int src_width, int src_height, int chan
   resized_columns_.resize(column * dst_width);
   rows_.resize(static_cast<size_t>(dst_width) * src_height * channels);
   sums_.resize(std::max(column, static_cast<size_t>(dst_width) * channels));
-  // Rows first, into an 8-bit intermediate, then columns, as PIL does. The
-  // columns go back to rows in dst's layout, so the column pass writes dst.
-  Transpose<false>(src, src_width, src_height, channels, false, columns_.data());
+  // Rows first, into an 8-bit intermediate, then columns, as PIL does.
+  Transpose(src, src_width, src_height, channels, false, columns_.data());
   for (int x = 0; x < dst_width; ++x) {
     AddRows(columns_.data() + horizontal.first[x] * column, column,
             &horizontal.weights[static_cast<size_t>(x) * horizontal.max_taps], horizontal.count[x], sums_.data(),
             resized_columns_.data() + x * column);
   }
+  Transpose(resized_columns_.data(), src_height, dst_width, channels, layout.mirror, rows_.data());
+  const size_t row = static_cast<size_t>(dst_width) * channels;
+  uint8_t* out = dst;
   if (layout.planar) {
-    Transpose<true>(resized_columns_.data(), src_height, dst_width, channels, layout.mirror, rows_.data());
-  } else {
-    Transpose<false>(resized_columns_.data(), src_height, dst_width, channels, layout.mirror, rows_.data());
+    interleaved_.resize(row * dst_height);
+    out = interleaved_.data();
   }
-  // Planar: each plane in turn, as one-channel rows.
-  const int planes = layout.planar ? channels : 1;
-  const size_t row = static_cast<size_t>(dst_width) * channels / planes;
-  for (int p = 0; p < planes; ++p) {
-    const uint8_t* in = rows_.data() + p * static_cast<size_t>(dst_width) * src_height;
-    uint8_t* out = dst + p * static_cast<size_t>(dst_width) * dst_height;
-    for (int y = 0; y < dst_height; ++y) {
-      AddRows(in + vertical.first[y] * row, row, &vertical.weights[static_cast<size_t>(y) * vertical.max_taps],
-              vertical.count[y], sums_.data(), out + y * row);
-    }
+  for (int y = 0; y < dst_height; ++y) {
+    AddRows(rows_.data() + vertical.first[y] * row, row, &vertical.weights[static_cast<size_t>(y) * vertical.max_taps],
+            vertical.count[y], sums_.data(), out + y * row);
   }
+  if (!layout.planar) return;
+  const size_t pixels = static_cast<size_t>(dst_width) * dst_height;
+  switch (channels) {
+    case 3:
+      return Deinterleave<3>(out, pixels, channels, dst, pixels);
+    case 4:
+      return Deinterleave<4>(out, pixels, channels, dst, pixels);
+  }
+  Deinterleave<0>(out, pixels, channels, dst, pixels);
 }
 
 }  // namespace pcr

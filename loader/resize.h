@@ -9,7 +9,8 @@ namespace pcr {
 
 // Resizes as ResizeBilinear (include/pcr/transform.h) does, byte for byte.
 // Both passes are weighted sums of whole rows: the horizontal one runs on
-// the transposed image, so every tap is a vector operation over a row.
+// the transposed image, so every tap is a vector operation over a row. The
+// mirror is taken when transposing back; planes are split off at the end.
 // Thread safety: not thread-safe; use one Resizer per thread.
 struct ResizeLayout {
   bool planar = false;  // dst holds one dst_height x dst_width plane per channel
@@ -26,6 +27,7 @@ class Resizer {
   std::vector<uint8_t> columns_;  // the source, transposed
   std::vector<uint8_t> resized_columns_;
   std::vector<uint8_t> rows_;  // resized horizontally
+  std::vector<uint8_t> interleaved_;  // the result, before it is split into planes
   std::vector<int32_t> sums_;
 };
 
