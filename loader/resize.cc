@@ -104,9 +104,19 @@ void Transpose(const uint8_t* src, int width, int height, int channels, bool mir
 
 // Splits n interleaved pixels of kChannels bytes into kChannels planes
 // `plane` bytes apart.
-template <int kChannels>
 void Deinterleave(const uint8_t* __restrict src, size_t n, int channels, uint8_t* __restrict dst, size_t plane) {
-  if constexpr (kChannels > 0) channels = kChannels;
+  if (channels == 3) {
+    // One pass with all three loads, which the compiler vectorises as a group.
+    uint8_t* __restrict r = dst;
+    uint8_t* __restrict g = dst + plane;
+    uint8_t* __restrict b = dst + 2 * plane;
+    for (size_t i = 0; i < n; ++i) {
+      r[i] = src[3 * i];
+      g[i] = src[3 * i + 1];
+      b[i] = src[3 * i + 2];
+    }
+    return;
+  }
   for (int c = 0; c < channels; ++c) {
     uint8_t* __restrict out = dst + c * plane;
     for (size_t i = 0; i < n; ++i) out[i] = src[i * channels + c];
@@ -144,13 +154,7 @@ void Resizer::Resize(const uint8_t* src, int src_width, int src_height, int chan
   }
   if (!layout.planar) return;
   const size_t pixels = static_cast<size_t>(dst_width) * dst_height;
-  switch (channels) {
-    case 3:
-      return Deinterleave<3>(out, pixels, channels, dst, pixels);
-    case 4:
-      return Deinterleave<4>(out, pixels, channels, dst, pixels);
-  }
-  Deinterleave<0>(out, pixels, channels, dst, pixels);
+  Deinterleave(out, pixels, channels, dst, pixels);
 }
 
 }  // namespace pcr
