@@ -82,7 +82,8 @@ struct BatchDecoder::Rep {
       }
     }
     DecodeOptions o{.scale_denom = scale, .format = PixelFormat::kRgb};
-    PCR_ASSIGN_OR_RETURN(const ImageShape scaled, decoder.Shape(jpeg, o));
+    // libjpeg rounds scaled sizes up.
+    const ImageShape scaled{(whole.width + scale - 1) / scale, (whole.height + scale - 1) / scale, 3};
     const int x0 = std::min(r.x / scale, scaled.width - 1);
     const int y0 = std::min(r.y / scale, scaled.height - 1);
     const int x1 = std::clamp((r.x + r.width + scale - 1) / scale, x0 + 1, scaled.width);
