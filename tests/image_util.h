@@ -25,6 +25,23 @@ inline std::vector<std::filesystem::path> SampleFiles() {
   return files;
 }
 
+// The APPn and COM segments before the first SOS, in order: marker and payload.
+inline std::vector<std::pair<int, Bytes>> MetadataSegments(ByteSpan jpeg) {
+  std::vector<std::pair<int, Bytes>> out;
+  size_t pos = 2;
+  while (pos + 4 <= jpeg.size() && jpeg[pos] == 0xff) {
+    const int marker = jpeg[pos + 1];
+    if (marker == 0xda) break;
+    const size_t length = static_cast<size_t>(jpeg[pos + 2]) << 8 | jpeg[pos + 3];
+    if (length < 2 || pos + 2 + length > jpeg.size()) break;
+    if ((marker >= 0xe0 && marker <= 0xef) || marker == 0xfe) {
+      out.emplace_back(marker, Bytes(jpeg.begin() + pos + 4, jpeg.begin() + pos + 2 + length));
+    }
+    pos += 2 + length;
+  }
+  return out;
+}
+
 // The original is decoded as libjpeg-turbo's djpeg would, warnings allowed;
 // the converted file must decode without any warning.
 inline void RequireSamePixels(ByteSpan original, ByteSpan converted) {

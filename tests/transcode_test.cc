@@ -78,6 +78,32 @@ TEST_CASE("APPn segments are kept by default and dropped on request") {
   RequireSamePixels(original, stripped->AtFidelity(script.group_count()));
 }
 
+TEST_CASE("full fidelity carries exactly the original's APPn and COM segments") {
+  const ScanScript script = *BuiltinScanScript("spectral5");
+  size_t without_jfif = 0;
+  for (const fs::path& file : SampleFiles()) {
+    INFO(file.string());
+    const Bytes original = ReadFile(file);
+    const auto segments = test::MetadataSegments(original);
+    auto kept = TranscodeToScanGroups(original, script);
+    auto stripped = TranscodeToScanGroups(original, script, {.keep_metadata = false});
+    REQUIRE(kept.ok());
+    REQUIRE(stripped.ok());
+    CHECK(test::MetadataSegments(kept->AtFidelity(script.group_count())) == segments);
+    // Stripping keeps the JFIF and Adobe segments the original had, and no others.
+    std::vector<std::pair<int, Bytes>> decoding;
+    for (const auto& [marker, payload] : segments) {
+      const std::string head(payload.begin(), payload.begin() + std::min<size_t>(5, payload.size()));
+      if ((marker == 0xe0 && head == std::string("JFIF\0", 5)) || (marker == 0xee && head == "Adobe")) {
+        decoding.emplace_back(marker, payload);
+      }
+    }
+    CHECK(test::MetadataSegments(stripped->AtFidelity(script.group_count())) == decoding);
+    if (segments.empty() || segments.front().first != 0xe0) ++without_jfif;
+  }
+  CHECK(without_jfif > 0);  // the samples include files that had no JFIF segment
+}
+
 TEST_CASE("unsupported and corrupt JPEGs are refused with a reason") {
   const ScanScript script = *BuiltinScanScript("spectral");
   auto twelve = TranscodeToScanGroups(ReadFile(DataDir() + "/bad/testorig12.jpg"), script);

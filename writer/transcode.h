@@ -11,7 +11,7 @@
 namespace pcr {
 
 struct TranscodeOptions {
-  bool keep_metadata = true;                     // copy APPn and COM segments
+  bool keep_metadata = true;                     // copy every APPn and COM segment; else only JFIF and Adobe
   size_t max_memory_bytes = size_t{1} << 30;     // libjpeg working memory limit
   int max_input_scans = 1000;                    // refuse inputs with more scans
   uint64_t max_pixels = kDefaultMaxPixels;       // refuse larger frames after the header
