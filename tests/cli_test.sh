@@ -186,6 +186,17 @@ if cmp -s "$tmp/cat.csv" "$tmp/src.csv"; then passed=$((passed + 1)); else faile
 expect 2 "cat as yaml" "$tools/pcr-dump" cat "$tmp/t" --format yaml
 expect 1 "cat an unknown feature" "$tools/pcr-dump" cat "$tmp/t" --features Class,nope
 check "unknown feature named" "no feature 'nope'" "$tmp/err"
+# An image dataset's fields: every sample's key and label, in sample order.
+expect 0 "cat an image dataset" "$tools/pcr-dump" cat "$tmp/ds" --features label,key
+head -1 "$tmp/out" >"$tmp/cat-head"
+check "image fields header" '^"label","key"$' "$tmp/cat-head"
+if [ "$(tail -n +2 "$tmp/out" | wc -l)" -eq 24 ] && [ "$(tail -n +2 "$tmp/out" | cut -d, -f2 | tr -d '"' | sort)" = "$(cd "$data/sample" && find . -type f | sed 's|^\./||' | sort)" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: cat of the image dataset does not list every sample's key"
+fi
+expect 1 "cat an image field the dataset lacks" "$tools/pcr-dump" cat "$tmp/ds" --features key,caption
+check "missing image field named" 'no field named caption; the dataset has key, label' "$tmp/err"
 expect 0 "verify a table" "$tools/pcr-dump" verify "$tmp/t"
 printf '{"features":["hail","date"]}\n{"features":["hail"]}\n' >"$tmp/access.log"
 expect 0 "popularity from an access log" "$tools/pcr-dump" popularity "$tmp/access.log"

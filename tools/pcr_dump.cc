@@ -33,7 +33,8 @@ constexpr char kUsage[] =
     "       pcr-dump extract PATH OUT_DIR --fidelity K  write every image as OUT_DIR/<key>\n"
     "                                                   at scan group K (1..L or full)\n"
     "       pcr-dump cat PATH [--features A,B,...] [--format csv]\n"
-    "                                                   a table's features (default all) as CSV\n"
+    "                                                   a table's features (default all), or an\n"
+    "                                                   image dataset's fields (key, label) as CSV\n"
     "       pcr-dump popularity LOG...                  aggregate table access logs into a\n"
     "                                                   popularity file (stdout)\n";
 
@@ -382,7 +383,63 @@ void AppendCell(const pcr::Column& c, uint64_t r, std::string* out) {
   }
 }
 
+// Rows of CSV on stdout, written in pieces of about 1 MiB.
+class CsvOut {
+ public:
+  std::string& line() { return out_; }
+  void EndRow() {
+    out_ += '\n';
+    if (out_.size() > (1 << 20)) Flush();
+  }
+  int Finish() {
+    Flush();
+    return std::fflush(stdout) == 0 ? pcr::cli::kExitOk : Fail(pcr::Status::IOError("cannot write stdout"));
+  }
+
+ private:
+  void Flush() {
+    std::fwrite(out_.data(), 1, out_.size(), stdout);
+    out_.clear();
+  }
+  std::string out_;
+};
+
+// An image dataset's per-sample fields: `key` and `label` (empty when
+// unlabelled), in sample order.
+int CatImages(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg) {
+  const std::vector<std::string> names =
+      features_arg.empty() ? std::vector<std::string>{"key", "label"} : pcr::cli::SplitCommas(features_arg);
+  for (const std::string& n : names) {
+    if (n != "key" && n != "label") {
+      return Fail(pcr::Status::InvalidArgument(path + ": no field named " + n + "; the dataset has key, label"));
+    }
+  }
+  auto opened = pcr::ImageDataset::Open(path, {.io = io});
+  if (!opened.ok()) return Fail(opened.status());
+  const pcr::ImageDataset& ds = **opened;
+  CsvOut csv;
+  for (size_t j = 0; j < names.size(); ++j) {
+    if (j > 0) csv.line() += ',';
+    AppendQuoted(names[j], &csv.line());
+  }
+  csv.EndRow();
+  for (uint64_t i = 0; i < ds.num_images(); ++i) {
+    const pcr::SampleMetadata& m = ds.sample(i);
+    for (size_t j = 0; j < names.size(); ++j) {
+      if (j > 0) csv.line() += ',';
+      if (names[j] == "key") {
+        AppendQuoted(m.key, &csv.line());
+      } else if (m.label >= 0) {
+        csv.line() += std::to_string(m.label);
+      }
+    }
+    csv.EndRow();
+  }
+  return csv.Finish();
+}
+
 int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg) {
+  if (!pcr::IsTablePath(path)) return CatImages(path, io, features_arg);
   auto opened = pcr::Table::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   pcr::Table& t = **opened;
@@ -394,29 +451,24 @@ int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::stri
     if (!resolved.ok()) return Fail(resolved.status());
     features = std::move(resolved).value();
   }
-  std::string out;
+  CsvOut csv;
   for (size_t j = 0; j < features.size(); ++j) {
-    if (j > 0) out += ',';
-    AppendQuoted(t.schema().features[features[j]].name, &out);
+    if (j > 0) csv.line() += ',';
+    AppendQuoted(t.schema().features[features[j]].name, &csv.line());
   }
-  out += '\n';
+  csv.EndRow();
   for (size_t s = 0; s < t.stripe_count(); ++s) {
     auto batch = t.Read(features, s, 1);
     if (!batch.ok()) return Fail(batch.status());
     for (uint64_t r = 0; r < batch->rows; ++r) {
       for (size_t j = 0; j < features.size(); ++j) {
-        if (j > 0) out += ',';
-        AppendCell(batch->columns[j], r, &out);
+        if (j > 0) csv.line() += ',';
+        AppendCell(batch->columns[j], r, &csv.line());
       }
-      out += '\n';
-      if (out.size() > (1 << 20)) {
-        std::fwrite(out.data(), 1, out.size(), stdout);
-        out.clear();
-      }
+      csv.EndRow();
     }
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? pcr::cli::kExitOk : Fail(pcr::Status::IOError("cannot write stdout"));
+  return csv.Finish();
 }
 
 int Popularity(const std::vector<std::string>& logs) {
