@@ -36,9 +36,11 @@ void EmitMessage(j_common_ptr cinfo, int msg_level) {
     case JpegWarnings::kLossIsError:
       // Extraneous bytes between markers, odd JFIF versions and the like lose nothing.
       switch (cinfo->err->msg_code) {
-        case JWRN_EXTRANEOUS_DATA:
         case JWRN_JFIF_MAJOR:
         case JWRN_ADOBE_XFORM:
+          reinterpret_cast<JpegErrorManager*>(cinfo->err)->misread_segment = true;
+          return;
+        case JWRN_EXTRANEOUS_DATA:
         case JWRN_BOGUS_ICC:
           return;
         default:

@@ -28,6 +28,7 @@ struct JpegErrorManager {
   int max_input_scans = 0;      // > 0: decompressing more scans is an error
   size_t max_memory_bytes = 0;  // the limit set on libjpeg, for its message
   bool not_supported = false;   // the input is refused as NotSupported rather than Corruption
+  bool misread_segment = false;  // libjpeg warned about a JFIF version or an Adobe transform
 
   // Points `cinfo` at this manager and resets the per-call state.
   void Install(j_common_ptr cinfo);
@@ -37,6 +38,7 @@ struct JpegErrorManager {
   void Reset() {
     message.clear();
     not_supported = false;
+    misread_segment = false;
   }
 
  private:

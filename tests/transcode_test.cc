@@ -104,6 +104,62 @@ TEST_CASE("full fidelity carries exactly the original's APPn and COM segments") 
   CHECK(without_jfif > 0);  // the samples include files that had no JFIF segment
 }
 
+// A baseline JPEG with its colour markers rewritten: the JFIF segment kept or
+// dropped, an Adobe segment of `transform` added after SOI (none when < 0),
+// and with `rgb_ids` the components named 'R', 'G', 'B' in SOF and SOS.
+Bytes WithColourMarkers(const Bytes& jpeg, bool keep_jfif, int transform, bool rgb_ids) {
+  Bytes out(jpeg.begin(), jpeg.begin() + 2);
+  if (transform >= 0) {
+    const Bytes adobe = {0xff, 0xee, 0x00, 0x0e, 'A', 'd', 'o', 'b', 'e', 0x00, 0x64, 0x00, 0x00, 0x00, 0x00,
+                         static_cast<uint8_t>(transform)};
+    out.insert(out.end(), adobe.begin(), adobe.end());
+  }
+  size_t pos = 2;
+  while (pos + 4 <= jpeg.size()) {
+    const uint8_t marker = jpeg[pos + 1];
+    const size_t end = pos + 2 + (static_cast<size_t>(jpeg[pos + 2]) << 8 | jpeg[pos + 3]);
+    Bytes segment(jpeg.begin() + pos, jpeg.begin() + (marker == 0xda ? jpeg.size() : end));
+    if (rgb_ids && marker == 0xc0) {
+      for (int c = 0; c < segment[9]; ++c) segment[10 + 3 * c] = static_cast<uint8_t>("RGB"[c]);
+    }
+    if (rgb_ids && marker == 0xda) {
+      for (int c = 0; c < segment[4]; ++c) segment[5 + 2 * c] = static_cast<uint8_t>("RGB"[c]);
+    }
+    if (keep_jfif || marker != 0xe0) out.insert(out.end(), segment.begin(), segment.end());
+    if (marker == 0xda) break;
+    pos = end;
+  }
+  return out;
+}
+
+TEST_CASE("colour segments are kept exactly unless libjpeg misreads them") {
+  const Bytes jpeg = ReadFile(DataDir() + "/sample/video/video-001.jpeg");
+  const ScanScript script = *BuiltinScanScript("spectral5");
+  auto full = [&](const Bytes& original) {
+    auto t = TranscodeToScanGroups(original, script);
+    REQUIRE(t.ok());
+    return t->AtFidelity(script.group_count());
+  };
+  // Adobe transform 2 on three components is read as YCbCr with a warning
+  // when no JFIF segment says so; with RGB component ids and no segment a
+  // decoder would read RGB. The writer puts a JFIF segment in its place.
+  const Bytes misread = WithColourMarkers(jpeg, false, 2, true);
+  REQUIRE_FALSE(DecodeJpeg(misread).ok());
+  const Bytes replaced = full(misread);
+  RequireSamePixels(misread, replaced);
+  const auto segments = test::MetadataSegments(replaced);
+  REQUIRE(segments.size() == 1);
+  CHECK(segments[0].first == 0xe0);
+  // With the JFIF segment, libjpeg ignores the transform: nothing is misread.
+  for (const Bytes& exact : {WithColourMarkers(jpeg, true, 2, true), WithColourMarkers(jpeg, false, 1, true),
+                             WithColourMarkers(jpeg, false, -1, false)}) {
+    REQUIRE(DecodeJpeg(exact).ok());
+    const Bytes converted = full(exact);
+    RequireSamePixels(exact, converted);
+    CHECK(test::MetadataSegments(converted) == test::MetadataSegments(exact));
+  }
+}
+
 TEST_CASE("unsupported and corrupt JPEGs are refused with a reason") {
   const ScanScript script = *BuiltinScanScript("spectral");
   auto twelve = TranscodeToScanGroups(ReadFile(DataDir() + "/bad/testorig12.jpg"), script);

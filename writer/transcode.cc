@@ -109,17 +109,6 @@ bool IsAdobeApp14(const jpeg_saved_marker_ptr m) {
   return m->marker == JPEG_APP0 + 14 && m->data_length >= 5 && std::memcmp(m->data, "Adobe", 5) == 0;
 }
 
-// Whether libjpeg warns about the segment on reading it: a JFIF major version
-// other than 1, or an Adobe colour transform the components cannot have.
-bool Misread(const jpeg_saved_marker_ptr m, int components) {
-  if (IsJfifApp0(m)) return m->data_length >= 14 && m->data[5] != 1;
-  if (!IsAdobeApp14(m) || m->data_length < 12) return false;
-  const int transform = m->data[11];
-  if (components == 3) return transform != 0 && transform != 1;
-  if (components == 4) return transform != 0 && transform != 2;
-  return false;
-}
-
 // Finds the end of the SOF segment and the end of every scan's entropy-coded
 // data in a JPEG written by libjpeg.
 Status SplitScans(ByteSpan jpeg, size_t* header_end, std::vector<size_t>* scan_ends) {
@@ -281,15 +270,15 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
   c->dst_created = true;
   c->dst.mem->max_memory_to_use = static_cast<long>(options.max_memory_bytes);
   jpeg_copy_critical_parameters(&c->src, &c->dst);
-  // The original's segments are copied as they were and libjpeg adds none,
-  // but for a JFIF or Adobe segment libjpeg misreads: libjpeg writes a valid
-  // one in its place, for the colour space it read the image in.
-  bool misread_jfif = false, misread_adobe = false;
-  for (jpeg_saved_marker_ptr m = c->src.marker_list; m != nullptr; m = m->next) {
-    if (Misread(m, c->src.num_components)) (IsJfifApp0(m) ? misread_jfif : misread_adobe) = true;
+  // The original's segments are copied as they were and libjpeg adds none.
+  // But where libjpeg warned about a JFIF version or an Adobe transform and
+  // read the image in a colour space of its choosing, it writes its own JFIF
+  // and Adobe segments for that colour space in place of the originals.
+  const bool replace = c->err.misread_segment;
+  if (!replace) {
+    c->dst.write_JFIF_header = FALSE;
+    c->dst.write_Adobe_marker = FALSE;
   }
-  c->dst.write_JFIF_header = c->dst.write_JFIF_header && misread_jfif;
-  c->dst.write_Adobe_marker = c->dst.write_Adobe_marker && misread_adobe;
   c->dst.optimize_coding = TRUE;
   *plan = PlanScans(script, c->dst.num_components, c->dst.comp_info);
   c->dst.scan_info = plan->scans.data();
@@ -297,7 +286,8 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
   c->dest.Attach(&c->dst, &c->out);
   jpeg_write_coefficients(&c->dst, coefs);
   for (jpeg_saved_marker_ptr m = c->src.marker_list; m != nullptr; m = m->next) {
-    if ((options.keep_metadata || IsJfifApp0(m) || IsAdobeApp14(m)) && !Misread(m, c->src.num_components)) {
+    const bool decoding = IsJfifApp0(m) || IsAdobeApp14(m);
+    if ((options.keep_metadata || decoding) && !(replace && decoding)) {
       jpeg_write_marker(&c->dst, m->marker, m->data, m->data_length);
     }
   }
