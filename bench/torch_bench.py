@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -98,11 +99,17 @@ class Cgroup:
             self.path, self.v2 = os.path.join(v1, CGROUP_NAME), False
         else:
             self.path, self.v2 = os.path.join("/sys/fs/cgroup", CGROUP_NAME), True
+            with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
+                f.write("+io")
         os.makedirs(self.path, exist_ok=True)
-        if self.v2:
-            self._write("io.max", f"{device} rbps={bytes_per_s}")
-        else:
-            self._write("blkio.throttle.read_bps_device", f"{device} {bytes_per_s}")
+        try:
+            if self.v2:
+                self._write("io.max", f"{device} rbps={bytes_per_s}")
+            else:
+                self._write("blkio.throttle.read_bps_device", f"{device} {bytes_per_s}")
+        except OSError:
+            os.rmdir(self.path)
+            raise
 
     def _write(self, name, value):
         with open(os.path.join(self.path, name), "w") as f:
@@ -128,7 +135,20 @@ class Cgroup:
         return total
 
     def remove(self):
-        os.rmdir(self.path)
+        """Removes the cgroup, first killing what a failed run left in it."""
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                with open(os.path.join(self.path, "cgroup.procs")) as f:
+                    for pid in f.read().split():
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                time.sleep(0.1)
+        print(f"could not remove the cgroup {self.path}", file=sys.stderr)
 
 
 def evict(path):
@@ -147,27 +167,36 @@ class LoopCopy:
     """PHOTOS_DIR and PCR_DIR copied to an ext4 file system on a loop device."""
 
     def __init__(self, dirs, image):
-        self.image, self.mount, self.device = image, image + ".mnt", None
-        size = sum(tree_bytes(d) for d in dirs) * 1.2 + (256 << 20)
-        subprocess.run(["truncate", "-s", str(int(size)), image], check=True)
-        subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True)
-        self.device = subprocess.run(["losetup", "--direct-io=on", "-f", "--show", image], check=True,
-                                     capture_output=True, text=True).stdout.strip()
-        os.makedirs(self.mount, exist_ok=True)
-        subprocess.run(["mount", self.device, self.mount], check=True)
-        self.dirs = []
-        for i, d in enumerate(dirs):
-            dst = os.path.join(self.mount, f"{i}-{os.path.basename(os.path.normpath(d))}")
-            subprocess.run(["cp", "-r", d, dst], check=True)
-            self.dirs.append(dst)
-        os.sync()
+        self.image, self.mount, self.device, self.mounted = image, image + ".mnt", None, False
+        try:
+            size = sum(tree_bytes(d) for d in dirs) * 1.2 + (256 << 20)
+            subprocess.run(["truncate", "-s", str(int(size)), image], check=True)
+            subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True)
+            self.device = subprocess.run(["losetup", "--direct-io=on", "-f", "--show", image], check=True,
+                                         capture_output=True, text=True).stdout.strip()
+            os.makedirs(self.mount, exist_ok=True)
+            subprocess.run(["mount", self.device, self.mount], check=True)
+            self.mounted = True
+            self.dirs = []
+            for i, d in enumerate(dirs):
+                dst = os.path.join(self.mount, f"{i}-{os.path.basename(os.path.normpath(d))}")
+                subprocess.run(["cp", "-r", d, dst], check=True)
+                self.dirs.append(dst)
+            os.sync()
+        except BaseException:
+            self.close()
+            raise
 
     def close(self):
-        subprocess.run(["umount", self.mount], check=False)
+        if self.mounted and subprocess.run(["umount", self.mount]).returncode != 0:
+            subprocess.run(["umount", "-l", self.mount])
         if self.device:
-            subprocess.run(["losetup", "-d", self.device], check=False)
-        os.rmdir(self.mount)
-        os.remove(self.image)
+            subprocess.run(["losetup", "-d", self.device])
+        for remove, path in ((os.rmdir, self.mount), (os.remove, self.image)):
+            try:
+                remove(path)
+            except OSError as e:
+                print(f"could not remove {path}: {e}", file=sys.stderr)
 
 
 def tree_bytes(path):
@@ -227,17 +256,20 @@ def main():
                 evict(args.photos)
                 evict(args.pcr)
                 before = cgroup.bytes_read()
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                                 preexec_fn=cgroup.join if cgroup else None)
+            out = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cgroup.join if cgroup else None)
+            if out.returncode != 0:
+                sys.exit(f"{kind} run failed (exit {out.returncode}):\n{out.stderr}")
             r = json.loads(out.stdout.strip().splitlines()[-1])
             if cgroup:
                 r["bytes_read"] = cgroup.bytes_read() - before
             rows.append((kind, r))
     finally:
-        if cgroup:
-            cgroup.remove()
-        if loop:
-            loop.close()
+        try:
+            if cgroup:
+                cgroup.remove()
+        finally:
+            if loop:
+                loop.close()
     base = rows[0][1]["images_per_s"]
     cache = f"cold, reads capped at {args.cold_mbps:g} MB/s" if cgroup else "page cache warm"
     print(f"{args.images} images per run, {cache}, batches of {args.batch}, {args.workers} DataLoader workers, "

@@ -57,12 +57,21 @@ void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int chann
 }
 
 struct BatchDecoder::Rep {
+  // What one decoding thread keeps from batch to batch.
+  struct Scratch {
+    JpegDecoder decoder;
+    Resizer resizer;
+    std::vector<uint8_t> pixels;
+  };
+
   BatchTransformOptions options;
   int threads = 1;
+  std::vector<std::unique_ptr<Scratch>> scratch;  // one per thread
 
   // Decodes, crops, resizes and flips one image into `out`.
-  Status One(JpegDecoder& decoder, Resizer& resizer, std::vector<uint8_t>& pixels, ByteSpan jpeg, uint64_t seed,
-             uint8_t* out) const {
+  Status One(Scratch& s, ByteSpan jpeg, uint64_t seed, uint8_t* out) const {
+    JpegDecoder& decoder = s.decoder;
+    std::vector<uint8_t>& pixels = s.pixels;
     const int size = options.size;
     PCR_ASSIGN_OR_RETURN(const ImageShape whole, decoder.Shape(jpeg, {.format = PixelFormat::kRgb}));
     bool flip = false;
@@ -91,7 +100,7 @@ struct BatchDecoder::Rep {
     o.crop = {.x = x0, .y = y0, .width = x1 - x0, .height = y1 - y0};
     pixels.resize(static_cast<size_t>(o.crop.width) * o.crop.height * 3);
     PCR_RETURN_IF_ERROR(decoder.Decode(jpeg, o, pixels).status());
-    resizer.Resize(pixels.data(), o.crop.width, o.crop.height, 3, out, size, size,
+    s.resizer.Resize(pixels.data(), o.crop.width, o.crop.height, 3, out, size, size,
                    {.planar = !options.channels_last, .mirror = flip});
     return Status::OK();
   }
@@ -127,19 +136,17 @@ Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std:
   }
   std::vector<Status> errors(jpegs.size());
   std::atomic<size_t> next{0};
-  auto work = [&] {
-    JpegDecoder decoder;
-    Resizer resizer;
-    std::vector<uint8_t> pixels;
+  const int n = std::min<int>(rep_->threads, static_cast<int>(jpegs.size()));
+  while (rep_->scratch.size() < static_cast<size_t>(n)) rep_->scratch.push_back(std::make_unique<Rep::Scratch>());
+  auto work = [&](Rep::Scratch& scratch) {
     for (size_t i = next++; i < jpegs.size(); i = next++) {
-      Status st = rep_->One(decoder, resizer, pixels, jpegs[i], MixSeeds(seed, i), out.data() + i * image_bytes());
+      Status st = rep_->One(scratch, jpegs[i], MixSeeds(seed, i), out.data() + i * image_bytes());
       if (!st.ok()) errors[i] = st.WithPrefix("image " + std::to_string(i) + " of the batch");
     }
   };
   std::vector<std::thread> threads;
-  const int n = std::min<int>(rep_->threads, static_cast<int>(jpegs.size()));
-  for (int t = 1; t < n; ++t) threads.emplace_back(work);
-  work();
+  for (int t = 1; t < n; ++t) threads.emplace_back(work, std::ref(*rep_->scratch[t]));
+  work(*rep_->scratch[0]);
   for (std::thread& t : threads) t.join();
   for (const Status& e : errors) PCR_RETURN_IF_ERROR(e);
   return Status::OK();

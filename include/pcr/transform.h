@@ -46,8 +46,9 @@ PCR_EXPORT Region CenterCropRegion(int width, int height, int resize, int crop);
 // Resizes `src` (src_height rows of src_width * channels bytes) to `dst`
 // (dst_height rows of dst_width * channels bytes) with a triangle filter
 // widened by the scale factor when shrinking: PIL's BILINEAR, with its
-// fixed-point weights and rounding, so the bytes equal PIL's. REQUIRES: all
-// sizes >= 1; buffers hold their images.
+// fixed-point weights and rounding, so the bytes equal PIL's (for 4 channels,
+// PIL's CMYK or RGBX; PIL premultiplies RGBA). REQUIRES: all sizes 1..65535;
+// buffers hold their images.
 PCR_EXPORT void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst,
                                int dst_width, int dst_height);
 

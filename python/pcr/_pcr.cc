@@ -246,18 +246,20 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
       size_t bytes;
       std::unique_ptr<uint8_t[]> data;
     };
-    auto* held = new Held{shared_from_this(), bytes_, nullptr};
+    auto held = std::make_unique<Held>(Held{shared_from_this(), bytes_, nullptr});
     if (idle_.empty()) {
       held->data.reset(new uint8_t[bytes_]);
     } else {
       held->data = std::move(idle_.back());
       idle_.pop_back();
     }
-    py::capsule owner(held, [](void* p) {
+    uint8_t* data = held->data.get();
+    py::capsule owner(held.get(), [](void* p) {
       std::unique_ptr<Held> h(static_cast<Held*>(p));
       if (h->bytes == h->pool->bytes_ && h->pool->idle_.size() < kKeep) h->pool->idle_.push_back(std::move(h->data));
     });
-    return py::array_t<uint8_t>(shape, held->data.get(), owner);
+    held.release();  // the capsule owns it now
+    return py::array_t<uint8_t>(shape, data, owner);
   }
 
  private:
