@@ -79,16 +79,6 @@ def run_one(kind, args):
             "bytes_read": proc_io("rchar") - start_bytes, "peak_rss_mib": rss / 1024}
 
 
-def whole_device(path):
-    """major:minor of the disk holding `path` (a partition's parent disk)."""
-    dev = os.stat(path).st_dev
-    sys_dev = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
-    if os.path.exists(sys_dev + "/partition"):
-        sys_dev = os.path.realpath(sys_dev + "/..")
-    with open(sys_dev + "/dev") as f:
-        return f.read().strip()
-
-
 class Cgroup:
     """A cgroup capping read bandwidth on one device (v1 blkio or v2 io)."""
 
@@ -187,6 +177,11 @@ class LoopCopy:
             self.close()
             raise
 
+    def major_minor(self):
+        """The loop device as cgroups name it, MAJOR:MINOR."""
+        dev = os.stat(self.device).st_rdev
+        return f"{os.major(dev)}:{os.minor(dev)}"
+
     def close(self):
         if self.mounted and subprocess.run(["umount", self.mount]).returncode != 0:
             subprocess.run(["umount", "-l", self.mount])
@@ -242,7 +237,7 @@ def main():
         if args.cold_mbps:
             loop = LoopCopy([args.photos, args.pcr], args.loop_image)
             args.photos, args.pcr = loop.dirs
-            cgroup = Cgroup(whole_device(args.pcr), int(args.cold_mbps * 1e6))
+            cgroup = Cgroup(loop.major_minor(), int(args.cold_mbps * 1e6))
         else:
             warm(args.photos)
             warm(args.pcr)
