@@ -57,11 +57,9 @@ Status CheckSchemaCounts(const TableSchema& schema, const std::vector<StripeInfo
   return Status::OK();
 }
 
-Status DecodeTableStripe(Decoder* d, const TableSchema& schema, StripeInfo* stripe) {
-  if (!d->GetVarintAtMost(kMaxStripeRows, &stripe->row_count)) {
-    return Status::Corruption("bad row count");
-  }
-  const size_t n = stripe->streams.size();
+// The TableStreams describing streams [first_table_stream, first_table_stream
+// + n) of `stripe`, whose row_count is set.
+Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, StripeInfo* stripe) {
   // Every stream needs at least four index bytes here.
   if (n > d->remaining() / 4) return Status::Corruption("truncated stream descriptions");
   stripe->table_streams.resize(n);
@@ -93,7 +91,7 @@ Status DecodeTableStripe(Decoder* d, const TableSchema& schema, StripeInfo* stri
                                 schema.features[feature].name + "'");
     }
     roles_seen[feature] |= static_cast<uint8_t>(1u << role);
-    const uint64_t length = stripe->streams[s].length;
+    const uint64_t length = stripe->streams[stripe->first_table_stream + s].length;
     if (t.codec == StreamCodec::kNone ? t.raw_length != length : (length == 0 || t.raw_length == 0)) {
       return Status::Corruption(which + ": raw length " + std::to_string(t.raw_length) +
                                 " does not fit stored length " + std::to_string(length));
@@ -215,9 +213,25 @@ uint64_t StripeInfo::stream_offset(size_t s) const {
   return off;
 }
 
-void FileIndex::EncodeTo(FileKind kind, Bytes* out) const {
+namespace {
+
+void EncodeTableStreams(const StripeInfo& stripe, Bytes* out) {
+  for (const TableStream& t : stripe.table_streams) {
+    PutVarint64(out, t.feature);
+    PutFixed8(out, static_cast<uint8_t>(t.role));
+    PutFixed8(out, static_cast<uint8_t>(t.codec));
+    PutVarint64(out, t.raw_length);
+  }
+}
+
+}  // namespace
+
+uint8_t ImageFileVersion(const TableSchema& fields) { return fields.features.empty() ? 1 : kFieldsVersionMinor; }
+
+void FileIndex::EncodeTo(FileKind kind, uint8_t version_minor, Bytes* out) const {
+  const bool fields = kind == FileKind::kImages && version_minor >= kFieldsVersionMinor;
   if (kind == FileKind::kImages) EncodeScanScript(script, out);
-  if (kind == FileKind::kTable) EncodeTableSchema(schema, out);
+  if (kind == FileKind::kTable || fields) EncodeTableSchema(schema, out);
   PutVarint64(out, stripes.size());
   for (const StripeInfo& stripe : stripes) {
     PutVarint64(out, stripe.offset);
@@ -228,12 +242,7 @@ void FileIndex::EncodeTo(FileKind kind, Bytes* out) const {
     }
     if (kind == FileKind::kTable) {
       PutVarint64(out, stripe.row_count);
-      for (const TableStream& t : stripe.table_streams) {
-        PutVarint64(out, t.feature);
-        PutFixed8(out, static_cast<uint8_t>(t.role));
-        PutFixed8(out, static_cast<uint8_t>(t.codec));
-        PutVarint64(out, t.raw_length);
-      }
+      EncodeTableStreams(stripe, out);
       continue;
     }
     PutVarint64(out, stripe.image_count);
@@ -241,10 +250,11 @@ void FileIndex::EncodeTo(FileKind kind, Bytes* out) const {
       PutVarint64(out, c.length);
       PutFixed32(out, c.checksum);
     }
+    if (fields) EncodeTableStreams(stripe, out);
   }
 }
 
-Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t index_offset) {
+Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t version_minor, uint64_t index_offset) {
   Decoder d(in);
   FileIndex index;
   auto corrupt = [&](const std::string& what) {
@@ -255,9 +265,13 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t ind
     Status valid = ValidateScanScript(index.script);
     if (!valid.ok()) return corrupt(valid.message());
   }
-  if (kind == FileKind::kTable) {
+  const bool fields = kind == FileKind::kImages && version_minor >= kFieldsVersionMinor;
+  const uint8_t max_type = version_minor >= kFieldsVersionMinor ? kMaxFeatureType : kMaxFeatureType03;
+  if (kind == FileKind::kTable || fields) {
     std::string error;
-    if (!DecodeTableSchema(&d, &index.schema, &error)) return corrupt(error);
+    if (!DecodeTableSchema(&d, max_type, kind == FileKind::kTable, &index.schema, &error)) {
+      return corrupt((fields ? "field schema: " : "") + error);
+    }
   }
   uint64_t table_rows = 0;
   uint64_t stripe_count;
@@ -287,16 +301,21 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t ind
       expected_offset += s.length;
     }
     if (kind == FileKind::kTable) {
-      Status s = DecodeTableStripe(&d, index.schema, &stripe);
+      Status s = d.GetVarintAtMost(kMaxStripeRows, &stripe.row_count)
+                     ? DecodeTableStreams(&d, index.schema, stream_count, &stripe)
+                     : Status::Corruption("bad row count");
       if (!s.ok()) return corrupt("stripe " + std::to_string(i) + ": " + s.message());
       table_rows += stripe.row_count;
       continue;
     }
     if (kind != FileKind::kImages) continue;
-    if (stream_count != group_count + 1) {
+    if (fields ? stream_count < group_count + 1 : stream_count != group_count + 1) {
       return corrupt("image stripe " + std::to_string(i) + " has " + std::to_string(stream_count) +
-                     " streams, the scan script needs " + std::to_string(group_count + 1));
+                     " streams, the scan script needs " + (fields ? "at least " : "") +
+                     std::to_string(group_count + 1));
     }
+    stripe.first_table_stream = 1;
+    stripe.table_streams.resize(stream_count - group_count - 1);
     // Every chunk takes at least five index bytes.
     if (!d.GetVarintAtMost(d.remaining() / (5 * group_count), &stripe.image_count)) {
       return corrupt("bad image count in stripe " + std::to_string(i));
@@ -309,27 +328,33 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint64_t ind
         if (!d.GetVarint64(&c.length) || !d.GetFixed32(&c.checksum)) {
           return corrupt("truncated chunk list of stripe " + std::to_string(i));
         }
-        if (c.length > stripe.streams[g].length - sum) {
+        if (c.length > stripe.streams[stripe.group_stream(static_cast<int>(g))].length - sum) {
           return corrupt("chunks of group " + std::to_string(g) + " in stripe " + std::to_string(i) +
                          " overrun the stream");
         }
         sum += c.length;
       }
-      if (sum != stripe.streams[g].length) {
+      if (sum != stripe.streams[stripe.group_stream(static_cast<int>(g))].length) {
         return corrupt("chunks of group " + std::to_string(g) + " in stripe " + std::to_string(i) +
                        " do not fill the stream");
       }
+    }
+    if (fields) {
+      stripe.row_count = stripe.image_count;
+      Status s = DecodeTableStreams(&d, index.schema, stripe.table_streams.size(), &stripe);
+      if (!s.ok()) return corrupt("stripe " + std::to_string(i) + " field streams: " + s.message());
+      table_rows += stripe.row_count;
     }
   }
   if (expected_offset != index_offset) {
     return corrupt("stripes end at " + std::to_string(expected_offset) + ", index starts at " +
                    std::to_string(index_offset));
   }
-  if (kind == FileKind::kTable && table_rows != index.schema.row_count) {
+  if ((kind == FileKind::kTable || fields) && table_rows != index.schema.row_count) {
     return corrupt("stripes hold " + std::to_string(table_rows) + " rows, the schema " +
                    std::to_string(index.schema.row_count));
   }
-  if (kind == FileKind::kTable) {
+  if (kind == FileKind::kTable || fields) {
     Status counts = CheckSchemaCounts(index.schema, index.stripes);
     if (!counts.ok()) return corrupt(counts.message());
   }

@@ -31,11 +31,13 @@ enum class FileKind : uint8_t {
 
 inline constexpr std::array<uint8_t, 8> kFileMagic = {0x89, 'P', 'C', 'R', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint8_t kVersionMajor = 0;
-inline constexpr uint8_t kVersionMinor = 3;  // the newest minor version this code reads
+inline constexpr uint8_t kVersionMinor = 4;  // the newest minor version this code reads
 // Files are stamped with the version that defined their kind: images and
-// dataset manifests 0.1, tables 0.2, part manifests 0.3.
+// dataset manifests 0.1, tables 0.2, part manifests 0.3; image files with
+// fields and table files using the feature types of 0.4 are stamped 0.4.
 inline constexpr uint8_t kTableVersionMinor = 2;
 inline constexpr uint8_t kPartVersionMinor = 3;
+inline constexpr uint8_t kFieldsVersionMinor = 4;
 inline constexpr size_t kFileHeaderSize = 16;
 inline constexpr size_t kFooterSize = 32;
 inline constexpr uint32_t kFooterMagic = 0x31524350;  // "PCR1" in file order
@@ -89,17 +91,23 @@ struct StripeInfo {
   // Image stripes: chunks[(g - 1) * image_count + i] is image i in group g.
   uint64_t image_count = 0;
   std::vector<ChunkInfo> chunks;
-  // Table stripes: table_streams[s] says what streams[s] holds.
+  // Table stripes, and the field streams of image stripes:
+  // table_streams[k] says what streams[first_table_stream + k] holds, and
+  // row_count is the rows (images) they cover.
   uint64_t row_count = 0;
   std::vector<TableStream> table_streams;
+  size_t first_table_stream = 0;  // 0 in table stripes, 1 in image stripes
 
   uint64_t length() const;
-  // Table stripes: entry feature * kRoleCount + role is the index of that
+  // Entry feature * kRoleCount + role is the index in table_streams of that
   // stream, or SIZE_MAX where the stripe has none.
   std::vector<size_t> TableStreamIndex(size_t feature_count) const;
-  // File offset of stream s. REQUIRES: s < streams.size()
+  // File offset of stream s. REQUIRES: s <= streams.size()
   uint64_t stream_offset(size_t s) const;
-  // REQUIRES: 1 <= group <= streams.size() - 1, image < image_count
+  // Image stripes: the stream holding scan group `group`, after the sample
+  // metadata and the field streams.
+  size_t group_stream(int group) const { return 1 + table_streams.size() + static_cast<size_t>(group - 1); }
+  // REQUIRES: 1 <= group <= the script's group count, image < image_count
   const ChunkInfo& chunk(int group, uint64_t image) const {
     return chunks[(group - 1) * image_count + image];
   }
@@ -110,17 +118,26 @@ inline constexpr uint64_t kMaxStripeRows = 0xffffffff;
 
 struct FileIndex {
   ScanScript script;   // image files only
-  TableSchema schema;  // table files only
+  // Table files: the table's schema. Image files stamped 0.4 or later: the
+  // fields of the images (row_count is the image count); empty before.
+  TableSchema schema;
   std::vector<StripeInfo> stripes;
 
-  void EncodeTo(FileKind kind, Bytes* out) const;
+  // `version_minor` is the file's stamp: image files hold a field schema
+  // from kFieldsVersionMinor on.
+  void EncodeTo(FileKind kind, uint8_t version_minor, Bytes* out) const;
   // Decodes and checks the index found at file offset index_offset: stripes
   // tile the file from kFileHeaderSize to index_offset exactly, image stripes
-  // have script.group_count() + 1 streams and chunks that tile each group,
-  // table stripes hold exactly the streams their features' types need and
-  // their rows add up to the schema's.
-  static Result<FileIndex> DecodeFrom(ByteSpan in, FileKind kind, uint64_t index_offset);
+  // have one stream per field stream and scan group after the sample
+  // metadata and chunks that tile each group, table stripes and the field
+  // streams of image stripes hold exactly the streams their features' types
+  // need and their rows add up to the schema's.
+  static Result<FileIndex> DecodeFrom(ByteSpan in, FileKind kind, uint8_t version_minor, uint64_t index_offset);
 };
+
+// The stamp of an image file whose index is `index`: 0.1 without fields,
+// else kFieldsVersionMinor.
+uint8_t ImageFileVersion(const TableSchema& fields);
 
 // Stream 0 of an image stripe: one SampleMetadata per image.
 void EncodeSampleMetadata(const std::vector<SampleMetadata>& samples, Bytes* out);

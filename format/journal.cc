@@ -32,6 +32,7 @@ uint64_t PlanChecksum(const ConversionPlan& plan, std::span<const SampleMetadata
   EncodeScanScript(plan.script, &bytes);
   PutVarint64(&bytes, plan.class_names.size());
   for (const std::string& c : plan.class_names) PutLengthPrefixed(&bytes, c);
+  if (plan.fields_checksum != 0) PutFixed64(&bytes, plan.fields_checksum);
   PutVarint64(&bytes, sources.size());
   for (const SampleMetadata& s : sources) {
     PutLengthPrefixed(&bytes, s.key);

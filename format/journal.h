@@ -34,6 +34,9 @@ struct ConversionPlan {
   bool strip_metadata = false;
   ScanScript script;
   std::vector<std::string> class_names;
+  // Checksum64 of the conversion's fields (schema, values and stream
+  // order); 0 without fields.
+  uint64_t fields_checksum = 0;
 };
 
 // Checksum64 of the plan and the sources in conversion order (section 10.1).

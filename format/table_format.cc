@@ -21,12 +21,26 @@ constexpr StreamRole kScoredRoles[] = {StreamRole::kPresence, StreamRole::kLengt
 size_t ValueWidth(FeatureType type) {
   switch (type) {
     case FeatureType::kFloat32:
+    case FeatureType::kFloat32List:
       return 4;
     case FeatureType::kString:
+    case FeatureType::kBytes:
       return 0;
     default:
       return 8;
   }
+}
+
+bool IsStringType(FeatureType type) { return type == FeatureType::kString || type == FeatureType::kBytes; }
+
+void PutFloat(Bytes* out, float f) {
+  out->resize(out->size() + 4);
+  std::memcpy(out->data() + out->size() - 4, &f, 4);
+}
+
+void PutDouble(Bytes* out, double d) {
+  out->resize(out->size() + 8);
+  std::memcpy(out->data() + out->size() - 8, &d, 8);
 }
 
 size_t ScoreWidth(FeatureType type) {
@@ -79,8 +93,24 @@ const char* FeatureTypeName(FeatureType type) {
       return "scored_id_list64";
     case FeatureType::kScoredIdList32:
       return "scored_id_list32";
+    case FeatureType::kBytes:
+      return "bytes";
+    case FeatureType::kFloat32List:
+      return "float32_list";
+    case FeatureType::kFloat64List:
+      return "float64_list";
   }
   return "unknown";
+}
+
+bool ParseFeatureTypeName(std::string_view name, FeatureType* type) {
+  for (uint8_t t = 1; t <= kMaxFeatureType; ++t) {
+    if (name == FeatureTypeName(static_cast<FeatureType>(t))) {
+      *type = static_cast<FeatureType>(t);
+      return true;
+    }
+  }
+  return false;
 }
 
 const char* StreamRoleName(StreamRole role) {
@@ -99,7 +129,12 @@ const char* StreamRoleName(StreamRole role) {
 
 bool IsListType(FeatureType type) {
   return type == FeatureType::kIdList || type == FeatureType::kScoredIdList64 ||
-         type == FeatureType::kScoredIdList32;
+         type == FeatureType::kScoredIdList32 || type == FeatureType::kFloat32List ||
+         type == FeatureType::kFloat64List;
+}
+
+uint8_t FeatureTypeVersion(FeatureType type) {
+  return static_cast<uint8_t>(type) > kMaxFeatureType03 ? 4 : 2;
 }
 
 size_t RawValueBytes(FeatureType type) {
@@ -109,7 +144,7 @@ size_t RawValueBytes(FeatureType type) {
 
 std::span<const StreamRole> RolesOf(FeatureType type) {
   if (ScoreWidth(type) != 0) return kScoredRoles;
-  if (IsListType(type) || type == FeatureType::kString) return kListRoles;
+  if (IsListType(type) || IsStringType(type)) return kListRoles;
   return kScalarRoles;
 }
 
@@ -126,7 +161,7 @@ void EncodeTableSchema(const TableSchema& schema, Bytes* out) {
   }
 }
 
-bool DecodeTableSchema(Decoder* d, TableSchema* schema, std::string* error) {
+bool DecodeTableSchema(Decoder* d, uint8_t max_type, bool allow_map, TableSchema* schema, std::string* error) {
   uint64_t n;
   if (!d->GetVarint64(&schema->row_count) || !d->GetVarintAtMost(d->remaining() / 5, &n)) {
     *error = "truncated table schema";
@@ -143,11 +178,11 @@ bool DecodeTableSchema(Decoder* d, TableSchema* schema, std::string* error) {
       *error = "truncated feature " + std::to_string(i);
       return false;
     }
-    if (type < 1 || type > kMaxFeatureType) {
+    if (type < 1 || type > max_type) {
       *error = "feature " + std::to_string(i) + " has unknown type " + std::to_string(type);
       return false;
     }
-    if (flags > 1) {
+    if (flags > (allow_map ? 1 : 0)) {
       *error = "feature " + std::to_string(i) + " has unknown flags " + std::to_string(flags);
       return false;
     }
@@ -192,6 +227,60 @@ Bytes FeatureStreams::Raw(StreamRole role, uint64_t row_count) const {
       return scores;
   }
   return {};
+}
+
+size_t FeatureStreams::AddInt64(uint32_t row, int64_t v) {
+  rows.push_back(row);
+  PutFixed64(&values, static_cast<uint64_t>(v));
+  return 8;
+}
+
+size_t FeatureStreams::AddFloat(FeatureType type, uint32_t row, double v) {
+  rows.push_back(row);
+  if (type == FeatureType::kFloat32) {
+    PutFloat(&values, static_cast<float>(v));
+    return 4;
+  }
+  PutDouble(&values, v);
+  return 8;
+}
+
+size_t FeatureStreams::AddString(uint32_t row, std::string_view s) {
+  rows.push_back(row);
+  PutFixed32(&lengths, static_cast<uint32_t>(s.size()));
+  values.insert(values.end(), s.begin(), s.end());
+  return 4 + s.size();
+}
+
+size_t FeatureStreams::AddIdList(FeatureType type, uint32_t row, std::span<const int64_t> ids,
+                                 std::span<const double> scores) {
+  rows.push_back(row);
+  PutFixed32(&lengths, static_cast<uint32_t>(ids.size()));
+  for (const int64_t id : ids) PutFixed64(&values, static_cast<uint64_t>(id));
+  size_t added = 4 + 8 * ids.size();
+  for (const double d : scores) {
+    if (type == FeatureType::kScoredIdList64) {
+      PutDouble(&this->scores, d);
+      added += 8;
+    } else if (type == FeatureType::kScoredIdList32) {
+      PutFloat(&this->scores, static_cast<float>(d));
+      added += 4;
+    }
+  }
+  return added;
+}
+
+size_t FeatureStreams::AddFloatList(FeatureType type, uint32_t row, std::span<const double> list) {
+  rows.push_back(row);
+  PutFixed32(&lengths, static_cast<uint32_t>(list.size()));
+  for (const double d : list) {
+    if (type == FeatureType::kFloat32List) {
+      PutFloat(&values, static_cast<float>(d));
+    } else {
+      PutDouble(&values, d);
+    }
+  }
+  return 4 + list.size() * (type == FeatureType::kFloat32List ? 4 : 8);
 }
 
 StoredStream CompressStream(ByteSpan raw, int zstd_level) {
@@ -260,7 +349,7 @@ Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan prese
     for (const uint8_t b : presence) present_rows += std::popcount(b);
   }
   const size_t width = ValueWidth(type);
-  const bool scalar = !IsListType(type) && type != FeatureType::kString;
+  const bool scalar = !IsListType(type) && !IsStringType(type);
   if (scalar && values.size() != present_rows * width) {
     return Bad(StreamRole::kValues, std::to_string(values.size()) + " bytes for " +
                                         std::to_string(present_rows) + " present rows of " +
@@ -314,7 +403,7 @@ Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan prese
     offsets[r] = total;
   }
   const uint64_t elements = total - base;
-  if (type == FeatureType::kString) {
+  if (IsStringType(type)) {
     if (!scores.empty()) return Status::Corruption("string feature with a scores stream");
     if (values.size() != elements) {
       return Bad(StreamRole::kValues, std::to_string(values.size()) + " bytes, lengths sum to " +
@@ -323,9 +412,18 @@ Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan prese
     column->bytes.append(reinterpret_cast<const char*>(values.data()), values.size());
     return Status::OK();
   }
-  if (values.size() / 8 != elements || values.size() % 8 != 0) {
+  if (values.size() / width != elements || values.size() % width != 0) {
     return Bad(StreamRole::kValues, std::to_string(values.size()) + " bytes for " +
-                                        std::to_string(elements) + " ids");
+                                        std::to_string(elements) + " list elements");
+  }
+  if (type == FeatureType::kFloat32List || type == FeatureType::kFloat64List) {
+    if (!scores.empty()) return Status::Corruption("float list feature with a scores stream");
+    if (type == FeatureType::kFloat32List) {
+      AppendValues(values, &column->floats);
+    } else {
+      AppendValues(values, &column->doubles);
+    }
+    return Status::OK();
   }
   const size_t sw = ScoreWidth(type);
   if (scores.size() != elements * sw) {

@@ -14,7 +14,10 @@
 
 namespace pcr {
 
-inline constexpr uint8_t kMaxFeatureType = 7;
+inline constexpr uint8_t kMaxFeatureType = 10;
+// The highest FeatureType of files stamped before 0.4 (kBytes and the float
+// lists came with 0.4).
+inline constexpr uint8_t kMaxFeatureType03 = 7;
 
 enum class StreamRole : uint8_t {
   kPresence = 0,  // bitmap of the rows holding the feature; empty when all do
@@ -34,13 +37,16 @@ bool IsListType(FeatureType type);
 // Streams of a feature of this type, in the order a writer stores them.
 std::span<const StreamRole> RolesOf(FeatureType type);
 // Bytes of one element of the raw values stream: 8 (int64, float64, list
-// ids), 4 (float32) or 1 (string bytes).
+// ids, float64 lists), 4 (float32, float32 lists) or 1 (string and bytes).
 size_t RawValueBytes(FeatureType type);
+// The lowest version_minor of a file holding a feature of this type.
+uint8_t FeatureTypeVersion(FeatureType type);
 
 // TableSchema wire form (spec 13.1). DecodeTableSchema rejects duplicate
-// names, unknown types and counts above row_count.
+// names, types above max_type, map features unless allow_map, and counts
+// above row_count.
 void EncodeTableSchema(const TableSchema& schema, Bytes* out);
-bool DecodeTableSchema(Decoder* d, TableSchema* schema, std::string* error);
+bool DecodeTableSchema(Decoder* d, uint8_t max_type, bool allow_map, TableSchema* schema, std::string* error);
 
 // What a table stripe's stream holds; parallel to StripeInfo::streams.
 struct TableStream {
@@ -62,6 +68,19 @@ struct FeatureStreams {
   void Clear();
   // Raw stream `role` of a stripe of row_count rows.
   Bytes Raw(StreamRole role, uint64_t row_count) const;
+
+  // Each Add* appends the value of row `row` (above every row added since
+  // Clear) and returns the raw bytes it added. REQUIRES: `type` is the
+  // feature's type and has the value's form.
+  size_t AddInt64(uint32_t row, int64_t v);
+  // Rounded to float for kFloat32.
+  size_t AddFloat(FeatureType type, uint32_t row, double v);
+  // kString and kBytes. REQUIRES: s.size() < 2^32
+  size_t AddString(uint32_t row, std::string_view s);
+  // Id lists; `scores` has one entry per id for scored types, else is empty.
+  size_t AddIdList(FeatureType type, uint32_t row, std::span<const int64_t> ids, std::span<const double> scores);
+  // kFloat32List (rounded to float) and kFloat64List.
+  size_t AddFloatList(FeatureType type, uint32_t row, std::span<const double> values);
 };
 
 // A stored stream: the raw bytes compressed when that makes them smaller.

@@ -17,8 +17,8 @@ Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, con
     Status st = DecompressStream(stored[static_cast<size_t>(role)], t.codec, t.raw_length, &buf);
     if (!st.ok()) {
       return st.WithPrefix(std::string(file) + ": stripe " + std::to_string(stripe_number) + " stream " +
-                           std::to_string(k) + " (" + StreamRoleName(role) + " of feature '" + info.name +
-                           "') at offset " + std::to_string(stripe.stream_offset(k)));
+                           std::to_string(stripe.first_table_stream + k) + " (" + StreamRoleName(role) + " of feature '" + info.name +
+                           "') at offset " + std::to_string(stripe.stream_offset(stripe.first_table_stream + k)));
     }
     raw[static_cast<size_t>(role)] = buf;
   }
@@ -26,7 +26,8 @@ Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, con
   if (!st.ok()) {
     return st.WithPrefix(std::string(file) + ": stripe " + std::to_string(stripe_number) + " feature '" +
                          info.name + "' at offset " +
-                         std::to_string(stripe.stream_offset(stream_index(StreamRole::kPresence))));
+                         std::to_string(stripe.stream_offset(stripe.first_table_stream +
+                                                             stream_index(StreamRole::kPresence))));
   }
   return Status::OK();
 }

@@ -1,6 +1,6 @@
-// Decodes arbitrary bytes as a whole pcr file: header, footer, index, and
-// the sample metadata of every image stripe or every feature of every table
-// stripe. Must never crash or over-read.
+// Decodes arbitrary bytes as a whole pcr file: header, footer, index, the
+// sample metadata of every image stripe, and every feature of every table
+// stripe and every field of every image stripe. Must never crash or over-read.
 #include <cstddef>
 #include <cstdint>
 
@@ -20,34 +20,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)pcr::DatasetManifest::DecodeFrom(index);
     return 0;
   }
-  if (header.ok() && header->kind == pcr::FileKind::kTable) {
-    auto table = pcr::FileIndex::DecodeFrom(index, pcr::FileKind::kTable, index_offset);
-    if (!table.ok()) return 0;
-    pcr::Bytes raw[pcr::kRoleCount];
-    for (const pcr::StripeInfo& s : table->stripes) {
-      for (size_t f = 0; f < table->schema.features.size(); ++f) {
-        bool ok = true;
-        for (auto& r : raw) r.clear();
-        for (size_t k = 0; k < s.streams.size(); ++k) {
-          const pcr::TableStream& t = s.table_streams[k];
-          if (t.feature != f) continue;
-          const pcr::ByteSpan stored = file.subspan(s.stream_offset(k), s.streams[k].length);
-          ok = ok && pcr::DecompressStream(stored, t.codec, t.raw_length, &raw[static_cast<size_t>(t.role)]).ok();
-        }
-        pcr::Column column(table->schema.features[f].type);
-        if (ok) {
-          (void)pcr::DecodeFeatureStreams(column.type, s.row_count, raw[0], raw[1], raw[2], raw[3], &column);
-        }
-      }
-    }
-    return 0;
-  }
-  auto decoded = pcr::FileIndex::DecodeFrom(index, pcr::FileKind::kImages, index_offset);
+  // Without a valid header, the newest image layout (with field streams).
+  const pcr::FileKind kind = header.ok() ? header->kind : pcr::FileKind::kImages;
+  const uint8_t version = header.ok() ? header->version_minor : pcr::kVersionMinor;
+  auto decoded = pcr::FileIndex::DecodeFrom(index, kind, version, index_offset);
   if (!decoded.ok()) return 0;
+  pcr::Bytes raw[pcr::kRoleCount];
   for (const pcr::StripeInfo& s : decoded->stripes) {
-    const pcr::ByteSpan meta = file.subspan(s.offset, s.streams[0].length);
-    (void)pcr::Checksum64(meta);
-    (void)pcr::DecodeSampleMetadata(meta, s.image_count);
+    if (kind == pcr::FileKind::kImages) {
+      const pcr::ByteSpan meta = file.subspan(s.offset, s.streams[0].length);
+      (void)pcr::Checksum64(meta);
+      (void)pcr::DecodeSampleMetadata(meta, s.image_count);
+    }
+    for (size_t f = 0; f < decoded->schema.features.size(); ++f) {
+      bool ok = true;
+      for (auto& r : raw) r.clear();
+      for (size_t k = 0; k < s.table_streams.size(); ++k) {
+        const pcr::TableStream& t = s.table_streams[k];
+        if (t.feature != f) continue;
+        const size_t stream = s.first_table_stream + k;
+        const pcr::ByteSpan stored = file.subspan(s.stream_offset(stream), s.streams[stream].length);
+        ok = ok && pcr::DecompressStream(stored, t.codec, t.raw_length, &raw[static_cast<size_t>(t.role)]).ok();
+      }
+      pcr::Column column(decoded->schema.features[f].type);
+      if (ok) (void)pcr::DecodeFeatureStreams(column.type, s.row_count, raw[0], raw[1], raw[2], raw[3], &column);
+    }
   }
   return 0;
 }

@@ -74,12 +74,12 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(std::unique_ptr<RandomAccessFile>
     f->manifest_ = std::move(m).value();
     return f;
   }
-  auto idx = FileIndex::DecodeFrom(index, f->header_.kind, f->footer_.index_offset);
+  auto idx = FileIndex::DecodeFrom(index, f->header_.kind, f->header_.version_minor, f->footer_.index_offset);
   if (!idx.ok()) return idx.status().WithPrefix(path);
   f->index_ = std::move(idx).value();
   for (const StripeInfo& s : f->index_.stripes) {
     std::vector<uint64_t> offs(s.chunks.size());
-    for (size_t g = 0; g + 1 < s.streams.size() && s.image_count > 0; ++g) {
+    for (int g = 0; g < f->index_.script.group_count() && s.image_count > 0; ++g) {
       uint64_t off = 0;
       for (uint64_t i = 0; i < s.image_count; ++i) {
         offs[g * s.image_count + i] = off;
@@ -108,7 +108,8 @@ Status PcrFile::CheckChunk(size_t stripe, int group, uint64_t image, ByteSpan da
   const uint32_t computed = Checksum32(data);
   if (computed == c.checksum) return Status::OK();
   return Status::Corruption(path() + ": stripe " + std::to_string(stripe) + " stream " +
-                            std::to_string(group) + " image " + std::to_string(image) +
+                            std::to_string(index_.stripes[stripe].group_stream(group)) + " image " +
+                            std::to_string(image) + " (scan group " + std::to_string(group) + ")" +
                             " at offset " + std::to_string(ChunkOffset(stripe, group, image)) +
                             " length " + std::to_string(data.size()) +
                             ": chunk checksum mismatch (stored " + std::to_string(c.checksum) +
@@ -117,7 +118,7 @@ Status PcrFile::CheckChunk(size_t stripe, int group, uint64_t image, ByteSpan da
 
 uint64_t PcrFile::ChunkOffset(size_t stripe, int group, uint64_t image) const {
   const StripeInfo& s = index_.stripes[stripe];
-  return s.stream_offset(group) + chunk_offsets_[stripe][(group - 1) * s.image_count + image];
+  return s.stream_offset(s.group_stream(group)) + chunk_offsets_[stripe][(group - 1) * s.image_count + image];
 }
 
 }  // namespace pcr

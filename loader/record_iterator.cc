@@ -24,6 +24,8 @@ struct [[gnu::visibility("hidden")]] RecordIterator::Rep {
 
   const ImageDataset& dataset_;
   const RecordIteratorOptions options_;
+  RecordSelection selection_;
+  size_t per_record_ = 0;  // streams read per record
   std::vector<uint64_t> order_;
   std::mutex mu_;
   std::condition_variable changed_;
@@ -47,9 +49,12 @@ Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDatase
                                                                const RecordIteratorOptions& options) {
   RecordIteratorOptions o = options;
   if (o.fidelity == 0) o.fidelity = dataset.num_scan_groups();
-  PCR_RETURN_IF_ERROR(dataset.CheckFidelity(o.fidelity));
+  if (o.fidelity != kFieldsOnly) PCR_RETURN_IF_ERROR(dataset.CheckFidelity(o.fidelity));
   if (o.records_in_flight == 0) return Status::InvalidArgument("records_in_flight must be positive");
+  PCR_ASSIGN_OR_RETURN(std::vector<uint32_t> fields, dataset.ResolveFields(o.fields));
   auto rep = std::make_unique<Rep>(dataset, o);
+  rep->selection_ = {.fidelity = o.fidelity == kFieldsOnly ? 0 : o.fidelity, .fields = std::move(fields)};
+  rep->per_record_ = dataset.rep().StreamsPerRecord(rep->selection_);
   rep->thread_ = std::thread(&Rep::ReadAhead, rep.get());
   return std::unique_ptr<RecordIterator>(new RecordIterator(std::move(rep)));
 }
@@ -79,7 +84,7 @@ RecordIterator::Rep::~Rep() {
 }
 
 uint64_t RecordIterator::Rep::RecordCost(uint64_t record) const {
-  return dataset_.RecordBytes(record, options_.fidelity);
+  return dataset_.SelectedBytes(record, selection_);
 }
 
 bool RecordIterator::Rep::CanSchedule() const {
@@ -119,13 +124,12 @@ void RecordIterator::Rep::ReadAhead() {
       }
     }
     if (!streams) streams = std::make_shared<ReadBatch>();
-    const Status read = dataset_.rep().ReadRecordStreams(batch, options_.fidelity, streams.get());
+    const Status read = dataset_.rep().ReadRecordStreams(batch, selection_, streams.get());
     std::lock_guard<std::mutex> lock(mu_);
     if (!read.ok()) {
       error_ = read;
     } else {
-      const size_t per_record = static_cast<size_t>(options_.fidelity) + 1;
-      for (size_t i = 0; i < batch.size(); ++i) ready_.push_back({batch[i], streams, i * per_record});
+      for (size_t i = 0; i < batch.size(); ++i) ready_.push_back({batch[i], streams, i * per_record_});
     }
     changed_.notify_all();
   }
@@ -141,9 +145,8 @@ Result<bool> RecordIterator::Rep::Next(RecordBatch* batch) {
   Ready ready = std::move(ready_.front());
   ready_.pop_front();
   lock.unlock();
-  const size_t per_record = static_cast<size_t>(options_.fidelity) + 1;
-  const Status parsed = dataset_.rep().ParseRecord(ready.record, options_.fidelity,
-                                                   ready.streams->spans(ready.first, per_record), batch);
+  const Status parsed = dataset_.rep().ParseRecord(ready.record, selection_,
+                                                   ready.streams->spans(ready.first, per_record_), batch);
   lock.lock();
   ++delivered_;
   bytes_in_flight_ -= RecordCost(ready.record);

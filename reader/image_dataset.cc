@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "format/table_stripe.h"
+
 
 namespace pcr {
 
@@ -33,6 +35,27 @@ int ImageDataset::num_scan_groups() const { return rep_->script.group_count(); }
 const ScanScript& ImageDataset::scan_script() const { return rep_->script; }
 const std::vector<std::string>& ImageDataset::class_names() const { return rep_->class_names; }
 const SampleMetadata& ImageDataset::sample(uint64_t image) const { return rep_->samples[image]; }
+const TableSchema& ImageDataset::field_schema() const { return rep_->fields; }
+std::pair<uint64_t, uint64_t> ImageDataset::LocateImage(uint64_t image) const { return rep_->Locate(image); }
+Status ImageDataset::CheckSelection(const RecordSelection& selection) const { return rep_->CheckSelection(selection); }
+uint64_t ImageDataset::SelectedBytes(uint64_t record, const RecordSelection& selection) const {
+  return rep_->SelectedBytes(record, selection);
+}
+
+Result<std::vector<uint32_t>> ImageDataset::ResolveFields(const std::vector<std::string>& names) const {
+  std::vector<uint32_t> out;
+  for (const std::string& name : names) {
+    const auto& features = rep_->fields.features;
+    const auto it = std::find_if(features.begin(), features.end(), [&](const FeatureInfo& f) { return f.name == name; });
+    if (it == features.end()) {
+      std::string known;
+      for (const FeatureInfo& f : features) known += (known.empty() ? "" : ", ") + f.name;
+      return Status::InvalidArgument("no field '" + name + "' (fields: " + (known.empty() ? "none" : known) + ")");
+    }
+    out.push_back(static_cast<uint32_t>(it - features.begin()));
+  }
+  return out;
+}
 std::vector<uint64_t> ImageDataset::StreamBytes() const { return rep_->StreamBytes(); }
 uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const { return rep_->RecordBytes(record, fidelity); }
 Status ImageDataset::CheckFidelity(int fidelity) const { return rep_->CheckFidelity(fidelity); }
@@ -42,8 +65,15 @@ IoCounters ImageDataset::io_counters() const { return rep_->engine->counters(); 
 
 DatasetCounts ImageDataset::Rep::counts() const {
   DatasetCounts c{.records = records.size(), .files = files.size(), .script = script,
-                  .class_names = class_names, .stream_bytes = StreamBytes()};
-  for (const RecordLocation& r : records) c.images += r.image_count;
+                  .class_names = class_names, .stream_bytes = StreamBytes(), .fields = fields};
+  c.field_bytes.resize(fields.features.size());
+  for (const RecordLocation& r : records) {
+    c.images += r.image_count;
+    const StripeInfo& stripe = files[r.file]->index().stripes[r.stripe];
+    for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
+      c.field_bytes[stripe.table_streams[k].feature] += stripe.streams[stripe.first_table_stream + k].length;
+    }
+  }
   for (const auto& f : files) c.file_bytes += f->size();
   return c;
 }
@@ -68,6 +98,7 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     }
     ds->script = file->index().script;
     ds->AddFile(std::move(file));
+    PCR_RETURN_IF_ERROR(ds->JoinFieldSchemas());
     if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
     return dataset;
   }
@@ -106,8 +137,33 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     if (images != entry.image_count) return mismatch("image count");
     ds->AddFile(std::move(file));
   }
+  PCR_RETURN_IF_ERROR(ds->JoinFieldSchemas());
   if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
   return dataset;
+}
+
+Status ImageDataset::Rep::JoinFieldSchemas() {
+  fields = {};
+  for (size_t i = 0; i < files.size(); ++i) {
+    const TableSchema& s = files[i]->index().schema;
+    if (i == 0) {
+      fields = s;
+      continue;
+    }
+    bool same = s.features.size() == fields.features.size();
+    for (size_t f = 0; same && f < s.features.size(); ++f) {
+      same = s.features[f].name == fields.features[f].name && s.features[f].type == fields.features[f].type;
+    }
+    if (!same) {
+      return Status::Corruption(files[i]->path() + ": its fields differ from those of " + files[0]->path());
+    }
+    fields.row_count += s.row_count;
+    for (size_t f = 0; f < s.features.size(); ++f) {
+      fields.features[f].present_count += s.features[f].present_count;
+      fields.features[f].value_count += s.features[f].value_count;
+    }
+  }
+  return Status::OK();
 }
 
 void ImageDataset::Rep::AddFile(std::unique_ptr<PcrFile> file) {
@@ -162,16 +218,61 @@ std::vector<uint64_t> ImageDataset::Rep::StreamBytes() const {
   std::vector<uint64_t> bytes(script.group_count() + 1);
   for (const RecordLocation& loc : records) {
     const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
-    for (size_t s = 0; s < bytes.size(); ++s) bytes[s] += stripe.streams[s].length;
+    bytes[0] += stripe.streams[0].length;
+    for (int g = 1; g <= script.group_count(); ++g) bytes[g] += stripe.streams[stripe.group_stream(g)].length;
   }
   return bytes;
 }
 
 uint64_t ImageDataset::Rep::RecordBytes(uint64_t record, int fidelity) const {
+  return SelectedBytes(record, {.fidelity = fidelity});
+}
+
+Status ImageDataset::Rep::CheckSelection(const RecordSelection& selection) const {
+  if (selection.fidelity < 0 || selection.fidelity > script.group_count()) {
+    return Status::InvalidArgument("fidelity " + std::to_string(selection.fidelity) + " out of range 0.." +
+                                   std::to_string(script.group_count()));
+  }
+  for (const uint32_t f : selection.fields) {
+    if (f >= fields.features.size()) {
+      return Status::InvalidArgument("field " + std::to_string(f) + " out of range (" +
+                                     std::to_string(fields.features.size()) + " fields)");
+    }
+  }
+  return Status::OK();
+}
+
+size_t ImageDataset::Rep::StreamsPerRecord(const RecordSelection& selection) const {
+  size_t n = 1 + static_cast<size_t>(selection.fidelity);
+  for (const uint32_t f : selection.fields) n += RolesOf(fields.features[f].type).size();
+  return n;
+}
+
+namespace {
+
+// The streams of `selection` in one stripe, in the order StreamsPerRecord counts them.
+std::vector<size_t> SelectedStreams(const StripeInfo& stripe, const TableSchema& fields,
+                                    const RecordSelection& selection) {
+  std::vector<size_t> out{0};
+  if (!selection.fields.empty()) {
+    const std::vector<size_t> where = stripe.TableStreamIndex(fields.features.size());
+    for (const uint32_t f : selection.fields) {
+      for (const StreamRole role : RolesOf(fields.features[f].type)) {
+        out.push_back(stripe.first_table_stream + where[f * kRoleCount + static_cast<size_t>(role)]);
+      }
+    }
+  }
+  for (int g = 1; g <= selection.fidelity; ++g) out.push_back(stripe.group_stream(g));
+  return out;
+}
+
+}  // namespace
+
+uint64_t ImageDataset::Rep::SelectedBytes(uint64_t record, const RecordSelection& selection) const {
   const RecordLocation& loc = records[record];
   const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
   uint64_t n = 0;
-  for (int s = 0; s <= fidelity; ++s) n += stripe.streams[s].length;
+  for (const size_t s : SelectedStreams(stripe, fields, selection)) n += stripe.streams[s].length;
   return n;
 }
 
@@ -182,22 +283,32 @@ Result<std::vector<Image>> ImageDataset::ReadRecord(uint64_t record, int fidelit
 
 Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<const uint64_t> records,
                                                                   int fidelity) const {
-  ReadBatch streams;
-  PCR_RETURN_IF_ERROR(rep_->ReadRecordStreams(records, fidelity, &streams));
+  PCR_RETURN_IF_ERROR(rep_->CheckFidelity(fidelity));
+  PCR_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ReadRecordBatches(records, {.fidelity = fidelity}));
   std::vector<std::vector<Image>> out(records.size());
-  RecordBatch batch;
-  const size_t per_record = static_cast<size_t>(fidelity) + 1;
   for (size_t i = 0; i < records.size(); ++i) {
-    PCR_RETURN_IF_ERROR(rep_->ParseRecord(records[i], fidelity, streams.spans(i * per_record, per_record), &batch));
-    for (const ImageView& v : batch.images) {
+    for (const ImageView& v : batches[i].images) {
       out[i].push_back({v.label, std::string(v.key), Bytes(v.jpeg.begin(), v.jpeg.end())});
     }
   }
   return out;
 }
 
-Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, int fidelity, ReadBatch* out) const {
-  PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
+Result<std::vector<RecordBatch>> ImageDataset::ReadRecordBatches(std::span<const uint64_t> records,
+                                                                 const RecordSelection& selection) const {
+  ReadBatch streams;
+  PCR_RETURN_IF_ERROR(rep_->ReadRecordStreams(records, selection, &streams));
+  std::vector<RecordBatch> out(records.size());
+  const size_t per_record = rep_->StreamsPerRecord(selection);
+  for (size_t i = 0; i < records.size(); ++i) {
+    PCR_RETURN_IF_ERROR(rep_->ParseRecord(records[i], selection, streams.spans(i * per_record, per_record), &out[i]));
+  }
+  return out;
+}
+
+Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, const RecordSelection& selection,
+                                            ReadBatch* out) const {
+  PCR_RETURN_IF_ERROR(CheckSelection(selection));
   std::vector<ReadRange> ranges;
   for (size_t i = 0; i < wanted.size(); ++i) {
     if (wanted[i] >= records.size()) {
@@ -205,46 +316,65 @@ Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, in
                                      std::to_string(records.size()) + " records)");
     }
     const RecordLocation& loc = records[wanted[i]];
-    for (int s = 0; s <= fidelity; ++s) ranges.push_back(StreamRange(*files[loc.file], loc.stripe, s, i));
+    const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
+    for (const size_t s : SelectedStreams(stripe, fields, selection)) {
+      ranges.push_back(StreamRange(*files[loc.file], loc.stripe, s, i));
+    }
   }
-  // A record's streams lie back to back: one read each, however long.
+  // Adjacent streams of a record are one read however long; the streams of
+  // fields not asked for are never read.
   PCR_RETURN_IF_ERROR(
       ExecuteReads(*engine, ranges, {.hole_limit = 0, .max_read = std::numeric_limits<uint64_t>::max()}, out));
   bytes_requested.fetch_add(out->bytes_requested(), std::memory_order_relaxed);
   return Status::OK();
 }
 
-Status ImageDataset::Rep::ParseRecord(uint64_t record, int fidelity, std::span<const ByteSpan> streams,
-                                      RecordBatch* batch) const {
-  PCR_RETURN_IF_ERROR(CheckFidelity(fidelity));
-  if (record >= records.size() || streams.size() != static_cast<size_t>(fidelity) + 1) {
-    return Status::InvalidArgument("record " + std::to_string(record) + ": not the streams of fidelity " +
-                                   std::to_string(fidelity));
+Status ImageDataset::Rep::ParseRecord(uint64_t record, const RecordSelection& selection,
+                                      std::span<const ByteSpan> streams, RecordBatch* batch) const {
+  PCR_RETURN_IF_ERROR(CheckSelection(selection));
+  if (record >= records.size() || streams.size() != StreamsPerRecord(selection)) {
+    return Status::InvalidArgument("record " + std::to_string(record) + ": not the streams of its selection");
   }
   const RecordLocation& loc = records[record];
   const PcrFile& file = *files[loc.file];
   const StripeInfo& stripe = file.index().stripes[loc.stripe];
-  std::vector<size_t> cursor(fidelity + 1, 0);
-  size_t group_bytes = 0;
-  for (int s = 1; s <= fidelity; ++s) group_bytes += streams[s].size();
-  // Scan group bytes plus one EOI per image.
   batch->record = record;
-  batch->data.Resize(group_bytes + loc.image_count * kJpegEndOfImage.size());
+  batch->fields.clear();
+  size_t next = 1;
+  if (!selection.fields.empty()) {
+    const std::vector<size_t> stream_of = stripe.TableStreamIndex(fields.features.size());
+    Bytes scratch[kRoleCount];
+    for (const uint32_t f : selection.fields) {
+      ByteSpan stored[kRoleCount];
+      for (const StreamRole role : RolesOf(fields.features[f].type)) stored[static_cast<size_t>(role)] = streams[next++];
+      batch->fields.emplace_back(fields.features[f].type);
+      PCR_RETURN_IF_ERROR(DecodeStoredFeature(file.path(), file.index().schema, stripe, loc.stripe, stream_of, f,
+                                              stored, scratch, &batch->fields.back()));
+    }
+  }
+  const std::span<const ByteSpan> groups = streams.subspan(next);
+  const int fidelity = selection.fidelity;
+  std::vector<size_t> cursor(fidelity, 0);
+  size_t group_bytes = 0;
+  for (const ByteSpan& g : groups) group_bytes += g.size();
+  // Scan group bytes plus one EOI per image.
+  const size_t eoi = fidelity > 0 ? kJpegEndOfImage.size() : 0;
+  batch->data.Resize(group_bytes + loc.image_count * eoi);
   batch->images.resize(loc.image_count);
   uint8_t* out = batch->data.data();
   for (uint64_t i = 0; i < loc.image_count; ++i) {
     uint8_t* const start = out;
     for (int g = 1; g <= fidelity; ++g) {
       const uint64_t len = stripe.chunk(g, i).length;
-      const ByteSpan chunk = streams[g].subspan(cursor[g], len);
+      const ByteSpan chunk = groups[g - 1].subspan(cursor[g - 1], len);
       PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, g, i, chunk));
       std::memcpy(out, chunk.data(), len);
       out += len;
-      cursor[g] += len;
+      cursor[g - 1] += len;
     }
-    out = std::copy(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), out);
+    if (fidelity > 0) out = std::copy(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), out);
     const SampleMetadata& sample = samples[loc.first_image + i];
-    batch->images[i] = {sample.label, sample.key, ByteSpan(start, static_cast<size_t>(out - start))};
+    batch->images[i] = {sample.label, sample.key, ByteSpan(start, static_cast<size_t>(out - start)), i};
   }
   return Status::OK();
 }

@@ -32,13 +32,22 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   const RecordLocation& record(uint64_t record) const { return records[record]; }
   uint64_t RecordBytes(uint64_t record, int fidelity) const;
   Status CheckFidelity(int fidelity) const;
-  // Reads the streams 0..fidelity of several records in one engine call,
-  // one read per record, each stream checked: record i's stream s is
-  // (*out)[i * (fidelity + 1) + s] ...
-  Status ReadRecordStreams(std::span<const uint64_t> records, int fidelity, ReadBatch* out) const;
+  // InvalidArgument unless 0 <= selection.fidelity <= L and every field is
+  // in the field schema.
+  Status CheckSelection(const RecordSelection& selection) const;
+  // Streams a record read of `selection` takes: the sample metadata, the
+  // streams of each field, and scan groups 1..fidelity.
+  size_t StreamsPerRecord(const RecordSelection& selection) const;
+  // Stored bytes of those streams of record `record`.
+  uint64_t SelectedBytes(uint64_t record, const RecordSelection& selection) const;
+  // Reads those streams of several records in one engine call, each stream
+  // checked: record i's streams start at (*out)[i * StreamsPerRecord()] ...
+  Status ReadRecordStreams(std::span<const uint64_t> records, const RecordSelection& selection,
+                           ReadBatch* out) const;
   // ... and cuts one record's checked streams into `batch`, checking every
-  // chunk (as verify does) and reusing the batch's buffer.
-  Status ParseRecord(uint64_t record, int fidelity, std::span<const ByteSpan> streams, RecordBatch* batch) const;
+  // chunk (as verify does), decoding the fields and reusing the batch's buffer.
+  Status ParseRecord(uint64_t record, const RecordSelection& selection, std::span<const ByteSpan> streams,
+                     RecordBatch* batch) const;
   // The record holding dataset-wide image `image`, and its index in the record.
   std::pair<uint64_t, uint64_t> Locate(uint64_t image) const;
   // How errors about an image name it: "<file>: image <image> (record <r>,
@@ -53,10 +62,14 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   void AddFile(std::unique_ptr<PcrFile> file);
   // Reads every record's sample metadata in one coalesced call.
   Status LoadSamples();
+  // Sets `fields` from the files' field schemas, which must agree in names
+  // and types; its counts are their sums.
+  Status JoinFieldSchemas();
 
   std::unique_ptr<IoEngine> owned_engine;
   IoEngine* engine = nullptr;
   ScanScript script;
+  TableSchema fields;
   std::vector<std::string> class_names;
   std::vector<std::unique_ptr<PcrFile>> files;
   std::vector<RecordLocation> records;

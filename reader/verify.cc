@@ -23,8 +23,9 @@ void VerifyFile(IoEngine& engine, const PcrFile& file, VerifyReport* report) {
     std::vector<ReadRange> ranges;
     for (size_t k = 0; k < stripe.streams.size(); ++k) {
       ranges.push_back(StreamRange(file, s, k));
-      for (uint64_t i = 0; k > 0 && i < stripe.image_count; ++i) {
-        ranges.push_back(ChunkRange(file, s, static_cast<int>(k), i));
+      const bool group = file.header().kind == FileKind::kImages && k >= stripe.group_stream(1);
+      for (uint64_t i = 0; group && i < stripe.image_count; ++i) {
+        ranges.push_back(ChunkRange(file, s, static_cast<int>(k - stripe.group_stream(1) + 1), i));
       }
     }
     const Status read = ExecuteReads(engine, ranges, {.max_read = std::numeric_limits<uint64_t>::max()}, &batch, true);
@@ -73,6 +74,13 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
     return report;
   }
   for (const auto& file : (*ds)->rep().files) VerifyFile(*(*ds)->rep().engine, *file, &report);
+  // Every field of every record is decoded as a reader decodes it.
+  RecordSelection fields;
+  for (uint32_t f = 0; f < (*ds)->field_schema().features.size(); ++f) fields.fields.push_back(f);
+  for (uint64_t r = 0; !fields.fields.empty() && r < (*ds)->num_records(); ++r) {
+    auto batch = (*ds)->ReadRecordBatches({&r, 1}, fields);
+    if (!batch.ok()) report.errors.push_back(batch.status().ToString());
+  }
   return report;
 }
 

@@ -209,18 +209,18 @@ TEST_CASE("file index round-trips and enforces the stripe tiling") {
   const FileIndex index = TwoStripeIndex();
   const uint64_t end = index.stripes[1].offset + index.stripes[1].length();
   Bytes b;
-  index.EncodeTo(FileKind::kImages, &b);
-  auto back = FileIndex::DecodeFrom(b, FileKind::kImages, end);
+  index.EncodeTo(FileKind::kImages, 1, &b);
+  auto back = FileIndex::DecodeFrom(b, FileKind::kImages, 1, end);
   REQUIRE(back.ok());
   REQUIRE(back->stripes.size() == 2);
   CHECK(back->stripes[1].chunk(3, 2).length == 5);
   CHECK(back->stripes[1].chunk(3, 2).checksum == 32);
   CHECK(back->stripes[1].stream_offset(1) == index.stripes[1].offset + 10);
   // The index must start where the stripes end.
-  CHECK_FALSE(FileIndex::DecodeFrom(b, FileKind::kImages, end + 1).ok());
-  CHECK_FALSE(FileIndex::DecodeFrom(b, FileKind::kImages, end - 1).ok());
+  CHECK_FALSE(FileIndex::DecodeFrom(b, FileKind::kImages, 1, end + 1).ok());
+  CHECK_FALSE(FileIndex::DecodeFrom(b, FileKind::kImages, 1, end - 1).ok());
   for (size_t cut = 0; cut < b.size(); ++cut) {
-    CHECK_FALSE(FileIndex::DecodeFrom(ByteSpan(b).first(cut), FileKind::kImages, end).ok());
+    CHECK_FALSE(FileIndex::DecodeFrom(ByteSpan(b).first(cut), FileKind::kImages, 1, end).ok());
   }
 }
 
@@ -229,8 +229,8 @@ TEST_CASE("file index rejects chunks that do not fill their stream") {
   index.stripes[0].chunks[0].length += 1;
   const uint64_t end = index.stripes[1].offset + index.stripes[1].length();
   Bytes b;
-  index.EncodeTo(FileKind::kImages, &b);
-  auto back = FileIndex::DecodeFrom(b, FileKind::kImages, end);
+  index.EncodeTo(FileKind::kImages, 1, &b);
+  auto back = FileIndex::DecodeFrom(b, FileKind::kImages, 1, end);
   REQUIRE_FALSE(back.ok());
   CHECK_THAT(back.status().message(), Catch::Contains("group 1"));
 }
@@ -396,7 +396,7 @@ TEST_CASE("a map feature is named by its id in decimal") {
     Decoder d(b);
     TableSchema back;
     std::string error;
-    CHECK(DecodeTableSchema(&d, &back, &error) == ok);
+    CHECK(DecodeTableSchema(&d, kMaxFeatureType, true, &back, &error) == ok);
     if (!ok) CHECK_THAT(error, Catch::Contains("in decimal"));
   }
 }

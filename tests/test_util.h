@@ -64,11 +64,11 @@ inline Bytes RewriteIndex(const Bytes& file, const std::function<void(FileIndex*
   auto footer = Footer::DecodeFrom(ByteSpan(file).last(kFooterSize), file.size());
   if (!header.ok() || !footer.ok()) return file;
   auto index = FileIndex::DecodeFrom(ByteSpan(file).subspan(footer->index_offset, footer->index_length),
-                                     header->kind, footer->index_offset);
+                                     header->kind, header->version_minor, footer->index_offset);
   if (!index.ok()) return file;
   edit(&*index);
   Bytes index_bytes;
-  index->EncodeTo(header->kind, &index_bytes);
+  index->EncodeTo(header->kind, header->version_minor, &index_bytes);
   Bytes out(file.begin(), file.begin() + static_cast<ptrdiff_t>(footer->index_offset));
   const Bytes tail = EncodeIndexAndFooter(index_bytes, footer->index_offset);
   out.insert(out.end(), tail.begin(), tail.end());
@@ -84,10 +84,11 @@ inline Bytes RefixChecksums(const Bytes& file) {
       for (size_t s = 0; s < stripe.streams.size(); ++s) {
         const ByteSpan stream = ByteSpan(file).subspan(stripe.stream_offset(s), stripe.streams[s].length);
         stripe.streams[s].checksum = Checksum64(stream);
-        if (s == 0 || stripe.chunks.empty()) continue;
+        if (stripe.chunks.empty() || s < stripe.group_stream(1)) continue;
+        const size_t group = s - stripe.group_stream(1);
         uint64_t at = 0;
         for (uint64_t i = 0; i < stripe.image_count; ++i) {
-          ChunkInfo& chunk = stripe.chunks[(s - 1) * stripe.image_count + i];
+          ChunkInfo& chunk = stripe.chunks[group * stripe.image_count + i];
           chunk.checksum = Checksum32(stream.subspan(at, chunk.length));
           at += chunk.length;
         }

@@ -17,6 +17,8 @@ constexpr char kUsage[] =
     "                          [--records-per-file N] [--jobs N] [--scan-script NAME|FILE]\n"
     "                          [--strip-metadata] [--skip-bad] [--shuffle SEED]\n"
     "                          [--max-pixels N] [--memory-mb N] [--shard I --num-shards N]\n"
+    "                          [--fields FILE [--fields-key NAME] [--field-type NAME=TYPE]...\n"
+    "                           [--field-order NAME,...]]\n"
     "\n"
     "  SRC_DIR/<class>/<image>.jpg; label = index of <class> in sorted order.\n"
     "  --list FILE          CSV lines \"path,label\", paths relative to SRC_DIR\n"
@@ -32,6 +34,12 @@ constexpr char kUsage[] =
     "  --max-pixels N       refuse images of more than N pixels (default 178956970)\n"
     "  --memory-mb N        working memory of all jobs together, split evenly\n"
     "                       (default: 1024 per job, at most half the RAM)\n"
+    "  --fields FILE        per-image fields: .csv (header row) or .jsonl, one row per\n"
+    "                       image; column NAME (--fields-key, default path) holds the\n"
+    "                       image path relative to SRC_DIR, every other column is a field\n"
+    "  --field-type NAME=TYPE  declare a field's type: int64, float64, float32, string,\n"
+    "                       bytes, id_list, float32_list, float64_list (default: inferred)\n"
+    "  --field-order NAMES  store the streams of these fields first, in this order\n"
     "  --shard I --num-shards N  convert only part I (0..N-1) of the files into\n"
     "                       OUT_DIR, a part; join the N parts with merge\n"
     "  Run again after an interruption, the same command keeps finished files.\n"
@@ -108,6 +116,25 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
     } else if (a == "--shuffle") {
       if (!number(&n)) return Usage("--shuffle needs an integer seed");
       o.shuffle_seed = n;
+    } else if (a == "--fields") {
+      if (!value(&o.fields_file)) return Usage("--fields needs a file");
+    } else if (a == "--fields-key") {
+      if (!value(&o.fields_key) || o.fields_key.empty()) return Usage("--fields-key needs a column name");
+    } else if (a == "--field-type") {
+      std::string v;
+      const size_t eq = value(&v) ? v.find('=') : std::string::npos;
+      if (eq == std::string::npos || eq == 0) return Usage("--field-type needs NAME=TYPE");
+      pcr::FeatureType type;
+      if (!pcr::ParseFeatureTypeName(v.substr(eq + 1), &type) || type == pcr::FeatureType::kScoredIdList32 ||
+          type == pcr::FeatureType::kScoredIdList64) {
+        return Usage("--field-type " + v + ": unknown type (int64, float64, float32, string, bytes, id_list, "
+                     "float32_list, float64_list)");
+      }
+      o.field_types[v.substr(0, eq)] = type;
+    } else if (a == "--field-order") {
+      std::string v;
+      if (!value(&v)) return Usage("--field-order needs field names");
+      o.field_order = pcr::cli::SplitCommas(v);
     } else if (a == "--shard") {
       if (!number(&o.shard_index)) return Usage("--shard needs an integer");
     } else if (a == "--num-shards") {
@@ -121,6 +148,9 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
   if (positional.size() != 2) return Usage("images needs SRC_DIR and OUT_DIR");
   if (o.by_content && !o.list_file.empty()) return Usage("--by-content applies to class folders, not to --list");
   if (o.shard_index >= o.num_shards) return Usage("--shard must be below --num-shards");
+  if (o.fields_file.empty() && (!o.field_types.empty() || !o.field_order.empty())) {
+    return Usage("--field-type and --field-order need --fields");
+  }
   o.src_dir = positional[0];
   o.out_dir = positional[1];
   pcr::cli::Progress progress;

@@ -34,7 +34,8 @@ constexpr char kUsage[] =
     "                                                   at scan group K (1..L or full)\n"
     "       pcr-dump cat PATH [--features A,B,...] [--format csv]\n"
     "                                                   a table's features (default all), or an\n"
-    "                                                   image dataset's fields (key, label) as CSV\n"
+    "                                                   image dataset's key, label and fields\n"
+    "                                                   (default all) as CSV; bytes fields in hex\n"
     "       pcr-dump popularity LOG...                  aggregate table access logs into a\n"
     "                                                   popularity file (stdout)\n";
 
@@ -60,9 +61,15 @@ void PrintStructure(const pcr::PcrFile& f) {
                 static_cast<unsigned long long>(stripe.image_count),
                 static_cast<unsigned long long>(stripe.length()));
     for (size_t k = 0; k < stripe.streams.size(); ++k) {
+      std::string what = "metadata";
+      if (k >= stripe.group_stream(1)) {
+        what = "group " + std::to_string(k - stripe.group_stream(1) + 1);
+      } else if (k > 0) {
+        const pcr::TableStream& t = stripe.table_streams[k - stripe.first_table_stream];
+        what = idx.schema.features[t.feature].name + " " + pcr::StreamRoleName(t.role);
+      }
       std::printf("  @%-10llu   stream %zu  %-9s %10llu bytes  xxh3 %016llx\n",
-                  static_cast<unsigned long long>(stripe.stream_offset(k)), k,
-                  k == 0 ? "metadata" : ("group " + std::to_string(k)).c_str(),
+                  static_cast<unsigned long long>(stripe.stream_offset(k)), k, what.c_str(),
                   static_cast<unsigned long long>(stripe.streams[k].length),
                   static_cast<unsigned long long>(stripe.streams[k].checksum));
     }
@@ -184,6 +191,7 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
     quality = *std::move(q);
   }
   const std::vector<uint64_t> bytes = ds.StreamBytes();
+  const pcr::DatasetCounts counts = ds.counts();
   uint64_t total = 0;
   for (uint64_t b : bytes) total += b;
   uint64_t file_bytes = 0;
@@ -224,6 +232,17 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
       }
       j.EndObject();
     }
+    j.EndArray().Key("fields").BeginArray();
+    for (size_t f = 0; f < counts.fields.features.size(); ++f) {
+      const pcr::FeatureInfo& fi = counts.fields.features[f];
+      j.BeginObject()
+          .Key("name").String(fi.name)
+          .Key("type").String(pcr::FeatureTypeName(fi.type))
+          .Key("present_count").Uint(fi.present_count)
+          .Key("value_count").Uint(fi.value_count)
+          .Key("bytes").Uint(counts.field_bytes[f])
+          .EndObject();
+    }
     j.EndArray();
     if (quality) j.Key("quality_sample").Uint(quality->sampled);
     j.EndObject();
@@ -245,6 +264,16 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
     cumulative += bytes[g];
     std::printf("  %-9d %14llu %14.1f %16llu %10.4f\n", g, static_cast<unsigned long long>(bytes[g]),
                 Ratio(bytes[g], n), static_cast<unsigned long long>(cumulative), Ratio(cumulative, total));
+  }
+  if (!counts.fields.features.empty()) {
+    std::printf("\n  %-24s %-14s %9s %11s %14s %14s\n", "field", "type", "coverage", "mean_length", "bytes",
+                "bytes/image");
+    for (size_t f = 0; f < counts.fields.features.size(); ++f) {
+      const pcr::FeatureInfo& fi = counts.fields.features[f];
+      std::printf("  %-24s %-14s %9.4f %11.3f %14llu %14.1f\n", fi.name.c_str(), pcr::FeatureTypeName(fi.type),
+                  Ratio(fi.present_count, n), Ratio(fi.value_count, fi.present_count),
+                  static_cast<unsigned long long>(counts.field_bytes[f]), Ratio(counts.field_bytes[f], n));
+    }
   }
   if (quality) PrintQuality(*quality);
   if (ds.rep().files.size() == 1) {
@@ -359,12 +388,26 @@ void AppendCell(const pcr::Column& c, uint64_t r, std::string* out) {
     case pcr::FeatureType::kString:
       AppendQuoted(c.string(r), out);
       return;
+    case pcr::FeatureType::kBytes:
+      for (const unsigned char ch : c.string(r)) {
+        out->push_back("0123456789abcdef"[ch >> 4]);
+        out->push_back("0123456789abcdef"[ch & 15]);
+      }
+      return;
     default: {
       std::string list = "[";
       for (uint64_t i = c.offsets[r]; i < c.offsets[r + 1]; ++i) {
         if (i > c.offsets[r]) list += ',';
         if (c.type == pcr::FeatureType::kIdList) {
           AppendNumber(c.ints[i], &list);
+          continue;
+        }
+        if (c.type == pcr::FeatureType::kFloat32List) {
+          AppendNumber(c.floats[i], &list);
+          continue;
+        }
+        if (c.type == pcr::FeatureType::kFloat64List) {
+          AppendNumber(c.doubles[i], &list);
           continue;
         }
         list += '[';
@@ -404,36 +447,55 @@ class CsvOut {
   std::string out_;
 };
 
-// An image dataset's per-sample fields: `key` and `label` (empty when
-// unlabelled), in sample order.
+// An image dataset's per-sample fields in sample order: `key`, `label`
+// (empty when unlabelled) and the dataset's own fields (default: all).
+// Only the streams of the fields named are read.
 int CatImages(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg) {
-  const std::vector<std::string> names =
-      features_arg.empty() ? std::vector<std::string>{"key", "label"} : pcr::cli::SplitCommas(features_arg);
-  for (const std::string& n : names) {
-    if (n != "key" && n != "label") {
-      return Fail(pcr::Status::InvalidArgument(path + ": no field named " + n + "; the dataset has key, label"));
-    }
-  }
   auto opened = pcr::ImageDataset::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
+  std::vector<std::string> names{"key", "label"};
+  if (features_arg.empty()) {
+    for (const pcr::FeatureInfo& f : ds.field_schema().features) names.push_back(f.name);
+  } else {
+    names = pcr::cli::SplitCommas(features_arg);
+  }
+  // column[j]: index into RecordBatch::fields, or -1 for key and -2 for label.
+  std::vector<int64_t> column;
+  pcr::RecordSelection selection;
+  for (const std::string& n : names) {
+    if (n == "key" || n == "label") {
+      column.push_back(n == "key" ? -1 : -2);
+      continue;
+    }
+    auto f = ds.ResolveFields({n});
+    if (!f.ok()) return Fail(f.status().WithPrefix(path));
+    column.push_back(static_cast<int64_t>(selection.fields.size()));
+    selection.fields.push_back((*f)[0]);
+  }
   CsvOut csv;
   for (size_t j = 0; j < names.size(); ++j) {
     if (j > 0) csv.line() += ',';
     AppendQuoted(names[j], &csv.line());
   }
   csv.EndRow();
-  for (uint64_t i = 0; i < ds.num_images(); ++i) {
-    const pcr::SampleMetadata& m = ds.sample(i);
-    for (size_t j = 0; j < names.size(); ++j) {
-      if (j > 0) csv.line() += ',';
-      if (names[j] == "key") {
-        AppendQuoted(m.key, &csv.line());
-      } else if (m.label >= 0) {
-        csv.line() += std::to_string(m.label);
+  for (uint64_t r = 0; r < ds.num_records(); ++r) {
+    auto batches = ds.ReadRecordBatches({&r, 1}, selection);
+    if (!batches.ok()) return Fail(batches.status());
+    const pcr::RecordBatch& b = (*batches)[0];
+    for (const pcr::ImageView& image : b.images) {
+      for (size_t j = 0; j < names.size(); ++j) {
+        if (j > 0) csv.line() += ',';
+        if (column[j] == -1) {
+          AppendQuoted(image.key, &csv.line());
+        } else if (column[j] == -2) {
+          if (image.label >= 0) csv.line() += std::to_string(image.label);
+        } else {
+          AppendCell(b.fields[static_cast<size_t>(column[j])], image.row, &csv.line());
+        }
       }
+      csv.EndRow();
     }
-    csv.EndRow();
   }
   return csv.Finish();
 }

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "format/checksum.h"
+#include "writer/table_writer.h"
 
 namespace pcr {
 
@@ -124,27 +125,64 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) close(fd_);
 }
 
-Result<std::unique_ptr<ImageFileWriter>> ImageFileWriter::Create(const std::string& path,
-                                                                 ScanScript script) {
+Result<std::unique_ptr<ImageFileWriter>> ImageFileWriter::Create(const std::string& path, ScanScript script,
+                                                                 std::vector<FeatureInfo> fields,
+                                                                 const FieldWriterOptions& options) {
   PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
+  auto writer = std::unique_ptr<ImageFileWriter>(
+      new ImageFileWriter(std::move(file), std::move(script), std::move(fields), options));
   Bytes header;
-  FileHeader{.kind = FileKind::kImages}.EncodeTo(&header);
-  PCR_RETURN_IF_ERROR(file->Append(header));
-  return std::unique_ptr<ImageFileWriter>(new ImageFileWriter(std::move(file), std::move(script)));
+  FileHeader{.kind = FileKind::kImages, .version_minor = writer->version_minor_}.EncodeTo(&header);
+  PCR_RETURN_IF_ERROR(writer->file_->Append(header));
+  return writer;
+}
+
+ImageFileWriter::ImageFileWriter(std::unique_ptr<AtomicFile> file, ScanScript script,
+                                 std::vector<FeatureInfo> fields, const FieldWriterOptions& options)
+    : file_(std::move(file)), options_(options) {
+  for (FeatureInfo& f : fields) f.present_count = f.value_count = 0;
+  index_.script = std::move(script);
+  order_ = StreamOrder(fields, options.stream_order);
+  streams_.resize(fields.size());
+  index_.schema.features = std::move(fields);
+  version_minor_ = ImageFileVersion(index_.schema);
+}
+
+Status ImageFileWriter::Append(ByteSpan stream, StripeInfo* stripe) {
+  stripe->streams.push_back({stream.size(), Checksum64(stream)});
+  return file_->Append(stream);
 }
 
 Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
-                                  const std::vector<TranscodedImage>& images) {
+                                  const std::vector<TranscodedImage>& images, std::span<const FieldRow> rows) {
   const int groups = index_.script.group_count();
   StripeInfo stripe;
   stripe.offset = file_->size();
   stripe.image_count = images.size();
   stripe.chunks.resize(images.size() * groups);
+  stripe.first_table_stream = 1;
 
   Bytes stream;
   EncodeSampleMetadata(samples, &stream);
-  stripe.streams.push_back({stream.size(), Checksum64(stream)});
-  PCR_RETURN_IF_ERROR(file_->Append(stream));
+  PCR_RETURN_IF_ERROR(Append(stream, &stripe));
+  if (!index_.schema.features.empty()) {
+    stripe.row_count = images.size();
+    for (uint32_t r = 0; r < rows.size(); ++r) AppendFieldRow(index_.schema, rows[r], r, &streams_);
+    for (const uint32_t f : order_) {
+      FeatureInfo& info = index_.schema.features[f];
+      info.present_count += streams_[f].rows.size();
+      info.value_count += IsListType(info.type) || RawValueBytes(info.type) == 1
+                              ? streams_[f].values.size() / RawValueBytes(info.type)
+                              : streams_[f].rows.size();
+      for (const StreamRole role : RolesOf(info.type)) {
+        const StoredStream s = CompressStream(streams_[f].Raw(role, images.size()), options_.zstd_level);
+        stripe.table_streams.push_back({f, role, s.codec, s.raw_length});
+        PCR_RETURN_IF_ERROR(Append(s.bytes, &stripe));
+      }
+      streams_[f].Clear();
+    }
+    index_.schema.row_count += images.size();
+  }
   for (int g = 1; g <= groups; ++g) {
     stream.clear();
     for (size_t i = 0; i < images.size(); ++i) {
@@ -152,8 +190,7 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
       stripe.chunks[(g - 1) * images.size() + i] = {chunk.size(), Checksum32(chunk)};
       PutBytes(&stream, chunk);
     }
-    stripe.streams.push_back({stream.size(), Checksum64(stream)});
-    PCR_RETURN_IF_ERROR(file_->Append(stream));
+    PCR_RETURN_IF_ERROR(Append(stream, &stripe));
   }
   index_.stripes.push_back(std::move(stripe));
   image_count_ += images.size();
@@ -162,7 +199,7 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
 
 Result<DatasetFileEntry> ImageFileWriter::Finish() {
   Bytes index;
-  index_.EncodeTo(FileKind::kImages, &index);
+  index_.EncodeTo(FileKind::kImages, version_minor_, &index);
   const Bytes tail = EncodeIndexAndFooter(index, file_->size());
   PCR_RETURN_IF_ERROR(file_->Append(tail));
   DatasetFileEntry entry{

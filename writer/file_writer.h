@@ -2,11 +2,13 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "format/file_format.h"
 #include "pcr/status.h"
+#include "writer/fields.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -59,26 +61,42 @@ class DirectoryLock {
   int fd_;
 };
 
-// Writes a kImages file record by record (one stripe per record).
+struct FieldWriterOptions {
+  // Fields whose streams come first, in this order; the rest follow in
+  // schema order.
+  std::vector<std::string> stream_order;
+  int zstd_level = 3;
+};
+
+// Writes a kImages file record by record (one stripe per record). With
+// fields (names and types in `fields`), each record also holds the field
+// streams of its images and the file is stamped 0.4.
 class ImageFileWriter {
  public:
-  static Result<std::unique_ptr<ImageFileWriter>> Create(const std::string& path, ScanScript script);
+  static Result<std::unique_ptr<ImageFileWriter>> Create(const std::string& path, ScanScript script,
+                                                         std::vector<FeatureInfo> fields = {},
+                                                         const FieldWriterOptions& options = {});
 
   // REQUIRES: samples.size() == images.size() > 0, every image has
-  // script.group_count() chunks.
-  Status AddRecord(const std::vector<SampleMetadata>& samples,
-                   const std::vector<TranscodedImage>& images);
+  // script.group_count() chunks, and rows.size() is images.size() when the
+  // file has fields, else 0.
+  Status AddRecord(const std::vector<SampleMetadata>& samples, const std::vector<TranscodedImage>& images,
+                   std::span<const FieldRow> rows = {});
   // Writes the index and footer and commits the file, never replacing one
   // already at its path. Returns its manifest entry.
   Result<DatasetFileEntry> Finish();
 
  private:
-  ImageFileWriter(std::unique_ptr<AtomicFile> file, ScanScript script)
-      : file_(std::move(file)) {
-    index_.script = std::move(script);
-  }
+  ImageFileWriter(std::unique_ptr<AtomicFile> file, ScanScript script, std::vector<FeatureInfo> fields,
+                  const FieldWriterOptions& options);
+  Status Append(ByteSpan stream, StripeInfo* stripe);
+
   std::unique_ptr<AtomicFile> file_;
   FileIndex index_;
+  uint8_t version_minor_;
+  FieldWriterOptions options_;
+  std::vector<uint32_t> order_;
+  std::vector<FeatureStreams> streams_;
   uint64_t image_count_ = 0;
 };
 

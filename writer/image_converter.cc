@@ -8,6 +8,7 @@
 #include <span>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 
 #include "format/journal.h"
 #include "format/permutation.h"
@@ -29,10 +30,13 @@ namespace {
 class FileAssembler {
  public:
   // `finished` are the files kept from an earlier run, numbered from `first_file`.
-  FileAssembler(fs::path out_dir, const ScanScript& script, uint64_t images_per_record, uint64_t images_per_file,
+  FileAssembler(fs::path out_dir, const ScanScript& script, const TableSchema& fields,
+                const FieldWriterOptions& field_options, uint64_t images_per_record, uint64_t images_per_file,
                 JournalWriter* journal, uint64_t first_file, std::vector<FinishedFile> finished)
       : out_dir_(std::move(out_dir)),
         script_(script),
+        fields_(fields),
+        field_options_(field_options),
         images_per_record_(images_per_record),
         images_per_file_(images_per_file),
         journal_(journal),
@@ -53,11 +57,14 @@ class FileAssembler {
     return Status::OK();
   }
 
-  Status Add(uint64_t i, const SampleMetadata& sample, TranscodedImage image, uint64_t input_bytes) {
+  // `row` holds the image's fields; nullptr when the conversion has none.
+  Status Add(uint64_t i, const SampleMetadata& sample, TranscodedImage image, uint64_t input_bytes,
+             const FieldRow* row) {
     PCR_RETURN_IF_ERROR(AdvanceTo(i));
     current_.input_bytes += input_bytes;
     samples_.push_back(sample);
     images_.push_back(std::move(image));
+    if (row != nullptr) rows_.push_back(*row);
     return Status::OK();
   }
 
@@ -83,11 +90,13 @@ class FileAssembler {
   Status FlushRecord() {
     if (images_.empty()) return Status::OK();
     if (!writer_) {
-      PCR_ASSIGN_OR_RETURN(writer_, ImageFileWriter::Create((out_dir_ / RecordFileName(current_.file)).string(), script_));
+      PCR_ASSIGN_OR_RETURN(writer_, ImageFileWriter::Create((out_dir_ / RecordFileName(current_.file)).string(),
+                                                            script_, fields_.features, field_options_));
     }
-    PCR_RETURN_IF_ERROR(writer_->AddRecord(samples_, images_));
+    PCR_RETURN_IF_ERROR(writer_->AddRecord(samples_, images_, rows_));
     samples_.clear();
     images_.clear();
+    rows_.clear();
     return Status::OK();
   }
 
@@ -110,6 +119,8 @@ class FileAssembler {
 
   const fs::path out_dir_;
   const ScanScript& script_;
+  const TableSchema& fields_;
+  const FieldWriterOptions& field_options_;
   const uint64_t images_per_record_;
   const uint64_t images_per_file_;
   JournalWriter* journal_;
@@ -119,6 +130,7 @@ class FileAssembler {
   uint64_t record_ = 0;
   std::vector<SampleMetadata> samples_;
   std::vector<TranscodedImage> images_;
+  std::vector<FieldRow> rows_;
 };
 
 }  // namespace
@@ -174,6 +186,30 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     sources = std::move(shuffled);
   }
 
+  FieldsFile fields;
+  // (key, reason) of rows without an image, skipped with skip_bad.
+  std::vector<std::pair<std::string, std::string>> orphan_rows;
+  if (!options.fields_file.empty()) {
+    PCR_ASSIGN_OR_RETURN(fields, ReadFieldsFile(options.fields_file, options.fields_key, options.field_types,
+                                                false));
+    std::unordered_set<std::string_view> keys;
+    for (const SampleMetadata& s : sources) keys.insert(s.key);
+    for (size_t r = 0; r < fields.keys.size(); ++r) {
+      if (keys.count(fields.keys[r])) continue;
+      const std::string what = options.fields_file + ": line " + std::to_string(fields.lines[r]) + ": image '" +
+                               fields.keys[r] + "' is not among the source images";
+      if (!options.skip_bad) return Status::InvalidArgument(what + " (--skip-bad skips it)");
+      orphan_rows.emplace_back(fields.keys[r], "row of " + options.fields_file + " without an image");
+    }
+    for (const SampleMetadata& s : sources) {
+      if (!options.skip_bad && !fields.rows.count(s.key)) {
+        return Status::InvalidArgument((fs::path(options.src_dir) / s.key).string() + ": no row in " +
+                                       options.fields_file + " (--skip-bad skips it)");
+      }
+    }
+  }
+  const FieldWriterOptions field_options{.stream_order = options.field_order};
+
   // Source i goes to record i / images_per_record, file i / per_file.
   const uint64_t count = sources.size();
   uint64_t per_file = 0;
@@ -200,7 +236,10 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
                                       .records_per_file = options.records_per_file,
                                       .strip_metadata = options.strip_metadata,
                                       .script = script,
-                                      .class_names = list.class_names},
+                                      .class_names = list.class_names,
+                                      .fields_checksum = options.fields_file.empty()
+                                                             ? 0
+                                                             : FieldsChecksum(fields, options.field_order)},
                                      sources);
   const std::string first_line = JournalFirstLine(plan, options.shard_index, options.num_shards);
   const std::string limits_line = JournalLimitsLine(options.skip_bad, options.max_pixels, topts.max_memory_bytes);
@@ -214,8 +253,8 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   summary.resumed_files = kept.size();
   summary.ignored_files = ignored.count;
   summary.ignored_examples = ignored.examples;
-  FileAssembler files(out_dir, script, options.images_per_record, per_file, journal.get(), first_file,
-                      std::move(kept));
+  FileAssembler files(out_dir, script, fields.schema, field_options, options.images_per_record, per_file,
+                      journal.get(), first_file, std::move(kept));
 
   const uint64_t shard_begin = first_file * per_file;
   const uint64_t shard_end = std::min(count, end_file * per_file);
@@ -232,9 +271,18 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     std::vector<TranscodePool::Item> done = pool.Run(std::span(sources).subspan(b, e - b));
     for (uint64_t i = b; i < e && failed.ok(); ++i) {
       TranscodePool::Item& item = done[i - b];
+      const FieldRow* row = nullptr;
+      if (!options.fields_file.empty()) {
+        const auto it = fields.rows.find(sources[i].key);
+        if (it == fields.rows.end()) {
+          failed = files.Skip(i, "no row in " + options.fields_file);
+          continue;
+        }
+        row = &it->second;
+      }
       if (item.image.ok()) {
         progress.bytes_read += item.input_bytes;
-        failed = files.Add(i, sources[i], std::move(item.image).value(), item.input_bytes);
+        failed = files.Add(i, sources[i], std::move(item.image).value(), item.input_bytes, row);
       } else if (options.skip_bad) {
         std::string reason = item.image.status().ToString();
         std::replace(reason.begin(), reason.end(), '\n', ' ');  // one line in the journal and skip list
@@ -272,6 +320,10 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     summary.images += f.entry.image_count;
     summary.output_bytes += f.entry.size;
     manifest.files.push_back(f.entry);
+  }
+  for (const auto& [key, reason] : options.shard_index == 0 ? orphan_rows : decltype(orphan_rows){}) {
+    summary.skipped.emplace_back(key, reason);
+    skip_list += key + "\t" + reason + "\n";
   }
   if (summary.images == 0 && !part) {
     journal.reset();

@@ -1,5 +1,6 @@
 #include "writer/table_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -29,83 +30,48 @@ Result<std::unique_ptr<TableFileWriter>> TableFileWriter::Create(const std::stri
                                                                  std::vector<FeatureInfo> features,
                                                                  const TableWriterOptions& options) {
   PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
+  uint8_t version = kTableVersionMinor;
+  for (const FeatureInfo& f : features) version = std::max(version, FeatureTypeVersion(f.type));
   Bytes header;
-  FileHeader{.kind = FileKind::kTable, .version_minor = kTableVersionMinor}.EncodeTo(&header);
+  FileHeader{.kind = FileKind::kTable, .version_minor = version}.EncodeTo(&header);
   PCR_RETURN_IF_ERROR(file->Append(header));
-  return std::unique_ptr<TableFileWriter>(new TableFileWriter(std::move(file), std::move(features), options));
+  return std::unique_ptr<TableFileWriter>(
+      new TableFileWriter(std::move(file), std::move(features), options, version));
 }
 
 TableFileWriter::TableFileWriter(std::unique_ptr<AtomicFile> file, std::vector<FeatureInfo> features,
-                                 const TableWriterOptions& options)
-    : file_(std::move(file)), options_(options) {
+                                 const TableWriterOptions& options, uint8_t version_minor)
+    : file_(std::move(file)), options_(options), version_minor_(version_minor) {
   for (FeatureInfo& f : features) f.present_count = f.value_count = 0;
   order_ = StreamOrder(features, options.stream_order);
   streams_.resize(features.size());
   index_.schema.features = std::move(features);
 }
 
-void TableFileWriter::Present(size_t feature) {
-  streams_[feature].rows.push_back(stripe_rows_);
-  index_.schema.features[feature].present_count++;
-}
-
 void TableFileWriter::AddInt64(size_t feature, int64_t v) {
-  Present(feature);
-  index_.schema.features[feature].value_count++;
-  PutFixed64(&streams_[feature].values, static_cast<uint64_t>(v));
-  stripe_bytes_ += 12;
+  Counted(feature, 1);
+  stripe_bytes_ += 4 + streams_[feature].AddInt64(stripe_rows_, v);
 }
 
 void TableFileWriter::AddFloat(size_t feature, double v) {
-  Present(feature);
-  index_.schema.features[feature].value_count++;
-  Bytes& out = streams_[feature].values;
-  if (index_.schema.features[feature].type == FeatureType::kFloat32) {
-    const float f = static_cast<float>(v);
-    out.resize(out.size() + 4);
-    std::memcpy(out.data() + out.size() - 4, &f, 4);
-    stripe_bytes_ += 8;
-  } else {
-    out.resize(out.size() + 8);
-    std::memcpy(out.data() + out.size() - 8, &v, 8);
-    stripe_bytes_ += 12;
-  }
+  Counted(feature, 1);
+  stripe_bytes_ += 4 + streams_[feature].AddFloat(index_.schema.features[feature].type, stripe_rows_, v);
 }
 
 void TableFileWriter::AddString(size_t feature, std::string_view s) {
-  Present(feature);
-  index_.schema.features[feature].value_count += s.size();
-  FeatureStreams& fs = streams_[feature];
-  PutFixed32(&fs.lengths, static_cast<uint32_t>(s.size()));
-  fs.values.insert(fs.values.end(), s.begin(), s.end());
-  stripe_bytes_ += 8 + s.size();
+  Counted(feature, s.size());
+  stripe_bytes_ += 4 + streams_[feature].AddString(stripe_rows_, s);
 }
 
 void TableFileWriter::AddIdList(size_t feature, std::span<const int64_t> ids,
                                 std::span<const double> scores) {
-  Present(feature);
-  const FeatureType type = index_.schema.features[feature].type;
-  index_.schema.features[feature].value_count += ids.size();
-  FeatureStreams& fs = streams_[feature];
-  PutFixed32(&fs.lengths, static_cast<uint32_t>(ids.size()));
-  const size_t at = fs.values.size();
-  fs.values.resize(at + ids.size() * 8);
-  if (!ids.empty()) std::memcpy(fs.values.data() + at, ids.data(), ids.size() * 8);
-  stripe_bytes_ += 8 + ids.size() * 8;
-  if (type == FeatureType::kScoredIdList64) {
-    const size_t s = fs.scores.size();
-    fs.scores.resize(s + scores.size() * 8);
-    if (!scores.empty()) std::memcpy(fs.scores.data() + s, scores.data(), scores.size() * 8);
-    stripe_bytes_ += scores.size() * 8;
-  } else if (type == FeatureType::kScoredIdList32) {
-    for (const double d : scores) {
-      const float f = static_cast<float>(d);
-      const size_t s = fs.scores.size();
-      fs.scores.resize(s + 4);
-      std::memcpy(fs.scores.data() + s, &f, 4);
-    }
-    stripe_bytes_ += scores.size() * 4;
-  }
+  Counted(feature, ids.size());
+  stripe_bytes_ += 4 + streams_[feature].AddIdList(index_.schema.features[feature].type, stripe_rows_, ids, scores);
+}
+
+void TableFileWriter::Counted(size_t feature, uint64_t values) {
+  index_.schema.features[feature].present_count++;
+  index_.schema.features[feature].value_count += values;
 }
 
 Status TableFileWriter::EndRow() {
@@ -170,7 +136,7 @@ void TableFileWriter::SetFeatureCounts(const std::vector<FeatureInfo>& features)
 Result<TableSchema> TableFileWriter::Finish() {
   PCR_RETURN_IF_ERROR(WriteStripe());
   Bytes index;
-  index_.EncodeTo(FileKind::kTable, &index);
+  index_.EncodeTo(FileKind::kTable, version_minor_, &index);
   PCR_RETURN_IF_ERROR(file_->Append(EncodeIndexAndFooter(index, file_->size())));
   PCR_RETURN_IF_ERROR(file_->Commit());
   return index_.schema;

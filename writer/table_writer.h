@@ -28,7 +28,8 @@ class TableFileWriter {
                                                          const TableWriterOptions& options);
 
   // Values of the current row. Each feature gets at most one value per row;
-  // features not given a value are missing from the row.
+  // features not given a value are missing from the row. The file is
+  // stamped with the lowest version holding every feature's type.
   void AddInt64(size_t feature, int64_t v);
   // Stored as float for kFloat32 features.
   void AddFloat(size_t feature, double v);
@@ -51,14 +52,16 @@ class TableFileWriter {
 
  private:
   TableFileWriter(std::unique_ptr<AtomicFile> file, std::vector<FeatureInfo> features,
-                  const TableWriterOptions& options);
-  void Present(size_t feature);
+                  const TableWriterOptions& options, uint8_t version_minor);
+  // Counts one more present row holding `values` values.
+  void Counted(size_t feature, uint64_t values);
   Status WriteStripe();
   Status AppendStream(const StoredStream& s, uint32_t feature, StreamRole role, uint64_t checksum,
                       StripeInfo* stripe);
 
   std::unique_ptr<AtomicFile> file_;
   TableWriterOptions options_;
+  uint8_t version_minor_;
   FileIndex index_;
   std::vector<uint32_t> order_;
   std::vector<FeatureStreams> streams_;

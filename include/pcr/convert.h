@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -43,6 +44,15 @@ struct ConvertImagesOptions {
   std::string scan_script = "spectral5";  // built-in name or a script file
   bool strip_metadata = false;           // drop APPn and COM segments
   bool skip_bad = false;  // skip unconvertible files, listed in OUT_DIR/skipped.tsv
+  // Per-image fields: a .csv or .jsonl file with one row per image, keyed by
+  // its path relative to src_dir in column `fields_key`. An image without a
+  // row, or a row without an image, is an error (skipped and listed with
+  // skip_bad). Types are inferred as for tables unless given in field_types.
+  std::string fields_file;
+  std::string fields_key = "path";
+  std::map<std::string, FeatureType> field_types;
+  // Fields whose streams come first in each record, in this order.
+  std::vector<std::string> field_order;
   uint64_t max_pixels = kDefaultMaxPixels;  // larger images are refused after their header
   // Working memory of all jobs together (source bytes and libjpeg's arrays);
   // each job gets memory_bytes / jobs. 0: 1 GiB per job, at most half the RAM.

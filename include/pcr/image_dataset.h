@@ -39,15 +39,26 @@ struct ImageRequest {
 struct ImageView {
   int64_t label = -1;
   std::string_view key;  // owned by the dataset
-  ByteSpan jpeg;         // standalone JPEG: scan groups 1..fidelity and EOI
+  ByteSpan jpeg;         // standalone JPEG: scan groups 1..fidelity and EOI; empty at fidelity 0
+  uint64_t row = 0;      // the image's row in RecordBatch::fields (its place in the record)
 };
 
 // The images of one record, their JPEGs back to back in one buffer that is
-// reused when the batch is refilled.
+// reused when the batch is refilled, and the fields read.
 struct RecordBatch {
   uint64_t record = 0;
   std::vector<ImageView> images;
   IoBuffer data;
+  // One column per field asked for, in the order asked; row r is the
+  // record's image r (ImageView::row).
+  std::vector<Column> fields;
+};
+
+// What a record read takes: scan groups 1..fidelity (0: no image bytes) and
+// the streams of the fields `fields` (indices into the field schema).
+struct RecordSelection {
+  int fidelity = 0;
+  std::vector<uint32_t> fields;
 };
 
 // What a dataset holds, from its manifest and its files' indexes alone.
@@ -59,6 +70,8 @@ struct DatasetCounts {
   ScanScript script;
   std::vector<std::string> class_names;
   std::vector<uint64_t> stream_bytes;  // [0] sample metadata, [k] scan group k
+  TableSchema fields;                  // the images' fields; row_count is `images`
+  std::vector<uint64_t> field_bytes;   // stored bytes of each field's streams
 
   // Bytes read for every image at fidelity k: metadata and groups 1..k.
   uint64_t BytesAtFidelity(int k) const {
@@ -97,6 +110,14 @@ class PCR_EXPORT ImageDataset {
   const std::vector<std::string>& class_names() const;
   // REQUIRES: image < num_images()
   const SampleMetadata& sample(uint64_t image) const;
+  // The record holding `image` and the image's place (row) in it.
+  // REQUIRES: image < num_images()
+  std::pair<uint64_t, uint64_t> LocateImage(uint64_t image) const;
+  // The fields every image may hold: names, types, and counts over the
+  // dataset (row_count is num_images()). Empty features when none.
+  const TableSchema& field_schema() const;
+  // Field indices of `names`; InvalidArgument naming the first unknown one.
+  Result<std::vector<uint32_t>> ResolveFields(const std::vector<std::string>& names) const;
 
   // Dataset-wide bytes of each stream: [0] sample metadata, [k] scan group k.
   std::vector<uint64_t> StreamBytes() const;
@@ -109,6 +130,17 @@ class PCR_EXPORT ImageDataset {
   // Reads several records at one fidelity in one engine call (one read per
   // record, all in flight together). Result i holds records[i].
   Result<std::vector<std::vector<Image>>> ReadRecords(std::span<const uint64_t> records, int fidelity) const;
+  // Reads several records, each in one engine call with the others: only the
+  // streams `selection` names (one read per run of adjacent streams), every
+  // stream and chunk checked, the fields decoded. Result i holds records[i].
+  Result<std::vector<RecordBatch>> ReadRecordBatches(std::span<const uint64_t> records,
+                                                     const RecordSelection& selection) const;
+  // Stored bytes ReadRecordBatches reads of record `record`.
+  // REQUIRES: record < num_records(), CheckSelection(selection).ok()
+  uint64_t SelectedBytes(uint64_t record, const RecordSelection& selection) const;
+  // InvalidArgument unless 0 <= fidelity <= num_scan_groups() and every
+  // field index is below field_schema().features.size().
+  Status CheckSelection(const RecordSelection& selection) const;
   // Reads one image's chunks of groups 1..fidelity (at most `fidelity` reads,
   // fewer when chunks are close) and checks each chunk.
   Result<Image> ReadImage(uint64_t image, int fidelity) const;

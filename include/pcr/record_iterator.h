@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "pcr/export.h"
@@ -12,8 +13,12 @@
 
 namespace pcr {
 
+// RecordIteratorOptions::fidelity of a read of fields alone, without image bytes.
+inline constexpr int kFieldsOnly = -1;
+
 struct RecordIteratorOptions {
-  int fidelity = 0;                          // scan groups to read; 0: all
+  int fidelity = 0;                          // scan groups to read; 0: all; kFieldsOnly: none
+  std::vector<std::string> fields;           // fields to read into RecordBatch::fields
   size_t records_in_flight = 16;             // records read ahead of the caller, at most
   uint64_t max_bytes_in_flight = 256 << 20;  // read-ahead memory bound; one record may exceed it
   std::optional<uint64_t> shuffle_seed;      // shuffle record order and images within records

@@ -52,11 +52,16 @@ enum class FeatureType : uint8_t {
   kIdList = 5,          // a list of int64 ids per row
   kScoredIdList64 = 6,  // a list of (int64 id, double score) per row
   kScoredIdList32 = 7,  // a list of (int64 id, float score) per row
+  kBytes = 8,           // one byte string per row, not text (format 0.4)
+  kFloat32List = 9,     // a list of IEEE floats per row (format 0.4)
+  kFloat64List = 10,    // a list of IEEE doubles per row (format 0.4)
 };
 
 // "int64", "float64", "float32", "string", "id_list", "scored_id_list64",
-// "scored_id_list32".
+// "scored_id_list32", "bytes", "float32_list", "float64_list".
 PCR_EXPORT const char* FeatureTypeName(FeatureType type);
+// The type FeatureTypeName calls `name`; false for any other name.
+PCR_EXPORT bool ParseFeatureTypeName(std::string_view name, FeatureType* type);
 
 struct FeatureInfo {
   std::string name;  // unique in the schema; a map feature's name is its id in decimal
@@ -81,11 +86,11 @@ struct Column {
   FeatureType type = FeatureType::kInt64;
   uint64_t rows = 0;
   std::vector<uint8_t> present;   // per row: 1 when the row holds the feature
-  std::vector<int64_t> ints;      // kInt64: per row (0 if missing); lists: the ids
-  std::vector<double> doubles;    // kFloat64: per row; kScoredIdList64: per id
-  std::vector<float> floats;      // kFloat32: per row; kScoredIdList32: per id
-  std::vector<uint64_t> offsets;  // strings and lists: row r is [offsets[r], offsets[r + 1])
-  std::string bytes;              // kString: the strings back to back
+  std::vector<int64_t> ints;      // kInt64: per row (0 if missing); id lists: the ids
+  std::vector<double> doubles;    // kFloat64: per row; kScoredIdList64: per id; kFloat64List: the values
+  std::vector<float> floats;      // kFloat32: per row; kScoredIdList32: per id; kFloat32List: the values
+  std::vector<uint64_t> offsets;  // strings, bytes and lists: row r is [offsets[r], offsets[r + 1])
+  std::string bytes;              // kString, kBytes: the values back to back
 
   explicit Column(FeatureType t = FeatureType::kInt64) : type(t) {
     if (t != FeatureType::kInt64 && t != FeatureType::kFloat64 && t != FeatureType::kFloat32) offsets.push_back(0);

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -89,6 +90,123 @@ pcr::IoEngineOptions IoOptions(const std::string& engine, bool direct) {
   return io;
 }
 
+// [{"name", "type", "id", "present_count", "value_count"}, ...]
+py::list SchemaList(const pcr::TableSchema& schema) {
+  py::list out;
+  for (const pcr::FeatureInfo& f : schema.features) {
+    py::dict d;
+    d["name"] = f.name;
+    d["type"] = pcr::FeatureTypeName(f.type);
+    d["id"] = f.has_id ? py::object(py::int_(f.id)) : py::object(py::none());
+    d["present_count"] = f.present_count;
+    d["value_count"] = f.value_count;
+    out.append(d);
+  }
+  return out;
+}
+
+// {"presence": bool[rows], "values": ..., ["offsets": ...], ["scores": ...]}
+py::dict ColumnDict(pcr::Column&& c) {
+  py::dict d;
+  d["presence"] = Own(std::move(c.present)).attr("view")("bool");
+  switch (c.type) {
+    case pcr::FeatureType::kInt64:
+      d["values"] = Own(std::move(c.ints));
+      return d;
+    case pcr::FeatureType::kFloat64:
+      d["values"] = Own(std::move(c.doubles));
+      return d;
+    case pcr::FeatureType::kFloat32:
+      d["values"] = Own(std::move(c.floats));
+      return d;
+    case pcr::FeatureType::kString:
+    case pcr::FeatureType::kBytes:
+      d["values"] = Own(std::vector<uint8_t>(c.bytes.begin(), c.bytes.end()));
+      break;
+    case pcr::FeatureType::kIdList:
+      d["values"] = Own(std::move(c.ints));
+      break;
+    case pcr::FeatureType::kScoredIdList64:
+      d["values"] = Own(std::move(c.ints));
+      d["scores"] = Own(std::move(c.doubles));
+      break;
+    case pcr::FeatureType::kScoredIdList32:
+      d["values"] = Own(std::move(c.ints));
+      d["scores"] = Own(std::move(c.floats));
+      break;
+    case pcr::FeatureType::kFloat32List:
+      d["values"] = Own(std::move(c.floats));
+      break;
+    case pcr::FeatureType::kFloat64List:
+      d["values"] = Own(std::move(c.doubles));
+      break;
+  }
+  d["offsets"] = Own(std::move(c.offsets));
+  return d;
+}
+
+// Row `row` of `c` as a Python value: None when missing; int, float, str
+// (undecodable bytes kept as surrogates), bytes, or a list (of (id, score)
+// pairs for scored lists).
+py::object ColumnValue(const pcr::Column& c, uint64_t row) {
+  if (!c.present[row]) return py::none();
+  switch (c.type) {
+    case pcr::FeatureType::kInt64:
+      return py::int_(c.ints[row]);
+    case pcr::FeatureType::kFloat64:
+      return py::float_(c.doubles[row]);
+    case pcr::FeatureType::kFloat32:
+      return py::float_(c.floats[row]);
+    case pcr::FeatureType::kString: {
+      const std::string_view v = c.string(row);
+      PyObject* str = PyUnicode_DecodeUTF8(v.data(), static_cast<py::ssize_t>(v.size()), "surrogateescape");
+      if (str == nullptr) throw py::error_already_set();
+      return py::reinterpret_steal<py::object>(str);
+    }
+    case pcr::FeatureType::kBytes: {
+      const std::string_view v = c.string(row);
+      return py::bytes(v.data(), v.size());
+    }
+    default:
+      break;
+  }
+  py::list out;
+  for (uint64_t k = c.offsets[row]; k < c.offsets[row + 1]; ++k) {
+    switch (c.type) {
+      case pcr::FeatureType::kScoredIdList64:
+        out.append(py::make_tuple(c.ints[k], c.doubles[k]));
+        break;
+      case pcr::FeatureType::kScoredIdList32:
+        out.append(py::make_tuple(c.ints[k], c.floats[k]));
+        break;
+      case pcr::FeatureType::kFloat32List:
+        out.append(c.floats[k]);
+        break;
+      case pcr::FeatureType::kFloat64List:
+        out.append(c.doubles[k]);
+        break;
+      default:
+        out.append(c.ints[k]);
+        break;
+    }
+  }
+  return out;
+}
+
+// Appends the rows of `from` to `into`, a column of the same type.
+void AppendColumn(const pcr::Column& from, pcr::Column* into) {
+  into->rows += from.rows;
+  into->present.insert(into->present.end(), from.present.begin(), from.present.end());
+  into->ints.insert(into->ints.end(), from.ints.begin(), from.ints.end());
+  into->doubles.insert(into->doubles.end(), from.doubles.begin(), from.doubles.end());
+  into->floats.insert(into->floats.end(), from.floats.begin(), from.floats.end());
+  if (!from.offsets.empty()) {
+    const uint64_t base = into->offsets.back();
+    for (size_t r = 1; r < from.offsets.size(); ++r) into->offsets.push_back(base + from.offsets[r]);
+  }
+  into->bytes += from.bytes;
+}
+
 class PyImageDataset {
  public:
   PyImageDataset(const std::string& path, const std::string& engine, bool direct) {
@@ -99,6 +217,7 @@ class PyImageDataset {
   }
 
   size_t size() const { return ds_->num_images(); }
+  uint64_t num_records() const { return ds_->num_records(); }
   int num_scan_groups() const { return ds_->num_scan_groups(); }
   std::vector<std::string> classes() const { return ds_->class_names(); }
 
@@ -138,6 +257,71 @@ class PyImageDataset {
   }
 
   const pcr::ImageDataset& dataset() const { return *ds_; }
+
+  py::list field_schema() const { return SchemaList(ds_->field_schema()); }
+
+  // {name: column} over the images of records [first, first + count), in
+  // dataset order; no image bytes are read.
+  py::dict read_fields(const std::vector<std::string>& names, uint64_t first, std::optional<uint64_t> count) const {
+    const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
+    const uint64_t n = ds_->num_records();
+    if (first > n || (count && *count > n - first)) {
+      throw py::index_error("records [" + std::to_string(first) + ", +" + std::to_string(count.value_or(0)) +
+                            ") out of range (" + std::to_string(n) + " records)");
+    }
+    std::vector<uint64_t> records(count.value_or(n - first));
+    for (uint64_t r = 0; r < records.size(); ++r) records[r] = first + r;
+    std::vector<pcr::RecordBatch> batches =
+        Unlocked([&] { return ds_->ReadRecordBatches(records, {.fidelity = 0, .fields = fields}); });
+    py::dict out;
+    for (size_t j = 0; j < names.size(); ++j) {
+      pcr::Column all(ds_->field_schema().features[fields[j]].type);
+      for (const pcr::RecordBatch& b : batches) AppendColumn(b.fields[j], &all);
+      out[py::str(names[j])] = ColumnDict(std::move(all));
+    }
+    return out;
+  }
+
+  // {name: value} of image `i` (None where it lacks the field); reads the
+  // streams of these fields in the image's record.
+  py::dict fields(int64_t i, const std::vector<std::string>& names) const {
+    const uint64_t image = Index(i);
+    const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
+    const auto [record, row] = ds_->LocateImage(image);
+    std::vector<pcr::RecordBatch> batches =
+        Unlocked([&] { return ds_->ReadRecordBatches({&record, 1}, {.fidelity = 0, .fields = fields}); });
+    py::dict out;
+    for (size_t j = 0; j < names.size(); ++j) out[py::str(names[j])] = ColumnValue(batches[0].fields[j], row);
+    return out;
+  }
+
+  // One record: {"labels", "keys", "jpegs" (unless fidelity is None), "fields": {name: column}}.
+  py::dict read_record(uint64_t record, std::optional<int> fidelity, const std::vector<std::string>& names) const {
+    const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
+    if (record >= ds_->num_records()) {
+      throw py::index_error("record " + std::to_string(record) + " out of range (" +
+                            std::to_string(ds_->num_records()) + " records)");
+    }
+    const int k = fidelity ? Fidelity(*fidelity) : 0;
+    std::vector<pcr::RecordBatch> batches =
+        Unlocked([&] { return ds_->ReadRecordBatches({&record, 1}, {.fidelity = k, .fields = fields}); });
+    pcr::RecordBatch& b = batches[0];
+    std::vector<int64_t> labels;
+    py::list keys, jpegs;
+    for (const pcr::ImageView& v : b.images) {
+      labels.push_back(v.label);
+      keys.append(py::str(v.key.data(), v.key.size()));
+      if (fidelity) jpegs.append(py::bytes(reinterpret_cast<const char*>(v.jpeg.data()), v.jpeg.size()));
+    }
+    py::dict out;
+    out["labels"] = Own(std::move(labels));
+    out["keys"] = keys;
+    if (fidelity) out["jpegs"] = jpegs;
+    py::dict columns;
+    for (size_t j = 0; j < names.size(); ++j) columns[py::str(names[j])] = ColumnDict(std::move(b.fields[j]));
+    out["fields"] = columns;
+    return out;
+  }
 
   py::dict verify() const {
     pcr::VerifyReport r;
@@ -342,19 +526,7 @@ class PyTable {
     table_ = Unlocked([&] { return pcr::Table::Open(path, options); });
   }
 
-  py::list schema() const {
-    py::list out;
-    for (const pcr::FeatureInfo& f : table_->schema().features) {
-      py::dict d;
-      d["name"] = f.name;
-      d["type"] = pcr::FeatureTypeName(f.type);
-      d["id"] = f.has_id ? py::object(py::int_(f.id)) : py::object(py::none());
-      d["present_count"] = f.present_count;
-      d["value_count"] = f.value_count;
-      out.append(d);
-    }
-    return out;
-  }
+  py::list schema() const { return SchemaList(table_->schema()); }
   uint64_t num_rows() const { return table_->schema().row_count; }
   size_t num_stripes() const { return table_->stripe_count(); }
 
@@ -365,40 +537,7 @@ class PyTable {
     pcr::TableBatch batch = Unlocked([&] { return table_->Read(index, first, n); });
     py::dict out;
     for (size_t j = 0; j < features.size(); ++j) {
-      pcr::Column& c = batch.columns[j];
-      py::dict d;
-      d["presence"] = Own(std::move(c.present)).attr("view")("bool");
-      switch (c.type) {
-        case pcr::FeatureType::kInt64:
-          d["values"] = Own(std::move(c.ints));
-          break;
-        case pcr::FeatureType::kFloat64:
-          d["values"] = Own(std::move(c.doubles));
-          break;
-        case pcr::FeatureType::kFloat32:
-          d["values"] = Own(std::move(c.floats));
-          break;
-        case pcr::FeatureType::kString: {
-          std::vector<uint8_t> bytes(c.bytes.begin(), c.bytes.end());
-          d["values"] = Own(std::move(bytes));
-          d["offsets"] = Own(std::move(c.offsets));
-          break;
-        }
-        case pcr::FeatureType::kIdList:
-          d["values"] = Own(std::move(c.ints));
-          d["offsets"] = Own(std::move(c.offsets));
-          break;
-        case pcr::FeatureType::kScoredIdList64:
-          d["values"] = Own(std::move(c.ints));
-          d["offsets"] = Own(std::move(c.offsets));
-          d["scores"] = Own(std::move(c.doubles));
-          break;
-        case pcr::FeatureType::kScoredIdList32:
-          d["values"] = Own(std::move(c.ints));
-          d["offsets"] = Own(std::move(c.offsets));
-          d["scores"] = Own(std::move(c.floats));
-          break;
-      }
+      py::dict d = ColumnDict(std::move(batch.columns[j]));
       out[py::str(features[j])] = d;
     }
     return out;
@@ -411,7 +550,16 @@ class PyTable {
 py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t images_per_record,
                        uint64_t records_per_file, int jobs, const std::string& scan_script, bool strip_metadata,
                        bool skip_bad, std::optional<uint64_t> shuffle, const std::string& list, bool by_content,
-                       uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb) {
+                       uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb,
+                       const std::string& fields, const std::string& fields_key,
+                       const std::map<std::string, std::string>& field_types,
+                       const std::vector<std::string>& field_order) {
+  std::map<std::string, pcr::FeatureType> types;
+  for (const auto& [name, type] : field_types) {
+    if (!pcr::ParseFeatureTypeName(type, &types[name])) {
+      throw py::value_error("field_types['" + name + "']: unknown type '" + type + "'");
+    }
+  }
   const pcr::ConvertImagesOptions options{.src_dir = src,
                                           .list_file = list,
                                           .by_content = by_content,
@@ -422,6 +570,10 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                                           .scan_script = scan_script,
                                           .strip_metadata = strip_metadata,
                                           .skip_bad = skip_bad,
+                                          .fields_file = fields,
+                                          .fields_key = fields_key,
+                                          .field_types = std::move(types),
+                                          .field_order = field_order,
                                           .max_pixels = max_pixels,
                                           .memory_bytes = memory_mb << 20,
                                           .shuffle_seed = shuffle,
@@ -481,6 +633,13 @@ PYBIND11_MODULE(_pcr, m) {
       .def("sample", &PyImageDataset::sample, py::arg("index"))
       .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = 0)
       .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = 0)
+      .def_property_readonly("num_records", &PyImageDataset::num_records)
+      .def_property_readonly("field_schema", &PyImageDataset::field_schema)
+      .def("read_fields", &PyImageDataset::read_fields, py::arg("fields"), py::arg("first_record") = 0,
+           py::arg("num_records") = py::none())
+      .def("fields", &PyImageDataset::fields, py::arg("index"), py::arg("fields"))
+      .def("read_record", &PyImageDataset::read_record, py::arg("record"), py::arg("fidelity") = 0,
+           py::arg("fields") = std::vector<std::string>())
       .def("verify", &PyImageDataset::verify);
 
   py::class_<PySampleIterator>(m, "SampleIterator")
@@ -522,7 +681,9 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("scan_script") = "spectral5", py::arg("strip_metadata") = false, py::arg("skip_bad") = false,
         py::arg("shuffle") = py::none(), py::arg("list") = "", py::arg("by_content") = false,
         py::arg("shard") = 0, py::arg("num_shards") = 1, py::arg("max_pixels") = pcr::kDefaultMaxPixels,
-        py::arg("memory_mb") = 0);
+        py::arg("memory_mb") = 0, py::arg("fields") = "", py::arg("fields_key") = "path",
+        py::arg("field_types") = std::map<std::string, std::string>(),
+        py::arg("field_order") = std::vector<std::string>());
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,

@@ -1,0 +1,129 @@
+#include "writer/text_input.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "io/io_engine.h"
+
+namespace pcr {
+
+Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path) {
+  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
+    close(fd);
+    return Status::IOError(path + ": cannot stat: " + std::strerror(e));
+  }
+  auto in = std::unique_ptr<MappedInput>(new MappedInput());
+  if (st.st_size > 0) {
+    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int e = errno;
+      close(fd);
+      return Status::IOError(path + ": cannot map: " + std::strerror(e));
+    }
+    madvise(p, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
+    in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(st.st_size));
+  }
+  close(fd);
+  return in;
+}
+
+MappedInput::~MappedInput() {
+  if (!text_.empty()) munmap(const_cast<char*>(text_.data()), text_.size());
+}
+
+Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what) {
+  return Status::InvalidArgument(input + ": line " + std::to_string(line) + ", column " +
+                                 std::to_string(column) + ": " + what);
+}
+
+Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
+  if (pos_ >= text_.size()) return false;
+  record_line_ = line_;
+  *count = 0;
+  while (true) {
+    if (*count == cells->size()) cells->emplace_back();
+    CsvCell& cell = (*cells)[(*count)++];
+    cell.text.clear();
+    cell.line = line_;
+    cell.column = pos_ - line_start_ + 1;
+    cell.quoted = pos_ < text_.size() && text_[pos_] == '"';
+    if (cell.quoted) {
+      ++pos_;
+      while (true) {
+        const size_t q = text_.find('"', pos_);
+        if (q == std::string_view::npos) {
+          return InputError(input_, cell.line, cell.column, "quoted field is never closed");
+        }
+        for (size_t i = pos_; i < q; ++i) {
+          if (text_[i] == '\n' || (text_[i] == '\r' && (i + 1 == q || text_[i + 1] != '\n'))) {
+            ++line_;
+            line_start_ = i + 1;
+          }
+        }
+        cell.text.append(text_.substr(pos_, q - pos_));
+        pos_ = q + 1;
+        if (pos_ < text_.size() && text_[pos_] == '"') {
+          cell.text.push_back('"');
+          ++pos_;
+          continue;
+        }
+        break;
+      }
+    } else {
+      const size_t end = text_.find_first_of(",\n\r\"", pos_);
+      const size_t stop = end == std::string_view::npos ? text_.size() : end;
+      if (stop < text_.size() && text_[stop] == '"') {
+        return InputError(input_, line_, stop - line_start_ + 1, "quote inside an unquoted field");
+      }
+      cell.text.assign(text_.substr(pos_, stop - pos_));
+      pos_ = stop;
+    }
+    if (pos_ >= text_.size()) return true;
+    if (text_[pos_] == ',') {
+      ++pos_;
+      continue;
+    }
+    if (text_[pos_] == '\r' || text_[pos_] == '\n') {
+      pos_ += text_[pos_] == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n' ? 2 : 1;
+      ++line_;
+      line_start_ = pos_;
+      return true;
+    }
+    return InputError(input_, line_, pos_ - line_start_ + 1, "text after a closing quote");
+  }
+}
+
+bool IsIntegerLiteral(std::string_view s) {
+  if (s.starts_with('-')) s.remove_prefix(1);
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+Status InexactInteger(const std::string& input, uint64_t line, uint64_t column, std::string_view integer,
+                      const std::string& what) {
+  return InputError(input, line, column,
+                    "integer " + std::string(integer) + " in float64 " + what +
+                        " has no exact double (it is float64 because some value is not an int64)");
+}
+
+bool ParseInt(std::string_view s, int64_t* v) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+bool ParseFloat(std::string_view s, double* v) {
+  const size_t digit = !s.empty() && s[0] == '-' ? 1 : 0;
+  if (digit >= s.size() || !((s[digit] >= '0' && s[digit] <= '9') || s[digit] == '.')) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+}  // namespace pcr

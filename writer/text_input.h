@@ -1,0 +1,71 @@
+// Reading text inputs of conversions: whole files mapped, CSV records, and
+// numbers as the converters accept them. Errors name the input, line and
+// column.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pcr/status.h"
+
+namespace pcr {
+
+// A read-only view of a whole input file.
+class MappedInput {
+ public:
+  static Result<std::unique_ptr<MappedInput>> Open(const std::string& path);
+  ~MappedInput();
+  MappedInput(const MappedInput&) = delete;
+  MappedInput& operator=(const MappedInput&) = delete;
+  std::string_view text() const { return text_; }
+
+ private:
+  MappedInput() = default;
+  std::string_view text_;
+};
+
+Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what);
+
+// CSV (RFC 4180).
+struct CsvCell {
+  std::string text;
+  bool quoted = false;
+  uint64_t line = 0;
+  uint64_t column = 0;  // 1-based byte column of the cell's first character
+
+  // Unquoted empty cells and unquoted NA are missing values.
+  bool missing() const { return !quoted && (text.empty() || text == "NA"); }
+};
+
+// Records end at LF, CRLF or a bare CR (as Python's csv module and DuckDB
+// read them); a line break inside quotes is part of the cell.
+class CsvReader {
+ public:
+  CsvReader(std::string_view text, const std::string& input) : text_(text), input_(input) {}
+
+  // Reads the next record into cells[0, *count); false at the end of the text.
+  Result<bool> Next(std::vector<CsvCell>* cells, size_t* count);
+  uint64_t record_line() const { return record_line_; }
+
+ private:
+  std::string_view text_;
+  const std::string& input_;
+  size_t pos_ = 0;
+  uint64_t line_ = 1;
+  size_t line_start_ = 0;
+  uint64_t record_line_ = 1;
+};
+
+// An optional '-' and decimal digits.
+bool IsIntegerLiteral(std::string_view s);
+// `what` names the float64 feature: "column 'a'" or "dense feature 7".
+Status InexactInteger(const std::string& input, uint64_t line, uint64_t column, std::string_view integer,
+                      const std::string& what);
+bool ParseInt(std::string_view s, int64_t* v);
+// Decimal numbers only: no inf, nan or hexadecimal.
+bool ParseFloat(std::string_view s, double* v);
+
+}  // namespace pcr
