@@ -68,7 +68,7 @@ void PrintStructure(const pcr::PcrFile& f) {
         const pcr::TableStream& t = stripe.table_streams[k - stripe.first_table_stream];
         what = idx.schema.features[t.feature].name + " " + pcr::StreamRoleName(t.role);
       }
-      std::printf("  @%-10llu   stream %zu  %-9s %10llu bytes  xxh3 %016llx\n",
+      std::printf("  @%-10llu   stream %-3zu %-22s %10llu bytes  xxh3 %016llx\n",
                   static_cast<unsigned long long>(stripe.stream_offset(k)), k, what.c_str(),
                   static_cast<unsigned long long>(stripe.streams[k].length),
                   static_cast<unsigned long long>(stripe.streams[k].checksum));
