@@ -197,6 +197,26 @@ else
 fi
 expect 1 "cat an image field the dataset lacks" "$tools/pcr-dump" cat "$tmp/ds" --features key,caption
 check "missing image field named" "no field 'caption' \(fields: none\)" "$tmp/err"
+# Fields: converted from the bundled JSON Lines file, shown, verified and printed.
+fields="$data/fields/sample.jsonl"
+expect 0 "convert with fields" "$tools/pcr-convert" images "$data/sample" "$tmp/fds" --fields "$fields" \
+  --field-type weight=float32 --field-type blob=bytes --field-type box32=float32_list --field-order tags,caption
+expect 0 "summary of a dataset with fields" "$tools/pcr-dump" "$tmp/fds"
+check "field table lists a field's type and coverage" '^  tags +id_list +0\.9583 ' "$tmp/out"
+check "fields sit before scan group 1, in --field-order" 'stream 1 +tags presence' "$tmp/out"
+expect 0 "verify a dataset with fields" "$tools/pcr-dump" verify "$tmp/fds"
+expect 0 "cat fields" "$tools/pcr-dump" cat "$tmp/fds" --features key,caption,tags,blob
+check "cat fields header" '^"key","caption","tags","blob"$' "$tmp/out"
+check "cat a field row" '^"textures/ring.jpg","progressive test image","\[6,113,-14000042\]",62696e004ec3bf$' "$tmp/out"
+check "cat quotes a caption's quotes" '"two dancers, mid-step, on a ""wooden"" floor"' "$tmp/out"
+expect 2 "an unknown field type" "$tools/pcr-convert" images "$data/sample" "$tmp/fds2" --fields "$fields" \
+  --field-type blob=blob
+check "unknown field type named" "--field-type blob=blob: unknown type" "$tmp/err"
+expect 2 "--field-type without --fields" "$tools/pcr-convert" images "$data/sample" "$tmp/fds2" --field-type a=int64
+head -3 "$fields" >"$tmp/short.jsonl"
+expect 1 "images without a row" "$tools/pcr-convert" images "$data/sample" "$tmp/fds3" --fields "$tmp/short.jsonl"
+check "image without a row named" "sample/misc/jpg-srgb-icc.jpg: no row in .*short.jsonl \(--skip-bad skips it\)" "$tmp/err"
+[ ! -e "$tmp/fds3/dataset.pcrd" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: a refused conversion left a manifest"; }
 expect 0 "verify a table" "$tools/pcr-dump" verify "$tmp/t"
 printf '{"features":["hail","date"]}\n{"features":["hail"]}\n' >"$tmp/access.log"
 expect 0 "popularity from an access log" "$tools/pcr-dump" popularity "$tmp/access.log"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Files written by every earlier format version are read by today's tools
 # with the content the version that wrote them gave (tests/data/golden/,
-# README there): image datasets at every fidelity, tables cell by cell, and
-# parts of a sharded conversion merged.
+# README there): image datasets at every fidelity, tables cell by cell,
+# parts of a sharded conversion merged, and fields value by value.
 # usage: tests/golden_test.sh TOOLS_DIR GOLDEN_DIR
 set -euo pipefail
 tools=$(cd "$1" && pwd) golden=$(cd "$2" && pwd)
@@ -48,5 +48,9 @@ cp -r "$golden/v0.3-parts" "$work/parts"
 check "0.3 parts merge" "$tools/pcr-convert" merge "$work/merged" "$work/parts/part0" "$work/parts/part1"
 check "0.3 merged dataset verifies" "$tools/pcr-dump" verify "$work/merged"
 check "0.3 merged dataset reads at every fidelity" same_images "$work/merged" "$golden/v0.3-parts.sha256"
+check "0.4 image dataset with fields verifies" "$tools/pcr-dump" verify "$golden/v0.4-fields"
+check "0.4 image dataset reads at every fidelity" same_images "$golden/v0.4-fields" "$golden/v0.4-fields.sha256"
+check "0.4 image dataset reads every field" \
+  bash -c '"$1/pcr-dump" cat "$2" | cmp - "$2.expected.csv"' _ "$tools" "$golden/v0.4-fields"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -18,6 +18,7 @@
 #include "tests/csv_check.h"
 #include "tests/test_util.h"
 #include "writer/file_writer.h"
+#include "writer/table_writer.h"
 #include "pcr/convert.h"
 
 namespace pcr {
@@ -66,6 +67,49 @@ TEST_CASE("CSV column types are the narrowest that hold every cell") {
   auto r32 = ConvertTable(f32);
   REQUIRE(r32.ok());
   CHECK(r32->schema.features[1].type == FeatureType::kFloat32);
+}
+
+TEST_CASE("bytes and float lists round-trip in a table stamped 0.4, which an 0.2 stamp cannot hold") {
+  TempDir dir;
+  const std::string path = dir / "t.pcr";
+  auto w = TableFileWriter::Create(path,
+                                   {{.name = "b", .type = FeatureType::kBytes},
+                                    {.name = "f", .type = FeatureType::kFloat32List},
+                                    {.name = "d", .type = FeatureType::kFloat64List}},
+                                   {.rows_per_stripe = 2});
+  REQUIRE(w.ok());
+  const std::string blob("\0\xff\x01", 3);
+  for (int r = 0; r < 5; ++r) {
+    if (r != 1) (*w)->AddString(0, blob.substr(0, static_cast<size_t>(r % 4)));
+    if (r != 2) (*w)->AddFloatList(1, std::vector<double>(static_cast<size_t>(r), 0.1 * r));
+    if (r != 3) (*w)->AddFloatList(2, std::vector<double>{1.0 / 3, static_cast<double>(r)});
+    REQUIRE((*w)->EndRow().ok());
+  }
+  REQUIRE((*w)->Finish().ok());
+  Bytes file = test::ReadFile(path);
+  CHECK(file[9] == 4);
+  auto t = Table::Open(path, {.io = test::Io()});
+  REQUIRE(t.ok());
+  CHECK((*t)->schema().features[1].value_count == 0 + 1 + 3 + 4);
+  auto b = (*t)->Read(AllFeatures(**t), 0, (*t)->stripe_count());
+  REQUIRE(b.ok());
+  const std::vector<Column>& c = b->columns;
+  CHECK(c[0].present == std::vector<uint8_t>{1, 0, 1, 1, 1});
+  CHECK(c[0].string(3) == blob);
+  CHECK(c[0].string(4).empty());
+  CHECK(c[1].present == std::vector<uint8_t>{1, 1, 0, 1, 1});
+  CHECK(c[1].offsets == std::vector<uint64_t>{0, 0, 1, 1, 4, 8});
+  CHECK(c[1].floats[1] == 0.3f);
+  CHECK(c[2].doubles == std::vector<double>{1.0 / 3, 0, 1.0 / 3, 1, 1.0 / 3, 2, 1.0 / 3, 4});
+  CHECK(VerifyPath(path, test::Io()).errors.empty());
+  // The same file stamped 0.2 holds types that version does not have.
+  file[9] = 2;
+  StoreFixed32(file.data() + 12, Checksum32(ByteSpan(file).first(12)));
+  test::WriteFile(path, file);
+  auto old = Table::Open(path, {.io = test::Io()});
+  REQUIRE_FALSE(old.ok());
+  CHECK(old.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(old.status().message(), Catch::Contains("unknown type 8"));
 }
 
 // A seeded JSON Lines map dataset and the values it holds.

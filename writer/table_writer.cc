@@ -69,6 +69,11 @@ void TableFileWriter::AddIdList(size_t feature, std::span<const int64_t> ids,
   stripe_bytes_ += 4 + streams_[feature].AddIdList(index_.schema.features[feature].type, stripe_rows_, ids, scores);
 }
 
+void TableFileWriter::AddFloatList(size_t feature, std::span<const double> values) {
+  Counted(feature, values.size());
+  stripe_bytes_ += 4 + streams_[feature].AddFloatList(index_.schema.features[feature].type, stripe_rows_, values);
+}
+
 void TableFileWriter::Counted(size_t feature, uint64_t values) {
   index_.schema.features[feature].present_count++;
   index_.schema.features[feature].value_count += values;

@@ -20,6 +20,24 @@ class ImageDataset:
     def sample(self, index: int) -> Tuple[int, str]: ...
     def read(self, index: int, fidelity: int = 0) -> bytes: ...
     def read_many(self, indices: Sequence[int], fidelity: int = 0) -> list[bytes]: ...
+    @property
+    def num_records(self) -> int: ...
+    @property
+    def field_schema(self) -> list[dict[str, object]]:
+        """The images' fields: name, type, present_count and value_count over the dataset."""
+    def read_fields(
+        self, fields: Sequence[str], first_record: int = 0, num_records: Optional[int] = None
+    ) -> dict[str, dict[str, npt.NDArray]]:
+        """Columns of the fields over the images of the records, in dataset order, as Table.read
+        gives them (presence, values, offsets); no image bytes are read."""
+    def fields(self, index: int, fields: Sequence[str]) -> dict[str, object]:
+        """Image `index`'s values of the fields (None where it lacks one): int, float, str, bytes
+        or a list."""
+    def read_record(
+        self, record: int, fidelity: Optional[int] = 0, fields: Sequence[str] = ()
+    ) -> dict[str, object]:
+        """One record: labels, keys, jpegs (none with fidelity=None; 0 is full fidelity) and
+        fields, {name: column}; only the streams asked for are read."""
     def verify(self) -> dict[str, int]: ...
 
 class SampleIterator:
@@ -125,8 +143,13 @@ def convert_images(
     num_shards: int = 1,
     max_pixels: int = 178956970,
     memory_mb: int = 0,
+    fields: str = "",
+    fields_key: str = "path",
+    field_types: dict[str, str] = {},
+    field_order: Sequence[str] = (),
 ) -> dict[str, object]:
-    """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out."""
+    """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out,
+    with the per-image fields of the .csv or .jsonl file `fields` keyed by image path."""
 def convert_table(
     input: str,
     out: str,

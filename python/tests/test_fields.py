@@ -1,0 +1,107 @@
+import json
+
+import numpy as np
+import pytest
+
+import pcr
+
+TYPES = {"weight": "float32", "blob": "bytes", "box32": "float32_list"}
+
+
+@pytest.fixture(scope="module")
+def fields_dataset(data_dir, tmp_path_factory):
+    """The bundled sample with the fields of tests/data/fields/sample.jsonl."""
+    out = tmp_path_factory.mktemp("fields") / "ds"
+    pcr.convert_images(str(data_dir / "sample"), str(out), images_per_record=10, jobs=2,
+                       fields=str(data_dir / "fields" / "sample.jsonl"), field_types=TYPES,
+                       field_order=["caption"])
+    return out
+
+
+def rows(data_dir):
+    with open(data_dir / "fields" / "sample.jsonl", encoding="utf-8") as f:
+        return {r["path"]: r for r in map(json.loads, f)}
+
+
+def expected(row, name):
+    v = row.get(name)
+    if v is not None and name == "blob":
+        return v.encode()
+    if v is not None and name in ("weight",):
+        return float(np.float32(v))
+    if v is not None and name == "box32":
+        return [float(np.float32(x)) for x in v]
+    return v
+
+
+NAMES = ["caption", "score", "count", "tags", "boxes", "weight", "blob", "box32"]
+
+
+def test_field_schema_gives_names_types_and_counts(fields_dataset, data_dir):
+    ds = pcr.ImageDataset(str(fields_dataset))
+    schema = {f["name"]: f for f in ds.field_schema}
+    assert [f["name"] for f in ds.field_schema] == ["caption", "score", "count", "tags", "boxes", "weight", "box32",
+                                                    "blob"]
+    assert {n: f["type"] for n, f in schema.items()} == {
+        "caption": "string", "score": "float64", "count": "int64", "tags": "id_list", "boxes": "float64_list",
+        "weight": "float32", "blob": "bytes", "box32": "float32_list"}
+    r = rows(data_dir)
+    for name in NAMES:
+        assert schema[name]["present_count"] == sum(row.get(name) is not None for row in r.values()), name
+
+
+def test_every_sample_reads_back_its_fields(fields_dataset, data_dir):
+    ds = pcr.ImageDataset(str(fields_dataset))
+    r = rows(data_dir)
+    for i in range(len(ds)):
+        _, key = ds.sample(i)
+        got = ds.fields(i, NAMES)
+        assert got == {n: expected(r[key], n) for n in NAMES}, key
+
+
+def test_read_fields_gives_numpy_columns_in_dataset_order(fields_dataset, data_dir):
+    ds = pcr.ImageDataset(str(fields_dataset))
+    r = rows(data_dir)
+    keys = [ds.sample(i)[1] for i in range(len(ds))]
+    cols = ds.read_fields(["score", "tags", "caption", "blob"])
+    score = cols["score"]
+    assert score["values"].dtype == np.float64 and score["presence"].dtype == np.bool_
+    for i, key in enumerate(keys):
+        assert score["presence"][i] == (r[key].get("score") is not None)
+        if score["presence"][i]:
+            assert score["values"][i] == r[key]["score"]
+        tags = cols["tags"]
+        got = tags["values"][tags["offsets"][i]:tags["offsets"][i + 1]].tolist()
+        assert got == (r[key].get("tags") or [])
+        cap = cols["caption"]
+        assert bytes(cap["values"][cap["offsets"][i]:cap["offsets"][i + 1]]).decode() == r[key]["caption"]
+    part = ds.read_fields(["count"], first_record=1, num_records=1)
+    assert len(part["count"]["presence"]) == 10
+    with pytest.raises(ValueError, match="no field 'nope'"):
+        ds.read_fields(["nope"])
+    with pytest.raises(IndexError):
+        ds.read_fields(["count"], first_record=2, num_records=5)
+
+
+def test_read_record_gives_fields_with_or_without_jpegs(fields_dataset, data_dir):
+    ds = pcr.ImageDataset(str(fields_dataset))
+    r = rows(data_dir)
+    assert ds.num_records == 3
+    only = ds.read_record(0, fidelity=None, fields=["caption"])
+    assert "jpegs" not in only and len(only["keys"]) == 10
+    full = ds.read_record(0, fields=["caption", "weight"])
+    assert len(full["jpegs"]) == 10
+    for j, key in enumerate(full["keys"]):
+        assert full["jpegs"][j] == ds.read(j)
+        assert full["fields"]["weight"]["values"][j] == np.float32(r[key]["weight"])
+    assert list(full["labels"]) == [ds.sample(j)[0] for j in range(10)]
+
+
+def test_a_fields_file_row_without_an_image_is_an_error(data_dir, tmp_path):
+    bad = tmp_path / "f.jsonl"
+    bad.write_text((data_dir / "fields" / "sample.jsonl").read_text() + '{"path": "no/such.jpg"}\n')
+    with pytest.raises(ValueError, match=r"f\.jsonl: line 25: image 'no/such\.jpg' is not among the source images"):
+        pcr.convert_images(str(data_dir / "sample"), str(tmp_path / "ds"), fields=str(bad))
+    with pytest.raises(ValueError, match="unknown type"):
+        pcr.convert_images(str(data_dir / "sample"), str(tmp_path / "ds"), fields=str(bad),
+                           field_types={"caption": "text"})
