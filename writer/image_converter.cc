@@ -13,6 +13,7 @@
 #include "format/journal.h"
 #include "format/permutation.h"
 #include "format/scan_script.h"
+#include "writer/convert_input.h"
 #include "writer/file_writer.h"
 #include "writer/resume.h"
 #include "writer/sources.h"
@@ -57,14 +58,13 @@ class FileAssembler {
     return Status::OK();
   }
 
-  // `row` holds the image's fields; nullptr when the conversion has none.
-  Status Add(uint64_t i, const SampleMetadata& sample, TranscodedImage image, uint64_t input_bytes,
-             const FieldRow* row) {
+  // `row` holds the image's fields, if the conversion has any.
+  Status Add(uint64_t i, const SampleMetadata& sample, TranscodedImage image, uint64_t input_bytes, FieldRow row) {
     PCR_RETURN_IF_ERROR(AdvanceTo(i));
     current_.input_bytes += input_bytes;
     samples_.push_back(sample);
     images_.push_back(std::move(image));
-    if (row != nullptr) rows_.push_back(*row);
+    if (!fields_.features.empty()) rows_.push_back(std::move(row));
     return Status::OK();
   }
 
@@ -150,64 +150,27 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file) {
   return ParseScanScript(text.str(), fs::path(name_or_file).filename().string());
 }
 
-Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
+// Checks the options every input shares.
+Status CheckOptions(const ConvertImagesOptions& options) {
   if (options.images_per_record == 0 || options.records_per_file == 0) {
     return Status::InvalidArgument("--images-per-record and --records-per-file must be positive");
   }
   if (options.num_shards == 0 || options.shard_index >= options.num_shards) {
     return Status::InvalidArgument("--shard must be below --num-shards");
   }
-  PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScanScript(options.scan_script));
-  SourceList list;
-  if (options.list_file.empty()) {
-    PCR_ASSIGN_OR_RETURN(list, ListImageFolder(options.src_dir, options.by_content));
-  } else {
-    PCR_ASSIGN_OR_RETURN(list, ReadSourceList(options.list_file));
-  }
-  std::vector<SampleMetadata>& sources = list.sources;
-  const IgnoredFiles& ignored = list.ignored;
-  if (sources.empty()) {
-    std::string others;
-    if (ignored.count > 0) {
-      others = "; ignored " + std::to_string(ignored.count) + " other files, e.g. " + ignored.examples[0] +
-               (options.by_content ? "" : " (--by-content takes files by their JPEG signature)");
-    }
-    return Status::InvalidArgument(
-        options.list_file.empty()
-            ? options.src_dir + ": no JPEG images in class folders (expected SRC_DIR/<class>/<image>.jpg, or --list)" +
-                  others
-            : options.list_file + ": lists no images");
-  }
-  if (options.shuffle_seed) {
-    std::vector<SampleMetadata> shuffled;
-    for (uint64_t i : SeededPermutation(sources.size(), *options.shuffle_seed)) {
-      shuffled.push_back(std::move(sources[i]));
-    }
-    sources = std::move(shuffled);
-  }
+  return Status::OK();
+}
 
-  FieldsFile fields;
-  // (key, reason) of rows without an image, skipped with skip_bad.
-  std::vector<std::pair<std::string, std::string>> orphan_rows;
-  if (!options.fields_file.empty()) {
-    PCR_ASSIGN_OR_RETURN(fields, ReadFieldsFile(options.fields_file, options.fields_key, options.field_types,
-                                                false));
-    std::unordered_set<std::string_view> keys;
-    for (const SampleMetadata& s : sources) keys.insert(s.key);
-    for (size_t r = 0; r < fields.keys.size(); ++r) {
-      if (keys.count(fields.keys[r])) continue;
-      const std::string what = options.fields_file + ": line " + std::to_string(fields.lines[r]) + ": image '" +
-                               fields.keys[r] + "' is not among the source images";
-      if (!options.skip_bad) return Status::InvalidArgument(what + " (--skip-bad skips it)");
-      orphan_rows.emplace_back(fields.keys[r], "row of " + options.fields_file + " without an image");
-    }
-    for (const SampleMetadata& s : sources) {
-      if (!options.skip_bad && !fields.rows.count(s.key)) {
-        return Status::InvalidArgument((fs::path(options.src_dir) / s.key).string() + ": no row in " +
-                                       options.fields_file + " (--skip-bad skips it)");
-      }
-    }
-  }
+std::vector<SampleMetadata> Permuted(std::vector<SampleMetadata> sources, uint64_t seed) {
+  std::vector<SampleMetadata> out;
+  for (uint64_t i : SeededPermutation(sources.size(), seed)) out.push_back(std::move(sources[i]));
+  return out;
+}
+
+Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, ConversionInput& input) {
+  PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScanScript(options.scan_script));
+  std::vector<SampleMetadata>& sources = input.list.sources;
+  const IgnoredFiles& ignored = input.list.ignored;
   const FieldWriterOptions field_options{.stream_order = options.field_order};
 
   // Source i goes to record i / images_per_record, file i / per_file.
@@ -236,10 +199,8 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
                                       .records_per_file = options.records_per_file,
                                       .strip_metadata = options.strip_metadata,
                                       .script = script,
-                                      .class_names = list.class_names,
-                                      .fields_checksum = options.fields_file.empty()
-                                                             ? 0
-                                                             : FieldsChecksum(fields, options.field_order)},
+                                      .class_names = input.list.class_names,
+                                      .fields_checksum = input.fields_checksum},
                                      sources);
   const std::string first_line = JournalFirstLine(plan, options.shard_index, options.num_shards);
   const std::string limits_line = JournalLimitsLine(options.skip_bad, options.max_pixels, topts.max_memory_bytes);
@@ -253,7 +214,7 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   summary.resumed_files = kept.size();
   summary.ignored_files = ignored.count;
   summary.ignored_examples = ignored.examples;
-  FileAssembler files(out_dir, script, fields.schema, field_options, options.images_per_record, per_file,
+  FileAssembler files(out_dir, script, input.fields, field_options, options.images_per_record, per_file,
                       journal.get(), first_file, std::move(kept));
 
   const uint64_t shard_begin = first_file * per_file;
@@ -264,32 +225,23 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   // Batches are independent of the files, so small records still keep every job busy.
   const size_t batch = std::max<size_t>(options.images_per_record, 4 * static_cast<size_t>(jobs));
   TranscodePool pool(std::max(1, std::min<int>(jobs, static_cast<int>(std::min<uint64_t>(batch, count)))),
-                     options.src_dir, script, topts);
+                     input.reader, script, topts);
   Status failed;
   for (uint64_t b = begin; b < shard_end && failed.ok(); b += batch) {
     const uint64_t e = std::min<uint64_t>(shard_end, b + batch);
-    std::vector<TranscodePool::Item> done = pool.Run(std::span(sources).subspan(b, e - b));
+    std::vector<TranscodePool::Item> done = pool.Run(std::span(sources).subspan(b, e - b), b);
     for (uint64_t i = b; i < e && failed.ok(); ++i) {
       TranscodePool::Item& item = done[i - b];
-      const FieldRow* row = nullptr;
-      if (!options.fields_file.empty()) {
-        const auto it = fields.rows.find(sources[i].key);
-        if (it == fields.rows.end()) {
-          failed = files.Skip(i, "no row in " + options.fields_file);
-          continue;
-        }
-        row = &it->second;
-      }
       if (item.image.ok()) {
         progress.bytes_read += item.input_bytes;
-        failed = files.Add(i, sources[i], std::move(item.image).value(), item.input_bytes, row);
+        failed = files.Add(i, sources[i], std::move(item.image).value(), item.input_bytes, std::move(item.fields));
       } else if (options.skip_bad) {
         std::string reason = item.image.status().ToString();
         std::replace(reason.begin(), reason.end(), '\n', ' ');  // one line in the journal and skip list
         failed = files.Skip(i, std::move(reason));
       } else {
         failed = files.AdvanceTo(i);
-        if (failed.ok()) failed = item.image.status().WithPrefix((fs::path(options.src_dir) / sources[i].key).string());
+        if (failed.ok()) failed = item.image.status().WithPrefix(input.describe(i));
       }
     }
     progress.images_done += e - b;
@@ -306,7 +258,7 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
 
   DatasetManifest manifest;
   manifest.script = script;
-  manifest.class_names = std::move(list.class_names);
+  manifest.class_names = std::move(input.list.class_names);
   std::string skip_list;
   for (const FinishedFile& f : finished) {
     summary.input_bytes += f.input_bytes;
@@ -321,7 +273,8 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     summary.output_bytes += f.entry.size;
     manifest.files.push_back(f.entry);
   }
-  for (const auto& [key, reason] : options.shard_index == 0 ? orphan_rows : decltype(orphan_rows){}) {
+  // What was refused before conversion is listed once, by part 0.
+  for (const auto& [key, reason] : options.shard_index == 0 ? input.skipped : decltype(input.skipped){}) {
     summary.skipped.emplace_back(key, reason);
     skip_list += key + "\t" + reason + "\n";
   }
@@ -344,6 +297,61 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   std::error_code ec;
   fs::remove(out_dir / kConversionMarkerName, ec);
   return summary;
+}
+
+Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
+  PCR_RETURN_IF_ERROR(CheckOptions(options));
+  SourceList list;
+  if (options.list_file.empty()) {
+    PCR_ASSIGN_OR_RETURN(list, ListImageFolder(options.src_dir, options.by_content));
+  } else {
+    PCR_ASSIGN_OR_RETURN(list, ReadSourceList(options.list_file));
+  }
+  std::vector<SampleMetadata>& sources = list.sources;
+  const IgnoredFiles& ignored = list.ignored;
+  if (sources.empty()) {
+    std::string others;
+    if (ignored.count > 0) {
+      others = "; ignored " + std::to_string(ignored.count) + " other files, e.g. " + ignored.examples[0] +
+               (options.by_content ? "" : " (--by-content takes files by their JPEG signature)");
+    }
+    return Status::InvalidArgument(
+        options.list_file.empty()
+            ? options.src_dir + ": no JPEG images in class folders (expected SRC_DIR/<class>/<image>.jpg, or --list)" +
+                  others
+            : options.list_file + ": lists no images");
+  }
+  if (options.shuffle_seed) sources = Permuted(std::move(sources), *options.shuffle_seed);
+
+  FieldsFile fields;
+  ConversionInput input;
+  if (!options.fields_file.empty()) {
+    PCR_ASSIGN_OR_RETURN(fields, ReadFieldsFile(options.fields_file, options.fields_key, options.field_types,
+                                                false));
+    std::unordered_set<std::string_view> keys;
+    for (const SampleMetadata& s : sources) keys.insert(s.key);
+    for (size_t r = 0; r < fields.keys.size(); ++r) {
+      if (keys.count(fields.keys[r])) continue;
+      const std::string what = options.fields_file + ": line " + std::to_string(fields.lines[r]) + ": image '" +
+                               fields.keys[r] + "' is not among the source images";
+      if (!options.skip_bad) return Status::InvalidArgument(what + " (--skip-bad skips it)");
+      input.skipped.emplace_back(fields.keys[r], "row of " + options.fields_file + " without an image");
+    }
+    for (const SampleMetadata& s : sources) {
+      if (!options.skip_bad && !fields.rows.count(s.key)) {
+        return Status::InvalidArgument((fs::path(options.src_dir) / s.key).string() + ": no row in " +
+                                       options.fields_file + " (--skip-bad skips it)");
+      }
+    }
+  }
+  const FileSourceReader reader(options.src_dir, options.fields_file.empty() ? nullptr : &fields,
+                                options.fields_file);
+  input.list = std::move(list);
+  input.fields = fields.schema;
+  if (!options.fields_file.empty()) input.fields_checksum = FieldsChecksum(fields, options.field_order);
+  input.reader = &reader;
+  input.describe = [&](uint64_t i) { return (fs::path(options.src_dir) / input.list.sources[i].key).string(); };
+  return ConvertInput(options, input);
 }
 
 }  // namespace pcr

@@ -6,8 +6,24 @@
 
 namespace pcr {
 
-TranscodePool::TranscodePool(int jobs, std::string root, ScanScript script, TranscodeOptions options)
-    : root_(std::move(root)), script_(std::move(script)), options_(options) {
+Result<Bytes> FileSourceReader::Read(const SampleMetadata& source, uint64_t, FieldRow* fields) const {
+  if (fields_ != nullptr) {
+    const auto it = fields_->rows.find(source.key);
+    if (it == fields_->rows.end()) return Status::InvalidArgument("no row in " + fields_name_);
+    *fields = it->second;
+  }
+  const std::string path = (std::filesystem::path(root_) / source.key).string();
+  Result<Bytes> data = ReadRegularFile(path);
+  if (!data.ok()) {
+    const Status failed = data.status();
+    const std::string& m = failed.message();
+    return failed.WithMessage(m.starts_with(path + ": ") ? m.substr(path.size() + 2) : m);
+  }
+  return data;
+}
+
+TranscodePool::TranscodePool(int jobs, const SourceReader* reader, ScanScript script, TranscodeOptions options)
+    : reader_(reader), script_(std::move(script)), options_(options) {
   for (int t = 1; t < jobs; ++t) threads_.emplace_back([this] { Loop(); });
 }
 
@@ -20,11 +36,12 @@ TranscodePool::~TranscodePool() {
   for (std::thread& t : threads_) t.join();
 }
 
-std::vector<TranscodePool::Item> TranscodePool::Run(std::span<const SampleMetadata> sources) {
+std::vector<TranscodePool::Item> TranscodePool::Run(std::span<const SampleMetadata> sources, uint64_t first_index) {
   std::vector<Item> out(sources.size());
   {
     std::lock_guard lock(mu_);
     sources_ = sources;
+    first_index_ = first_index;
     out_ = &out;
     next_ = 0;
     pending_ = threads_.size();
@@ -55,13 +72,9 @@ void TranscodePool::Loop() {
 void TranscodePool::Work() {
   for (size_t i = next_++; i < sources_.size(); i = next_++) {
     Item& item = (*out_)[i];
-    const std::string path = (std::filesystem::path(root_) / sources_[i].key).string();
-    Result<Bytes> data = ReadRegularFile(path);
+    Result<Bytes> data = reader_->Read(sources_[i], first_index_ + i, &item.fields);
     if (!data.ok()) {
-      // The reason alone: the caller names the file.
-      const Status failed = data.status();
-      const std::string& m = failed.message();
-      item.image = failed.WithMessage(m.starts_with(path + ": ") ? m.substr(path.size() + 2) : m);
+      item.image = data.status();
       continue;
     }
     item.input_bytes = data->size();

@@ -11,9 +11,34 @@
 #include <vector>
 
 #include "format/file_format.h"
+#include "writer/fields.h"
 #include "writer/transcode.h"
 
 namespace pcr {
+
+// Where a conversion's sources come from: the JPEG bytes and the fields of
+// source `index` (its position in the conversion's source list).
+// Thread safety: Read is called from several threads at once.
+class SourceReader {
+ public:
+  virtual ~SourceReader() = default;
+  // Errors give the reason; the caller names the source.
+  virtual Result<Bytes> Read(const SampleMetadata& source, uint64_t index, FieldRow* fields) const = 0;
+};
+
+// Files root/key, with the fields `fields` holds for each key (none when
+// nullptr; an error for a key without a row).
+class FileSourceReader : public SourceReader {
+ public:
+  FileSourceReader(std::string root, const FieldsFile* fields, std::string fields_name)
+      : root_(std::move(root)), fields_(fields), fields_name_(std::move(fields_name)) {}
+  Result<Bytes> Read(const SampleMetadata& source, uint64_t index, FieldRow* fields) const override;
+
+ private:
+  const std::string root_;
+  const FieldsFile* fields_;
+  const std::string fields_name_;
+};
 
 // Its threads start once and wait between batches. Run() may be called
 // from one thread at a time.
@@ -22,23 +47,26 @@ class TranscodePool {
   struct Item {
     Result<TranscodedImage> image = Status::OK();  // errors give the reason, not the file
     uint64_t input_bytes = 0;
+    FieldRow fields;
   };
 
-  // Transcodes files below `root` on `jobs` threads in all: jobs - 1 of its
-  // own and the caller's. REQUIRES: ValidateScanScript(script).ok()
-  TranscodePool(int jobs, std::string root, ScanScript script, TranscodeOptions options);
+  // Transcodes what `reader` reads on `jobs` threads in all: jobs - 1 of its
+  // own and the caller's. REQUIRES: ValidateScanScript(script).ok(), `reader`
+  // outlives the pool.
+  TranscodePool(int jobs, const SourceReader* reader, ScanScript script, TranscodeOptions options);
   ~TranscodePool();
   TranscodePool(const TranscodePool&) = delete;
   TranscodePool& operator=(const TranscodePool&) = delete;
 
-  // Reads and transcodes root/key of every source; result i answers sources[i].
-  std::vector<Item> Run(std::span<const SampleMetadata> sources);
+  // Reads and transcodes every source; result i answers sources[i], source
+  // number first_index + i of the conversion.
+  std::vector<Item> Run(std::span<const SampleMetadata> sources, uint64_t first_index);
 
  private:
   void Loop();
   void Work();
 
-  const std::string root_;
+  const SourceReader* reader_;
   const ScanScript script_;
   const TranscodeOptions options_;
   std::vector<std::thread> threads_;
@@ -50,6 +78,7 @@ class TranscodePool {
   bool stop_ = false;        // guarded by mu_
   // The batch: set under mu_ before generation_ changes.
   std::span<const SampleMetadata> sources_;
+  uint64_t first_index_ = 0;
   std::vector<Item>* out_ = nullptr;
   std::atomic<size_t> next_{0};
 };
