@@ -71,6 +71,7 @@ class JsonCursor {
   bool End();
 
   size_t position() const { return pos_; }
+  std::string_view text() const { return text_; }
   const std::string& error() const { return error_; }
   bool Fail(std::string what);
 

@@ -40,4 +40,14 @@ cp "$tmp/soybean/soybean.pcr" "$out/pcr_file/soybean-3-stripes.pcr"
 mkdir -p "$out/roundtrip"
 head -c 300 "$data/tabular/Soybean.csv" >"$out/roundtrip/soybean-head.csv"
 head -c 400 "$data/sample/textures/ring.jpg" >"$out/roundtrip/ring-head.jpg"
+# webdataset: tar shards. One sample of a 1x1 JPEG with .txt, .cls and
+# .json members (ustar, fixed times and owners), and the same cut short.
+mkdir -p "$out/webdataset" "$tmp/wds"
+cp "$data/sample/misc/jpg-size-1x1.jpg" "$tmp/wds/000.jpg"
+printf 'a caption' >"$tmp/wds/000.txt"
+printf '3\n' >"$tmp/wds/000.cls"
+printf '{"score": 0.5, "n": 2, "ids": [1, 2], "box": [0.5, 1], "s": "x", "o": {"a": [1]}}' >"$tmp/wds/000.json"
+tar --format=ustar --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$tmp/wds" -cf "$out/webdataset/one-sample.tar" \
+  000.jpg 000.txt 000.cls 000.json
+head -c 1500 "$out/webdataset/one-sample.tar" >"$out/webdataset/cut.tar"
 echo "seed corpora written to $out"

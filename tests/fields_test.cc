@@ -341,7 +341,7 @@ TEST_CASE("bad fields input is refused naming the file, line and what is wrong")
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": \"two\"}\n",
             "line 2, column 36: field 'a' holds values of different kinds"},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": [1, \"x\"]}\n",
-            "line 2, column 40: field 'a': a list field holds only numbers"},
+            "line 2, column 36: field 'a': a list field holds only numbers"},
            {"f.jsonl", ring + "{\"a\": 2}\n", "line 2, column 1: no 'path' member"},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": 2\n", "line 2, column"},
            {"f.jsonl", ring + "{\"path\": \"/textures/hard.jpg\"}\n", "is not relative to the image root"},

@@ -44,6 +44,15 @@ constexpr char kUsage[] =
     "                       OUT_DIR, a part; join the N parts with merge\n"
     "  Run again after an interruption, the same command keeps finished files.\n"
     "\n"
+    "       pcr-convert webdataset SHARD... OUT_DIR [the options of images but --list,\n"
+    "                          --by-content and --fields]\n"
+    "\n"
+    "  WebDataset tar shards (brace patterns such as shard-{000000..000099}.tar\n"
+    "  expanded), read in place. A sample is the members sharing a key; it needs\n"
+    "  a .jpg or .jpeg. Other members become fields named by their extension:\n"
+    "  .txt a string, .cls an int64 and the label, each member of a .json object\n"
+    "  a field of its inferred type, anything else bytes.\n"
+    "\n"
     "       pcr-convert merge OUT_DIR PART_DIR...\n"
     "\n"
     "  Joins the parts of a sharded conversion into the dataset OUT_DIR by hard\n"
@@ -72,7 +81,8 @@ int Usage(const std::string& why) {
   return pcr::cli::kExitUsage;
 }
 
-int ConvertImagesCommand(pcr::cli::Args& args) {
+// `images SRC_DIR OUT_DIR`, or with `webdataset`, `webdataset SHARD... OUT_DIR`.
+int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   pcr::ConvertImagesOptions o;
   std::vector<std::string> positional;
   while (!args.empty()) {
@@ -145,10 +155,19 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
       positional.push_back(a);
     }
   }
-  if (positional.size() != 2) return Usage("images needs SRC_DIR and OUT_DIR");
+  if (webdataset) {
+    if (positional.size() < 2) return Usage("webdataset needs SHARD... and OUT_DIR");
+    if (!o.list_file.empty() || !o.fields_file.empty() || o.by_content) {
+      return Usage("webdataset takes its samples and fields from the shards: no --list, --fields or --by-content");
+    }
+    o.shards.assign(positional.begin(), positional.end() - 1);
+    positional = {"", positional.back()};
+  } else if (positional.size() != 2) {
+    return Usage("images needs SRC_DIR and OUT_DIR");
+  }
   if (o.by_content && !o.list_file.empty()) return Usage("--by-content applies to class folders, not to --list");
   if (o.shard_index >= o.num_shards) return Usage("--shard must be below --num-shards");
-  if (o.fields_file.empty() && (!o.field_types.empty() || !o.field_order.empty())) {
+  if (o.fields_file.empty() && !webdataset && (!o.field_types.empty() || !o.field_order.empty())) {
     return Usage("--field-type and --field-order need --fields");
   }
   o.src_dir = positional[0];
@@ -165,7 +184,7 @@ int ConvertImagesCommand(pcr::cli::Args& args) {
                   pcr::cli::FormatDuration(static_cast<double>(p.images_total - p.images_done) / rate).c_str());
     progress.Update(text);
   };
-  auto result = pcr::ConvertImages(o);
+  auto result = webdataset ? pcr::ConvertWebDataset(o) : pcr::ConvertImages(o);
   progress.Finish();
   if (!result.ok()) {
     pcr::cli::ReportError("pcr-convert", result.status());
@@ -280,7 +299,8 @@ int main(int argc, char** argv) {
   pcr::cli::Args args(argc, argv);
   if (args.empty()) return Usage("");
   const std::string command = args.next();
-  if (command == "images") return ConvertImagesCommand(args);
+  if (command == "images") return ConvertImagesCommand(args, false);
+  if (command == "webdataset") return ConvertImagesCommand(args, true);
   if (command == "merge") return MergeCommand(args);
   if (command == "table") return ConvertTableCommand(args, false);
   if (command == "reorder") return ConvertTableCommand(args, true);

@@ -12,18 +12,6 @@ namespace pcr {
 
 namespace {
 
-// A value as the input wrote it, before its field's type is known.
-struct RawValue {
-  enum Kind { kMissing, kInt, kFloat, kString, kList } kind = kMissing;
-  int64_t i = 0;
-  double d = 0;
-  bool exact = true;  // d is the number as written
-  std::string s;      // strings; for CSV cells, the cell's text whatever it holds
-  std::vector<JsonNumber> list;
-  uint64_t line = 0;
-  uint64_t column = 0;
-};
-
 struct RawRow {
   std::string key;
   uint64_t line = 0;
@@ -39,28 +27,16 @@ bool ExactDouble(int64_t i) {
   return IntegerLiteralIsExact(std::to_string(i), d);
 }
 
-// Reads a JSON array of numbers at the cursor into v.
-bool ReadNumberArray(JsonCursor& json, RawValue* v, std::string* error) {
-  bool done;
-  if (!json.BeginArray()) return false;
-  while (json.NextElement(&done) && !done) {
-    JsonNumber n;
-    if (json.Peek() != JsonCursor::Kind::kNumber) {
-      *error = "a list field holds only numbers";
-      return false;
-    }
-    if (!json.Number(&n)) return false;
-    v->list.push_back(n);
-  }
-  v->kind = RawValue::kList;
-  return json.error().empty();
-}
-
 class FieldsReader {
  public:
   FieldsReader(const std::string& path, const std::string& key_column,
                const std::map<std::string, FeatureType>& declared, bool float32)
-      : path_(path), key_column_(key_column), declared_(declared), float32_(float32) {}
+      : path_(path),
+        key_column_(key_column),
+        declared_(declared),
+        types_(declared, float32, [this](uint64_t line, uint64_t column, const std::string& what) {
+          return Error(line, column, what);
+        }) {}
 
   Result<FieldsFile> Read() {
     PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(path_));
@@ -71,19 +47,14 @@ class FieldsReader {
       return Status::InvalidArgument(path_ + ": unknown fields format (expected .csv, .jsonl or .ndjson)");
     }
     PCR_RETURN_IF_ERROR(csv ? ReadCsv(text) : ReadJsonl(text));
-    for (const auto& [name, type] : declared_) {
-      if (!index_.count(name)) {
-        return Status::InvalidArgument(path_ + ": --field-type names '" + name + "', which is not a field");
-      }
-    }
-    PCR_RETURN_IF_ERROR(InferTypes());
+    PCR_RETURN_IF_ERROR(types_.Infer().WithPrefix(path_));
     FieldsFile out;
-    out.schema.features = features_;
+    out.schema.features = types_.features();
     for (RawRow& row : rows_) {
       FieldRow fields;
       for (auto& [f, raw] : row.values) {
         if (raw.kind == RawValue::kMissing) continue;
-        PCR_ASSIGN_OR_RETURN(FieldValue v, Convert(f, std::move(raw)));
+        PCR_ASSIGN_OR_RETURN(FieldValue v, types_.Convert(f, std::move(raw)));
         fields.push_back(std::move(v));
       }
       out.keys.push_back(row.key);
@@ -96,16 +67,6 @@ class FieldsReader {
  private:
   Status Error(uint64_t line, uint64_t column, const std::string& what) const {
     return InputError(path_, line, column, what);
-  }
-
-  Result<uint32_t> Field(const std::string& name, uint64_t line, uint64_t column) {
-    auto [it, added] = index_.emplace(name, static_cast<uint32_t>(features_.size()));
-    if (added) {
-      if (name.empty()) return Error(line, column, "a field has an empty name");
-      features_.push_back({.name = name, .type = FeatureType::kString});
-      seen_.emplace_back();
-    }
-    return it->second;
   }
 
   // The key normalized as source keys are; relative paths only.
@@ -131,6 +92,7 @@ class FieldsReader {
     if (!has_header) return Status::InvalidArgument(path_ + ": empty file, expected a header row");
     size_t key = SIZE_MAX;
     std::vector<uint32_t> field_of(count);
+    std::vector<bool> list(count, false);
     std::unordered_set<std::string> names;
     for (size_t c = 0; c < count; ++c) {
       if (!names.insert(cells[c].text).second) {
@@ -140,7 +102,9 @@ class FieldsReader {
         key = c;
         continue;
       }
-      PCR_ASSIGN_OR_RETURN(field_of[c], Field(cells[c].text, cells[c].line, cells[c].column));
+      PCR_ASSIGN_OR_RETURN(field_of[c], types_.Field(cells[c].text, cells[c].line, cells[c].column));
+      const auto declared = declared_.find(cells[c].text);
+      list[c] = declared != declared_.end() && IsFieldListType(declared->second);
     }
     if (key == SIZE_MAX) {
       return Status::InvalidArgument(path_ + ": no '" + key_column_ + "' column naming each image (--fields-key)");
@@ -160,7 +124,7 @@ class FieldsReader {
       for (size_t c = 0; c < columns; ++c) {
         if (c == key) continue;
         RawValue v{.line = cells[c].line, .column = cells[c].column};
-        if (!cells[c].missing()) PCR_RETURN_IF_ERROR(CsvValue(field_of[c], cells[c], &v));
+        if (!cells[c].missing()) PCR_RETURN_IF_ERROR(CsvValue(field_of[c], list[c], cells[c], &v));
         row.values.emplace_back(field_of[c], std::move(v));
       }
       PCR_RETURN_IF_ERROR(AddRow(std::move(row), cells[key].column));
@@ -168,16 +132,16 @@ class FieldsReader {
     return Status::OK();
   }
 
-  Status CsvValue(uint32_t f, const CsvCell& cell, RawValue* v) {
+  Status CsvValue(uint32_t f, bool list, const CsvCell& cell, RawValue* v) {
     v->s = cell.text;
-    const auto declared = declared_.find(features_[f].name);
-    if (declared != declared_.end() && IsFieldListType(declared->second)) {
+    if (list) {
       JsonCursor json(cell.text);
       std::string error;
-      if (!ReadNumberArray(json, v, &error) || !json.End()) {
+      if (json.Peek() != JsonCursor::Kind::kArray || !FieldInference::ParseJson(json, false, v, &error) ||
+          !json.End()) {
         return Error(cell.line, cell.column,
-                     "field '" + features_[f].name + "': " + (error.empty() ? json.error() : error) +
-                         " (a list cell is a JSON array)");
+                     "field '" + types_.features()[f].name + "': " + (error.empty() ? json.error() : error) +
+                         " (a list cell is a JSON array of numbers)");
       }
     } else if (ParseInt(cell.text, &v->i)) {
       v->kind = RawValue::kInt;
@@ -187,7 +151,7 @@ class FieldsReader {
     } else {
       v->kind = RawValue::kString;
     }
-    Note(f, *v);
+    types_.Note(f, *v);
     return Status::OK();
   }
 
@@ -215,38 +179,14 @@ class FieldsReader {
           key_column = column;
           continue;
         }
-        PCR_ASSIGN_OR_RETURN(const uint32_t f, Field(name, number, column));
+        PCR_ASSIGN_OR_RETURN(const uint32_t f, types_.Field(name, number, column));
         if (!in_row.insert(f).second) return error("field '" + name + "' appears twice in the row");
         RawValue v{.line = number, .column = column};
-        JsonNumber n;
-        JsonCursor::Kind k;
-        std::string list_error;
-        switch (json.Peek()) {
-          case JsonCursor::Kind::kNumber:
-            if (!json.Number(&n)) return error("");
-            v.kind = n.is_int ? RawValue::kInt : RawValue::kFloat;
-            v.i = n.i;
-            v.d = n.d;
-            v.exact = n.exact;
-            break;
-          case JsonCursor::Kind::kString:
-            v.kind = RawValue::kString;
-            if (!json.String(&v.s)) return error("");
-            break;
-          case JsonCursor::Kind::kTrue:
-          case JsonCursor::Kind::kFalse:
-          case JsonCursor::Kind::kNull:
-            if (!json.Literal(&k)) return error("");
-            v.kind = k == JsonCursor::Kind::kNull ? RawValue::kMissing : RawValue::kInt;
-            v.i = k == JsonCursor::Kind::kTrue ? 1 : 0;
-            break;
-          case JsonCursor::Kind::kArray:
-            if (!ReadNumberArray(json, &v, &list_error)) return error("field '" + name + "': " + list_error);
-            break;
-          default:
-            return error("field '" + name + "': expected a number, string, boolean, null or array of numbers");
+        std::string what;
+        if (!FieldInference::ParseJson(json, false, &v, &what)) {
+          return error(what.empty() ? "" : "field '" + name + "': " + what);
         }
-        Note(f, v);
+        types_.Note(f, v);
         row.values.emplace_back(f, std::move(v));
       }
       if (!json.error().empty() || !json.End()) return error("");
@@ -255,116 +195,180 @@ class FieldsReader {
     });
   }
 
-  struct Seen {
-    bool ints = false, floats = false, strings = false, lists = false, list_floats = false;
-    uint64_t line = 0, column = 0;  // of the value that decided a conflict
-  };
-
-  void Note(uint32_t f, const RawValue& v) {
-    Seen& s = seen_[f];
-    const bool was_scalar = s.ints || s.floats || s.strings;
-    s.ints |= v.kind == RawValue::kInt;
-    s.floats |= v.kind == RawValue::kFloat;
-    s.strings |= v.kind == RawValue::kString;
-    s.lists |= v.kind == RawValue::kList;
-    for (const JsonNumber& n : v.list) s.list_floats |= !n.is_int;
-    if (s.line == 0 && ((s.strings && (s.ints || s.floats)) || (s.lists && was_scalar) ||
-                        (s.lists && v.kind != RawValue::kList && v.kind != RawValue::kMissing))) {
-      s.line = v.line;
-      s.column = v.column;
-    }
-  }
-
-  Status InferTypes() {
-    for (size_t f = 0; f < features_.size(); ++f) {
-      const Seen& s = seen_[f];
-      const auto declared = declared_.find(features_[f].name);
-      if (declared != declared_.end()) {
-        features_[f].type = declared->second;
-        continue;
-      }
-      if (s.line != 0) {
-        return Error(s.line, s.column, "field '" + features_[f].name +
-                                           "' holds values of different kinds (declare it with --field-type)");
-      }
-      const FeatureType real = float32_ ? FeatureType::kFloat32 : FeatureType::kFloat64;
-      const FeatureType real_list = float32_ ? FeatureType::kFloat32List : FeatureType::kFloat64List;
-      features_[f].type = s.lists     ? (s.list_floats ? real_list : FeatureType::kIdList)
-                          : s.strings ? FeatureType::kString
-                          : s.floats  ? real
-                          : s.ints    ? FeatureType::kInt64
-                                      : FeatureType::kString;
-    }
-    return Status::OK();
-  }
-
-  Result<FieldValue> Convert(uint32_t f, RawValue raw) const {
-    const FeatureInfo& info = features_[f];
-    FieldValue v{.field = f};
-    auto wrong = [&](const std::string& want) {
-      return Error(raw.line, raw.column,
-                   "field '" + info.name + "' is " + FeatureTypeName(info.type) + ": expected " + want);
-    };
-    auto inexact = [&]() {
-      return Error(raw.line, raw.column,
-                   "field '" + info.name + "': integer has no exact double in a " + FeatureTypeName(info.type) +
-                       " field (declare it float32 to round)");
-    };
-    switch (info.type) {
-      case FeatureType::kInt64:
-        if (raw.kind != RawValue::kInt) return wrong("an integer");
-        v.i = raw.i;
-        return v;
-      case FeatureType::kFloat32:
-      case FeatureType::kFloat64:
-        if (raw.kind == RawValue::kInt) {
-          if (info.type == FeatureType::kFloat64 && !ExactDouble(raw.i)) return inexact();
-          v.d = static_cast<double>(raw.i);
-          return v;
-        }
-        if (raw.kind != RawValue::kFloat) return wrong("a number");
-        if (info.type == FeatureType::kFloat64 && !raw.exact) return inexact();
-        v.d = raw.d;
-        return v;
-      case FeatureType::kString:
-      case FeatureType::kBytes:
-        if (raw.kind == RawValue::kList) return wrong("a string");
-        if (raw.s.empty() && raw.kind != RawValue::kString) return wrong("a string");
-        if (raw.s.size() > UINT32_MAX) return wrong("a value below 4 GiB");
-        v.s = std::move(raw.s);
-        return v;
-      case FeatureType::kIdList:
-        if (raw.kind != RawValue::kList) return wrong("an array of integers");
-        for (const JsonNumber& n : raw.list) {
-          if (!n.is_int) return wrong("an array of integers");
-          v.ids.push_back(n.i);
-        }
-        return v;
-      case FeatureType::kFloat32List:
-      case FeatureType::kFloat64List:
-        if (raw.kind != RawValue::kList) return wrong("an array of numbers");
-        for (const JsonNumber& n : raw.list) {
-          if (info.type == FeatureType::kFloat64List && !(n.is_int ? ExactDouble(n.i) : n.exact)) return inexact();
-          v.floats.push_back(n.d);
-        }
-        return v;
-      default:
-        return wrong("a type fields do not take");
-    }
-  }
-
   const std::string& path_;
   const std::string& key_column_;
   const std::map<std::string, FeatureType>& declared_;
-  const bool float32_;
-  std::vector<FeatureInfo> features_;
-  std::vector<Seen> seen_;
-  std::unordered_map<std::string, uint32_t> index_;
+  FieldInference types_;
   std::unordered_set<std::string> keys_;
   std::vector<RawRow> rows_;
 };
 
 }  // namespace
+
+Result<uint32_t> FieldInference::Field(const std::string& name, uint64_t line, uint64_t column) {
+  auto [it, added] = index_.emplace(name, static_cast<uint32_t>(features_.size()));
+  if (added) {
+    if (name.empty()) return error_(line, column, "a field has an empty name");
+    features_.push_back({.name = name, .type = FeatureType::kString});
+    seen_.emplace_back();
+  }
+  return it->second;
+}
+
+void FieldInference::Note(uint32_t f, const RawValue& v) {
+  Seen& s = seen_[f];
+  const bool was_scalar = s.ints || s.floats || s.strings;
+  s.ints |= v.kind == RawValue::kInt;
+  s.floats |= v.kind == RawValue::kFloat;
+  s.strings |= v.kind == RawValue::kString;
+  s.lists |= v.kind == RawValue::kList;
+  for (const RawValue::Number& n : v.list) s.list_floats |= !n.is_int;
+  if (s.line == 0 && ((s.strings && (s.ints || s.floats)) || (s.lists && was_scalar) ||
+                      (s.lists && v.kind != RawValue::kList && v.kind != RawValue::kMissing))) {
+    s.line = v.line;
+    s.column = v.column;
+  }
+}
+
+Status FieldInference::Infer() {
+  for (const auto& [name, type] : declared_) {
+    if (!index_.count(name)) return Status::InvalidArgument("--field-type names '" + name + "', which is not a field");
+  }
+  for (size_t f = 0; f < features_.size(); ++f) {
+    const Seen& s = seen_[f];
+    auto declared = declared_.find(features_[f].name);
+    if (declared == declared_.end()) declared = defaults_.find(features_[f].name);
+    if (declared != declared_.end() && declared != defaults_.end()) {
+      features_[f].type = declared->second;
+      continue;
+    }
+    if (s.line != 0) {
+      return error_(s.line, s.column,
+                    "field '" + features_[f].name + "' holds values of different kinds (declare it with --field-type)");
+    }
+    const FeatureType real = float32_ ? FeatureType::kFloat32 : FeatureType::kFloat64;
+    const FeatureType real_list = float32_ ? FeatureType::kFloat32List : FeatureType::kFloat64List;
+    features_[f].type = s.lists     ? (s.list_floats ? real_list : FeatureType::kIdList)
+                        : s.strings ? FeatureType::kString
+                        : s.floats  ? real
+                        : s.ints    ? FeatureType::kInt64
+                                    : FeatureType::kString;
+  }
+  return Status::OK();
+}
+
+bool FieldInference::ParseJson(JsonCursor& json, bool keep_json, RawValue* v, std::string* error) {
+  JsonNumber n;
+  JsonCursor::Kind k;
+  const size_t start = json.position();
+  switch (json.Peek()) {
+    case JsonCursor::Kind::kNumber:
+      if (!json.Number(&n)) return false;
+      v->kind = n.is_int ? RawValue::kInt : RawValue::kFloat;
+      v->i = n.i;
+      v->d = n.d;
+      v->exact = n.exact;
+      return true;
+    case JsonCursor::Kind::kString:
+      v->kind = RawValue::kString;
+      return json.String(&v->s);
+    case JsonCursor::Kind::kTrue:
+    case JsonCursor::Kind::kFalse:
+    case JsonCursor::Kind::kNull:
+      if (!json.Literal(&k)) return false;
+      v->kind = k == JsonCursor::Kind::kNull ? RawValue::kMissing : RawValue::kInt;
+      v->i = k == JsonCursor::Kind::kTrue ? 1 : 0;
+      return true;
+    default:
+      break;
+  }
+  if (json.Peek() == JsonCursor::Kind::kArray) {
+    // Arrays of numbers are lists; with keep_json, other arrays are text.
+    JsonCursor probe = json;
+    bool done, numbers = probe.BeginArray();
+    std::vector<RawValue::Number> list;
+    while (numbers && probe.NextElement(&done) && !done) {
+      if (probe.Peek() != JsonCursor::Kind::kNumber || !probe.Number(&n)) {
+        numbers = false;
+        break;
+      }
+      list.push_back({n.is_int, n.i, n.d, n.exact});
+    }
+    if (numbers && probe.error().empty()) {
+      json = probe;
+      v->kind = RawValue::kList;
+      v->list = std::move(list);
+      return true;
+    }
+    if (!keep_json) {
+      *error = "a list field holds only numbers";
+      return false;
+    }
+  } else if (!keep_json || json.Peek() != JsonCursor::Kind::kObject) {
+    *error = "expected a number, string, boolean, null or array of numbers";
+    return false;
+  }
+  if (!json.SkipValue()) return false;
+  v->kind = RawValue::kString;
+  v->s.assign(json.text().substr(start, json.position() - start));
+  const size_t first = v->s.find_first_not_of(" \t\r\n");
+  v->s.erase(0, first == std::string::npos ? v->s.size() : first);
+  return true;
+}
+
+Result<FieldValue> FieldInference::Convert(uint32_t f, RawValue raw) const {
+  const FeatureInfo& info = features_[f];
+  FieldValue v{.field = f};
+  auto wrong = [&](const std::string& want) {
+    return error_(raw.line, raw.column,
+                  "field '" + info.name + "' is " + FeatureTypeName(info.type) + ": expected " + want);
+  };
+  auto inexact = [&]() {
+    return error_(raw.line, raw.column,
+                  "field '" + info.name + "': integer has no exact double in a " + FeatureTypeName(info.type) +
+                      " field (declare it float32 to round)");
+  };
+  switch (info.type) {
+    case FeatureType::kInt64:
+      if (raw.kind != RawValue::kInt) return wrong("an integer");
+      v.i = raw.i;
+      return v;
+    case FeatureType::kFloat32:
+    case FeatureType::kFloat64:
+      if (raw.kind == RawValue::kInt) {
+        if (info.type == FeatureType::kFloat64 && !ExactDouble(raw.i)) return inexact();
+        v.d = static_cast<double>(raw.i);
+        return v;
+      }
+      if (raw.kind != RawValue::kFloat) return wrong("a number");
+      if (info.type == FeatureType::kFloat64 && !raw.exact) return inexact();
+      v.d = raw.d;
+      return v;
+    case FeatureType::kString:
+    case FeatureType::kBytes:
+      if (raw.kind == RawValue::kList || (raw.s.empty() && raw.kind != RawValue::kString)) return wrong("a string");
+      if (raw.s.size() > UINT32_MAX) return wrong("a value below 4 GiB");
+      v.s = std::move(raw.s);
+      return v;
+    case FeatureType::kIdList:
+      if (raw.kind != RawValue::kList) return wrong("an array of integers");
+      for (const RawValue::Number& n : raw.list) {
+        if (!n.is_int) return wrong("an array of integers");
+        v.ids.push_back(n.i);
+      }
+      return v;
+    case FeatureType::kFloat32List:
+    case FeatureType::kFloat64List:
+      if (raw.kind != RawValue::kList) return wrong("an array of numbers");
+      for (const RawValue::Number& n : raw.list) {
+        if (info.type == FeatureType::kFloat64List && !(n.is_int ? ExactDouble(n.i) : n.exact)) return inexact();
+        v.floats.push_back(n.d);
+      }
+      return v;
+    default:
+      return wrong("a type fields do not take");
+  }
+}
 
 size_t AppendFieldRow(const TableSchema& schema, const FieldRow& row, uint32_t row_number,
                       std::vector<FeatureStreams>* streams) {

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "format/json.h"
 #include "format/table_format.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
@@ -34,6 +36,70 @@ size_t AppendFieldRow(const TableSchema& schema, const FieldRow& row, uint32_t r
 
 // The field types a user may declare: every FeatureType but the scored lists.
 Result<FeatureType> ParseFieldType(const std::string& name);
+
+// A value as an input wrote it, before its field's type is known.
+struct RawValue {
+  enum Kind { kMissing, kInt, kFloat, kString, kList } kind = kMissing;
+  int64_t i = 0;
+  double d = 0;
+  bool exact = true;  // d is the number as written
+  std::string s;      // strings; for CSV cells, the cell's text whatever it holds
+  struct Number {
+    bool is_int = false;
+    int64_t i = 0;
+    double d = 0;
+    bool exact = true;
+  };
+  std::vector<Number> list;
+  uint64_t line = 0;    // where the value is, for errors: a line, or what
+  uint64_t column = 0;  // the input's error function makes of these
+};
+
+// The fields of an input and the kinds of their values, from which it
+// decides each field's type: declared, else inferred as for tables (int64,
+// float64 or float32, string; arrays of integers id_list, of numbers
+// float64_list or float32_list). Errors come from `error`, given a value's
+// line and column. Not thread-safe.
+class FieldInference {
+ public:
+  using ErrorFn = std::function<Status(uint64_t line, uint64_t column, const std::string& what)>;
+  FieldInference(std::map<std::string, FeatureType> declared, bool float32, ErrorFn error)
+      : declared_(std::move(declared)), float32_(float32), error_(std::move(error)) {}
+
+  // The index of field `name`, added the first time it is named.
+  Result<uint32_t> Field(const std::string& name, uint64_t line, uint64_t column);
+  bool Has(const std::string& name) const { return index_.count(name) > 0; }
+  // REQUIRES: Has(name)
+  uint32_t Index(const std::string& name) const { return index_.at(name); }
+  // Gives `name` type `type` unless the user declared one.
+  void Declare(const std::string& name, FeatureType type) { defaults_.emplace(name, type); }
+  // Records the kind of one of the field's values.
+  void Note(uint32_t field, const RawValue& v);
+  // Decides every field's type. Fails on a field whose values have
+  // different kinds, and on a declared name (--field-type) that is no field.
+  Status Infer();
+  const std::vector<FeatureInfo>& features() const { return features_; }
+  // `raw` as a value of its field's type. REQUIRES: Infer() succeeded, raw
+  // is not missing.
+  Result<FieldValue> Convert(uint32_t field, RawValue raw) const;
+  // Parses one JSON value at the cursor: a number, string, boolean (an
+  // integer 0 or 1), null (missing) or array of numbers. Anything else is an
+  // error, or with `keep_json` is the value's JSON text as a string.
+  static bool ParseJson(JsonCursor& json, bool keep_json, RawValue* v, std::string* error);
+
+ private:
+  struct Seen {
+    bool ints = false, floats = false, strings = false, lists = false, list_floats = false;
+    uint64_t line = 0, column = 0;  // of the value that made the kinds conflict
+  };
+  const std::map<std::string, FeatureType> declared_;
+  std::map<std::string, FeatureType> defaults_;
+  const bool float32_;
+  const ErrorFn error_;
+  std::vector<FeatureInfo> features_;
+  std::vector<Seen> seen_;
+  std::unordered_map<std::string, uint32_t> index_;
+};
 
 struct FieldsFile {
   TableSchema schema;  // names and types; counts are left 0

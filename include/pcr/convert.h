@@ -53,6 +53,9 @@ struct ConvertImagesOptions {
   std::map<std::string, FeatureType> field_types;
   // Fields whose streams come first in each record, in this order.
   std::vector<std::string> field_order;
+  // WebDataset tar shards (paths or brace patterns such as
+  // "shard-{000000..000099}.tar"), for ConvertWebDataset.
+  std::vector<std::string> shards;
   uint64_t max_pixels = kDefaultMaxPixels;  // larger images are refused after their header
   // Working memory of all jobs together (source bytes and libjpeg's arrays);
   // each job gets memory_bytes / jobs. 0: 1 GiB per job, at most half the RAM.
@@ -98,6 +101,20 @@ PCR_EXPORT Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 // holds no manifest; the files finished so far stay, listed in the journal,
 // and the same call again keeps them and converts the rest.
 PCR_EXPORT Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
+
+// Converts WebDataset tar shards (options.shards, in order) as ConvertImages
+// converts images, reading each member in place. A sample is a run of
+// members sharing a key (the member name up to the first dot of its last
+// path component); its key is that key. It needs one .jpg or .jpeg member.
+// Each other member is a field named by its extension: .txt a string, .cls
+// an int64 that is also the label (-1 without one), .json one field per
+// top-level member (objects and arrays of non-numbers kept as their JSON
+// text), others bytes; field_types declares types as with fields_file. A
+// truncated tar, a bad header checksum, or a sample without a JPEG is an
+// error naming the shard, the member and its offset; with skip_bad the
+// sample, or the rest of a damaged shard, is skipped and listed. list_file,
+// fields_file and by_content do not apply.
+PCR_EXPORT Result<ConvertImagesSummary> ConvertWebDataset(const ConvertImagesOptions& options);
 
 struct MergeSummary {
   uint64_t parts = 0;

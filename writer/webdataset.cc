@@ -1,0 +1,296 @@
+// WebDataset tar shards as conversion input: samples are runs of members
+// sharing a key, read in place from the tars.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <unordered_set>
+
+#include "format/checksum.h"
+#include "format/permutation.h"
+#include "pcr/convert.h"
+#include "writer/convert_input.h"
+#include "writer/tar.h"
+#include "writer/text_input.h"
+
+namespace pcr {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Member {
+  std::string ext;  // lower case, after the key's first dot
+  uint64_t header_offset = 0;
+  uint64_t data_offset = 0;
+  uint64_t size = 0;
+};
+
+struct Sample {
+  uint32_t shard = 0;
+  std::string key;
+  std::vector<Member> members;
+  size_t jpeg = 0;  // index into members
+};
+
+bool IsJpegExtension(const std::string& ext) { return ext == "jpg" || ext == "jpeg"; }
+
+// WebDataset's split of a member name: the key is the name up to the first
+// dot of its last path component, the extension the rest.
+bool SplitName(const std::string& name, std::string* key, std::string* ext) {
+  const size_t slash = name.rfind('/');
+  const size_t dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
+  if (dot == std::string::npos || dot + 1 == name.size() || dot == (slash == std::string::npos ? 0 : slash + 1)) {
+    return false;
+  }
+  *key = name.substr(0, dot);
+  *ext = name.substr(dot + 1);
+  std::transform(ext->begin(), ext->end(), ext->begin(), [](unsigned char c) { return std::tolower(c); });
+  return true;
+}
+
+class WebDataset : public SourceReader {
+ public:
+  WebDataset(std::vector<std::string> shards, const ConvertImagesOptions& options)
+      : shards_(std::move(shards)),
+        skip_bad_(options.skip_bad),
+        types_(options.field_types, false, [this](uint64_t line, uint64_t member, const std::string& what) {
+          // Values carry their sample's index plus one as their line.
+          return Status::InvalidArgument(Describe(samples_[line - 1], member) + ": " + what);
+        }) {}
+
+  // Pass 1: every shard's members grouped into samples, labels from .cls,
+  // and the fields' types from every value.
+  Status Scan(ConversionInput* input) {
+    types_.Declare("txt", FeatureType::kString);
+    types_.Declare("cls", FeatureType::kInt64);
+    for (uint32_t s = 0; s < shards_.size(); ++s) {
+      Status scanned = ScanShard(s, input);
+      if (!scanned.ok()) {
+        if (!skip_bad_ || scanned.code() != StatusCode::kCorruption) return scanned;
+        input->skipped.emplace_back(shards_[s], OneLine(scanned.ToString()) + "; the rest of the shard is skipped");
+      }
+    }
+    PCR_RETURN_IF_ERROR(types_.Infer());
+    input->fields.features = types_.features();
+    Bytes plan;
+    EncodeTableSchema(input->fields, &plan);
+    for (const std::string& shard : shards_) {
+      PutLengthPrefixed(&plan, shard);
+      std::error_code ec;
+      PutVarint64(&plan, fs::file_size(shard, ec));
+    }
+    input->fields_checksum = Checksum64(plan) | 1;
+    return Status::OK();
+  }
+
+  // Orders the samples as the conversion does and hands them to `input`.
+  void Finish(const std::optional<uint64_t>& shuffle_seed, ConversionInput* input) {
+    std::vector<SampleMetadata>& sources = input->list.sources;
+    if (shuffle_seed) {
+      std::vector<Sample> shuffled;
+      std::vector<SampleMetadata> order;
+      for (const uint64_t i : SeededPermutation(samples_.size(), *shuffle_seed)) {
+        shuffled.push_back(std::move(samples_[i]));
+        order.push_back(std::move(sources[i]));
+      }
+      samples_ = std::move(shuffled);
+      sources = std::move(order);
+    }
+    input->reader = this;
+    input->describe = [this](uint64_t i) { return Describe(samples_[i], samples_[i].jpeg); };
+  }
+
+  // Pass 2: the sample's JPEG, and its fields converted to their types.
+  Result<Bytes> Read(const SampleMetadata&, uint64_t index, FieldRow* fields) const override {
+    const Sample& sample = samples_[index];
+    std::vector<std::pair<std::string, RawValue>> values;
+    int64_t label;
+    PCR_RETURN_IF_ERROR(ReadFields(index, &values, &label));
+    for (auto& [name, raw] : values) {
+      if (raw.kind == RawValue::kMissing) continue;
+      PCR_ASSIGN_OR_RETURN(FieldValue v, types_.Convert(types_.Index(name), std::move(raw)));
+      fields->push_back(std::move(v));
+    }
+    const Member& jpeg = sample.members[sample.jpeg];
+    return ReadFileRange(shards_[sample.shard], jpeg.data_offset, jpeg.size);
+  }
+
+ private:
+  static std::string OneLine(std::string s) {
+    std::replace(s.begin(), s.end(), '\n', ' ');
+    return s;
+  }
+
+  std::string Describe(const Sample& sample, size_t member) const {
+    const Member& m = sample.members[member];
+    return shards_[sample.shard] + ": member " + sample.key + "." + m.ext + " at offset " +
+           std::to_string(m.header_offset);
+  }
+
+  Status ScanShard(uint32_t s, ConversionInput* input) {
+    PCR_ASSIGN_OR_RETURN(auto tar, TarReader::Open(shards_[s]));
+    Sample current{.shard = s};
+    TarMember m;
+    while (true) {
+      Result<bool> next = tar->Next(&m);
+      std::string key, ext;
+      if (!next.ok()) {
+        // A sample is whole once a member of another key starts.
+        if (!current.members.empty() && SplitName(tar->cut_member(), &key, &ext) && key != current.key) {
+          PCR_RETURN_IF_ERROR(AddSample(std::move(current), input));
+        } else if (!current.members.empty()) {
+          return next.status().WithMessage(next.status().message() + "; sample " + current.key +
+                                           ", perhaps incomplete, is left out");
+        }
+        return next.status();
+      }
+      const bool more = *next;
+      if (more && !SplitName(m.name, &key, &ext)) {
+        const std::string what = shards_[s] + ": member " + m.name + " at offset " + std::to_string(m.header_offset) +
+                                 ": no extension after its key";
+        if (!skip_bad_) return Status::InvalidArgument(what + " (--skip-bad skips it)");
+        input->skipped.emplace_back(m.name, what);
+        continue;
+      }
+      if (!current.members.empty() && (!more || key != current.key)) {
+        PCR_RETURN_IF_ERROR(AddSample(std::move(current), input));
+        current = Sample{.shard = s};
+      }
+      if (!more) return Status::OK();
+      current.key = key;
+      current.members.push_back({ext, m.header_offset, m.data_offset, m.size});
+    }
+  }
+
+  Status AddSample(Sample sample, ConversionInput* input) {
+    std::unordered_set<std::string> exts;
+    size_t jpegs = 0;
+    std::string refused;
+    for (size_t k = 0; k < sample.members.size(); ++k) {
+      if (!exts.insert(sample.members[k].ext).second) {
+        refused = Describe(sample, k) + ": a second ." + sample.members[k].ext + " member of the sample";
+      }
+      if (IsJpegExtension(sample.members[k].ext) && jpegs++ == 0) sample.jpeg = k;
+    }
+    if (jpegs == 0) refused = Describe(sample, 0) + ": sample " + sample.key + " has no .jpg or .jpeg member";
+    if (jpegs > 1) refused = Describe(sample, 0) + ": sample " + sample.key + " has more than one JPEG member";
+    const uint64_t index = samples_.size();
+    samples_.push_back(std::move(sample));
+    std::vector<std::pair<std::string, RawValue>> values;
+    int64_t label = -1;
+    if (refused.empty()) {
+      const Status read = ReadFields(index, &values, &label);
+      if (!read.ok()) refused = read.message();
+    }
+    if (!refused.empty()) {
+      const std::string key = samples_.back().key;
+      samples_.pop_back();
+      if (!skip_bad_) return Status::InvalidArgument(refused + " (--skip-bad skips it)");
+      input->skipped.emplace_back(key, refused);
+      return Status::OK();
+    }
+    // Only samples taken whole add fields and decide their types.
+    for (const auto& [name, v] : values) {
+      if (v.column != samples_[index].jpeg && IsMemberField(samples_[index].members[v.column].ext, name)) {
+        if (name != "txt" && name != "cls") types_.Declare(name, FeatureType::kBytes);
+        exts_.insert(name);
+      }
+      PCR_ASSIGN_OR_RETURN(const uint32_t f, types_.Field(name, v.line, v.column));
+      types_.Note(f, v);
+    }
+    input->list.sources.push_back({label, samples_[index].key});
+    return Status::OK();
+  }
+
+  // Whether member extension `ext` is itself the field `name` (not a .json).
+  static bool IsMemberField(const std::string& ext, const std::string& name) { return ext == name && ext != "json"; }
+
+  // The raw field values of sample `index`, by field name, and its label
+  // (.cls, else -1). Each value's line is index + 1, its column the member.
+  Status ReadFields(uint64_t index, std::vector<std::pair<std::string, RawValue>>* values, int64_t* label) const {
+    const Sample& sample = samples_[index];
+    *label = -1;
+    for (size_t k = 0; k < sample.members.size(); ++k) {
+      if (k == sample.jpeg) continue;
+      const Member& m = sample.members[k];
+      auto where = [&](const std::string& what) { return Status::InvalidArgument(Describe(sample, k) + ": " + what); };
+      PCR_ASSIGN_OR_RETURN(Bytes data, ReadFileRange(shards_[sample.shard], m.data_offset, m.size));
+      const std::string text(data.begin(), data.end());
+      auto add = [&](const std::string& name, RawValue v) {
+        v.line = index + 1;
+        v.column = k;
+        values->emplace_back(name, std::move(v));
+      };
+      if (m.ext == "cls") {
+        std::string_view t(text);
+        while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.remove_suffix(1);
+        RawValue v{.kind = RawValue::kInt};
+        if (!ParseInt(t, &v.i)) return where("a .cls member holds one integer");
+        *label = v.i;
+        add("cls", std::move(v));
+      } else if (m.ext == "json") {
+        JsonCursor json(text);
+        bool done;
+        std::string name;
+        if (json.Peek() != JsonCursor::Kind::kObject || !json.BeginObject()) {
+          return where("a .json member holds one JSON object");
+        }
+        while (json.NextMember(&name, &done) && !done) {
+          RawValue v;
+          std::string what;
+          if (!FieldInference::ParseJson(json, true, &v, &what)) {
+            return where("at byte " + std::to_string(json.position()) + ": " + (what.empty() ? json.error() : what));
+          }
+          for (const Member& other : sample.members) {
+            if (other.ext == name) return where("JSON member '" + name + "' has the name of a member extension");
+          }
+          if (exts_.count(name)) return where("JSON member '" + name + "' has the name of a member extension");
+          add(name, std::move(v));
+        }
+        if (!json.error().empty() || !json.End()) {
+          return where("at byte " + std::to_string(json.position()) + ": " + json.error());
+        }
+      } else {
+        if (!exts_.count(m.ext) && types_.Has(m.ext)) {
+          return where("member extension ." + m.ext + " has the name of a JSON member");
+        }
+        add(m.ext, RawValue{.kind = RawValue::kString, .s = text});
+      }
+    }
+    return Status::OK();
+  }
+
+  const std::vector<std::string> shards_;
+  const bool skip_bad_;
+  FieldInference types_;
+  std::vector<Sample> samples_;
+  std::unordered_set<std::string> exts_;  // member extensions that are fields
+};
+
+}  // namespace
+
+Result<ConvertImagesSummary> ConvertWebDataset(const ConvertImagesOptions& options) {
+  PCR_RETURN_IF_ERROR(CheckOptions(options));
+  if (!options.list_file.empty() || !options.fields_file.empty() || options.by_content) {
+    return Status::InvalidArgument("WebDataset shards hold their own samples and fields: no --list, --fields or "
+                                   "--by-content");
+  }
+  std::vector<std::string> shards;
+  for (const std::string& pattern : options.shards) {
+    PCR_ASSIGN_OR_RETURN(std::vector<std::string> expanded, ExpandBraces(pattern));
+    for (std::string& s : expanded) shards.push_back(std::move(s));
+  }
+  if (shards.empty()) return Status::InvalidArgument("no WebDataset shards given");
+  WebDataset wds(std::move(shards), options);
+  ConversionInput input;
+  PCR_RETURN_IF_ERROR(wds.Scan(&input));
+  if (input.list.sources.empty()) {
+    return Status::InvalidArgument("the shards hold no sample with a JPEG" +
+                                   (input.skipped.empty() ? std::string() : " (" + input.skipped[0].second + ")"));
+  }
+  wds.Finish(options.shuffle_seed, &input);
+  return ConvertInput(options, input);
+}
+
+}  // namespace pcr
