@@ -217,6 +217,23 @@ head -3 "$fields" >"$tmp/short.jsonl"
 expect 1 "images without a row" "$tools/pcr-convert" images "$data/sample" "$tmp/fds3" --fields "$tmp/short.jsonl"
 check "image without a row named" "sample/misc/jpg-srgb-icc.jpg: no row in .*short.jsonl \(--skip-bad skips it\)" "$tmp/err"
 [ ! -e "$tmp/fds3/dataset.pcrd" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: a refused conversion left a manifest"; }
+# WebDataset shards: members by key, a brace pattern, a damaged shard.
+mkdir -p "$tmp/wds"
+cp "$data/sample/textures/ring.jpg" "$tmp/wds/r1.jpg"
+printf 'a ring' >"$tmp/wds/r1.txt"
+printf '4' >"$tmp/wds/r1.cls"
+cp "$data/sample/misc/testimggray.jpg" "$tmp/wds/g2.jpg"
+printf '{"score": 0.5}' >"$tmp/wds/g2.json"
+tar --format=ustar -C "$tmp/wds" -cf "$tmp/wds-000.tar" r1.jpg r1.txt r1.cls
+tar --format=ustar -C "$tmp/wds" -cf "$tmp/wds-001.tar" g2.jpg g2.json
+expect 0 "convert WebDataset shards" "$tools/pcr-convert" webdataset "$tmp/wds-{000..001}.tar" "$tmp/wdsout"
+expect 0 "cat a WebDataset conversion" "$tools/pcr-dump" cat "$tmp/wdsout"
+check "WebDataset fields" '^"r1",4,"a ring",4,$' "$tmp/out"
+check "WebDataset json field" '^"g2",,,,0.5$' "$tmp/out"
+head -c 2000 "$tmp/wds-000.tar" >"$tmp/wds-cut.tar"
+expect 1 "a cut WebDataset shard" "$tools/pcr-convert" webdataset "$tmp/wds-cut.tar" "$tmp/wdscut"
+check "cut shard named with its offset" 'wds-cut.tar: member r1.jpg of [0-9]+ bytes is cut short by the end of the file at offset 0' "$tmp/err"
+expect 2 "webdataset refuses --fields" "$tools/pcr-convert" webdataset "$tmp/wds-000.tar" "$tmp/wdsx" --fields "$fields"
 expect 0 "verify a table" "$tools/pcr-dump" verify "$tmp/t"
 printf '{"features":["hail","date"]}\n{"features":["hail"]}\n' >"$tmp/access.log"
 expect 0 "popularity from an access log" "$tools/pcr-dump" popularity "$tmp/access.log"

@@ -9,6 +9,17 @@ and OSError for I/O failures.
 from ._errors import CorruptionError, NotSupportedError
 from ._pcr import BatchDecoder, ImageDataset, SampleIterator, Table, convert_images, convert_table, decode
 
+
+
+def convert_webdataset(shards, out, **options):
+    """pcr-convert webdataset: WebDataset tar shards (paths or brace patterns such as
+    "shard-{000000..000099}.tar") into the dataset directory out. Takes the options of
+    convert_images but list, by_content and fields; each member extension becomes a field."""
+    if isinstance(shards, str):
+        shards = [shards]
+    return convert_images("", out, shards=list(shards), **options)
+
+
 __all__ = [
     "BatchDecoder",
     "CorruptionError",
@@ -18,5 +29,6 @@ __all__ = [
     "Table",
     "convert_images",
     "convert_table",
+    "convert_webdataset",
     "decode",
 ]

@@ -553,7 +553,7 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                        uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb,
                        const std::string& fields, const std::string& fields_key,
                        const std::map<std::string, std::string>& field_types,
-                       const std::vector<std::string>& field_order) {
+                       const std::vector<std::string>& field_order, const std::vector<std::string>& shards) {
   std::map<std::string, pcr::FeatureType> types;
   for (const auto& [name, type] : field_types) {
     if (!pcr::ParseFeatureTypeName(type, &types[name])) {
@@ -574,12 +574,15 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                                           .fields_key = fields_key,
                                           .field_types = std::move(types),
                                           .field_order = field_order,
+                                          .shards = shards,
                                           .max_pixels = max_pixels,
                                           .memory_bytes = memory_mb << 20,
                                           .shuffle_seed = shuffle,
                                           .shard_index = shard,
                                           .num_shards = num_shards};
-  const pcr::ConvertImagesSummary s = Unlocked([&] { return pcr::ConvertImages(options); });
+  const pcr::ConvertImagesSummary s = Unlocked([&] {
+    return options.shards.empty() ? pcr::ConvertImages(options) : pcr::ConvertWebDataset(options);
+  });
   py::dict d;
   d["images"] = s.images;
   d["records"] = s.records;
@@ -683,7 +686,7 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("shard") = 0, py::arg("num_shards") = 1, py::arg("max_pixels") = pcr::kDefaultMaxPixels,
         py::arg("memory_mb") = 0, py::arg("fields") = "", py::arg("fields_key") = "path",
         py::arg("field_types") = std::map<std::string, std::string>(),
-        py::arg("field_order") = std::vector<std::string>());
+        py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>());
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,

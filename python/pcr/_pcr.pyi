@@ -147,9 +147,11 @@ def convert_images(
     fields_key: str = "path",
     field_types: dict[str, str] = {},
     field_order: Sequence[str] = (),
+    shards: Sequence[str] = (),
 ) -> dict[str, object]:
     """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out,
-    with the per-image fields of the .csv or .jsonl file `fields` keyed by image path."""
+    with the per-image fields of the .csv or .jsonl file `fields` keyed by image path.
+    With `shards` (WebDataset tars), see convert_webdataset."""
 def convert_table(
     input: str,
     out: str,

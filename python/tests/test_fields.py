@@ -105,3 +105,42 @@ def test_a_fields_file_row_without_an_image_is_an_error(data_dir, tmp_path):
     with pytest.raises(ValueError, match="unknown type"):
         pcr.convert_images(str(data_dir / "sample"), str(tmp_path / "ds"), fields=str(bad),
                            field_types={"caption": "text"})
+
+
+def test_webdataset_shards_convert_with_their_fields(data_dir, tmp_path):
+    import io
+    import tarfile
+
+    images = sorted(p for p in (data_dir / "sample").rglob("*") if p.is_file())
+    expected = {}
+    for s in range(2):
+        with tarfile.open(tmp_path / f"shard-{s:06d}.tar", "w") as tar:
+            for i, image in enumerate(images[s * 4:(s + 1) * 4]):
+                key = f"{s:04d}{i:05d}"
+                meta = {"caption": f"photo {image.name}", "similarity": 0.25 + i / 8, "width": 100 + i,
+                        "original": {"w": i}}
+                members = {"jpg": image.read_bytes(), "txt": f"photo {image.name}".encode(),
+                           "cls": str(i).encode(), "json": json.dumps(meta).encode()}
+                for ext, data in members.items():
+                    info = tarfile.TarInfo(f"{key}.{ext}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                expected[key] = (i, meta)
+    summary = pcr.convert_webdataset(str(tmp_path / "shard-{000000..000001}.tar"), str(tmp_path / "ds"),
+                                     images_per_record=3, jobs=2, field_types={"width": "float32"})
+    assert summary["images"] == 8
+    ds = pcr.ImageDataset(str(tmp_path / "ds"))
+    assert {f["name"]: f["type"] for f in ds.field_schema} == {
+        "txt": "string", "cls": "int64", "caption": "string", "similarity": "float64", "width": "float32",
+        "original": "string"}
+    for i in range(len(ds)):
+        label, key = ds.sample(i)
+        cls, meta = expected[key]
+        assert label == cls
+        got = ds.fields(i, ["txt", "caption", "similarity", "width", "original"])
+        assert got == {"txt": meta["caption"], "caption": meta["caption"], "similarity": meta["similarity"],
+                       "width": float(meta["width"]), "original": json.dumps(meta["original"])}
+    bad = tmp_path / "cut.tar"
+    bad.write_bytes((tmp_path / "shard-000000.tar").read_bytes()[:3000])
+    with pytest.raises(pcr.CorruptionError, match=r"cut\.tar: .*at offset"):
+        pcr.convert_webdataset([str(bad)], str(tmp_path / "bad"))
