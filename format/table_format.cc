@@ -332,6 +332,32 @@ Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length,
   return Status::OK();
 }
 
+void AppendRows(const Column& from, uint64_t first, uint64_t count, Column* to) {
+  const uint64_t end = first + count;
+  to->rows += count;
+  to->present.insert(to->present.end(), from.present.begin() + first, from.present.begin() + end);
+  const bool per_row = from.offsets.empty();
+  if (per_row) {
+    // Scalars: one value per row in the vector the type uses.
+    if (!from.ints.empty()) to->ints.insert(to->ints.end(), from.ints.begin() + first, from.ints.begin() + end);
+    if (!from.doubles.empty()) {
+      to->doubles.insert(to->doubles.end(), from.doubles.begin() + first, from.doubles.begin() + end);
+    }
+    if (!from.floats.empty()) {
+      to->floats.insert(to->floats.end(), from.floats.begin() + first, from.floats.begin() + end);
+    }
+    return;
+  }
+  const uint64_t lo = from.offsets[first], hi = from.offsets[end];
+  const uint64_t base = to->offsets.back();
+  for (uint64_t r = first + 1; r <= end; ++r) to->offsets.push_back(base + from.offsets[r] - lo);
+  if (!from.bytes.empty()) to->bytes.append(from.bytes, lo, hi - lo);
+  // List elements (ids, scores, floats) live in whichever vectors the type uses.
+  if (!from.ints.empty()) to->ints.insert(to->ints.end(), from.ints.begin() + lo, from.ints.begin() + hi);
+  if (!from.doubles.empty()) to->doubles.insert(to->doubles.end(), from.doubles.begin() + lo, from.doubles.begin() + hi);
+  if (!from.floats.empty()) to->floats.insert(to->floats.end(), from.floats.begin() + lo, from.floats.begin() + hi);
+}
+
 Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan presence, ByteSpan lengths,
                             ByteSpan values, ByteSpan scores, Column* column) {
   // Presence: empty means every row holds the feature. Sizes are checked

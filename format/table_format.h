@@ -94,6 +94,10 @@ StoredStream CompressStream(ByteSpan raw, int zstd_level);
 // the bytes do not decode to exactly raw_length bytes.
 Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length, Bytes* out);
 
+// Appends rows [first, first + count) of `from` to `to`, a column of the
+// same type. REQUIRES: first + count <= from.rows
+void AppendRows(const Column& from, uint64_t first, uint64_t count, Column* to);
+
 // Decodes one stripe's raw streams of a feature and appends its rows to
 // `column`. Streams a type does not have are empty. Corruption names the
 // stream at fault.

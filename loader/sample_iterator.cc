@@ -6,6 +6,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "format/table_format.h"
 #include "loader/epoch.h"
 #include "reader/image_dataset_rep.h"
 
@@ -34,7 +35,15 @@ struct [[gnu::visibility("hidden")]] SampleIterator::Rep {
   std::condition_variable changed_;
   uint64_t position_;                         // images delivered
   uint64_t read_ = 0;                         // inputs [0, read_) are read or not needed
-  std::unordered_map<uint64_t, Image> held_;  // input -> image read, not yet delivered
+  struct Held {
+    Image image;
+    std::vector<Column> fields;  // one row each
+  };
+  std::unordered_map<uint64_t, Held> held_;  // input -> image read, not yet delivered
+  RecordSelection fields_;                    // fidelity 0 and the fields asked for
+  // The last record whose fields were read (reader thread only).
+  uint64_t fields_record_ = UINT64_MAX;
+  std::vector<Column> record_fields_;
   Status error_;
   bool stop_ = false;
   std::thread thread_;
@@ -51,7 +60,9 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
     return Status::InvalidArgument("iteration state " + start.ToString() + ": position is not a batch boundary in 0.." +
                                    std::to_string(per_rank));
   }
+  PCR_ASSIGN_OR_RETURN(std::vector<uint32_t> fields, dataset.ResolveFields(options.fields));
   auto rep = std::make_unique<Rep>(dataset, options, start);
+  rep->fields_.fields = std::move(fields);
   rep->thread_ = std::thread([p = rep.get()] { p->ReadAhead(); });
   return std::unique_ptr<SampleIterator>(new SampleIterator(std::move(rep)));
 }
@@ -125,13 +136,32 @@ void SampleIterator::Rep::ReadAhead() {
       inputs.push_back(i);
     }
     Result<std::vector<Image>> images = dataset_.ReadImages(requests);
+    std::vector<std::vector<Column>> fields(inputs.size());
+    for (size_t j = 0; j < requests.size() && images.ok() && !fields_.fields.empty(); ++j) {
+      const auto [record, row] = dataset_.LocateImage(requests[j].image);
+      if (record != fields_record_) {
+        auto read = dataset_.ReadRecordBatches({&record, 1}, fields_);
+        if (!read.ok()) {
+          images = read.status();
+          break;
+        }
+        record_fields_ = std::move((*read)[0].fields);
+        fields_record_ = record;
+      }
+      for (const Column& c : record_fields_) {
+        fields[j].emplace_back(c.type);
+        AppendRows(c, row, 1, &fields[j].back());
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (!images.ok()) {
       error_ = images.status();
       changed_.notify_all();
       return;
     }
-    for (size_t j = 0; j < inputs.size(); ++j) held_.emplace(inputs[j], std::move((*images)[j]));
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      held_.emplace(inputs[j], Held{std::move((*images)[j]), std::move(fields[j])});
+    }
     read_ = end;
     changed_.notify_all();
   }
@@ -146,10 +176,13 @@ Result<bool> SampleIterator::Rep::Next(SampleBatch* batch) {
   if (!error_.ok()) return error_;
   batch->indices.clear();
   batch->images.clear();
+  batch->fields.clear();
+  for (const uint32_t f : fields_.fields) batch->fields.emplace_back(dataset_.field_schema().features[f].type);
   for (uint64_t q = position_; q < end; ++q) {
     auto node = held_.extract(plan_.order[q]);
     batch->indices.push_back(plan_.input[plan_.order[q]]);
-    batch->images.push_back(std::move(node.mapped()));
+    batch->images.push_back(std::move(node.mapped().image));
+    for (size_t j = 0; j < batch->fields.size(); ++j) AppendRows(node.mapped().fields[j], 0, 1, &batch->fields[j]);
   }
   position_ = end;
   changed_.notify_all();

@@ -11,6 +11,7 @@
 
 #include "pcr/convert.h"
 #include "pcr/record_iterator.h"
+#include "pcr/sample_iterator.h"
 #include "pcr/verify.h"
 #include "reader/image_dataset_rep.h"
 #include "tests/image_util.h"
@@ -312,6 +313,34 @@ TEST_CASE("RecordIterator hands out each image's fields with shuffled images") {
     CHECK(seen == keys.size());
   }
   CHECK_FALSE(RecordIterator::Create(*ds, {.fields = {"nope"}}).ok());
+}
+
+TEST_CASE("SampleIterator hands out each image's fields in batch order") {
+  TempDir tmp;
+  const std::vector<std::string> keys = SampleKeys();
+  WriteCsv(tmp / "fields.csv", keys);
+  REQUIRE(ConvertImages(FieldOptions(tmp, tmp / "fields.csv")).ok());
+  auto ds = Open(tmp / "ds");
+  for (const uint64_t read_ahead : {1, 7, 100}) {
+    auto it = SampleIterator::Create(*ds, {.epoch = {.batch_size = 4, .shuffle_buffer = 6}, .fidelity = 1,
+                                           .read_ahead = read_ahead, .fields = kAll},
+                                     {.seed = 9});
+    REQUIRE(it.ok());
+    SampleBatch batch;
+    size_t seen = 0;
+    while (true) {
+      auto more = (*it)->Next(&batch);
+      REQUIRE(more.ok());
+      if (!*more) break;
+      REQUIRE(batch.fields.size() == kAll.size());
+      for (size_t j = 0; j < batch.images.size(); ++j) {
+        const size_t i = static_cast<size_t>(std::find(keys.begin(), keys.end(), batch.images[j].key) - keys.begin());
+        CheckRow(batch.fields, j, i);
+        ++seen;
+      }
+    }
+    CHECK(seen == keys.size());
+  }
 }
 
 Status ConvertWith(const TempDir& tmp, const std::string& name, const std::string& text, bool skip_bad = false,

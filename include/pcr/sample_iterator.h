@@ -51,11 +51,16 @@ struct SampleIteratorOptions {
   // Images read beyond what the next batch needs, at most (and per engine
   // call); memory holds about shuffle_buffer + batch_size + read_ahead images.
   uint64_t read_ahead = 2048;
+  // Fields to read with the images: each record's streams of these fields
+  // are read once, when its first image is.
+  std::vector<std::string> fields;
 };
 
 struct SampleBatch {
   std::vector<uint64_t> indices;  // dataset-wide image index of each image
   std::vector<Image> images;
+  // One column per SampleIteratorOptions::fields; row j belongs to images[j].
+  std::vector<Column> fields;
 };
 
 // Thread safety: Next() may be called from one thread at a time; state() from

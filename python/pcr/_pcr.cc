@@ -369,7 +369,8 @@ class PySampleIterator {
  public:
   PySampleIterator(const PyImageDataset& ds, uint64_t batch_size, int fidelity, uint64_t rank, uint64_t world_size,
                    const std::string& uneven, bool shuffle, uint64_t shuffle_buffer, uint64_t seed, uint64_t epoch,
-                   uint64_t position, uint64_t read_ahead) {
+                   uint64_t position, uint64_t read_ahead, const std::vector<std::string>& fields)
+      : fields_(fields) {
     if (uneven != "pad" && uneven != "drop") throw py::value_error("uneven must be 'pad' or 'drop'");
     const pcr::SampleIteratorOptions options{
         .epoch = {.rank = rank,
@@ -379,11 +380,13 @@ class PySampleIterator {
                   .shuffle = shuffle,
                   .shuffle_buffer = shuffle_buffer},
         .fidelity = fidelity,
-        .read_ahead = read_ahead};
+        .read_ahead = read_ahead,
+        .fields = fields};
     it_ = Take(pcr::SampleIterator::Create(ds.dataset(), options, {seed, epoch, position}));
   }
 
-  // (indices, labels, jpegs): numpy uint64 and int64 arrays and a list of bytes.
+  // (indices, labels, jpegs): numpy uint64 and int64 arrays and a list of
+  // bytes; with fields, also {name: [value or None per image]}.
   py::tuple next() {
     if (!Unlocked([&] { return it_->Next(&batch_); })) throw py::stop_iteration();
     std::vector<int64_t> labels;
@@ -393,7 +396,14 @@ class PySampleIterator {
       jpegs.append(ToBytes(image.jpeg));
     }
     std::vector<uint64_t> indices = batch_.indices;
-    return py::make_tuple(Own(std::move(indices)), Own(std::move(labels)), jpegs);
+    if (fields_.empty()) return py::make_tuple(Own(std::move(indices)), Own(std::move(labels)), jpegs);
+    py::dict fields;
+    for (size_t j = 0; j < fields_.size(); ++j) {
+      py::list values;
+      for (uint64_t r = 0; r < batch_.fields[j].rows; ++r) values.append(ColumnValue(batch_.fields[j], r));
+      fields[py::str(fields_[j])] = values;
+    }
+    return py::make_tuple(Own(std::move(indices)), Own(std::move(labels)), jpegs, fields);
   }
 
   py::dict state() const {
@@ -408,6 +418,7 @@ class PySampleIterator {
   uint64_t num_images() const { return it_->num_images(); }
 
  private:
+  std::vector<std::string> fields_;
   std::unique_ptr<pcr::SampleIterator> it_;
   pcr::SampleBatch batch_;
 };
@@ -647,11 +658,11 @@ PYBIND11_MODULE(_pcr, m) {
 
   py::class_<PySampleIterator>(m, "SampleIterator")
       .def(py::init<const PyImageDataset&, uint64_t, int, uint64_t, uint64_t, const std::string&, bool, uint64_t,
-                    uint64_t, uint64_t, uint64_t, uint64_t>(),
+                    uint64_t, uint64_t, uint64_t, uint64_t, const std::vector<std::string>&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = 0, py::arg("rank") = 0,
            py::arg("world_size") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
            py::arg("shuffle_buffer") = 4096, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("position") = 0,
-           py::arg("read_ahead") = 2048, py::keep_alive<1, 2>())
+           py::arg("read_ahead") = 2048, py::arg("fields") = std::vector<std::string>(), py::keep_alive<1, 2>())
       .def("__iter__", [](PySampleIterator& it) -> PySampleIterator& { return it; })
       .def("__next__", &PySampleIterator::next)
       .def("__len__", &PySampleIterator::num_batches)

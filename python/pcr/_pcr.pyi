@@ -41,7 +41,8 @@ class ImageDataset:
     def verify(self) -> dict[str, int]: ...
 
 class SampleIterator:
-    """One rank's share of an epoch, in batches of (indices, labels, jpegs).
+    """One rank's share of an epoch, in batches of (indices, labels, jpegs), and with
+    `fields` a fourth item, {name: [value or None per image]}.
 
     Every rank gets len(it) batches, the same on every rank ("pad" repeats the
     epoch's first images, "drop" leaves the rest out). Images are shuffled by
@@ -64,9 +65,10 @@ class SampleIterator:
         epoch: int = 0,
         position: int = 0,
         read_ahead: int = 2048,
+        fields: Sequence[str] = (),
     ) -> None: ...
     def __iter__(self) -> "SampleIterator": ...
-    def __next__(self) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], list[bytes]]: ...
+    def __next__(self) -> Tuple: ...
     def __len__(self) -> int:
         """Batches per epoch on this rank (a resumed iteration yields the rest of them)."""
     @property

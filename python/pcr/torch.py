@@ -4,7 +4,7 @@
 uint8 tensor (C x H x W) and its label, for users who keep their own sampler,
 DataLoader and transforms.
 """
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import torch as _torch
 import torch.utils.data as _data
@@ -19,6 +19,9 @@ class Dataset(_data.Dataset):
     (RGB, CMYK converted as PIL converts it; "gray" gives 1 x H x W),
     decoded with the GIL released, passed
     through `transform` when given; `label` an int (-1 when unlabelled).
+    With `fields`, items are `(image, label, fields)`, `fields` a dict of the
+    image's values (None where it lacks one); each item then also reads the
+    streams of those fields in its record.
     Works with any sampler and with DataLoader workers: each worker opens the
     dataset on its first item, so nothing open is shared across processes.
     """
@@ -31,9 +34,11 @@ class Dataset(_data.Dataset):
         format: str = "rgb",
         engine: str = "auto",
         direct: bool = False,
+        fields: Sequence[str] = (),
     ) -> None:
         self.path = path
         self.fidelity = fidelity
+        self.fields = list(fields)
         self.transform = transform
         self.format = format
         self.engine, self.direct = engine, direct
@@ -42,6 +47,8 @@ class Dataset(_data.Dataset):
             raise ValueError(f"fidelity {fidelity} out of range 0..{probe.num_scan_groups}")
         self._length = len(probe)
         self.classes = probe.classes
+        if self.fields and len(probe):
+            probe.fields(0, self.fields)  # refuses unknown names now
         self._ds = None
         self._pid = None
 
@@ -56,13 +63,15 @@ class Dataset(_data.Dataset):
     def __len__(self) -> int:
         return self._length
 
-    def __getitem__(self, index: int) -> Tuple[_torch.Tensor, int]:
+    def __getitem__(self, index: int):
         ds = self._dataset()
         label, _ = ds.sample(index)
         pixels = _pcr.decode(ds.read(index, self.fidelity), format=self.format)
         image = _torch.from_numpy(pixels).permute(2, 0, 1)
         if self.transform is not None:
             image = self.transform(image)
+        if self.fields:
+            return image, label, ds.fields(index, self.fields)
         return image, label
 
     def __getstate__(self):
@@ -90,7 +99,11 @@ class ImageLoader(_data.IterableDataset):
     """Batches of images for training (or evaluation) straight from a pcr dataset.
 
     Each item is `(images, labels)`: a uint8 tensor N x 3 x size x size (or
-    N x size x size x 3 with channels_last) and an int64 tensor of N labels.
+    N x size x size x 3 with channels_last) and an int64 tensor of N labels;
+    with `fields`, `(images, labels, fields)`, `fields` a dict mapping each
+    name to a list of the batch's values (None where an image lacks one):
+    captions as str, numbers, bytes, lists. Each record's field streams are
+    read once, with its first image.
     Images are read at `fidelity` (0: full) and decoded on pcr's C++ threads
     with the crop chosen before decoding: torchvision's RandomResizedCrop(size,
     scale, ratio) and RandomHorizontalFlip when `train`, else Resize(resize)
@@ -139,8 +152,10 @@ class ImageLoader(_data.IterableDataset):
         read_ahead: int = 2048,
         engine: str = "auto",
         direct: bool = False,
+        fields: Sequence[str] = (),
     ) -> None:
         super().__init__()
+        self.fields = list(fields)
         self.path, self.batch_size, self.fidelity = path, batch_size, fidelity
         self.decoder_options = dict(
             size=size,
@@ -161,7 +176,10 @@ class ImageLoader(_data.IterableDataset):
         self.epoch = 0
         self._start = 0  # position (images of this share) to resume from, this epoch
         self._delivered = 0  # batches delivered by the iteration in this process
-        self._num_images = len(_pcr.ImageDataset(path, engine, direct))
+        probe = _pcr.ImageDataset(path, engine, direct)
+        self._num_images = len(probe)
+        if self.fields and len(probe):
+            probe.fields(0, self.fields)  # refuses unknown names now
         _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
 
     def _share(self) -> Tuple[int, int, int]:
@@ -217,18 +235,19 @@ class ImageLoader(_data.IterableDataset):
         it = _pcr.SampleIterator(ds, batch_size=self.batch_size, fidelity=self.fidelity, rank=rank,
                                  world_size=world, uneven=self.uneven, shuffle=self.shuffle,
                                  shuffle_buffer=self.shuffle_buffer, seed=self.seed, epoch=self.epoch,
-                                 position=skip * self.batch_size, read_ahead=self.read_ahead)
+                                 position=skip * self.batch_size, read_ahead=self.read_ahead,
+                                 fields=self.fields)
         decoder = _pcr.BatchDecoder(**self.decoder_options)
         self._delivered = self._start
         from concurrent.futures import ThreadPoolExecutor
 
         def load(batch_number):
             try:
-                indices, labels, jpegs = next(it)
+                indices, labels, jpegs, *fields = next(it)
             except StopIteration:
                 return None
             images = decoder.decode(jpegs, _mix(self.seed, self.epoch, rank, batch_number))
-            return _torch.from_numpy(images), _torch.from_numpy(labels)
+            return (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
 
         with ThreadPoolExecutor(max_workers=1) as ahead:
             number = skip

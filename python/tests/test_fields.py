@@ -144,3 +144,40 @@ def test_webdataset_shards_convert_with_their_fields(data_dir, tmp_path):
     bad.write_bytes((tmp_path / "shard-000000.tar").read_bytes()[:3000])
     with pytest.raises(pcr.CorruptionError, match=r"cut\.tar: .*at offset"):
         pcr.convert_webdataset([str(bad)], str(tmp_path / "bad"))
+
+
+def test_sample_iterator_and_torch_loaders_carry_fields(fields_dataset, data_dir):
+    torch = pytest.importorskip("torch")
+    import pcr.torch
+
+    r = rows(data_dir)
+    ds = pcr.ImageDataset(str(fields_dataset))
+    keys = [ds.sample(i)[1] for i in range(len(ds))]
+    it = pcr.SampleIterator(ds, batch_size=5, fidelity=1, seed=3, fields=["caption", "tags", "score"])
+    seen = 0
+    for indices, labels, jpegs, fields in it:
+        assert len(fields["caption"]) == len(jpegs) == 5
+        for j, i in enumerate(indices):
+            row = r[keys[i]]
+            assert fields["caption"][j] == row["caption"]
+            assert fields["tags"][j] == row.get("tags")
+            assert fields["score"][j] == row.get("score")
+        seen += len(indices)
+    assert seen == 25  # 24 images padded to whole batches
+
+    loader = pcr.torch.ImageLoader(str(fields_dataset), batch_size=4, fidelity=2, size=32, seed=1,
+                                   fields=["caption", "blob"])
+    batches = list(loader)
+    assert len(batches) == len(loader) == 6
+    captions = set()
+    for images, labels, fields in batches:
+        assert images.shape == (4, 3, 32, 32) and labels.shape == (4,)
+        assert len(fields["caption"]) == 4 and all(b is None or isinstance(b, bytes) for b in fields["blob"])
+        captions.update(fields["caption"])
+    assert captions == {row["caption"] for row in r.values()}
+
+    mapped = pcr.torch.Dataset(str(fields_dataset), fidelity=1, fields=["weight"])
+    image, label, fields = mapped[3]
+    assert fields == {"weight": float(np.float32(r[keys[3]]["weight"]))}
+    with pytest.raises(ValueError, match="no field 'nope'"):
+        pcr.torch.ImageLoader(str(fields_dataset), batch_size=4, fields=["nope"])
