@@ -215,6 +215,10 @@ uint64_t StripeInfo::stream_offset(size_t s) const {
 
 namespace {
 
+std::string ChunkGroupName(uint64_t g, uint64_t group_count) {
+  return g > group_count ? std::string("the segments stream") : "group " + std::to_string(g);
+}
+
 void EncodeTableStreams(const StripeInfo& stripe, Bytes* out) {
   for (const TableStream& t : stripe.table_streams) {
     PutVarint64(out, t.feature);
@@ -226,7 +230,9 @@ void EncodeTableStreams(const StripeInfo& stripe, Bytes* out) {
 
 }  // namespace
 
-uint8_t ImageFileVersion(const TableSchema& fields) { return fields.features.empty() ? 1 : kFieldsVersionMinor; }
+uint8_t ImageFileVersion(const TableSchema& fields, bool segments) {
+  return fields.features.empty() && !segments ? 1 : kFieldsVersionMinor;
+}
 
 void FileIndex::EncodeTo(FileKind kind, uint8_t version_minor, Bytes* out) const {
   const bool fields = kind == FileKind::kImages && version_minor >= kFieldsVersionMinor;
@@ -309,19 +315,23 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t vers
       continue;
     }
     if (kind != FileKind::kImages) continue;
-    if (fields ? stream_count < group_count + 1 : stream_count != group_count + 1) {
+    // From 0.4: the sample metadata, the field streams, the scan groups and
+    // the segments stream.
+    const uint64_t fixed = group_count + (fields ? 2 : 1);
+    if (fields ? stream_count < fixed : stream_count != fixed) {
       return corrupt("image stripe " + std::to_string(i) + " has " + std::to_string(stream_count) +
-                     " streams, the scan script needs " + (fields ? "at least " : "") +
-                     std::to_string(group_count + 1));
+                     " streams, the scan script needs " + (fields ? "at least " : "") + std::to_string(fixed));
     }
     stripe.first_table_stream = 1;
-    stripe.table_streams.resize(stream_count - group_count - 1);
+    stripe.has_segments = fields;
+    stripe.table_streams.resize(stream_count - fixed);
+    const uint64_t chunk_groups = group_count + (fields ? 1 : 0);
     // Every chunk takes at least five index bytes.
-    if (!d.GetVarintAtMost(d.remaining() / (5 * group_count), &stripe.image_count)) {
+    if (!d.GetVarintAtMost(d.remaining() / (5 * chunk_groups), &stripe.image_count)) {
       return corrupt("bad image count in stripe " + std::to_string(i));
     }
-    stripe.chunks.resize(stripe.image_count * group_count);
-    for (uint64_t g = 1; g <= group_count; ++g) {
+    stripe.chunks.resize(stripe.image_count * chunk_groups);
+    for (uint64_t g = 1; g <= chunk_groups; ++g) {
       uint64_t sum = 0;
       for (uint64_t img = 0; img < stripe.image_count; ++img) {
         ChunkInfo& c = stripe.chunks[(g - 1) * stripe.image_count + img];
@@ -329,13 +339,13 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t vers
           return corrupt("truncated chunk list of stripe " + std::to_string(i));
         }
         if (c.length > stripe.streams[stripe.group_stream(static_cast<int>(g))].length - sum) {
-          return corrupt("chunks of group " + std::to_string(g) + " in stripe " + std::to_string(i) +
+          return corrupt("chunks of " + ChunkGroupName(g, group_count) + " in stripe " + std::to_string(i) +
                          " overrun the stream");
         }
         sum += c.length;
       }
       if (sum != stripe.streams[stripe.group_stream(static_cast<int>(g))].length) {
-        return corrupt("chunks of group " + std::to_string(g) + " in stripe " + std::to_string(i) +
+        return corrupt("chunks of " + ChunkGroupName(g, group_count) + " in stripe " + std::to_string(i) +
                        " do not fill the stream");
       }
     }

@@ -88,9 +88,11 @@ struct ChunkInfo {
 struct StripeInfo {
   uint64_t offset = 0;              // file offset of stream 0
   std::vector<StreamInfo> streams;  // in file order
-  // Image stripes: chunks[(g - 1) * image_count + i] is image i in group g.
+  // Image stripes: chunks[(g - 1) * image_count + i] is image i in group g;
+  // with segments, group L + 1 is the segments stream.
   uint64_t image_count = 0;
   std::vector<ChunkInfo> chunks;
+  bool has_segments = false;  // image stripes of files stamped 0.4 or later
   // Table stripes, and the field streams of image stripes:
   // table_streams[k] says what streams[first_table_stream + k] holds, and
   // row_count is the rows (images) they cover.
@@ -105,7 +107,7 @@ struct StripeInfo {
   // File offset of stream s. REQUIRES: s <= streams.size()
   uint64_t stream_offset(size_t s) const;
   // Image stripes: the stream holding scan group `group`, after the sample
-  // metadata and the field streams.
+  // metadata and the field streams; group L + 1 is the segments stream.
   size_t group_stream(int group) const { return 1 + table_streams.size() + static_cast<size_t>(group - 1); }
   // REQUIRES: 1 <= group <= the script's group count, image < image_count
   const ChunkInfo& chunk(int group, uint64_t image) const {
@@ -135,9 +137,9 @@ struct FileIndex {
   static Result<FileIndex> DecodeFrom(ByteSpan in, FileKind kind, uint8_t version_minor, uint64_t index_offset);
 };
 
-// The stamp of an image file whose index is `index`: 0.1 without fields,
-// else kFieldsVersionMinor.
-uint8_t ImageFileVersion(const TableSchema& fields);
+// The stamp of an image file: 0.1 without fields and without segments kept
+// apart, else kFieldsVersionMinor.
+uint8_t ImageFileVersion(const TableSchema& fields, bool segments);
 
 // Stream 0 of an image stripe: one SampleMetadata per image.
 void EncodeSampleMetadata(const std::vector<SampleMetadata>& samples, Bytes* out);

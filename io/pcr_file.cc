@@ -79,7 +79,8 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(std::unique_ptr<RandomAccessFile>
   f->index_ = std::move(idx).value();
   for (const StripeInfo& s : f->index_.stripes) {
     std::vector<uint64_t> offs(s.chunks.size());
-    for (int g = 0; g < f->index_.script.group_count() && s.image_count > 0; ++g) {
+    const int groups = f->index_.script.group_count() + (s.has_segments ? 1 : 0);
+    for (int g = 0; g < groups && s.image_count > 0; ++g) {
       uint64_t off = 0;
       for (uint64_t i = 0; i < s.image_count; ++i) {
         offs[g * s.image_count + i] = off;
@@ -109,7 +110,9 @@ Status PcrFile::CheckChunk(size_t stripe, int group, uint64_t image, ByteSpan da
   if (computed == c.checksum) return Status::OK();
   return Status::Corruption(path() + ": stripe " + std::to_string(stripe) + " stream " +
                             std::to_string(index_.stripes[stripe].group_stream(group)) + " image " +
-                            std::to_string(image) + " (scan group " + std::to_string(group) + ")" +
+                            std::to_string(image) +
+                            (group > index_.script.group_count() ? std::string(" (segments)")
+                                                                 : " (scan group " + std::to_string(group) + ")") +
                             " at offset " + std::to_string(ChunkOffset(stripe, group, image)) +
                             " length " + std::to_string(data.size()) +
                             ": chunk checksum mismatch (stored " + std::to_string(c.checksum) +

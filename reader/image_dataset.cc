@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "format/segments.h"
 #include "format/table_stripe.h"
 
 
@@ -70,6 +71,7 @@ DatasetCounts ImageDataset::Rep::counts() const {
   for (const RecordLocation& r : records) {
     c.images += r.image_count;
     const StripeInfo& stripe = files[r.file]->index().stripes[r.stripe];
+    if (stripe.has_segments) c.segment_bytes += stripe.streams[stripe.group_stream(script.group_count() + 1)].length;
     for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
       c.field_bytes[stripe.table_streams[k].feature] += stripe.streams[stripe.first_table_stream + k].length;
     }
@@ -233,6 +235,9 @@ Status ImageDataset::Rep::CheckSelection(const RecordSelection& selection) const
     return Status::InvalidArgument("fidelity " + std::to_string(selection.fidelity) + " out of range 0.." +
                                    std::to_string(script.group_count()));
   }
+  if (selection.segments && selection.fidelity == 0) {
+    return Status::InvalidArgument("segments go with scan group 1: fidelity 0 has none");
+  }
   for (const uint32_t f : selection.fields) {
     if (f >= fields.features.size()) {
       return Status::InvalidArgument("field " + std::to_string(f) + " out of range (" +
@@ -243,16 +248,17 @@ Status ImageDataset::Rep::CheckSelection(const RecordSelection& selection) const
 }
 
 size_t ImageDataset::Rep::StreamsPerRecord(const RecordSelection& selection) const {
-  size_t n = 1 + static_cast<size_t>(selection.fidelity);
+  size_t n = 1 + static_cast<size_t>(selection.fidelity) + (selection.segments ? 1 : 0);
   for (const uint32_t f : selection.fields) n += RolesOf(fields.features[f].type).size();
   return n;
 }
 
 namespace {
 
-// The streams of `selection` in one stripe, in the order StreamsPerRecord counts them.
+// The streams of `selection` in one stripe, in the order StreamsPerRecord
+// counts them. A stripe without a segments stream has SIZE_MAX in its place.
 std::vector<size_t> SelectedStreams(const StripeInfo& stripe, const TableSchema& fields,
-                                    const RecordSelection& selection) {
+                                    const RecordSelection& selection, int group_count) {
   std::vector<size_t> out{0};
   if (!selection.fields.empty()) {
     const std::vector<size_t> where = stripe.TableStreamIndex(fields.features.size());
@@ -263,6 +269,7 @@ std::vector<size_t> SelectedStreams(const StripeInfo& stripe, const TableSchema&
     }
   }
   for (int g = 1; g <= selection.fidelity; ++g) out.push_back(stripe.group_stream(g));
+  if (selection.segments) out.push_back(stripe.has_segments ? stripe.group_stream(group_count + 1) : SIZE_MAX);
   return out;
 }
 
@@ -272,7 +279,9 @@ uint64_t ImageDataset::Rep::SelectedBytes(uint64_t record, const RecordSelection
   const RecordLocation& loc = records[record];
   const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
   uint64_t n = 0;
-  for (const size_t s : SelectedStreams(stripe, fields, selection)) n += stripe.streams[s].length;
+  for (const size_t s : SelectedStreams(stripe, fields, selection, script.group_count())) {
+    if (s != SIZE_MAX) n += stripe.streams[s].length;
+  }
   return n;
 }
 
@@ -317,8 +326,10 @@ Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, co
     }
     const RecordLocation& loc = records[wanted[i]];
     const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
-    for (const size_t s : SelectedStreams(stripe, fields, selection)) {
-      ranges.push_back(StreamRange(*files[loc.file], loc.stripe, s, i));
+    for (const size_t s : SelectedStreams(stripe, fields, selection, script.group_count())) {
+      // No segments stream: nothing to read in its place.
+      ranges.push_back(s != SIZE_MAX ? StreamRange(*files[loc.file], loc.stripe, s, i)
+                                     : ReadRange{files[loc.file].get(), stripe.offset, 0, {}, i});
     }
   }
   // Adjacent streams of a record are one read however long; the streams of
@@ -352,25 +363,39 @@ Status ImageDataset::Rep::ParseRecord(uint64_t record, const RecordSelection& se
                                               stored, scratch, &batch->fields.back()));
     }
   }
-  const std::span<const ByteSpan> groups = streams.subspan(next);
   const int fidelity = selection.fidelity;
-  std::vector<size_t> cursor(fidelity, 0);
-  size_t group_bytes = 0;
+  const std::span<const ByteSpan> groups = streams.subspan(next, static_cast<size_t>(fidelity));
+  const bool segments = selection.segments && stripe.has_segments;
+  const int segments_group = script.group_count() + 1;
+  std::vector<size_t> cursor(fidelity + 1, 0);
+  size_t group_bytes = segments ? streams.back().size() : 0;
   for (const ByteSpan& g : groups) group_bytes += g.size();
-  // Scan group bytes plus one EOI per image.
+  // Scan group bytes (and segments) plus one EOI per image.
   const size_t eoi = fidelity > 0 ? kJpegEndOfImage.size() : 0;
   batch->data.Resize(group_bytes + loc.image_count * eoi);
   batch->images.resize(loc.image_count);
   uint8_t* out = batch->data.data();
+  Bytes merged;
   for (uint64_t i = 0; i < loc.image_count; ++i) {
     uint8_t* const start = out;
     for (int g = 1; g <= fidelity; ++g) {
       const uint64_t len = stripe.chunk(g, i).length;
-      const ByteSpan chunk = groups[g - 1].subspan(cursor[g - 1], len);
+      ByteSpan chunk = groups[g - 1].subspan(cursor[g - 1], len);
       PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, g, i, chunk));
-      std::memcpy(out, chunk.data(), len);
-      out += len;
       cursor[g - 1] += len;
+      if (g == 1 && segments && stripe.chunk(segments_group, i).length > 0) {
+        const uint64_t slen = stripe.chunk(segments_group, i).length;
+        const ByteSpan kept = streams.back().subspan(cursor[fidelity], slen);
+        PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, segments_group, i, kept));
+        cursor[fidelity] += slen;
+        merged.clear();
+        const Status put = InsertSegments(chunk, kept, &merged);
+        if (!put.ok()) return put.WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) + " image " +
+                                             std::to_string(i) + " (key " + samples[loc.first_image + i].key + ")");
+        chunk = merged;
+      }
+      std::memcpy(out, chunk.data(), chunk.size());
+      out += chunk.size();
     }
     if (fidelity > 0) out = std::copy(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), out);
     const SampleMetadata& sample = samples[loc.first_image + i];
@@ -419,6 +444,10 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
     const RecordLocation& loc = records[record];
     first_range[i] = ranges.size();
     for (int g = 1; g <= r.fidelity; ++g) ranges.push_back(ChunkRange(*files[loc.file], loc.stripe, g, in_record));
+    const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
+    if (r.segments && stripe.has_segments) {
+      ranges.push_back(ChunkRange(*files[loc.file], loc.stripe, script.group_count() + 1, in_record));
+    }
   }
   ReadBatch chunks;
   PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, coalesce, &chunks));
@@ -428,7 +457,17 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
     Image& img = images[i];
     img.label = samples[requests[i].image].label;
     img.key = samples[requests[i].image].key;
-    for (int g = 1; g <= requests[i].fidelity; ++g) PutBytes(&img.jpeg, chunks[first_range[i] + g - 1]);
+    const int fidelity = requests[i].fidelity;
+    const size_t segments = first_range[i] + static_cast<size_t>(fidelity);
+    const bool merge = requests[i].segments && segments < (i + 1 < requests.size() ? first_range[i + 1] : ranges.size());
+    for (int g = 1; g <= fidelity; ++g) {
+      if (g == 1 && merge) {
+        const Status put = InsertSegments(chunks[first_range[i]], chunks[segments], &img.jpeg);
+        if (!put.ok()) return put.WithPrefix(DescribeImage(requests[i].image));
+        continue;
+      }
+      PutBytes(&img.jpeg, chunks[first_range[i] + g - 1]);
+    }
     PutBytes(&img.jpeg, kJpegEndOfImage);
   }
   return images;

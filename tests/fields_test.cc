@@ -343,6 +343,97 @@ TEST_CASE("SampleIterator hands out each image's fields in batch order") {
   }
 }
 
+// `jpeg` with an EXIF segment (orientation 6, little-endian TIFF), an XMP
+// segment and a comment inserted after its first segment, as cameras and
+// editors write them.
+Bytes WithCameraSegments(const Bytes& jpeg) {
+  auto segment = [](uint8_t marker, const std::string& payload) {
+    Bytes out = {0xff, marker, static_cast<uint8_t>((payload.size() + 2) >> 8),
+                 static_cast<uint8_t>(payload.size() + 2)};
+    out.insert(out.end(), payload.begin(), payload.end());
+    return out;
+  };
+  const std::string exif = std::string("Exif\0\0II*\0\x08\0\0\0\x01\0\x12\x01\x03\0\x01\0\0\0\x06\0\0\0\0\0\0\0", 32) +
+                           std::string(500, 't');  // a thumbnail's worth of bytes
+  const size_t first = 4 + (static_cast<size_t>(jpeg[4]) << 8 | jpeg[5]);
+  Bytes out(jpeg.begin(), jpeg.begin() + static_cast<ptrdiff_t>(first));
+  for (const Bytes& s : {segment(0xe1, exif), segment(0xe1, std::string("http://ns.adobe.com/xap/1.0/\0<x/>", 34)),
+                         segment(0xfe, "a comment")}) {
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  out.insert(out.end(), jpeg.begin() + static_cast<ptrdiff_t>(first), jpeg.end());
+  return out;
+}
+
+TEST_CASE("segments decoding does not need are kept apart, read only when asked for, and put back exactly") {
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "src/a");
+  const Bytes plain = ReadFile(DataDir() + "/sample/video/video-001.jpeg");
+  const Bytes camera = WithCameraSegments(plain);
+  test::WriteFile(tmp.path() / "src/a/camera.jpg", camera);
+  fs::copy(DataDir() + "/sample/misc/jpg-srgb-icc.jpg", tmp.path() / "src/a/icc.jpg");
+  fs::copy(DataDir() + "/sample/textures/ring.jpg", tmp.path() / "src/a/ring.jpg");
+  const ConvertImagesOptions o{.src_dir = tmp / "src", .out_dir = tmp / "ds", .images_per_record = 3, .jobs = 1,
+                               .exif_orientation = true};
+  REQUIRE(ConvertImages(o).ok());
+  CHECK(ReadFile(tmp.path() / "ds/records-00000.pcr")[9] == 4);
+  auto ds = Open(tmp / "ds");
+  REQUIRE(ds->num_images() == 3);
+  REQUIRE(ds->sample(0).key == "a/camera.jpg");
+  const int full = ds->num_scan_groups();
+  // Group 1 keeps JFIF and ICC; EXIF, XMP and the comment are apart.
+  auto without = ds->ReadImage(0, full);
+  REQUIRE(without.ok());
+  const auto original = test::MetadataSegments(camera);
+  REQUIRE(original.size() == 4);
+  CHECK(test::MetadataSegments(without->jpeg) == decltype(original){original[0]});
+  test::RequireSamePixels(camera, without->jpeg);
+  const uint64_t segment_bytes = ds->counts().segment_bytes;
+  CHECK(segment_bytes > 500);
+  // Asked for, they are back in place: the original's segments exactly.
+  for (const int k : {1, 3, full}) {
+    auto with = ds->ReadImages(std::vector<ImageRequest>{{0, k, true}, {1, k, true}, {2, k, true}});
+    REQUIRE(with.ok());
+    CHECK(test::MetadataSegments((*with)[0].jpeg) == original);
+    auto record = ds->ReadRecordBatches(std::vector<uint64_t>{0}, {.fidelity = k, .segments = true});
+    REQUIRE(record.ok());
+    for (size_t i = 0; i < 3; ++i) {
+      const ByteSpan jpeg = (*record)[0].images[i].jpeg;
+      CHECK(Bytes(jpeg.begin(), jpeg.end()) == (*with)[i].jpeg);
+    }
+  }
+  auto whole = ds->ReadImages(std::vector<ImageRequest>{{0, full, true}, {1, full, true}});
+  REQUIRE(whole.ok());
+  test::RequireSamePixels(camera, (*whole)[0].jpeg);
+  CHECK(test::MetadataSegments((*whole)[1].jpeg) == test::MetadataSegments(ReadFile(DataDir() + "/sample/misc/jpg-srgb-icc.jpg")));
+  // A record read without segments does not read the segments stream.
+  const IoCounters before = ds->io_counters();
+  REQUIRE(ds->ReadRecordBatches(std::vector<uint64_t>{0}, {.fidelity = full}).ok());
+  CHECK(ds->io_counters().bytes_read - before.bytes_read == ds->RecordBytes(0, full));
+  CHECK_FALSE(ds->ReadRecordBatches(std::vector<uint64_t>{0}, {.fidelity = 0, .segments = true}).ok());
+  // The EXIF orientation is a field.
+  auto orientation = ds->ResolveFields({"exif_orientation"});
+  REQUIRE(orientation.ok());
+  auto b = ds->ReadRecordBatches(std::vector<uint64_t>{0}, {.fields = *orientation});
+  REQUIRE(b.ok());
+  CHECK((*b)[0].fields[0].present == std::vector<uint8_t>{1, 0, 0});
+  CHECK((*b)[0].fields[0].ints[0] == 6);
+  CHECK(VerifyPath(tmp / "ds", test::Io()).errors.empty());
+  // Damage behind re-fixed checksums in the segments is refused, naming the file.
+  const fs::path file = tmp.path() / "ds/records-00000.pcr";
+  const StripeInfo stripe = ds->rep().files[0]->index().stripes[0];
+  const uint64_t at = stripe.stream_offset(stripe.group_stream(full + 1));
+  Bytes bad = ReadFile(file);
+  bad[at] ^= 0x80;  // the first entry's position varint now runs on
+  test::WriteFile(file, test::RefixChecksums(bad));
+  auto damaged = Open(file.string());
+  auto read = damaged->ReadImages(std::vector<ImageRequest>{{0, 1, true}});
+  REQUIRE_FALSE(read.ok());
+  CHECK(read.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(read.status().message(), Catch::Contains(file.string()) && Catch::Contains("segments"));
+  CHECK(damaged->ReadImage(0, full).ok());  // reads without segments never look at them
+}
+
 Status ConvertWith(const TempDir& tmp, const std::string& name, const std::string& text, bool skip_bad = false,
                    std::map<std::string, FeatureType> types = {}) {
   const std::string path = tmp / name;

@@ -22,10 +22,10 @@ refused_as_part() {
   ! "$tools/pcr-dump" "$1" 2>"$work/err" && grep -q "pcr-convert merge" "$work/err"
 }
 # Extracts DATASET at every fidelity its expected list names and compares.
-same_images() {  # DATASET EXPECTED
+same_images() {  # DATASET EXPECTED [EXTRACT_OPTION...]
   local out; out=$(mktemp -d -p "$work")
   for k in $(cut -d' ' -f3 "$2" | cut -d/ -f1 | sort -un); do
-    "$tools/pcr-dump" extract "$1" "$out/$k" --fidelity "$k" >/dev/null
+    "$tools/pcr-dump" extract "$1" "$out/$k" --fidelity "$k" "${@:3}" >/dev/null
   done
   (cd "$out" && sha256sum --quiet -c "$2") &&
     [ "$(cd "$out" && find . -type f | wc -l)" -eq "$(wc -l < "$2")" ]
@@ -49,7 +49,8 @@ check "0.3 parts merge" "$tools/pcr-convert" merge "$work/merged" "$work/parts/p
 check "0.3 merged dataset verifies" "$tools/pcr-dump" verify "$work/merged"
 check "0.3 merged dataset reads at every fidelity" same_images "$work/merged" "$golden/v0.3-parts.sha256"
 check "0.4 image dataset with fields verifies" "$tools/pcr-dump" verify "$golden/v0.4-fields"
-check "0.4 image dataset reads at every fidelity" same_images "$golden/v0.4-fields" "$golden/v0.4-fields.sha256"
+check "0.4 image dataset reads at every fidelity, segments put back" \
+  same_images "$golden/v0.4-fields" "$golden/v0.4-fields.sha256" --metadata
 check "0.4 image dataset reads every field" \
   bash -c '"$1/pcr-dump" cat "$2" | cmp - "$2.expected.csv"' _ "$tools" "$golden/v0.4-fields"
 echo "$pass passed, $fail failed"

@@ -78,7 +78,7 @@ TEST_CASE("APPn segments are kept by default and dropped on request") {
   RequireSamePixels(original, stripped->AtFidelity(script.group_count()));
 }
 
-TEST_CASE("full fidelity carries exactly the original's APPn and COM segments") {
+TEST_CASE("the original's APPn and COM segments: decoding's in group 1, the rest apart, all put back exactly") {
   const ScanScript script = *BuiltinScanScript("spectral5");
   size_t without_jfif = 0;
   for (const fs::path& file : SampleFiles()) {
@@ -89,16 +89,25 @@ TEST_CASE("full fidelity carries exactly the original's APPn and COM segments") 
     auto stripped = TranscodeToScanGroups(original, script, {.keep_metadata = false});
     REQUIRE(kept.ok());
     REQUIRE(stripped.ok());
-    CHECK(test::MetadataSegments(kept->AtFidelity(script.group_count())) == segments);
-    // Stripping keeps the JFIF and Adobe segments the original had, and no others.
-    std::vector<std::pair<int, Bytes>> decoding;
+    auto whole = kept->Original();
+    REQUIRE(whole.ok());
+    CHECK(test::MetadataSegments(*whole) == segments);
+    // Group 1 keeps the JFIF, ICC and Adobe segments; stripping keeps the
+    // JFIF and Adobe segments the original had, and no others.
+    std::vector<std::pair<int, Bytes>> decoding, colour;
     for (const auto& [marker, payload] : segments) {
-      const std::string head(payload.begin(), payload.begin() + std::min<size_t>(5, payload.size()));
-      if ((marker == 0xe0 && head == std::string("JFIF\0", 5)) || (marker == 0xee && head == "Adobe")) {
+      const std::string head(payload.begin(), payload.begin() + std::min<size_t>(12, payload.size()));
+      const bool jfif_or_adobe = (marker == 0xe0 && head.starts_with(std::string("JFIF\0", 5))) ||
+                                 (marker == 0xee && head.starts_with("Adobe"));
+      if (jfif_or_adobe || (marker == 0xe2 && head == std::string("ICC_PROFILE\0", 12))) {
         decoding.emplace_back(marker, payload);
       }
+      if (jfif_or_adobe) colour.emplace_back(marker, payload);
     }
-    CHECK(test::MetadataSegments(stripped->AtFidelity(script.group_count())) == decoding);
+    CHECK(test::MetadataSegments(kept->AtFidelity(script.group_count())) == decoding);
+    CHECK(kept->segments.empty() == (decoding.size() == segments.size()));
+    CHECK(test::MetadataSegments(stripped->AtFidelity(script.group_count())) == colour);
+    CHECK(stripped->segments.empty());
     if (segments.empty() || segments.front().first != 0xe0) ++without_jfif;
   }
   CHECK(without_jfif > 0);  // the samples include files that had no JFIF segment
@@ -138,7 +147,9 @@ TEST_CASE("colour segments are kept exactly unless libjpeg misreads them") {
   auto full = [&](const Bytes& original) {
     auto t = TranscodeToScanGroups(original, script);
     REQUIRE(t.ok());
-    return t->AtFidelity(script.group_count());
+    auto whole = t->Original();
+    REQUIRE(whole.ok());
+    return *whole;
   };
   // Adobe transform 2 on three components is read as YCbCr with a warning
   // when no JFIF segment says so; with RGB component ids and no segment a

@@ -28,7 +28,9 @@ constexpr char kUsage[] =
     "  --records-per-file   records per .pcr file (default 1)\n"
     "  --jobs N             transcoding threads (default: all cores)\n"
     "  --scan-script        spectral5 (default), spectral, libjpeg, or a script file\n"
-    "  --strip-metadata     drop APPn/COM segments (EXIF, ICC profiles)\n"
+    "  --strip-metadata     drop APPn/COM segments (EXIF, ICC profiles). Kept, EXIF, XMP,\n"
+    "                       comments and the like are stored apart from the scan groups\n"
+    "                       and read only when asked for (pcr-dump extract --metadata)\n"
     "  --skip-bad           skip files that cannot be converted; list them in OUT_DIR/skipped.tsv\n"
     "  --shuffle SEED       write images in a shuffled order\n"
     "  --max-pixels N       refuse images of more than N pixels (default 178956970)\n"
@@ -40,6 +42,8 @@ constexpr char kUsage[] =
     "  --field-type NAME=TYPE  declare a field's type: int64, float64, float32, string,\n"
     "                       bytes, id_list, float32_list, float64_list (default: inferred)\n"
     "  --field-order NAMES  store the streams of these fields first, in this order\n"
+    "  --exif-orientation   add the int64 field exif_orientation: each image's EXIF\n"
+    "                       orientation (1..8), missing where it has none\n"
     "  --shard I --num-shards N  convert only part I (0..N-1) of the files into\n"
     "                       OUT_DIR, a part; join the N parts with merge\n"
     "  Run again after an interruption, the same command keeps finished files.\n"
@@ -141,6 +145,8 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
                      "float32_list, float64_list)");
       }
       o.field_types[v.substr(0, eq)] = type;
+    } else if (a == "--exif-orientation") {
+      o.exif_orientation = true;
     } else if (a == "--field-order") {
       std::string v;
       if (!value(&v)) return Usage("--field-order needs field names");

@@ -30,8 +30,10 @@ constexpr char kUsage[] =
     "                                                   speedup, SSIM, MS-SSIM and PSNR against\n"
     "                                                   full fidelity over N images (default 100)\n"
     "       pcr-dump verify PATH                        check every checksum\n"
-    "       pcr-dump extract PATH OUT_DIR --fidelity K  write every image as OUT_DIR/<key>\n"
-    "                                                   at scan group K (1..L or full)\n"
+    "       pcr-dump extract PATH OUT_DIR --fidelity K [--metadata]\n"
+    "                                                   write every image as OUT_DIR/<key> at scan\n"
+    "                                                   group K (1..L or full); --metadata puts back\n"
+    "                                                   the segments kept apart (EXIF, XMP, ...)\n"
     "       pcr-dump cat PATH [--features A,B,...] [--format csv]\n"
     "                                                   a table's features (default all), or an\n"
     "                                                   image dataset's key, label and fields\n"
@@ -62,7 +64,9 @@ void PrintStructure(const pcr::PcrFile& f) {
                 static_cast<unsigned long long>(stripe.length()));
     for (size_t k = 0; k < stripe.streams.size(); ++k) {
       std::string what = "metadata";
-      if (k >= stripe.group_stream(1)) {
+      if (stripe.has_segments && k + 1 == stripe.streams.size()) {
+        what = "segments";
+      } else if (k >= stripe.group_stream(1)) {
         what = "group " + std::to_string(k - stripe.group_stream(1) + 1);
       } else if (k > 0) {
         const pcr::TableStream& t = stripe.table_streams[k - stripe.first_table_stream];
@@ -209,6 +213,7 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
         .Key("scan_script").String(ds.scan_script().name)
         .Key("classes").Uint(ds.class_names().size())
         .Key("metadata_bytes").Uint(bytes[0])
+        .Key("segment_bytes").Uint(counts.segment_bytes)
         .Key("file_bytes").Uint(file_bytes)
         .Key("groups").BeginArray();
     uint64_t cumulative = bytes[0];
@@ -265,6 +270,10 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
     std::printf("  %-9d %14llu %14.1f %16llu %10.4f\n", g, static_cast<unsigned long long>(bytes[g]),
                 Ratio(bytes[g], n), static_cast<unsigned long long>(cumulative), Ratio(cumulative, total));
   }
+  if (counts.segment_bytes > 0) {
+    std::printf("  %-9s %14llu %14.1f   (APPn and COM segments kept apart: EXIF, XMP, comments)\n", "segments",
+                static_cast<unsigned long long>(counts.segment_bytes), Ratio(counts.segment_bytes, n));
+  }
   if (!counts.fields.features.empty()) {
     std::printf("\n  %-24s %-14s %9s %11s %14s %14s\n", "field", "type", "coverage", "mean_length", "bytes",
                 "bytes/image");
@@ -316,7 +325,7 @@ bool SafeKey(const std::string& key) {
 }
 
 int Extract(const std::string& path, const pcr::IoEngineOptions& io, const std::string& out_dir,
-            const std::string& fidelity_arg) {
+            const std::string& fidelity_arg, bool metadata) {
   auto opened = pcr::ImageDataset::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
@@ -330,11 +339,11 @@ int Extract(const std::string& path, const pcr::IoEngineOptions& io, const std::
   pcr::cli::Progress progress;
   uint64_t written = 0;
   for (uint64_t r = 0; r < ds.num_records(); ++r) {
-    auto images = ds.ReadRecord(r, static_cast<int>(k));
-    if (!images.ok()) return Fail(images.status());
-    for (const pcr::Image& img : *images) {
-      if (!SafeKey(img.key)) {
-        return Fail(pcr::Status::Corruption(path + ": image key '" + img.key +
+    auto batches = ds.ReadRecordBatches({&r, 1}, {.fidelity = static_cast<int>(k), .segments = metadata});
+    if (!batches.ok()) return Fail(batches.status());
+    for (const pcr::ImageView& img : (*batches)[0].images) {
+      if (!SafeKey(std::string(img.key))) {
+        return Fail(pcr::Status::Corruption(path + ": image key '" + std::string(img.key) +
                                             "' is not a relative path inside OUT_DIR"));
       }
       const fs::path out = fs::path(out_dir) / img.key;
@@ -590,11 +599,14 @@ int main(int argc, char** argv) {
   if (first == "extract") {
     std::vector<std::string> positional;
     std::string fidelity;
+    bool metadata = false;
     while (!args.empty()) {
       const std::string a = args.next();
       if (a == "--fidelity") {
         if (args.empty()) return Usage("--fidelity needs a value");
         fidelity = args.next();
+      } else if (a == "--metadata") {
+        metadata = true;
       } else if (a.starts_with("--")) {
         return Usage("unknown option " + a);
       } else {
@@ -604,7 +616,7 @@ int main(int argc, char** argv) {
     if (positional.size() != 2 || fidelity.empty()) {
       return Usage("extract needs PATH OUT_DIR --fidelity K");
     }
-    return Extract(positional[0], *io, positional[1], fidelity);
+    return Extract(positional[0], *io, positional[1], fidelity, metadata);
   }
   bool json = false, quality = false;
   uint64_t sample = 100;

@@ -15,6 +15,9 @@
 
 namespace pcr {
 
+// The field ConvertImagesOptions::exif_orientation adds.
+inline constexpr char kExifOrientationField[] = "exif_orientation";
+
 struct ConversionInput {
   SourceList list;                 // in conversion order
   TableSchema fields;              // names and types; none without fields

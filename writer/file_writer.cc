@@ -86,6 +86,19 @@ Status AtomicFile::Append(ByteSpan data) {
   return Status::OK();
 }
 
+Status AtomicFile::WriteAt(uint64_t offset, ByteSpan data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("cannot write", temp_path_);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
 Status AtomicFile::Commit() {
   if (fsync(fd_) != 0) return Errno("cannot fsync", temp_path_);
   const int fd = fd_;
@@ -131,8 +144,9 @@ Result<std::unique_ptr<ImageFileWriter>> ImageFileWriter::Create(const std::stri
   PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
   auto writer = std::unique_ptr<ImageFileWriter>(
       new ImageFileWriter(std::move(file), std::move(script), std::move(fields), options));
+  // Stamped 0.1 here; Finish stamps the files that need 0.4.
   Bytes header;
-  FileHeader{.kind = FileKind::kImages, .version_minor = writer->version_minor_}.EncodeTo(&header);
+  FileHeader{.kind = FileKind::kImages}.EncodeTo(&header);
   PCR_RETURN_IF_ERROR(writer->file_->Append(header));
   return writer;
 }
@@ -145,7 +159,6 @@ ImageFileWriter::ImageFileWriter(std::unique_ptr<AtomicFile> file, ScanScript sc
   order_ = StreamOrder(fields, options.stream_order);
   streams_.resize(fields.size());
   index_.schema.features = std::move(fields);
-  version_minor_ = ImageFileVersion(index_.schema);
 }
 
 Status ImageFileWriter::Append(ByteSpan stream, StripeInfo* stripe) {
@@ -159,8 +172,9 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
   StripeInfo stripe;
   stripe.offset = file_->size();
   stripe.image_count = images.size();
-  stripe.chunks.resize(images.size() * groups);
+  stripe.chunks.resize(images.size() * (groups + 1));
   stripe.first_table_stream = 1;
+  stripe.has_segments = true;
 
   Bytes stream;
   EncodeSampleMetadata(samples, &stream);
@@ -181,12 +195,15 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
       }
       streams_[f].Clear();
     }
-    index_.schema.row_count += images.size();
   }
-  for (int g = 1; g <= groups; ++g) {
+  index_.schema.row_count += images.size();
+  // The scan groups, then the segments kept apart (dropped again by Finish
+  // when no image of the file has any).
+  for (int g = 1; g <= groups + 1; ++g) {
     stream.clear();
     for (size_t i = 0; i < images.size(); ++i) {
-      const Bytes& chunk = images[i].chunks[g - 1];
+      const Bytes& chunk = g <= groups ? images[i].chunks[g - 1] : images[i].segments;
+      any_segments_ |= g > groups && !chunk.empty();
       stripe.chunks[(g - 1) * images.size() + i] = {chunk.size(), Checksum32(chunk)};
       PutBytes(&stream, chunk);
     }
@@ -198,8 +215,21 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
 }
 
 Result<DatasetFileEntry> ImageFileWriter::Finish() {
+  const uint8_t version = ImageFileVersion(index_.schema, any_segments_);
+  if (version < kFieldsVersionMinor) {
+    // Every segments stream is empty: the file has the 0.1 layout.
+    for (StripeInfo& stripe : index_.stripes) {
+      stripe.streams.pop_back();
+      stripe.chunks.resize(stripe.chunks.size() - stripe.image_count);
+      stripe.has_segments = false;
+    }
+  } else {
+    Bytes header;
+    FileHeader{.kind = FileKind::kImages, .version_minor = version}.EncodeTo(&header);
+    PCR_RETURN_IF_ERROR(file_->WriteAt(0, header));
+  }
   Bytes index;
-  index_.EncodeTo(FileKind::kImages, version_minor_, &index);
+  index_.EncodeTo(FileKind::kImages, version, &index);
   const Bytes tail = EncodeIndexAndFooter(index, file_->size());
   PCR_RETURN_IF_ERROR(file_->Append(tail));
   DatasetFileEntry entry{

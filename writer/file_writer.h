@@ -29,6 +29,8 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   Status Append(ByteSpan data);
+  // Overwrites bytes already appended. REQUIRES: offset + data.size() <= size()
+  Status WriteAt(uint64_t offset, ByteSpan data);
   uint64_t size() const { return size_; }
   // Fsyncs, closes and renames to the final path; the directory is fsynced
   // too. With Replace::kNo a file that appeared at the path meanwhile is
@@ -70,7 +72,9 @@ struct FieldWriterOptions {
 
 // Writes a kImages file record by record (one stripe per record). With
 // fields (names and types in `fields`), each record also holds the field
-// streams of its images and the file is stamped 0.4.
+// streams of its images; with fields or with segments kept apart from any
+// image, every record holds a segments stream and the file is stamped 0.4,
+// else it is written as 0.1.
 class ImageFileWriter {
  public:
   static Result<std::unique_ptr<ImageFileWriter>> Create(const std::string& path, ScanScript script,
@@ -93,11 +97,11 @@ class ImageFileWriter {
 
   std::unique_ptr<AtomicFile> file_;
   FileIndex index_;
-  uint8_t version_minor_;
   FieldWriterOptions options_;
   std::vector<uint32_t> order_;
   std::vector<FeatureStreams> streams_;
   uint64_t image_count_ = 0;
+  bool any_segments_ = false;
 };
 
 // Writes `text` as the file `path` atomically, replacing any file there.

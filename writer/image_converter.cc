@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "format/checksum.h"
 #include "format/journal.h"
 #include "format/permutation.h"
 #include "format/scan_script.h"
@@ -169,6 +170,23 @@ std::vector<SampleMetadata> Permuted(std::vector<SampleMetadata> sources, uint64
 
 Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, ConversionInput& input) {
   PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScanScript(options.scan_script));
+  // The EXIF orientation, when asked for, is one more field.
+  uint32_t orientation_field = UINT32_MAX;
+  if (options.exif_orientation) {
+    if (options.strip_metadata) return Status::InvalidArgument("--exif-orientation needs the metadata --strip-metadata drops");
+    for (const FeatureInfo& f : input.fields.features) {
+      if (f.name == kExifOrientationField) {
+        return Status::InvalidArgument("a field is named " + std::string(kExifOrientationField) +
+                                       ", the name --exif-orientation gives");
+      }
+    }
+    orientation_field = static_cast<uint32_t>(input.fields.features.size());
+    input.fields.features.push_back({.name = kExifOrientationField, .type = FeatureType::kInt64});
+    Bytes plan;
+    PutFixed64(&plan, input.fields_checksum);
+    PutLengthPrefixed(&plan, kExifOrientationField);
+    input.fields_checksum = Checksum64(plan);
+  }
   std::vector<SampleMetadata>& sources = input.list.sources;
   const IgnoredFiles& ignored = input.list.ignored;
   const FieldWriterOptions field_options{.stream_order = options.field_order};
@@ -234,6 +252,9 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
       TranscodePool::Item& item = done[i - b];
       if (item.image.ok()) {
         progress.bytes_read += item.input_bytes;
+        if (orientation_field != UINT32_MAX && item.image->orientation) {
+          item.fields.push_back({.field = orientation_field, .i = *item.image->orientation});
+        }
         failed = files.Add(i, sources[i], std::move(item.image).value(), item.input_bytes, std::move(item.fields));
       } else if (options.skip_bad) {
         std::string reason = item.image.status().ToString();

@@ -1,6 +1,7 @@
 #include "writer/transcode.h"
 
 #include "format/file_format.h"
+#include "format/segments.h"
 
 #include <algorithm>
 #include <cstring>
@@ -184,6 +185,8 @@ struct Codec {
   JpegErrorManager err{};
   BytesDestination dest;
   Bytes out;
+  Bytes segments;  // the segments kept apart (SegmentEntries)
+  std::optional<int> orientation;
   bool src_created = false;
   bool dst_created = false;
 
@@ -285,11 +288,18 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
   c->dst.num_scans = static_cast<int>(plan->scans.size());
   c->dest.Attach(&c->dst, &c->out);
   jpeg_write_coefficients(&c->dst, coefs);
+  uint64_t position = 0;
   for (jpeg_saved_marker_ptr m = c->src.marker_list; m != nullptr; m = m->next) {
-    const bool decoding = IsJfifApp0(m) || IsAdobeApp14(m);
-    if ((options.keep_metadata || decoding) && !(replace && decoding)) {
+    const bool jfif_or_adobe = IsJfifApp0(m) || IsAdobeApp14(m);
+    if (!(options.keep_metadata || jfif_or_adobe) || (replace && jfif_or_adobe)) continue;
+    const ByteSpan payload(m->data, m->data_length);
+    if (IsDecodingSegment(static_cast<uint8_t>(m->marker), payload)) {
       jpeg_write_marker(&c->dst, m->marker, m->data, m->data_length);
+    } else {
+      PutSegmentEntry(position, static_cast<uint8_t>(m->marker), payload, &c->segments);
+      if (m->marker == JPEG_APP0 + 1 && !c->orientation) c->orientation = ExifOrientation(payload);
     }
+    ++position;
   }
   jpeg_finish_compress(&c->dst);
   jpeg_finish_decompress(&c->src);
@@ -297,6 +307,14 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
 }
 
 }  // namespace
+
+Result<Bytes> TranscodedImage::Original() const {
+  Bytes out;
+  PCR_RETURN_IF_ERROR(InsertSegments(chunks[0], segments, &out));
+  for (size_t g = 1; g < chunks.size(); ++g) PutBytes(&out, chunks[g]);
+  PutBytes(&out, kJpegEndOfImage);
+  return out;
+}
 
 Bytes TranscodedImage::AtFidelity(int k) const {
   Bytes out;
@@ -330,6 +348,8 @@ Result<TranscodedImage> TranscodeToScanGroups(ByteSpan jpeg, const ScanScript& s
   image.width = static_cast<int>(codec.dst.image_width);
   image.height = static_cast<int>(codec.dst.image_height);
   image.components = codec.dst.num_components;
+  image.segments = std::move(codec.segments);
+  image.orientation = codec.orientation;
   image.chunks.resize(script.group_count());
   image.chunks[0].assign(out.begin(), out.begin() + header_end);
   size_t start = header_end;

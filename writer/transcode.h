@@ -1,6 +1,7 @@
 // Lossless JPEG transcoding into scan groups.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "format/coding.h"
@@ -11,7 +12,9 @@
 namespace pcr {
 
 struct TranscodeOptions {
-  bool keep_metadata = true;                     // copy every APPn and COM segment; else only JFIF and Adobe
+  // Keep every APPn and COM segment: those decoding needs (JFIF, ICC, Adobe)
+  // in scan group 1, the rest in `segments`. Else keep only JFIF and Adobe.
+  bool keep_metadata = true;
   size_t max_memory_bytes = size_t{1} << 30;     // libjpeg working memory limit
   int max_input_scans = 1000;                    // refuse inputs with more scans
   uint64_t max_pixels = kDefaultMaxPixels;       // refuse larger frames after the header
@@ -23,12 +26,19 @@ struct TranscodedImage {
   // (SOI through SOF). A group with no scan for this image is empty. The
   // concatenation of chunks 1..k plus an EOI marker is a progressive JPEG.
   std::vector<Bytes> chunks;
+  // The APPn and COM segments kept apart from scan group 1: SegmentEntries
+  // (format/segments.h) in the original's order.
+  Bytes segments;
+  std::optional<int> orientation;  // the EXIF orientation, 1..8, if the original has one
   int width = 0;
   int height = 0;
   int components = 0;
 
   // The image at fidelity k: chunks 1..k and EOI. REQUIRES: 1 <= k <= chunks.size()
   Bytes AtFidelity(int k) const;
+  // The full-fidelity image with its segments put back: every APPn and COM
+  // segment of the original, in its order.
+  Result<Bytes> Original() const;
 };
 
 // Transcodes `jpeg` (any 8-bit DCT JPEG libjpeg-turbo reads: baseline,

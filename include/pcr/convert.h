@@ -42,7 +42,11 @@ struct ConvertImagesOptions {
   uint64_t records_per_file = 1;      // records in one .pcr file
   int jobs = 0;                       // transcoding threads; 0: all cores
   std::string scan_script = "spectral5";  // built-in name or a script file
-  bool strip_metadata = false;           // drop APPn and COM segments
+  // Drop APPn and COM segments but JFIF and Adobe. Kept, the segments a
+  // decoder needs (JFIF, ICC, Adobe) stay in scan group 1 and the others
+  // (EXIF, XMP, comments, ...) go to the segments stream, read only when
+  // asked for (ImageRequest::segments).
+  bool strip_metadata = false;
   bool skip_bad = false;  // skip unconvertible files, listed in OUT_DIR/skipped.tsv
   // Per-image fields: a .csv or .jsonl file with one row per image, keyed by
   // its path relative to src_dir in column `fields_key`. An image without a
@@ -53,6 +57,9 @@ struct ConvertImagesOptions {
   std::map<std::string, FeatureType> field_types;
   // Fields whose streams come first in each record, in this order.
   std::vector<std::string> field_order;
+  // Add the int64 field "exif_orientation": the EXIF orientation (1..8) of
+  // each image that has one (with keep metadata, not strip_metadata).
+  bool exif_orientation = false;
   // WebDataset tar shards (paths or brace patterns such as
   // "shard-{000000..000099}.tar"), for ConvertWebDataset.
   std::vector<std::string> shards;

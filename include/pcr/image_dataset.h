@@ -32,6 +32,10 @@ struct Image {
 struct ImageRequest {
   uint64_t image = 0;  // dataset-wide index
   int fidelity = 1;    // 1..num_scan_groups()
+  // Put back the APPn and COM segments the file keeps apart from the scan
+  // groups (EXIF, XMP, comments, ...): at full fidelity the JPEG then
+  // carries exactly the original's segments.
+  bool segments = false;
 };
 
 // An image inside a RecordBatch; valid while the batch is neither refilled
@@ -59,6 +63,7 @@ struct RecordBatch {
 struct RecordSelection {
   int fidelity = 0;
   std::vector<uint32_t> fields;
+  bool segments = false;  // as ImageRequest::segments; needs fidelity >= 1
 };
 
 // What a dataset holds, from its manifest and its files' indexes alone.
@@ -72,6 +77,7 @@ struct DatasetCounts {
   std::vector<uint64_t> stream_bytes;  // [0] sample metadata, [k] scan group k
   TableSchema fields;                  // the images' fields; row_count is `images`
   std::vector<uint64_t> field_bytes;   // stored bytes of each field's streams
+  uint64_t segment_bytes = 0;          // the APPn and COM segments kept apart
 
   // Bytes read for every image at fidelity k: metadata and groups 1..k.
   uint64_t BytesAtFidelity(int k) const {

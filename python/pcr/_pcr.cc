@@ -240,10 +240,9 @@ class PyImageDataset {
     return {s.label, s.key};
   }
 
-  py::bytes read(int64_t i, int fidelity) const {
-    const uint64_t image = Index(i);
-    const int k = Fidelity(fidelity);
-    return ToBytes(Unlocked([&] { return ds_->ReadImage(image, k); }).jpeg);
+  py::bytes read(int64_t i, int fidelity, bool metadata) const {
+    const pcr::ImageRequest request{Index(i), Fidelity(fidelity), metadata};
+    return ToBytes(Unlocked([&] { return ds_->ReadImages({&request, 1}); })[0].jpeg);
   }
 
   py::list read_many(const std::vector<int64_t>& indices, int fidelity) const {
@@ -296,7 +295,8 @@ class PyImageDataset {
   }
 
   // One record: {"labels", "keys", "jpegs" (unless fidelity is None), "fields": {name: column}}.
-  py::dict read_record(uint64_t record, std::optional<int> fidelity, const std::vector<std::string>& names) const {
+  py::dict read_record(uint64_t record, std::optional<int> fidelity, const std::vector<std::string>& names,
+                       bool metadata) const {
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
     if (record >= ds_->num_records()) {
       throw py::index_error("record " + std::to_string(record) + " out of range (" +
@@ -304,7 +304,9 @@ class PyImageDataset {
     }
     const int k = fidelity ? Fidelity(*fidelity) : 0;
     std::vector<pcr::RecordBatch> batches =
-        Unlocked([&] { return ds_->ReadRecordBatches({&record, 1}, {.fidelity = k, .fields = fields}); });
+        Unlocked([&] {
+          return ds_->ReadRecordBatches({&record, 1}, {.fidelity = k, .fields = fields, .segments = metadata});
+        });
     pcr::RecordBatch& b = batches[0];
     std::vector<int64_t> labels;
     py::list keys, jpegs;
@@ -564,7 +566,8 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                        uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb,
                        const std::string& fields, const std::string& fields_key,
                        const std::map<std::string, std::string>& field_types,
-                       const std::vector<std::string>& field_order, const std::vector<std::string>& shards) {
+                       const std::vector<std::string>& field_order, const std::vector<std::string>& shards,
+                       bool exif_orientation) {
   std::map<std::string, pcr::FeatureType> types;
   for (const auto& [name, type] : field_types) {
     if (!pcr::ParseFeatureTypeName(type, &types[name])) {
@@ -585,6 +588,7 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                                           .fields_key = fields_key,
                                           .field_types = std::move(types),
                                           .field_order = field_order,
+                                          .exif_orientation = exif_orientation,
                                           .shards = shards,
                                           .max_pixels = max_pixels,
                                           .memory_bytes = memory_mb << 20,
@@ -645,7 +649,7 @@ PYBIND11_MODULE(_pcr, m) {
       .def_property_readonly("classes", &PyImageDataset::classes)
       .def_property_readonly("counts", &PyImageDataset::counts)
       .def("sample", &PyImageDataset::sample, py::arg("index"))
-      .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = 0)
+      .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = 0, py::arg("metadata") = false)
       .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = 0)
       .def_property_readonly("num_records", &PyImageDataset::num_records)
       .def_property_readonly("field_schema", &PyImageDataset::field_schema)
@@ -653,7 +657,7 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("num_records") = py::none())
       .def("fields", &PyImageDataset::fields, py::arg("index"), py::arg("fields"))
       .def("read_record", &PyImageDataset::read_record, py::arg("record"), py::arg("fidelity") = 0,
-           py::arg("fields") = std::vector<std::string>())
+           py::arg("fields") = std::vector<std::string>(), py::arg("metadata") = false)
       .def("verify", &PyImageDataset::verify);
 
   py::class_<PySampleIterator>(m, "SampleIterator")
@@ -697,7 +701,7 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("shard") = 0, py::arg("num_shards") = 1, py::arg("max_pixels") = pcr::kDefaultMaxPixels,
         py::arg("memory_mb") = 0, py::arg("fields") = "", py::arg("fields_key") = "path",
         py::arg("field_types") = std::map<std::string, std::string>(),
-        py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>());
+        py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false);
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,

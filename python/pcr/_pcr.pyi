@@ -18,7 +18,9 @@ class ImageDataset:
     @property
     def counts(self) -> dict[str, object]: ...
     def sample(self, index: int) -> Tuple[int, str]: ...
-    def read(self, index: int, fidelity: int = 0) -> bytes: ...
+    def read(self, index: int, fidelity: int = 0, metadata: bool = False) -> bytes:
+        """Image `index` at `fidelity` (0: full) as a standalone JPEG; with metadata, also the
+        APPn and COM segments kept apart (EXIF, XMP, ...): at full fidelity the original's segments."""
     def read_many(self, indices: Sequence[int], fidelity: int = 0) -> list[bytes]: ...
     @property
     def num_records(self) -> int: ...
@@ -34,7 +36,7 @@ class ImageDataset:
         """Image `index`'s values of the fields (None where it lacks one): int, float, str, bytes
         or a list."""
     def read_record(
-        self, record: int, fidelity: Optional[int] = 0, fields: Sequence[str] = ()
+        self, record: int, fidelity: Optional[int] = 0, fields: Sequence[str] = (), metadata: bool = False
     ) -> dict[str, object]:
         """One record: labels, keys, jpegs (none with fidelity=None; 0 is full fidelity) and
         fields, {name: column}; only the streams asked for are read."""
@@ -150,6 +152,7 @@ def convert_images(
     field_types: dict[str, str] = {},
     field_order: Sequence[str] = (),
     shards: Sequence[str] = (),
+    exif_orientation: bool = False,
 ) -> dict[str, object]:
     """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out,
     with the per-image fields of the .csv or .jsonl file `fields` keyed by image path.
