@@ -332,10 +332,11 @@ Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, co
                                      : ReadRange{files[loc.file].get(), stripe.offset, 0, {}, i});
     }
   }
-  // Adjacent streams of a record are one read however long; the streams of
-  // fields not asked for are never read.
-  PCR_RETURN_IF_ERROR(
-      ExecuteReads(*engine, ranges, {.hole_limit = 0, .max_read = std::numeric_limits<uint64_t>::max()}, out));
+  // Adjacent streams of a record are one read however long. The streams of
+  // fields not asked for are small next to the scan groups: a read runs
+  // through a gap of them up to kRecordHoleLimit rather than split in two.
+  PCR_RETURN_IF_ERROR(ExecuteReads(
+      *engine, ranges, {.hole_limit = kRecordHoleLimit, .max_read = std::numeric_limits<uint64_t>::max()}, out));
   bytes_requested.fetch_add(out->bytes_requested(), std::memory_order_relaxed);
   return Status::OK();
 }

@@ -39,8 +39,9 @@ constexpr char kUsage[] =
     "         and the best round counts. Prints images/s and the ratio to the originals.\n"
     "       pcr-bench read PATH --fidelity K|full [--engine uring|pread] [--direct]\n"
     "                 [--queue-depth N] [--mode records|random] [--count N] [--seed S]\n"
-    "                 [--records-in-flight N] [--max-mbps N] [--threads N]\n"
-    "         Reads the dataset (records: every record through the read-ahead iterator;\n"
+    "                 [--records-in-flight N] [--max-mbps N] [--threads N] [--fields A,B,...]\n"
+    "         Reads the dataset (records: every record through the read-ahead iterator,\n"
+    "         with --fields also those fields' streams, and --fidelity 0 the fields alone;\n"
     "         random: --count single images in batches of --queue-depth, on N threads\n"
     "         sharing the dataset) without decoding.\n"
     "       pcr-bench read-files PATH... [--direct] [--max-mbps N]\n"
@@ -198,6 +199,7 @@ struct ReadArgs {
   uint64_t seed = 1;
   uint64_t records_in_flight = 16;
   uint64_t threads = 1;
+  std::vector<std::string> fields;
 };
 
 int Read(const ReadArgs& a) {
@@ -207,18 +209,22 @@ int Read(const ReadArgs& a) {
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
   uint64_t k = 0;
+  const uint64_t lowest = a.fields.empty() || a.mode != "records" ? 1 : 0;  // 0: fields alone
   if (a.fidelity == "full") {
     k = static_cast<uint64_t>(ds.num_scan_groups());
-  } else if (!pcr::cli::ParseUint(a.fidelity, &k) || k < 1 || k > static_cast<uint64_t>(ds.num_scan_groups())) {
-    return Usage("--fidelity must be 1.." + std::to_string(ds.num_scan_groups()) + " or full");
+  } else if (!pcr::cli::ParseUint(a.fidelity, &k) || k < lowest ||
+             k > static_cast<uint64_t>(ds.num_scan_groups())) {
+    return Usage("--fidelity must be " + std::to_string(lowest) + ".." + std::to_string(ds.num_scan_groups()) +
+                 " or full");
   }
   const pcr::IoCounters open_counters = (*engine)->counters();
   const uint64_t open_requested = ds.bytes_requested();
   uint64_t images = 0, records = 0;
   const auto start = Clock::now();
   if (a.mode == "records") {
-    auto it = pcr::RecordIterator::Create(
-        ds, {.fidelity = static_cast<int>(k), .records_in_flight = a.records_in_flight});
+    auto it = pcr::RecordIterator::Create(ds, {.fidelity = k == 0 ? pcr::kFieldsOnly : static_cast<int>(k),
+                                               .fields = a.fields,
+                                               .records_in_flight = a.records_in_flight});
     if (!it.ok()) return pcr::cli::ReportError("pcr-bench", it.status());
     pcr::RecordBatch batch;
     while (true) {
@@ -276,6 +282,7 @@ int Read(const ReadArgs& a) {
       .Key("threads").Uint(a.threads)
       .Key("max_mbps").Double(a.io.max_mbps)
       .Key("fidelity").Uint(k)
+      .Key("fields").Uint(a.fields.size())
       .Key("scan_groups").Uint(ds.num_scan_groups())
       .Key("images").Uint(images)
       .Key("records").Uint(records)
@@ -431,6 +438,8 @@ int ParseRead(pcr::cli::Args& args) {
     } else if (a == "--max-mbps") {
       if (!number()) return Usage("--max-mbps needs an integer");
       r.io.max_mbps = static_cast<double>(n);
+    } else if (a == "--fields" && !args.empty()) {
+      r.fields = pcr::cli::SplitCommas(args.next());
     } else if (a.starts_with("--") || !r.path.empty()) {
       return Usage("unexpected argument " + a);
     } else {
@@ -439,6 +448,7 @@ int ParseRead(pcr::cli::Args& args) {
   }
   if (r.path.empty()) return Usage("read needs PATH");
   if (r.threads > 1 && r.mode != "random") return Usage("--threads applies to --mode random");
+  if (!r.fields.empty() && r.mode != "records") return Usage("--fields applies to --mode records");
   return Read(r);
 }
 

@@ -58,6 +58,10 @@ struct RecordBatch {
   std::vector<Column> fields;
 };
 
+// A record read runs through gaps of at most this many bytes between the
+// streams it takes (the streams of fields not asked for) rather than split.
+inline constexpr uint64_t kRecordHoleLimit = 64 << 10;
+
 // What a record read takes: scan groups 1..fidelity (0: no image bytes) and
 // the streams of the fields `fields` (indices into the field schema).
 struct RecordSelection {
@@ -136,9 +140,10 @@ class PCR_EXPORT ImageDataset {
   // Reads several records at one fidelity in one engine call (one read per
   // record, all in flight together). Result i holds records[i].
   Result<std::vector<std::vector<Image>>> ReadRecords(std::span<const uint64_t> records, int fidelity) const;
-  // Reads several records, each in one engine call with the others: only the
-  // streams `selection` names (one read per run of adjacent streams), every
-  // stream and chunk checked, the fields decoded. Result i holds records[i].
+  // Reads several records, each in one engine call with the others: the
+  // streams `selection` names (one read per run of them, gaps up to
+  // kRecordHoleLimit read through), every stream and chunk checked, the
+  // fields decoded. Result i holds records[i].
   Result<std::vector<RecordBatch>> ReadRecordBatches(std::span<const uint64_t> records,
                                                      const RecordSelection& selection) const;
   // Stored bytes ReadRecordBatches reads of record `record`.
