@@ -1,4 +1,5 @@
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -181,3 +182,39 @@ def test_sample_iterator_and_torch_loaders_carry_fields(fields_dataset, data_dir
     assert fields == {"weight": float(np.float32(r[keys[3]]["weight"]))}
     with pytest.raises(ValueError, match="no field 'nope'"):
         pcr.torch.ImageLoader(str(fields_dataset), batch_size=4, fields=["nope"])
+
+
+def test_coco_example_stores_boxes_and_categories(data_dir, tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "coco_to_pcr", pathlib.Path(__file__).parents[2] / "examples" / "coco_to_pcr.py")
+    coco = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(coco)
+    names = ["textures/ring.jpg", "textures/hard.jpg", "video/video-001.jpeg", "misc/testimggray.jpg"]
+    images, annotations = [], []
+    for i, name in enumerate(names):
+        h, w, _ = pcr.decode((data_dir / "sample" / name).read_bytes()).shape
+        images.append({"id": 100 + i, "file_name": name, "width": w, "height": h})
+        for j in range(i):  # image i has i objects; the first has none
+            box = [round(w * 0.1 * (j + 1), 2), round(h * 0.05, 2), round(w * 0.3, 2), round(h * 0.25 + j, 2)]
+            annotations.append({"id": 10 * i + j, "image_id": 100 + i, "category_id": 1 + (i + j) % 3,
+                                "bbox": box, "area": box[2] * box[3], "iscrowd": int(j == 2)})
+    instances = {"images": images, "annotations": annotations,
+                 "categories": [{"id": c, "name": n} for c, n in ((1, "cat"), (2, "dog"), (3, "car"))]}
+    (tmp_path / "instances.json").write_text(json.dumps(instances))
+    summary = coco.convert(data_dir / "sample", tmp_path / "instances.json", tmp_path / "ds", images_per_record=3)
+    assert summary["images"] == 4
+    ds = pcr.ImageDataset(str(tmp_path / "ds"))
+    by_image = {img["file_name"]: img for img in images}
+    for i in range(len(ds)):
+        label, key = ds.sample(i)
+        assert label == -1
+        got = ds.fields(i, ["image_id", "boxes", "category_ids", "iscrowd"])
+        image = by_image[key]
+        mine = [a for a in annotations if a["image_id"] == image["id"]]
+        assert got["image_id"] == image["id"]
+        assert np.array_equal(np.array(got["boxes"], dtype=np.float32).reshape(-1, 4),
+                              np.array([a["bbox"] for a in mine], dtype=np.float32).reshape(-1, 4))
+        assert got["category_ids"] == [a["category_id"] for a in mine]
+        assert got["iscrowd"] == [a["iscrowd"] for a in mine]
