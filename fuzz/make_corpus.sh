@@ -33,6 +33,19 @@ head -n 40 "$data/tabular/Soybean.csv" >"$tmp/soybean.csv"
 "$convert" table "$tmp/soybean.csv" "$tmp/soybean" --rows-per-stripe 13 >/dev/null
 cp "$tmp/soybean/soybean.pcr" "$out/pcr_file/soybean-3-stripes.pcr"
 
+# pcr_file, 0.4: two images with a field of every type and a segments stream.
+mkdir -p "$tmp/fsrc"
+cp "$data/sample/misc/jpg-size-1x1.jpg" "$tmp/fsrc/a.jpg"
+cp "$data/segments/jpg-cmyk-2.jpg" "$tmp/fsrc/b.jpg"
+printf 'a.jpg,0\nb.jpg,1\n' >"$tmp/flist.csv"
+cat >"$tmp/fields.jsonl" <<'JSONL'
+{"path": "a.jpg", "s": "one", "i": 1, "f": 0.5, "ids": [1, 2], "box": [0.5, 1.5], "b": "x"}
+{"path": "b.jpg", "s": "two", "ids": [], "box": [2.5], "g": 1.25}
+JSONL
+"$convert" images "$tmp/fsrc" "$tmp/fields" --list "$tmp/flist.csv" --fields "$tmp/fields.jsonl" \
+  --field-type b=bytes --field-type g=float32 --scan-script spectral >/dev/null
+cp "$tmp/fields/records-00000.pcr" "$out/pcr_file/fields-and-segments.pcr"
+
 # table_input: a format byte (even: CSV, odd: JSON Lines), then the input.
 { printf '\0'; head -n 20 "$data/tabular/Soybean.csv"; } >"$out/table_input/soybean-head.csv"
 

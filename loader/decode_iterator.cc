@@ -101,7 +101,7 @@ Result<bool> DecodeIterator::Rep::Prepare(Slot* slot) {
     }
     auto shape = shape_decoder_.Shape(img.jpeg, slot->jobs[i]);
     if (!shape.ok()) return shape.status().WithPrefix(std::string(img.key));
-    batch.images[i] = {img.label, img.key, *shape, {}};
+    batch.images[i] = {img.label, img.key, *shape, {}, img.row};
     offsets[i] = total;
     total += shape->bytes();
   }

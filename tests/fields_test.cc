@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "pcr/convert.h"
+#include "pcr/decode_iterator.h"
 #include "pcr/record_iterator.h"
 #include "pcr/sample_iterator.h"
 #include "pcr/verify.h"
@@ -445,6 +446,30 @@ TEST_CASE("segments decoding does not need are kept apart, read only when asked 
   CHECK(read.status().code() == StatusCode::kCorruption);
   CHECK_THAT(read.status().message(), Catch::Contains(file.string()) && Catch::Contains("segments"));
   CHECK(damaged->ReadImage(0, full).ok());  // reads without segments never look at them
+}
+
+TEST_CASE("DecodeIterator hands out the fields of the images it decodes") {
+  TempDir tmp;
+  const std::vector<std::string> keys = SampleKeys();
+  WriteCsv(tmp / "fields.csv", keys);
+  REQUIRE(ConvertImages(FieldOptions(tmp, tmp / "fields.csv")).ok());
+  auto ds = Open(tmp / "ds");
+  auto it = DecodeIterator::Create(*ds, {.records = {.fidelity = 1, .fields = kAll, .shuffle_seed = 2},
+                                         .decode = {.scale_denom = 8}, .threads = 2});
+  REQUIRE(it.ok());
+  DecodedBatch batch;
+  size_t seen = 0;
+  while (true) {
+    auto more = (*it)->Next(&batch);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    for (const DecodedView& v : batch.images) {
+      const size_t i = static_cast<size_t>(std::find(keys.begin(), keys.end(), v.key) - keys.begin());
+      CheckRow(batch.source.fields, v.row, i);
+      ++seen;
+    }
+  }
+  CHECK(seen == keys.size());
 }
 
 Status ConvertWith(const TempDir& tmp, const std::string& name, const std::string& text, bool skip_bad = false,

@@ -35,6 +35,7 @@ struct DecodedView {
   std::string_view key;
   ImageShape shape;
   std::span<const uint8_t> pixels;
+  uint64_t row = 0;  // the image's row in source.fields (DecodeIteratorOptions::records.fields)
 };
 
 // One record's images, decoded. Buffers are reused by the next Next().
@@ -42,7 +43,7 @@ struct DecodedBatch {
   uint64_t record = 0;
   std::vector<DecodedView> images;
   std::vector<uint8_t> pixels;  // every image's rows, back to back
-  RecordBatch source;           // the JPEG bytes the images came from
+  RecordBatch source;           // the JPEG bytes the images came from, and their fields
 };
 
 // Thread safety: Next() may be called from one thread at a time.
