@@ -47,7 +47,7 @@ const char* FileTypeName(mode_t mode) {
 
 }  // namespace
 
-Result<int> OpenRegularFile(const std::string& path, int flags) {
+Result<int> OpenRegularFile(const std::string& path, int flags, uint64_t* size) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
   if (fd < 0) {
@@ -73,6 +73,7 @@ Result<int> OpenRegularFile(const std::string& path, int flags) {
     close(fd);
     return Status::IOError(path + ": cannot clear O_NONBLOCK: " + std::strerror(e));
   }
+  if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
   return fd;
 }
 

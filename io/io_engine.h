@@ -23,7 +23,8 @@ namespace pcr {
 // byte. Errors name the path and the reason: NotFound when it does not exist,
 // InvalidArgument for a non-regular file, NotSupported when `flags` hold
 // O_DIRECT and the filesystem refuses it, else IOError with the errno text.
-Result<int> OpenRegularFile(const std::string& path, int flags = 0);
+// With `size`, sets it to the file's size.
+Result<int> OpenRegularFile(const std::string& path, int flags = 0, uint64_t* size = nullptr);
 // The whole regular file at `path`, read with OpenRegularFile.
 Result<Bytes> ReadRegularFile(const std::string& path);
 

@@ -103,7 +103,9 @@ TEST_CASE("samples, labels and every kind of member round-trip") {
   t.Add("a/001.txt", "gray");
   t.Add("a/001.json", R"({"similarity": 1, "width": 8, "tags": [], "box": [3]})");
   Write(tmp / "s.tar", t.Finish());
-  auto summary = ConvertWebDataset(Options(tmp, {tmp / "s.tar"}));
+  ConvertImagesOptions o = Options(tmp, {tmp / "s.tar"});
+  o.field_types = {{"box", FeatureType::kFloat32List}, {"width", FeatureType::kFloat32}};
+  auto summary = ConvertWebDataset(o);
   REQUIRE(summary.ok());
   CHECK(summary->images == 2);
   auto ds = Open(tmp / "ds");
@@ -114,15 +116,15 @@ TEST_CASE("samples, labels and every kind of member round-trip") {
   CHECK(types == std::map<std::string, FeatureType>{{"txt", FeatureType::kString},
                                                     {"cls", FeatureType::kInt64},
                                                     {"similarity", FeatureType::kFloat64},
-                                                    {"width", FeatureType::kInt64},
+                                                    {"width", FeatureType::kFloat32},
                                                     {"ok", FeatureType::kInt64},
                                                     {"tags", FeatureType::kIdList},
-                                                    {"box", FeatureType::kFloat64List},
+                                                    {"box", FeatureType::kFloat32List},
                                                     {"url", FeatureType::kString},
                                                     {"exif", FeatureType::kString},
                                                     {"none", FeatureType::kString},
                                                     {"bin", FeatureType::kBytes}});
-  const auto c = ReadAll(*ds, {"txt", "cls", "similarity", "tags", "box", "exif", "bin", "none", "url"});
+  const auto c = ReadAll(*ds, {"txt", "cls", "similarity", "tags", "box", "exif", "bin", "none", "url", "width"});
   CHECK(c[0].string(0) == "a ring, \"quoted\"");
   CHECK(c[0].string(1) == "gray");
   CHECK(c[1].present == std::vector<uint8_t>{1, 0});
@@ -130,7 +132,8 @@ TEST_CASE("samples, labels and every kind of member round-trip") {
   CHECK(c[2].doubles == std::vector<double>{0.25, 1});
   CHECK(c[3].ints == std::vector<int64_t>{1, 2});
   CHECK(c[3].offsets == std::vector<uint64_t>{0, 2, 2});
-  CHECK(c[4].doubles == std::vector<double>{0.5, 2, 3});
+  CHECK(c[4].floats == std::vector<float>{0.5f, 2, 3});
+  CHECK(c[9].floats == std::vector<float>{640, 8});
   CHECK(c[5].string(0) == R"({"Orientation": 6})");
   CHECK(c[6].string(0) == std::string("\0\1\2", 3));
   CHECK(c[6].present == std::vector<uint8_t>{1, 0});

@@ -1,6 +1,5 @@
 #include "writer/tar.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,14 +100,9 @@ bool ParsePax(std::string_view data, std::string* path, uint64_t* size, bool* ha
 }  // namespace
 
 Result<std::unique_ptr<TarReader>> TarReader::Open(const std::string& path) {
-  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    const int e = errno;
-    close(fd);
-    return Status::IOError(path + ": cannot stat: " + std::strerror(e));
-  }
-  return std::unique_ptr<TarReader>(new TarReader(path, fd, static_cast<uint64_t>(st.st_size)));
+  uint64_t size = 0;
+  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, 0, &size));
+  return std::unique_ptr<TarReader>(new TarReader(path, fd, size));
 }
 
 TarReader::~TarReader() { close(fd_); }

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,23 +13,18 @@
 namespace pcr {
 
 Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path) {
-  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    const int e = errno;
-    close(fd);
-    return Status::IOError(path + ": cannot stat: " + std::strerror(e));
-  }
+  uint64_t size = 0;
+  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, 0, &size));
   auto in = std::unique_ptr<MappedInput>(new MappedInput());
-  if (st.st_size > 0) {
-    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  if (size > 0) {
+    void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       const int e = errno;
       close(fd);
       return Status::IOError(path + ": cannot map: " + std::strerror(e));
     }
-    madvise(p, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
-    in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(st.st_size));
+    madvise(p, static_cast<size_t>(size), MADV_SEQUENTIAL);
+    in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(size));
   }
   close(fd);
   return in;
