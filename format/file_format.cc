@@ -350,6 +350,9 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t vers
       }
     }
     if (fields) {
+      if (stripe.image_count > kMaxStripeRows) {
+        return corrupt("image stripe " + std::to_string(i) + " holds more than 2^32 - 1 images");
+      }
       stripe.row_count = stripe.image_count;
       Status s = DecodeTableStreams(&d, index.schema, stripe.table_streams.size(), &stripe);
       if (!s.ok()) return corrupt("stripe " + std::to_string(i) + " field streams: " + s.message());

@@ -74,11 +74,12 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
     return report;
   }
   for (const auto& file : (*ds)->rep().files) VerifyFile(*(*ds)->rep().engine, *file, &report);
-  // Every field of every record is decoded as a reader decodes it.
-  RecordSelection fields;
-  for (uint32_t f = 0; f < (*ds)->field_schema().features.size(); ++f) fields.fields.push_back(f);
-  for (uint64_t r = 0; !fields.fields.empty() && r < (*ds)->num_records(); ++r) {
-    auto batch = (*ds)->ReadRecordBatches({&r, 1}, fields);
+  // Every field of every record is decoded, and every image's segments put
+  // back, as a reader does.
+  RecordSelection all{.fidelity = 1, .segments = (*ds)->counts().segment_bytes > 0};
+  for (uint32_t f = 0; f < (*ds)->field_schema().features.size(); ++f) all.fields.push_back(f);
+  for (uint64_t r = 0; (!all.fields.empty() || all.segments) && r < (*ds)->num_records(); ++r) {
+    auto batch = (*ds)->ReadRecordBatches({&r, 1}, all);
     if (!batch.ok()) report.errors.push_back(batch.status().ToString());
   }
   return report;

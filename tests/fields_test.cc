@@ -523,6 +523,16 @@ TEST_CASE("bad fields input is refused naming the file, line and what is wrong")
   }
 }
 
+TEST_CASE("--field-order names only fields") {
+  TempDir tmp;
+  WriteCsv(tmp / "fields.csv", SampleKeys());
+  ConvertImagesOptions o = FieldOptions(tmp, tmp / "fields.csv");
+  o.field_order = {"caption", "captoin"};
+  const Status s = ConvertImages(o).status();
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("--field-order names 'captoin', which is not a field"));
+}
+
 TEST_CASE("--skip-bad skips images without a row and lists rows without an image") {
   TempDir tmp;
   REQUIRE(ConvertWith(tmp, "f.jsonl", "{\"path\": \"textures/ring.jpg\", \"a\": 1}\n{\"path\": \"gone.jpg\"}\n", true)

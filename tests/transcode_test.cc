@@ -161,6 +161,14 @@ TEST_CASE("colour segments are kept exactly unless libjpeg misreads them") {
   const auto segments = test::MetadataSegments(replaced);
   REQUIRE(segments.size() == 1);
   CHECK(segments[0].first == 0xe0);
+  // Segments kept apart go back after the JFIF segment libjpeg wrote.
+  Bytes commented = misread;
+  const Bytes com = {0xff, 0xfe, 0x00, 0x05, 'a', 'b', 'c'};
+  commented.insert(commented.begin() + 18, com.begin(), com.end());  // after SOI and the Adobe segment
+  const auto with_comment = test::MetadataSegments(full(commented));
+  REQUIRE(with_comment.size() == 2);
+  CHECK(with_comment[0].first == 0xe0);
+  CHECK(with_comment[1] == std::pair<int, Bytes>{0xfe, Bytes{'a', 'b', 'c'}});
   // With the JFIF segment, libjpeg ignores the transform: nothing is misread.
   for (const Bytes& exact : {WithColourMarkers(jpeg, true, 2, true), WithColourMarkers(jpeg, false, 1, true),
                              WithColourMarkers(jpeg, false, -1, false)}) {

@@ -244,6 +244,12 @@ TEST_CASE("damaged shards and bad samples are refused naming shard, member and o
   fs::remove_all(tmp / "ds");
   CHECK_THAT(ConvertWebDataset(Options(tmp, {tmp / "s.tar"})).status().message(),
              Catch::Contains("member 000.cls at offset 512") && Catch::Contains("one integer"));
+  TarWriter twice;
+  twice.AddFile("000.jpg", kGray);
+  twice.Add("000.json", R"({"a": 1, "a": 2})");
+  Write(tmp / "s.tar", twice.Finish());
+  CHECK_THAT(ConvertWebDataset(Options(tmp, {tmp / "s.tar"})).status().message(),
+             Catch::Contains("member 000.json") && Catch::Contains("'a' appears twice"));
   TarWriter json;
   json.AddFile("000.jpg", kGray);
   json.Add("000.json", "[1]");

@@ -236,10 +236,10 @@ Status FieldInference::Infer() {
   }
   for (size_t f = 0; f < features_.size(); ++f) {
     const Seen& s = seen_[f];
-    auto declared = declared_.find(features_[f].name);
-    if (declared == declared_.end()) declared = defaults_.find(features_[f].name);
-    if (declared != declared_.end() && declared != defaults_.end()) {
-      features_[f].type = declared->second;
+    const auto user = declared_.find(features_[f].name);
+    const auto fallback = defaults_.find(features_[f].name);
+    if (user != declared_.end() || fallback != defaults_.end()) {
+      features_[f].type = user != declared_.end() ? user->second : fallback->second;
       continue;
     }
     if (s.line != 0) {
@@ -370,34 +370,36 @@ Result<FieldValue> FieldInference::Convert(uint32_t f, RawValue raw) const {
   }
 }
 
-size_t AppendFieldRow(const TableSchema& schema, const FieldRow& row, uint32_t row_number,
+Status AppendFieldRow(const TableSchema& schema, const FieldRow& row, uint32_t row_number,
                       std::vector<FeatureStreams>* streams) {
-  size_t added = 0;
   for (const FieldValue& v : row) {
     const FeatureType type = schema.features[v.field].type;
     FeatureStreams& fs = (*streams)[v.field];
+    if (!fs.rows.empty() && fs.rows.back() >= row_number) {
+      return Status::InvalidArgument("field '" + schema.features[v.field].name + "' given twice for one image");
+    }
     switch (type) {
       case FeatureType::kInt64:
-        added += fs.AddInt64(row_number, v.i);
+        fs.AddInt64(row_number, v.i);
         break;
       case FeatureType::kFloat32:
       case FeatureType::kFloat64:
-        added += fs.AddFloat(type, row_number, v.d);
+        fs.AddFloat(type, row_number, v.d);
         break;
       case FeatureType::kString:
       case FeatureType::kBytes:
-        added += fs.AddString(row_number, v.s);
+        fs.AddString(row_number, v.s);
         break;
       case FeatureType::kFloat32List:
       case FeatureType::kFloat64List:
-        added += fs.AddFloatList(type, row_number, v.floats);
+        fs.AddFloatList(type, row_number, v.floats);
         break;
       default:
-        added += fs.AddIdList(type, row_number, v.ids, {});
+        fs.AddIdList(type, row_number, v.ids, {});
         break;
     }
   }
-  return added;
+  return Status::OK();
 }
 
 Result<FeatureType> ParseFieldType(const std::string& name) {

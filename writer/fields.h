@@ -30,8 +30,9 @@ struct FieldValue {
 using FieldRow = std::vector<FieldValue>;
 
 // Appends `row` as row `row_number` of the stripe being built: streams[f]
-// holds feature f. Returns the raw bytes added.
-size_t AppendFieldRow(const TableSchema& schema, const FieldRow& row, uint32_t row_number,
+// holds feature f. InvalidArgument when the row gives a field twice (or a
+// field already has a later row).
+Status AppendFieldRow(const TableSchema& schema, const FieldRow& row, uint32_t row_number,
                       std::vector<FeatureStreams>* streams);
 
 // The field types a user may declare: every FeatureType but the scored lists.
@@ -59,7 +60,9 @@ struct RawValue {
 // decides each field's type: declared, else inferred as for tables (int64,
 // float64 or float32, string; arrays of integers id_list, of numbers
 // float64_list or float32_list). Errors come from `error`, given a value's
-// line and column. Not thread-safe.
+// line and column. Not thread-safe while fields are added and noted; after
+// Infer(), Convert, Index, Has and features may be called from several
+// threads at once.
 class FieldInference {
  public:
   using ErrorFn = std::function<Status(uint64_t line, uint64_t column, const std::string& what)>;

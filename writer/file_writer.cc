@@ -181,7 +181,14 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
   PCR_RETURN_IF_ERROR(Append(stream, &stripe));
   if (!index_.schema.features.empty()) {
     stripe.row_count = images.size();
-    for (uint32_t r = 0; r < rows.size(); ++r) AppendFieldRow(index_.schema, rows[r], r, &streams_);
+    if (images.size() > kMaxStripeRows) return Status::InvalidArgument("a record of fields holds at most 2^32 - 1 images");
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const Status added = AppendFieldRow(index_.schema, rows[r], static_cast<uint32_t>(r), &streams_);
+      if (!added.ok()) {
+        for (FeatureStreams& fs : streams_) fs.Clear();
+        return added.WithPrefix(samples[r].key);
+      }
+    }
     for (const uint32_t f : order_) {
       FeatureInfo& info = index_.schema.features[f];
       info.present_count += streams_[f].rows.size();

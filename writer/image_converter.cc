@@ -159,6 +159,9 @@ Status CheckOptions(const ConvertImagesOptions& options) {
   if (options.num_shards == 0 || options.shard_index >= options.num_shards) {
     return Status::InvalidArgument("--shard must be below --num-shards");
   }
+  if (options.images_per_record > kMaxStripeRows) {
+    return Status::InvalidArgument("--images-per-record must be below 2^32");
+  }
   return Status::OK();
 }
 
@@ -189,6 +192,12 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
   }
   std::vector<SampleMetadata>& sources = input.list.sources;
   const IgnoredFiles& ignored = input.list.ignored;
+  for (const std::string& name : options.field_order) {
+    const auto& f = input.fields.features;
+    if (std::none_of(f.begin(), f.end(), [&](const FeatureInfo& i) { return i.name == name; })) {
+      return Status::InvalidArgument("--field-order names '" + name + "', which is not a field");
+    }
+  }
   const FieldWriterOptions field_options{.stream_order = options.field_order};
 
   // Source i goes to record i / images_per_record, file i / per_file.

@@ -147,11 +147,12 @@ Result<bool> TarReader::Next(TarMember* member) {
     if (!ChecksumHolds(h)) return corrupt(header, "bad tar header checksum");
     uint64_t size;
     if (!Number(h, 124, 12, &size)) return corrupt(header, "bad member size in tar header");
-    if (has_pax_size) size = pax_size;
     const char type = static_cast<char>(h[156]);
+    const bool regular = type == '0' || type == '\0' || type == '7';
+    if (has_pax_size && regular) size = pax_size;
     const uint64_t data = header + kBlock;
     std::string name = Field(h, 0, 100);
-    if (std::memcmp(h + 257, "ustar", 5) == 0) {
+    if (std::memcmp(h + 257, "ustar\0", 6) == 0) {  // POSIX: old GNU headers keep times there
       const std::string prefix = Field(h, 345, 155);
       if (!prefix.empty()) name = prefix + "/" + name;
     }
@@ -173,7 +174,7 @@ Result<bool> TarReader::Next(TarMember* member) {
       }
       continue;
     }
-    if (type != '0' && type != '\0' && type != '7') {
+    if (!regular) {
       // Directories, links, devices and global headers hold no member data.
       long_name.clear();
       pax_path.clear();
@@ -249,6 +250,9 @@ Result<std::vector<std::string>> ExpandBraces(const std::string& pattern) {
     }
   }
   PCR_ASSIGN_OR_RETURN(std::vector<std::string> tails, ExpandBraces(pattern.substr(close + 1)));
+  if (choices.size() * tails.size() > 1000000) {
+    return Status::InvalidArgument(pattern + ": names over a million shards");
+  }
   std::vector<std::string> out;
   for (const std::string& c : choices) {
     for (const std::string& t : tails) out.push_back(pattern.substr(0, open) + c + t);

@@ -288,7 +288,8 @@ bool RunLibjpeg(Codec* c, ByteSpan jpeg, const TranscodeOptions& options, const 
   c->dst.num_scans = static_cast<int>(plan->scans.size());
   c->dest.Attach(&c->dst, &c->out);
   jpeg_write_coefficients(&c->dst, coefs);
-  uint64_t position = 0;
+  // The segments libjpeg writes itself come first in group 1.
+  uint64_t position = (c->dst.write_JFIF_header ? 1 : 0) + (c->dst.write_Adobe_marker ? 1 : 0);
   for (jpeg_saved_marker_ptr m = c->src.marker_list; m != nullptr; m = m->next) {
     const bool jfif_or_adobe = IsJfifApp0(m) || IsAdobeApp14(m);
     if (!(options.keep_metadata || jfif_or_adobe) || (replace && jfif_or_adobe)) continue;

@@ -80,6 +80,16 @@ class WebDataset : public SourceReader {
       std::error_code ec;
       PutVarint64(&plan, fs::file_size(shard, ec));
     }
+    // Every member's place and size: a shard rewritten with other samples
+    // is another conversion.
+    for (const Sample& sample : samples_) {
+      PutLengthPrefixed(&plan, sample.key);
+      for (const Member& m : sample.members) {
+        PutLengthPrefixed(&plan, m.ext);
+        PutVarint64(&plan, m.data_offset);
+        PutVarint64(&plan, m.size);
+      }
+    }
     input->fields_checksum = Checksum64(plan) | 1;
     return Status::OK();
   }
@@ -244,6 +254,9 @@ class WebDataset : public SourceReader {
           }
           for (const Member& other : sample.members) {
             if (other.ext == name) return where("JSON member '" + name + "' has the name of a member extension");
+          }
+          for (const auto& [seen, value] : *values) {
+            if (seen == name && value.column == k) return where("JSON member '" + name + "' appears twice");
           }
           if (exts_.count(name)) return where("JSON member '" + name + "' has the name of a member extension");
           add(name, std::move(v));
