@@ -523,6 +523,37 @@ TEST_CASE("bad fields input is refused naming the file, line and what is wrong")
   }
 }
 
+TEST_CASE("reordering a dataset's fields copies every stream and changes only their order") {
+  TempDir tmp;
+  const std::vector<std::string> keys = SampleKeys();
+  WriteCsv(tmp / "fields.csv", keys);
+  REQUIRE(ConvertImages(FieldOptions(tmp, tmp / "fields.csv")).ok());
+  auto done = ReorderImageFields(tmp / "ds", tmp / "re", {"box64", "n"}, test::Io());
+  REQUIRE(done.ok());
+  auto a = Open(tmp / "ds");
+  auto b = Open(tmp / "re");
+  REQUIRE(b->num_records() == a->num_records());
+  CHECK(b->field_schema() == a->field_schema());
+  auto fa = a->ResolveFields(kAll);
+  auto fb = b->ResolveFields(kAll);
+  for (uint64_t r = 0; r < a->num_records(); ++r) {
+    const StripeInfo& stripe = b->rep().files[b->rep().record(r).file]->index().stripes[b->rep().record(r).stripe];
+    CHECK(b->field_schema().features[stripe.table_streams[0].feature].name == "box64");
+    auto x = a->ReadRecordBatches(std::vector<uint64_t>{r}, {.fidelity = a->num_scan_groups(), .fields = *fa});
+    auto y = b->ReadRecordBatches(std::vector<uint64_t>{r}, {.fidelity = b->num_scan_groups(), .fields = *fb});
+    REQUIRE(x.ok());
+    REQUIRE(y.ok());
+    for (size_t i = 0; i < (*x)[0].images.size(); ++i) {
+      const ByteSpan ja = (*x)[0].images[i].jpeg, jb = (*y)[0].images[i].jpeg;
+      CHECK(Bytes(ja.begin(), ja.end()) == Bytes(jb.begin(), jb.end()));
+      const size_t k = static_cast<size_t>(std::find(keys.begin(), keys.end(), (*y)[0].images[i].key) - keys.begin());
+      CheckRow((*y)[0].fields, (*y)[0].images[i].row, k);
+    }
+  }
+  CHECK(VerifyPath(tmp / "re", test::Io()).errors.empty());
+  CHECK_FALSE(ReorderImageFields(tmp / "ds", tmp / "re", {}, test::Io()).ok());  // OUT holds a dataset
+}
+
 TEST_CASE("--field-order names only fields") {
   TempDir tmp;
   WriteCsv(tmp / "fields.csv", SampleKeys());

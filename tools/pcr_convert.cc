@@ -77,7 +77,8 @@ constexpr char kUsage[] =
     "       pcr-convert reorder IN OUT --popularity FILE\n"
     "\n"
     "  Rewrites table IN with its streams in popularity order, copying compressed\n"
-    "  streams. OUT is a .pcr path or a directory.\n";
+    "  streams. OUT is a .pcr path or a directory. For an image dataset IN, rewrites\n"
+    "  it into the directory OUT with its field streams in that order.\n";
 
 int Usage(const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "pcr-convert: %s\n", why.c_str());
@@ -288,6 +289,14 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
   }
   auto io = pcr::cli::IoOptionsFromEnvironment();
   if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
+  if (reorder && std::filesystem::exists(std::filesystem::path(positional[0]) / pcr::kDatasetManifestName)) {
+    auto images = pcr::ReorderImageFields(positional[0], positional[1], o.writer.stream_order, *io);
+    if (!images.ok()) return pcr::cli::ReportError("pcr-convert", images.status());
+    std::printf("%llu images in %llu records (%llu files), fields reordered into %s\n",
+                static_cast<unsigned long long>(images->images), static_cast<unsigned long long>(images->records),
+                static_cast<unsigned long long>(images->files), positional[1].c_str());
+    return pcr::cli::kExitOk;
+  }
   auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order, *io)
                         : [&] {
                             o.input = positional[0];

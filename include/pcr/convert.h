@@ -179,6 +179,15 @@ PCR_EXPORT Result<TableConvertReport> ReorderTable(const std::string& input, con
                                         const std::vector<std::string>& stream_order,
                                         const IoEngineOptions& io = {});
 
+// Rewrites the image dataset directory `input` into `output` with each
+// record's field streams in `stream_order` (names not given follow in schema
+// order), copying every stored stream; scan groups and segments are copied
+// as they are. Each field is decoded first, so damage is refused, never
+// copied under fresh checksums. The manifest is written last.
+PCR_EXPORT Result<ConvertImagesSummary> ReorderImageFields(const std::string& input, const std::string& output,
+                                                           const std::vector<std::string>& stream_order,
+                                                           const IoEngineOptions& io = {});
+
 // Reads a popularity file (format/popularity.h) into a stream order.
 PCR_EXPORT Result<std::vector<std::string>> ReadPopularityFile(const std::string& path);
 
