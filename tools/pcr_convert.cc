@@ -18,7 +18,7 @@ constexpr char kUsage[] =
     "                          [--strip-metadata] [--skip-bad] [--shuffle SEED]\n"
     "                          [--max-pixels N] [--memory-mb N] [--shard I --num-shards N]\n"
     "                          [--fields FILE [--fields-key NAME] [--field-type NAME=TYPE]...\n"
-    "                           [--field-order NAME,...]]\n"
+    "                           [--field-order NAME,...]] [--exif-orientation]\n"
     "\n"
     "  SRC_DIR/<class>/<image>.jpg; label = index of <class> in sorted order.\n"
     "  --list FILE          CSV lines \"path,label\", paths relative to SRC_DIR\n"
