@@ -231,6 +231,7 @@ class PyImageDataset {
     std::vector<uint64_t> at;
     for (int k = 1; k <= ds_->num_scan_groups(); ++k) at.push_back(c.BytesAtFidelity(k));
     d["bytes_at_fidelity"] = at;
+    d["segment_bytes"] = c.segment_bytes;
     return d;
   }
 

@@ -88,6 +88,7 @@ def test_read_record_gives_fields_with_or_without_jpegs(fields_dataset, data_dir
     ds = pcr.ImageDataset(str(fields_dataset))
     r = rows(data_dir)
     assert ds.num_records == 3
+    assert ds.counts["segment_bytes"] == 0  # the sample has no segments to keep apart
     only = ds.read_record(0, fidelity=None, fields=["caption"])
     assert "jpegs" not in only and len(only["keys"]) == 10
     full = ds.read_record(0, fields=["caption", "weight"])
@@ -218,3 +219,21 @@ def test_coco_example_stores_boxes_and_categories(data_dir, tmp_path):
                               np.array([a["bbox"] for a in mine], dtype=np.float32).reshape(-1, 4))
         assert got["category_ids"] == [a["category_id"] for a in mine]
         assert got["iscrowd"] == [a["iscrowd"] for a in mine]
+
+
+def test_segments_kept_apart_come_back_with_metadata(data_dir, tmp_path):
+    src = tmp_path / "src" / "a"
+    src.mkdir(parents=True)
+    original = (data_dir / "segments" / "jpg-cmyk-2.jpg").read_bytes()
+    (src / "c.jpg").write_bytes(original)
+    pcr.convert_images(str(tmp_path / "src"), str(tmp_path / "ds"))
+    ds = pcr.ImageDataset(str(tmp_path / "ds"))
+    assert ds.counts["segment_bytes"] > 0
+    comment = b"\xff\xfe"
+    assert comment in original[:200]
+    assert comment not in ds.read(0)[:200]
+    full = ds.read(0, metadata=True)
+    assert comment in full[:200]
+    assert np.array_equal(pcr.decode(full), pcr.decode(original))
+    rec = ds.read_record(0, metadata=True)
+    assert rec["jpegs"][0] == full
