@@ -97,7 +97,7 @@ TEST_CASE("samples, labels and every kind of member round-trip") {
   t.Add("a/000.txt", "a ring, \"quoted\"");
   t.Add("a/000.cls", "7\n");
   t.Add("a/000.json", R"({"similarity": 0.25, "width": 640, "ok": true, "tags": [1, 2], "box": [0.5, 2],
-                        "url": "http://x/1", "exif": {"Orientation": 6}, "none": null})");
+                        "url": "http://x/1", "exif": {"Orientation": 6}, "none": null, "box64": [0.1, 7]})");
   t.Add("a/000.bin", std::string("\0\1\2", 3));
   t.AddFile("a/001.JPEG", kGray);
   t.Add("a/001.txt", "gray");
@@ -123,8 +123,10 @@ TEST_CASE("samples, labels and every kind of member round-trip") {
                                                     {"url", FeatureType::kString},
                                                     {"exif", FeatureType::kString},
                                                     {"none", FeatureType::kString},
-                                                    {"bin", FeatureType::kBytes}});
-  const auto c = ReadAll(*ds, {"txt", "cls", "similarity", "tags", "box", "exif", "bin", "none", "url", "width"});
+                                                    {"bin", FeatureType::kBytes},
+                                                    {"box64", FeatureType::kFloat64List}});
+  const auto c =
+      ReadAll(*ds, {"txt", "cls", "similarity", "tags", "box", "exif", "bin", "none", "url", "width", "box64"});
   CHECK(c[0].string(0) == "a ring, \"quoted\"");
   CHECK(c[0].string(1) == "gray");
   CHECK(c[1].present == std::vector<uint8_t>{1, 0});
@@ -134,6 +136,8 @@ TEST_CASE("samples, labels and every kind of member round-trip") {
   CHECK(c[3].offsets == std::vector<uint64_t>{0, 2, 2});
   CHECK(c[4].floats == std::vector<float>{0.5f, 2, 3});
   CHECK(c[9].floats == std::vector<float>{640, 8});
+  CHECK(c[10].doubles == std::vector<double>{0.1, 7});
+  CHECK(c[10].present == std::vector<uint8_t>{1, 0});
   CHECK(c[5].string(0) == R"({"Orientation": 6})");
   CHECK(c[6].string(0) == std::string("\0\1\2", 3));
   CHECK(c[6].present == std::vector<uint8_t>{1, 0});
