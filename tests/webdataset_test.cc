@@ -263,6 +263,39 @@ TEST_CASE("damaged shards and bad samples are refused naming shard, member and o
   CHECK_FALSE(ConvertWebDataset(Options(tmp, {tmp / "missing.tar"})).ok());
 }
 
+TEST_CASE("an interrupted WebDataset conversion resumes, keeping its finished files") {
+  TempDir tmp;
+  TarWriter t;
+  const Bytes gray = ReadFile(kGray);
+  for (int i = 0; i < 4; ++i) {
+    // Sample 3's JPEG stops after its header: it cannot be transcoded.
+    const std::string jpeg = i == 3 ? std::string(gray.begin(), gray.begin() + 300) : std::string(gray.begin(), gray.end());
+    t.Add("k" + std::to_string(i) + ".jpg", jpeg);
+    t.Add("k" + std::to_string(i) + ".txt", "caption " + std::to_string(i));
+  }
+  Write(tmp / "s.tar", t.Finish());
+  ConvertImagesOptions o = Options(tmp, {tmp / "s.tar"});
+  o.images_per_record = 1;
+  o.jobs = 1;
+  auto failed = ConvertWebDataset(o);
+  REQUIRE_FALSE(failed.ok());
+  CHECK_THAT(failed.status().message(), Catch::Contains(tmp / "s.tar") && Catch::Contains("member k3.jpg"));
+  CHECK_FALSE(fs::exists(tmp / "ds/dataset.pcrd"));
+  o.skip_bad = true;
+  auto resumed = ConvertWebDataset(o);
+  REQUIRE(resumed.ok());
+  CHECK(resumed->resumed_files == 3);
+  CHECK(resumed->images == 3);
+  REQUIRE(resumed->skipped.size() == 1);
+  CHECK(resumed->skipped[0].first == "k3");
+  auto ds = Open(tmp / "ds");
+  auto txt = ds->ResolveFields({"txt"});
+  REQUIRE(txt.ok());
+  auto batches = ds->ReadRecordBatches(std::vector<uint64_t>{0, 1, 2}, {.fields = *txt});
+  REQUIRE(batches.ok());
+  for (uint64_t r = 0; r < 3; ++r) CHECK((*batches)[r].fields[0].string(0) == "caption " + std::to_string(r));
+}
+
 TEST_CASE("sharded WebDataset conversion merges into the one-machine bytes") {
   TempDir tmp;
   std::vector<fs::path> images;
