@@ -1,5 +1,7 @@
 #include "io/io_engine.h"
 
+#include "io/http_client.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,7 +102,39 @@ std::unique_ptr<RandomAccessFile> IoEngine::OpenMemory(std::string name, Bytes b
   return std::unique_ptr<RandomAccessFile>(new RandomAccessFile(std::move(name), std::move(bytes)));
 }
 
+IoEngine::IoEngine(const IoEngineOptions& options, const IoFaults& faults)
+    : options_(options), faults_(faults), cap_(options.max_mbps) {}
+IoEngine::~IoEngine() = default;
+
+Result<HttpClient*> IoEngine::Http() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!http_) {
+    PCR_ASSIGN_OR_RETURN(http_, HttpClient::Create(options_.remote));
+  }
+  return http_.get();
+}
+
+uint64_t IoEngine::remote_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return http_ ? http_->requests() : 0;
+}
+
+Result<std::unique_ptr<RandomAccessFile>> IoEngine::OpenKnownSize(const std::string& path, uint64_t size) {
+  if (IsRemotePath(path)) return std::unique_ptr<RandomAccessFile>(new RandomAccessFile(path, size));
+  PCR_ASSIGN_OR_RETURN(auto file, Open(path));
+  if (file->size() != size) {
+    return Status::Corruption(path + ": " + std::to_string(file->size()) + " bytes, expected " +
+                              std::to_string(size));
+  }
+  return file;
+}
+
 Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path) {
+  if (IsRemotePath(path)) {
+    PCR_ASSIGN_OR_RETURN(HttpClient* http, Http());
+    PCR_ASSIGN_OR_RETURN(const uint64_t size, http->Size(path));
+    return std::unique_ptr<RandomAccessFile>(new RandomAccessFile(path, size));
+  }
   int fd = -1;
   bool direct = false;
   if (options_.direct) {
@@ -140,6 +174,7 @@ std::string Range(const ReadRequest& r) {
 Status IoEngine::Read(std::span<ReadRequest> requests) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<IoOp> ops;
+  std::vector<RemoteRead> remote;
   std::vector<IoBuffer> bounce(requests.size());
   std::vector<uint64_t> bounce_offset(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -157,6 +192,10 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
     if (r.length == 0) continue;
     if (r.file->in_memory()) {
       std::memcpy(r.out, r.file->memory_.data() + r.offset, r.length);
+      continue;
+    }
+    if (r.file->remote()) {
+      remote.push_back({r.file->path(), r.offset, r.length, r.out, &r.status});
       continue;
     }
     IoOp op{r.file, r.offset, r.length, r.length, r.out, &r.status};
@@ -186,8 +225,16 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
       ops.push_back({op.file, op.offset + at, len, needed, op.out + at, op.status});
     }
   }
-  ios_.fetch_add(ops.size(), std::memory_order_relaxed);
+  ios_.fetch_add(ops.size() + remote.size(), std::memory_order_relaxed);
   DoRead(ops);
+  if (!remote.empty()) {
+    Result<HttpClient*> http = Http();
+    if (http.ok()) {
+      (*http)->Fetch(remote);
+    } else {
+      for (RemoteRead& r : remote) *r.status = http.status();
+    }
+  }
   Status first = Status::OK();
   for (size_t i = 0; i < requests.size(); ++i) {
     ReadRequest& r = requests[i];

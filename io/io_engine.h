@@ -28,17 +28,19 @@ Result<int> OpenRegularFile(const std::string& path, int flags = 0, uint64_t* si
 // The whole regular file at `path`, read with OpenRegularFile.
 Result<Bytes> ReadRegularFile(const std::string& path);
 
-// An open, read-only file: on disk, or bytes in memory (a file already read
-// whole, or a fuzzer's input) that every engine reads by copying.
+// An open, read-only file: on disk, an object read over HTTP or from an S3
+// store, or bytes in memory (a file already read whole, or a fuzzer's input)
+// that every engine reads by copying.
 class RandomAccessFile {
  public:
   ~RandomAccessFile();
   RandomAccessFile(const RandomAccessFile&) = delete;
   RandomAccessFile& operator=(const RandomAccessFile&) = delete;
 
-  // -1 once closed, and for a file in memory.
+  // -1 once closed, and for a file in memory or remote.
   int fd() const { return fd_; }
   bool in_memory() const { return in_memory_; }
+  bool remote() const { return remote_; }
   bool closed() const { return closed_; }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
@@ -54,11 +56,15 @@ class RandomAccessFile {
   RandomAccessFile(std::string path, Bytes bytes)
       : path_(std::move(path)), fd_(-1), size_(bytes.size()), direct_(false), in_memory_(true),
         memory_(std::move(bytes)) {}
+  // A remote object of `size` bytes.
+  RandomAccessFile(std::string path, uint64_t size)
+      : path_(std::move(path)), fd_(-1), size_(size), direct_(false), remote_(true) {}
   std::string path_;
   int fd_;
   uint64_t size_;
   bool direct_;
   bool in_memory_ = false;
+  bool remote_ = false;
   bool closed_ = false;
   Bytes memory_;
 };
@@ -98,19 +104,24 @@ class BandwidthCap {
 };
 
 struct IoOp;
+class HttpClient;
 
 // Engines are safe to call from several threads at once; each io_uring read
 // call takes a ring of its own.
 class IoEngine {
  public:
-  IoEngine(const IoEngineOptions& options, const IoFaults& faults)
-      : options_(options), faults_(faults), cap_(options.max_mbps) {}
-  virtual ~IoEngine() = default;
+  IoEngine(const IoEngineOptions& options, const IoFaults& faults);
+  virtual ~IoEngine();
   virtual std::string_view name() const = 0;
 
   // Opens `path` for reading, with O_DIRECT when options.direct and the
   // filesystem allows it; otherwise buffered, with note() saying so.
+  // http(s):// and s3:// paths are objects read with range requests; opening
+  // one asks for its size.
   Result<std::unique_ptr<RandomAccessFile>> Open(const std::string& path);
+  // The same where the size is known (from a manifest): a remote object is
+  // then opened without a request; a local file must have that size.
+  Result<std::unique_ptr<RandomAccessFile>> OpenKnownSize(const std::string& path, uint64_t size);
   // A file of `bytes` in memory, named `name` in errors.
   static std::unique_ptr<RandomAccessFile> OpenMemory(std::string name, Bytes bytes);
 
@@ -120,6 +131,8 @@ class IoEngine {
   Status Read(std::span<ReadRequest> requests);
 
   IoCounters counters() const;
+  // HTTP requests sent for remote paths, retries included.
+  uint64_t remote_requests() const;
   const IoEngineOptions& options() const { return options_; }
   // Why the engine runs other than asked (no io_uring, no O_DIRECT); "" if not.
   std::string note() const;
@@ -149,8 +162,12 @@ class IoEngine {
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<int64_t> nanos_{0};
   std::atomic<uint64_t> completions_{0};
-  mutable std::mutex mu_;  // guards note_
+  // The client of remote paths, made on first use.
+  Result<HttpClient*> Http();
+
+  mutable std::mutex mu_;  // guards note_ and http_
   std::string note_;
+  std::unique_ptr<HttpClient> http_;
   BandwidthCap cap_;
 };
 

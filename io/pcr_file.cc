@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "format/checksum.h"
+#include "io/http_client.h"
 
 namespace pcr {
 
@@ -12,7 +13,7 @@ namespace fs = std::filesystem;
 
 Result<std::string> FindTableFile(const std::string& path) {
   std::error_code ec;
-  if (!fs::is_directory(path, ec)) return path;
+  if (IsRemotePath(path) || !fs::is_directory(path, ec)) return path;
   std::vector<std::string> found;
   for (const auto& e : fs::directory_iterator(path, ec)) {
     if (e.path().extension() == kRecordFileExtension) found.push_back(e.path().string());
@@ -31,55 +32,89 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine
 }
 
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(std::unique_ptr<RandomAccessFile> raf, IoEngine* engine) {
-  const std::string path = raf->path();
-  std::unique_ptr<PcrFile> f(new PcrFile(std::move(raf)));
-  const uint64_t size = f->size();
-  if (size < kMinFileSize) {
-    return Status::Corruption(path + ": file is " + std::to_string(size) +
-                              " bytes, too short for a pcr file (truncated?)");
-  }
-  Bytes head(kFileHeaderSize), foot(kFooterSize);
-  ReadRequest reqs[] = {{&f->file(), 0, kFileHeaderSize, head.data()},
-                        {&f->file(), size - kFooterSize, kFooterSize, foot.data()}};
-  PCR_RETURN_IF_ERROR(engine->Read(reqs));
-  auto header = FileHeader::DecodeFrom(head);
-  if (!header.ok()) return header.status().WithPrefix(path);
-  f->header_ = *header;
-  auto footer = Footer::DecodeFrom(foot, size);
-  if (!footer.ok()) return footer.status().WithPrefix(path);
-  f->footer_ = *footer;
+  std::vector<std::unique_ptr<RandomAccessFile>> one;
+  one.push_back(std::move(raf));
+  PCR_ASSIGN_OR_RETURN(auto files, OpenAll(std::move(one), engine));
+  return std::move(files[0]);
+}
 
-  Bytes index(f->footer_.index_length);
-  ReadRequest index_read{&f->file(), f->footer_.index_offset, index.size(), index.data()};
-  PCR_RETURN_IF_ERROR(engine->Read({&index_read, 1}));
+Result<std::vector<std::unique_ptr<PcrFile>>> PcrFile::OpenAll(std::vector<std::unique_ptr<RandomAccessFile>> files,
+                                                               IoEngine* engine) {
+  std::vector<std::unique_ptr<PcrFile>> out;
+  for (auto& raf : files) {
+    const uint64_t size = raf->size();
+    if (size < kMinFileSize) {
+      return Status::Corruption(raf->path() + ": file is " + std::to_string(size) +
+                                " bytes, too short for a pcr file (truncated?)");
+    }
+    out.emplace_back(new PcrFile(std::move(raf)));
+  }
+  // In groups of kOpenBatch files: each group's headers and footers in one
+  // engine call, then their indexes in another.
+  for (size_t first = 0; first < out.size(); first += kOpenBatch) {
+    const size_t n = std::min(kOpenBatch, out.size() - first);
+    std::vector<Bytes> heads(n, Bytes(kFileHeaderSize)), foots(n, Bytes(kFooterSize));
+    std::vector<ReadRequest> reads;
+    for (size_t i = 0; i < n; ++i) {
+      const RandomAccessFile& file = out[first + i]->file();
+      reads.push_back({&file, 0, kFileHeaderSize, heads[i].data()});
+      reads.push_back({&file, file.size() - kFooterSize, kFooterSize, foots[i].data()});
+    }
+    PCR_RETURN_IF_ERROR(engine->Read(reads));
+    std::vector<Bytes> indexes(n);
+    reads.clear();
+    for (size_t i = 0; i < n; ++i) {
+      PcrFile& f = *out[first + i];
+      PCR_RETURN_IF_ERROR(f.LoadHead(heads[i], foots[i]));
+      indexes[i].resize(f.footer_.index_length);
+      reads.push_back({&f.file(), f.footer_.index_offset, indexes[i].size(), indexes[i].data()});
+    }
+    PCR_RETURN_IF_ERROR(engine->Read(reads));
+    for (size_t i = 0; i < n; ++i) PCR_RETURN_IF_ERROR(out[first + i]->LoadIndex(indexes[i]));
+  }
+  return out;
+}
+
+Status PcrFile::LoadHead(ByteSpan head, ByteSpan foot) {
+  auto header = FileHeader::DecodeFrom(head);
+  if (!header.ok()) return header.status().WithPrefix(path());
+  header_ = *header;
+  auto footer = Footer::DecodeFrom(foot, size());
+  if (!footer.ok()) return footer.status().WithPrefix(path());
+  footer_ = *footer;
+  return Status::OK();
+}
+
+Status PcrFile::LoadIndex(ByteSpan index) {
+  const std::string& path = this->path();
   const uint64_t computed = Checksum64(index);
-  if (computed != f->footer_.index_checksum) {
-    return Status::Corruption(path + ": at offset " + std::to_string(f->footer_.index_offset) +
+  if (computed != footer_.index_checksum) {
+    return Status::Corruption(path + ": at offset " + std::to_string(footer_.index_offset) +
                               ": index checksum mismatch over " + std::to_string(index.size()) +
-                              " bytes (stored " + std::to_string(f->footer_.index_checksum) +
+                              " bytes (stored " + std::to_string(footer_.index_checksum) +
                               ", computed " + std::to_string(computed) + ")");
   }
-  if (f->header_.kind == FileKind::kDataset || f->header_.kind == FileKind::kDatasetPart) {
-    if (f->footer_.index_offset != kFileHeaderSize) {
+  if (header_.kind == FileKind::kDataset || header_.kind == FileKind::kDatasetPart) {
+    if (footer_.index_offset != kFileHeaderSize) {
       return Status::Corruption(path + ": a dataset manifest holds no stripes");
     }
-    if (f->header_.kind == FileKind::kDatasetPart) {
+    if (header_.kind == FileKind::kDatasetPart) {
       auto p = PartManifest::DecodeFrom(index);
       if (!p.ok()) return p.status().WithPrefix(path);
-      f->part_ = std::move(p).value();
-      return f;
+      part_ = std::move(p).value();
+      return Status::OK();
     }
     auto m = DatasetManifest::DecodeFrom(index);
     if (!m.ok()) return m.status().WithPrefix(path);
-    f->manifest_ = std::move(m).value();
-    return f;
+    manifest_ = std::move(m).value();
+    return Status::OK();
   }
-  auto idx = FileIndex::DecodeFrom(index, f->header_.kind, f->header_.version_minor, f->footer_.index_offset);
+  auto idx = FileIndex::DecodeFrom(index, header_.kind, header_.version_minor, footer_.index_offset);
   if (!idx.ok()) return idx.status().WithPrefix(path);
-  f->index_ = std::move(idx).value();
-  for (const StripeInfo& s : f->index_.stripes) {
+  index_ = std::move(idx).value();
+  for (const StripeInfo& s : index_.stripes) {
     std::vector<uint64_t> offs(s.chunks.size());
-    const int groups = f->index_.script.group_count() + (s.has_segments ? 1 : 0);
+    const int groups = index_.script.group_count() + (s.has_segments ? 1 : 0);
     for (int g = 0; g < groups && s.image_count > 0; ++g) {
       uint64_t off = 0;
       for (uint64_t i = 0; i < s.image_count; ++i) {
@@ -87,9 +122,9 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(std::unique_ptr<RandomAccessFile>
         off += s.chunks[g * s.image_count + i].length;
       }
     }
-    f->chunk_offsets_.push_back(std::move(offs));
+    chunk_offsets_.push_back(std::move(offs));
   }
-  return f;
+  return Status::OK();
 }
 
 Status PcrFile::CheckStream(size_t stripe, size_t stream, ByteSpan data) const {

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "format/file_format.h"
 #include "io/io_engine.h"
@@ -21,6 +22,13 @@ class PcrFile {
   // The same for a file already open: on disk, or in memory
   // (IoEngine::OpenMemory), so a whole file read once is checked as any.
   static Result<std::unique_ptr<PcrFile>> Open(std::unique_ptr<RandomAccessFile> file, IoEngine* engine);
+  // Opens many files with few engine calls: the headers and footers of
+  // kOpenBatch files at a time in one call, then their indexes in one more
+  // (two round trips for remote files, however many). The first failure is
+  // the result.
+  static Result<std::vector<std::unique_ptr<PcrFile>>> OpenAll(std::vector<std::unique_ptr<RandomAccessFile>> files,
+                                                               IoEngine* engine);
+  static constexpr size_t kOpenBatch = 1024;
 
   const std::string& path() const { return file_->path(); }
   uint64_t size() const { return file_->size(); }
@@ -44,6 +52,9 @@ class PcrFile {
 
  private:
   explicit PcrFile(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
+  // Decodes and checks the header and footer, then the index.
+  Status LoadHead(ByteSpan head, ByteSpan foot);
+  Status LoadIndex(ByteSpan index);
   std::unique_ptr<RandomAccessFile> file_;
   FileHeader header_;
   Footer footer_;

@@ -67,22 +67,6 @@ std::string Hex(std::string_view bytes) {
   return out;
 }
 
-// RFC 3986 percent-encoding of everything but unreserved characters (and
-// '/' when `slash` keeps it).
-std::string UriEncode(std::string_view s, bool keep_slash) {
-  std::string out;
-  for (const unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back("0123456789ABCDEF"[c >> 4]);
-      out.push_back("0123456789ABCDEF"[c & 15]);
-    }
-  }
-  return out;
-}
-
 // Decodes %XX escapes, so that a query given encoded or not is encoded once.
 std::string UriDecode(std::string_view s) {
   std::string out;
@@ -159,6 +143,21 @@ std::string Sha256(std::string_view data) {
 }
 
 std::string Sha256Hex(std::string_view data) { return Hex(Sha256(data)); }
+
+std::string UriEncode(std::string_view s, bool keep_slash) {
+  std::string out;
+  for (const unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back("0123456789ABCDEF"[c >> 4]);
+      out.push_back("0123456789ABCDEF"[c & 15]);
+    }
+  }
+  return out;
+}
+
 
 std::string HmacSha256(std::string_view key, std::string_view data) {
   std::string k(key.size() > 64 ? Sha256(key) : std::string(key));

@@ -19,6 +19,9 @@ std::string Sha256(std::string_view data);
 std::string Sha256Hex(std::string_view data);
 // HMAC-SHA256 (RFC 2104) of `data` under `key`, as 32 bytes.
 std::string HmacSha256(std::string_view key, std::string_view data);
+// RFC 3986 percent-encoding of everything but unreserved characters, and
+// '/' too unless `keep_slash`: how SigV4 encodes paths and query strings.
+std::string UriEncode(std::string_view s, bool keep_slash);
 
 struct AwsCredentials {
   std::string access_key_id;

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "format/segments.h"
+#include "io/http_client.h"
 #include "format/table_stripe.h"
 
 
@@ -92,7 +93,8 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     ds->engine = ds->owned_engine.get();
   }
   std::error_code ec;
-  if (!fs::is_directory(path, ec)) {
+  const bool remote = IsRemotePath(path);
+  if (remote ? path.ends_with(kRecordFileExtension) : !fs::is_directory(path, ec)) {
     PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, ds->engine));
     if (file->header().kind != FileKind::kImages) {
       return Status::InvalidArgument(path + ": not an image file (kind " +
@@ -104,9 +106,10 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
     return dataset;
   }
-  const std::string manifest_path = (fs::path(path) / kDatasetManifestName).string();
+  const std::string manifest_path =
+      remote ? JoinRemotePath(path, kDatasetManifestName) : (fs::path(path) / kDatasetManifestName).string();
   struct stat st;
-  if (stat(manifest_path.c_str(), &st) != 0) {
+  if (!remote && stat(manifest_path.c_str(), &st) != 0) {
     if (errno != ENOENT) return Status::IOError(manifest_path + ": cannot open: " + std::strerror(errno));
     if (fs::exists(fs::path(path) / kPartManifestName, ec)) {
       return Status::InvalidArgument(path + ": one part of a sharded conversion (" + kPartManifestName +
@@ -115,16 +118,32 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     return Status::NotFound(path + ": not a pcr dataset: no " + std::string(kDatasetManifestName) +
                             " (or its conversion did not finish)");
   }
-  PCR_ASSIGN_OR_RETURN(auto mfile, PcrFile::Open(manifest_path, ds->engine));
+  auto opened = PcrFile::Open(manifest_path, ds->engine);
+  if (!opened.ok() && remote && opened.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound(path + ": not a pcr dataset: no " + std::string(kDatasetManifestName) + " (" +
+                            opened.status().message() + ")");
+  }
+  PCR_RETURN_IF_ERROR(opened.status());
+  const std::unique_ptr<PcrFile> mfile = std::move(opened).value();
   if (mfile->header().kind != FileKind::kDataset) {
     return Status::Corruption(manifest_path + ": not a dataset manifest");
   }
   const DatasetManifest& m = mfile->manifest();
   ds->script = m.script;
   ds->class_names = m.class_names;
+  // Every file's header, footer and index are read together: remote files
+  // at the manifest's sizes, with no request of their own to open them.
+  std::vector<std::unique_ptr<RandomAccessFile>> rafs;
   for (const DatasetFileEntry& entry : m.files) {
-    const std::string fpath = (fs::path(path) / entry.name).string();
-    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(fpath, ds->engine));
+    const std::string fpath =
+        remote ? JoinRemotePath(path, entry.name) : (fs::path(path) / entry.name).string();
+    PCR_ASSIGN_OR_RETURN(auto raf, remote ? ds->engine->OpenKnownSize(fpath, entry.size) : ds->engine->Open(fpath));
+    rafs.push_back(std::move(raf));
+  }
+  PCR_ASSIGN_OR_RETURN(auto opened_files, PcrFile::OpenAll(std::move(rafs), ds->engine));
+  for (size_t e = 0; e < m.files.size(); ++e) {
+    const DatasetFileEntry& entry = m.files[e];
+    std::unique_ptr<PcrFile> file = std::move(opened_files[e]);
     auto mismatch = [&](const std::string& what) {
       return Status::Corruption(manifest_path + ": " + entry.name + ": " + what +
                                 " differs from the manifest");

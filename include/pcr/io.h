@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "pcr/export.h"
@@ -24,12 +25,25 @@ enum class IoEngineKind {
 // "auto", "pread" or "uring"; InvalidArgument naming `text` otherwise.
 PCR_EXPORT Result<IoEngineKind> ParseIoEngineKind(std::string_view text);
 
+// Reading http(s):// and s3:// paths.
+struct RemoteOptions {
+  unsigned concurrency = 16;    // range GETs in flight at most
+  unsigned retries = 4;         // more attempts after a server error, a dropped connection, a stall or a short body
+  unsigned timeout_ms = 30000;  // to connect, and for a transfer that moves no byte (a stall)
+  // S3: the store's endpoint, such as "http://127.0.0.1:9000", addressed
+  // path-style; empty: AWS_ENDPOINT_URL, else AWS itself.
+  std::string s3_endpoint;
+  std::string s3_region;   // empty: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1
+  bool anonymous = false;  // never sign S3 requests (public buckets)
+};
+
 struct IoEngineOptions {
   IoEngineKind kind = IoEngineKind::kAuto;
   unsigned queue_depth = 64;        // io_uring: reads in flight at most (1..4096)
   bool direct = false;              // open files with O_DIRECT; buffered where refused
   uint64_t max_io_bytes = 1 << 20;  // longer requests are split into I/Os this long, in flight together
   double max_mbps = 0;              // bandwidth cap in MB/s (10^6 bytes); 0: none
+  RemoteOptions remote;
 };
 
 struct IoCounters {

@@ -1,0 +1,76 @@
+// Reading byte ranges of objects over HTTP(S) and from S3-compatible object
+// stores: many range GETs in flight on reused connections (libcurl multi),
+// retried with backoff on server errors, dropped connections, stalls and
+// short bodies, S3 requests signed with SigV4.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/sigv4.h"
+#include "pcr/io.h"
+#include "pcr/status.h"
+
+namespace pcr {
+
+// True for "http://", "https://" and "s3://" paths.
+bool IsRemotePath(std::string_view path);
+// `base` joined with `name` by one '/'.
+std::string JoinRemotePath(std::string_view base, std::string_view name);
+
+// One range of one object to read into `out` (length bytes).
+struct RemoteRead {
+  std::string_view path;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint8_t* out = nullptr;
+  Status* status = nullptr;  // set on failure
+};
+
+// Thread safety: every method may be called from several threads; calls
+// run one at a time on the client's connections.
+class HttpClient {
+ public:
+  // S3 credentials and region are read from the environment now.
+  static Result<std::unique_ptr<HttpClient>> Create(const RemoteOptions& options);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // The object's size (a HEAD request). NotFound on 404, IOError naming
+  // the object on 403 and on failures left after the retries.
+  Result<uint64_t> Size(const std::string& path);
+  // Performs every read, at most options.concurrency in flight; each failed
+  // read gets a status naming the object, range and cause.
+  void Fetch(std::span<RemoteRead> reads);
+
+  // Requests sent so far, retries included.
+  uint64_t requests() const;
+
+ private:
+  struct Target {
+    std::string url;
+    std::vector<std::string> headers;  // "Name: value"
+  };
+  explicit HttpClient(const RemoteOptions& options) : options_(options) {}
+  // The URL and headers of a request for `path` (S3: signed), with `range`
+  // ("a-b") or without (HEAD).
+  Result<Target> Prepare(std::string_view path, const std::string& range, bool head) const;
+
+  const RemoteOptions options_;
+  std::optional<AwsCredentials> credentials_;
+  std::string region_;
+  std::string endpoint_;
+  mutable std::mutex mu_;
+  void* multi_ = nullptr;          // CURLM, guarded by mu_
+  std::vector<void*> idle_;        // CURL easy handles kept for their connections, guarded by mu_
+  uint64_t requests_ = 0;          // guarded by mu_
+};
+
+}  // namespace pcr

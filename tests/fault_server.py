@@ -1,0 +1,76 @@
+"""An HTTP server of the files under ROOT that answers single byte ranges and
+damages every Nth GET on purpose, for the network tests.
+
+usage: fault_server.py ROOT PORT FAULT EVERY
+FAULT: 503 (a server error), drop (the connection closes before the body
+ends), short (a 206 whose body stops early, then the connection closes),
+flip (one body byte changed), none.
+"""
+import http.server
+import os
+import sys
+import threading
+
+root, port, fault, every = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+count = 0
+lock = threading.Lock()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def target(self):
+        path = os.path.normpath(os.path.join(root, self.path.lstrip("/")))
+        return path if path.startswith(os.path.abspath(root)) and os.path.isfile(path) else None
+
+    def do_HEAD(self):
+        path = self.target()
+        if path is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(os.path.getsize(path)))
+        self.end_headers()
+
+    def do_GET(self):
+        global count
+        path = self.target()
+        if path is None:
+            self.send_error(404)
+            return
+        with lock:
+            count += 1
+            faulty = fault != "none" and count % every == 0
+        size = os.path.getsize(path)
+        first, last = 0, size - 1
+        rng = self.headers.get("Range", "")
+        if rng.startswith("bytes="):
+            a, b = rng[6:].split("-")
+            first, last = int(a), min(int(b), size - 1)
+        with open(path, "rb") as f:
+            f.seek(first)
+            body = f.read(last - first + 1)
+        if faulty and fault == "503":
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(206 if rng else 200)
+        self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if faulty and fault in ("drop", "short"):
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if faulty and fault == "flip" and body:
+            body = bytes([body[0] ^ 0x40]) + body[1:]
+        self.wfile.write(body)
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()

@@ -1,0 +1,36 @@
+# Shared by the network tests (sourced): a scratch directory removed at exit
+# with the server whose pid is in $pid, pass and fail counts, a free port on
+# loopback, waiting for a server, and comparing pcr-dump's output on a local
+# path and a remote one. Needs $tools.
+tmp=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# free_port BASE: the first port from BASE up that nothing listens on.
+free_port() {
+  local port
+  for port in $(seq "$1" $(($1 + 50))); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+  done
+}
+
+# wait_port PORT: returns once something listens on PORT (at most 10 s).
+wait_port() {
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return
+    sleep 0.05
+  done
+}
+
+# same DESCRIPTION LOCAL REMOTE PCR-DUMP-ARGS...: pcr-dump prints the same for both.
+same() {
+  local what=$1 local_path=$2 remote_path=$3
+  shift 3
+  if "$tools/pcr-dump" "$@" "$local_path" >"$tmp/local.out" 2>&1 &&
+     "$tools/pcr-dump" "$@" "$remote_path" >"$tmp/remote.out" 2>"$tmp/remote.err" &&
+     cmp -s "$tmp/local.out" "$tmp/remote.out"; then ok; else bad "$what"; cat "$tmp/remote.err"; fi
+}

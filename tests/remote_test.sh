@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Reading datasets and tables over HTTP from nginx on loopback, as from local
+# files: summary, verify, cat and extract by the tools and reads from Python
+# give the same answers, with few requests to open a dataset, and errors
+# name the URL. A fault-injecting server (fault_server.py) shows server
+# errors, dropped connections and short bodies retried to the same answer,
+# and a changed byte refused. SKIP (77) without nginx.
+# usage: remote_test.sh TOOLS_DIR DATA_DIR
+set -u
+tools=$(cd "$1" && pwd) data=$(cd "$2" && pwd)
+nginx=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$nginx" ] || { echo "SKIP: nginx is not installed"; exit 77; }
+. "$(dirname "$0")/net_test_lib.sh"
+
+mkdir -p "$tmp/www/t" "$tmp/logs"
+"$tools/pcr-convert" images "$data/sample" "$tmp/www/ds" --images-per-record 5 --records-per-file 2 \
+  --fields "$data/fields/sample.jsonl" --field-type blob=bytes >/dev/null || exit 1
+"$tools/pcr-convert" table "$data/tabular/Soybean.csv" "$tmp/www/t" --rows-per-stripe 100 >/dev/null || exit 1
+chmod -R a+rX "$tmp"
+
+# A free port, and nginx serving $tmp/www with byte ranges.
+port=$(free_port $((20000 + $$ % 20000)))
+cat >"$tmp/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $tmp/nginx.pid;
+error_log $tmp/logs/error.log;
+events {}
+http {
+  access_log $tmp/logs/access.log;
+  client_body_temp_path $tmp/logs;
+  proxy_temp_path $tmp/logs;
+  fastcgi_temp_path $tmp/logs;
+  uwsgi_temp_path $tmp/logs;
+  scgi_temp_path $tmp/logs;
+  server {
+    listen 127.0.0.1:$port;
+    root $tmp/www;
+  }
+}
+CONF
+"$nginx" -c "$tmp/nginx.conf" -p "$tmp" &
+pid=$!
+wait_port "$port"
+url="http://127.0.0.1:$port"
+
+same "cat of a dataset with fields" "$tmp/www/ds" "$url/ds" cat
+same "cat of a table" "$tmp/www/t/Soybean.pcr" "$url/t/Soybean.pcr" cat
+if "$tools/pcr-dump" verify "$url/ds" >"$tmp/out" 2>&1 && grep -q ': OK, 3 files' "$tmp/out"; then ok; else bad "verify over HTTP"; cat "$tmp/out"; fi
+if "$tools/pcr-dump" verify "$url/t/Soybean.pcr" >"$tmp/out" 2>&1; then ok; else bad "verify a table over HTTP"; cat "$tmp/out"; fi
+for k in 1 full; do
+  "$tools/pcr-dump" extract "$tmp/www/ds" "$tmp/x-local-$k" --fidelity "$k" >/dev/null
+  if "$tools/pcr-dump" extract "$url/ds" "$tmp/x-remote-$k" --fidelity "$k" >/dev/null 2>"$tmp/err" &&
+     diff -r "$tmp/x-local-$k" "$tmp/x-remote-$k" >/dev/null; then ok; else bad "extract at fidelity $k"; cat "$tmp/err"; fi
+done
+
+# Opening the dataset: the manifest, then every file's header and footer and
+# then its index, each batch in flight together: no request per record.
+: >"$tmp/logs/access.log"
+"$tools/pcr-dump" "$url/ds" --json >/dev/null
+requests=$(wc -l <"$tmp/logs/access.log")
+files=3 records=5
+if [ "$requests" -le $((4 + 3 * files + records)) ] && [ "$requests" -ge 4 ]; then ok; else bad "opening took $requests requests"; fi
+if grep -q '" 206 ' "$tmp/logs/access.log"; then ok; else bad "no byte-range answers in the access log"; fi
+
+# Errors name the URL.
+if ! "$tools/pcr-dump" verify "$url/nothing-here" >"$tmp/out" 2>&1 && grep -q "$url/nothing-here" "$tmp/out" &&
+   grep -q 'not a pcr dataset' "$tmp/out"; then ok; else bad "a missing dataset is named"; cat "$tmp/out"; fi
+if ! "$tools/pcr-dump" "$url/t/missing.pcr" >"$tmp/out" 2>&1 && grep -q "$url/t/missing.pcr: not found (HTTP 404)" "$tmp/out"; then
+  ok; else bad "a missing file is named with its status"; cat "$tmp/out"; fi
+
+# Faults: server errors, dropped connections and short bodies are retried
+# to the same answer; a changed byte is caught by a checksum, never returned.
+for fault in 503 drop short; do
+  fport=$(free_port $((40000 + $$ % 20000)))
+  /usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" "$fault" 3 &
+  fpid=$!
+  wait_port "$fport"
+  if "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>"$tmp/fault.err" &&
+     "$tools/pcr-dump" cat "$tmp/www/ds" | cmp -s - "$tmp/fault.out"; then ok; else bad "fault $fault every 3rd request"; cat "$tmp/fault.err"; fi
+  kill "$fpid"; wait "$fpid" 2>/dev/null
+done
+fport=$(free_port $((40000 + $$ % 20000)))
+/usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" flip 1 &
+fpid=$!
+wait_port "$fport"
+if ! "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 && grep -q 'Corruption: http://127.0.0.1' "$tmp/fault.out"; then
+  ok; else bad "a changed byte is caught"; cat "$tmp/fault.out"; fi
+kill "$fpid"; wait "$fpid" 2>/dev/null
+fport=$(free_port $((40000 + $$ % 20000)))
+/usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" 503 1 &
+fpid=$!
+wait_port "$fport"
+if ! "$tools/pcr-dump" "http://127.0.0.1:$fport/t/Soybean.pcr" >"$tmp/fault.out" 2>&1 &&
+   grep -q "http://127.0.0.1:$fport/t/Soybean.pcr: bytes .*: HTTP 503 after 5 attempts" "$tmp/fault.out"; then
+  ok; else bad "a server that always fails is named after the retries"; cat "$tmp/fault.out"; fi
+kill "$fpid"; wait "$fpid" 2>/dev/null
+
+# Python reads the same bytes and fields.
+python=/usr/bin/python3
+if [ -d "$tools/../python/pcr" ] && "$python" -c 'import numpy' 2>/dev/null; then
+  if PYTHONPATH="$tools/../python" "$python" - "$tmp/www/ds" "$url/ds" >"$tmp/out" 2>&1 <<'PY'
+import sys
+import pcr
+local, remote = pcr.ImageDataset(sys.argv[1]), pcr.ImageDataset(sys.argv[2])
+assert len(local) == len(remote) == 24
+for i in range(len(local)):
+    assert local.read(i, 2) == remote.read(i, 2), i
+    assert local.fields(i, ["caption", "tags"]) == remote.fields(i, ["caption", "tags"]), i
+PY
+  then ok; else bad "Python over HTTP"; cat "$tmp/out"; fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
