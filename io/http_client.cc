@@ -23,8 +23,10 @@ const char* Env(const char* name) {
 // One transfer: a range of an object into its buffer.
 struct Transfer {
   RemoteRead* read = nullptr;
+  CURL* handle = nullptr;
   uint64_t received = 0;
   bool overflow = false;
+  std::string content_range;  // the answer's Content-Range value
   unsigned attempt = 0;
   Clock::time_point ready;  // not before this (backoff)
   curl_slist* headers = nullptr;
@@ -34,6 +36,9 @@ struct Transfer {
 size_t Write(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t bytes = size * n;
+  long status = 0;
+  curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+  if (status != 200 && status != 206) return bytes;  // an error's body, not data
   if (bytes > t->read->length - t->received) {
     t->overflow = true;
     return 0;  // more than the range: the server ignored it
@@ -44,6 +49,22 @@ size_t Write(char* data, size_t size, size_t n, void* user) {
 }
 
 size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
+
+size_t Header(char* data, size_t size, size_t n, void* user) {
+  const std::string_view line(data, size * n);
+  constexpr std::string_view kName = "content-range:";
+  if (line.size() > kName.size()) {
+    std::string head(line.substr(0, kName.size()));
+    std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (head == kName) {
+      std::string value(line.substr(kName.size()));
+      value.erase(0, value.find_first_not_of(" \t"));
+      while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.pop_back();
+      static_cast<Transfer*>(user)->content_range = value;
+    }
+  }
+  return size * n;
+}
 
 // Whether a failed attempt is worth another: the network or the server, not
 // the request.
@@ -104,7 +125,12 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& opti
                : Env("AWS_DEFAULT_REGION") != nullptr ? Env("AWS_DEFAULT_REGION")
                                                  : "us-east-1";
   if (!options.anonymous) {
-    PCR_ASSIGN_OR_RETURN(c->credentials_, LoadAwsCredentials());
+    auto credentials = LoadAwsCredentials();
+    if (credentials.ok()) {
+      c->credentials_ = *credentials;
+    } else {
+      c->credentials_status_ = credentials.status();
+    }
   }
   return c;
 }
@@ -125,6 +151,7 @@ Result<HttpClient::Target> HttpClient::Prepare(std::string_view path, const std:
     t.url = std::string(path);
     return t;
   }
+  if (!credentials_status_.ok()) return credentials_status_.WithPrefix(std::string(path));
   const std::string_view rest = path.substr(5);
   const size_t slash = rest.find('/');
   if (slash == 0 || slash == std::string_view::npos || slash + 1 == rest.size()) {
@@ -170,6 +197,7 @@ Result<uint64_t> HttpClient::Size(const std::string& path) {
     curl_slist* headers = nullptr;
     for (const std::string& header : target.headers) headers = curl_slist_append(headers, header.c_str());
     curl_easy_setopt(h, CURLOPT_URL, target.url.c_str());
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // the path as signed
     curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
@@ -213,6 +241,7 @@ void HttpClient::Fetch(std::span<RemoteRead> reads) {
   }
   std::lock_guard lock(mu_);
   CURLM* multi = static_cast<CURLM*>(multi_);
+  const unsigned concurrency = std::max(1u, options_.concurrency);
   size_t in_flight = 0;
   auto fail = [](Transfer* t, const Status& s) { *t->read->status = s; };
   auto start = [&](Transfer* t) {
@@ -228,13 +257,18 @@ void HttpClient::Fetch(std::span<RemoteRead> reads) {
       return;
     }
     curl_easy_reset(h);
+    t->handle = h;
     t->received = 0;
     t->overflow = false;
+    t->content_range.clear();
     curl_slist_free_all(t->headers);
     t->headers = nullptr;
     for (const std::string& header : target->headers) t->headers = curl_slist_append(t->headers, header.c_str());
     curl_easy_setopt(h, CURLOPT_URL, target->url.c_str());
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // the path as signed
     curl_easy_setopt(h, CURLOPT_RANGE, t->range.c_str());
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, Header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, Write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
@@ -246,7 +280,11 @@ void HttpClient::Fetch(std::span<RemoteRead> reads) {
     // A transfer that moves no byte for the timeout has stalled.
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max(1u, options_.timeout_ms / 1000)));
-    curl_multi_add_handle(multi, h);
+    if (curl_multi_add_handle(multi, h) != CURLM_OK) {
+      idle_.push_back(h);
+      fail(t, Status::IOError(std::string(t->read->path) + ": cannot start a request"));
+      return;
+    }
     ++requests_;
     ++in_flight;
   };
@@ -254,7 +292,7 @@ void HttpClient::Fetch(std::span<RemoteRead> reads) {
   size_t next = 0;
   while (next < waiting.size() || in_flight > 0 || !later.empty()) {
     const auto now = Clock::now();
-    for (auto it = later.begin(); it != later.end() && in_flight < options_.concurrency;) {
+    for (auto it = later.begin(); it != later.end() && in_flight < concurrency;) {
       if ((*it)->ready <= now) {
         start(*it);
         it = later.erase(it);
@@ -262,7 +300,7 @@ void HttpClient::Fetch(std::span<RemoteRead> reads) {
         ++it;
       }
     }
-    while (next < waiting.size() && in_flight < std::max(1u, options_.concurrency)) start(waiting[next++]);
+    while (next < waiting.size() && in_flight < concurrency) start(waiting[next++]);
     int running = 0;
     curl_multi_perform(multi, &running);
     int queued = 0;
@@ -279,7 +317,14 @@ void HttpClient::Fetch(std::span<RemoteRead> reads) {
       --in_flight;
       const RemoteRead& r = *t->read;
       const bool whole = r.offset == 0 && status == 200;  // a server may answer a range of all bytes with 200
-      if (code == CURLE_OK && (status == 206 || whole) && t->received == r.length) continue;
+      const std::string want = "bytes " + t->range + "/" + std::to_string(r.object_size);
+      const bool right_range = whole || r.object_size == 0 ? true : t->content_range == want;
+      if (code == CURLE_OK && (status == 206 || whole) && t->received == r.length && right_range) continue;
+      if (code == CURLE_OK && status == 206 && !right_range) {
+        fail(t, Status::IOError(std::string(r.path) + ": bytes " + t->range + ": answered with Content-Range '" +
+                                t->content_range + "', expected '" + want + "' (the object changed?)"));
+        continue;
+      }
       const bool ignored_range = t->overflow || (code == CURLE_OK && status == 200);
       const std::string where = std::string(r.path) + ": bytes " + t->range;
       if (ignored_range) {

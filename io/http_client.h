@@ -31,10 +31,13 @@ struct RemoteRead {
   uint64_t length = 0;
   uint8_t* out = nullptr;
   Status* status = nullptr;  // set on failure
+  uint64_t object_size = 0;  // the size the object had when opened; answers for another size fail
 };
 
 // Thread safety: every method may be called from several threads; calls
 // run one at a time on the client's connections.
+// A 206 answer must name the range asked for and the object's size
+// (Content-Range); anything else fails, so a changed object is never mixed in.
 class HttpClient {
  public:
   // S3 credentials and region are read from the environment now.
@@ -65,6 +68,7 @@ class HttpClient {
 
   const RemoteOptions options_;
   std::optional<AwsCredentials> credentials_;
+  Status credentials_status_;  // why credentials could not be loaded; fails S3 requests only
   std::string region_;
   std::string endpoint_;
   mutable std::mutex mu_;

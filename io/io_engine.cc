@@ -115,8 +115,12 @@ Result<HttpClient*> IoEngine::Http() {
 }
 
 uint64_t IoEngine::remote_requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return http_ ? http_->requests() : 0;
+  HttpClient* http = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    http = http_.get();
+  }
+  return http != nullptr ? http->requests() : 0;
 }
 
 Result<std::unique_ptr<RandomAccessFile>> IoEngine::OpenKnownSize(const std::string& path, uint64_t size) {
@@ -195,7 +199,7 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
       continue;
     }
     if (r.file->remote()) {
-      remote.push_back({r.file->path(), r.offset, r.length, r.out, &r.status});
+      remote.push_back({r.file->path(), r.offset, r.length, r.out, &r.status, r.file->size()});
       continue;
     }
     IoOp op{r.file, r.offset, r.length, r.length, r.out, &r.status};

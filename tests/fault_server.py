@@ -2,9 +2,10 @@
 damages every Nth GET on purpose, for the network tests.
 
 usage: fault_server.py ROOT PORT FAULT EVERY
-FAULT: 503 (a server error), drop (the connection closes before the body
-ends), short (a 206 whose body stops early, then the connection closes),
-flip (one body byte changed), none.
+FAULT: 503 (a server error with an S3-style body), drop (the connection
+closes before the body ends), short (a 206 whose Content-Length and body are
+half the range), shift (a 206 of the range one byte on), flip (one body byte
+changed), none.
 """
 import http.server
 import os
@@ -54,15 +55,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
             f.seek(first)
             body = f.read(last - first + 1)
         if faulty and fault == "503":
+            error = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
             self.send_response(503)
-            self.send_header("Content-Length", "0")
+            self.send_header("Content-Length", str(len(error)))
             self.end_headers()
+            self.wfile.write(error)
             return
+        if faulty and fault == "short":
+            body = body[: len(body) // 2]
+        if faulty and fault == "shift" and last + 1 < size:
+            first, last = first + 1, last + 1
+            with open(path, "rb") as f:
+                f.seek(first)
+                body = f.read(last - first + 1)
         self.send_response(206 if rng else 200)
         self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if faulty and fault in ("drop", "short"):
+        if faulty and fault == "drop":
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
             self.close_connection = True

@@ -10,7 +10,8 @@ passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-# free_port BASE: the first port from BASE up that nothing listens on.
+# free_port BASE: the first port from BASE up that nothing listens on (each
+# test has a range of its own below the ephemeral ports).
 free_port() {
   local port
   for port in $(seq "$1" $(($1 + 50))); do
@@ -18,12 +19,16 @@ free_port() {
   done
 }
 
-# wait_port PORT: returns once something listens on PORT (at most 10 s).
+# wait_port PORT PID: returns once something listens on PORT while process
+# PID runs (at most 10 s); exits the test with a message otherwise.
 wait_port() {
   for _ in $(seq 200); do
+    kill -0 "$2" 2>/dev/null || { echo "the test server (pid $2) for port $1 exited"; exit 1; }
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return
     sleep 0.05
   done
+  echo "nothing listens on port $1 after 10 s"
+  exit 1
 }
 
 # same DESCRIPTION LOCAL REMOTE PCR-DUMP-ARGS...: pcr-dump prints the same for both.

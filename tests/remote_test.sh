@@ -19,7 +19,7 @@ mkdir -p "$tmp/www/t" "$tmp/logs"
 chmod -R a+rX "$tmp"
 
 # A free port, and nginx serving $tmp/www with byte ranges.
-port=$(free_port $((20000 + $$ % 20000)))
+port=$(free_port $((20000 + $$ % 5000)))
 cat >"$tmp/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
@@ -41,7 +41,7 @@ http {
 CONF
 "$nginx" -c "$tmp/nginx.conf" -p "$tmp" &
 pid=$!
-wait_port "$port"
+wait_port "$port" "$pid"
 url="http://127.0.0.1:$port"
 
 same "cat of a dataset with fields" "$tmp/www/ds" "$url/ds" cat
@@ -72,25 +72,32 @@ if ! "$tools/pcr-dump" "$url/t/missing.pcr" >"$tmp/out" 2>&1 && grep -q "$url/t/
 # Faults: server errors, dropped connections and short bodies are retried
 # to the same answer; a changed byte is caught by a checksum, never returned.
 for fault in 503 drop short; do
-  fport=$(free_port $((40000 + $$ % 20000)))
+  fport=$(free_port $((15000 + $$ % 5000)))
   /usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" "$fault" 3 &
   fpid=$!
-  wait_port "$fport"
+  wait_port "$fport" "$fpid"
   if "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>"$tmp/fault.err" &&
      "$tools/pcr-dump" cat "$tmp/www/ds" | cmp -s - "$tmp/fault.out"; then ok; else bad "fault $fault every 3rd request"; cat "$tmp/fault.err"; fi
   kill "$fpid"; wait "$fpid" 2>/dev/null
 done
-fport=$(free_port $((40000 + $$ % 20000)))
+fport=$(free_port $((15000 + $$ % 5000)))
+/usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" shift 2 &
+fpid=$!
+wait_port "$fport" "$fpid"
+if ! "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 && grep -q "answered with Content-Range" "$tmp/fault.out"; then
+  ok; else bad "an answer for another range is refused"; cat "$tmp/fault.out"; fi
+kill "$fpid"; wait "$fpid" 2>/dev/null
+fport=$(free_port $((15000 + $$ % 5000)))
 /usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" flip 1 &
 fpid=$!
-wait_port "$fport"
+wait_port "$fport" "$fpid"
 if ! "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 && grep -q 'Corruption: http://127.0.0.1' "$tmp/fault.out"; then
   ok; else bad "a changed byte is caught"; cat "$tmp/fault.out"; fi
 kill "$fpid"; wait "$fpid" 2>/dev/null
-fport=$(free_port $((40000 + $$ % 20000)))
+fport=$(free_port $((15000 + $$ % 5000)))
 /usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" 503 1 &
 fpid=$!
-wait_port "$fport"
+wait_port "$fport" "$fpid"
 if ! "$tools/pcr-dump" "http://127.0.0.1:$fport/t/Soybean.pcr" >"$tmp/fault.out" 2>&1 &&
    grep -q "http://127.0.0.1:$fport/t/Soybean.pcr: bytes .*: HTTP 503 after 5 attempts" "$tmp/fault.out"; then
   ok; else bad "a server that always fails is named after the retries"; cat "$tmp/fault.out"; fi

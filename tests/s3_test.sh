@@ -15,10 +15,10 @@ mkdir -p "$tmp/up/ds" "$tmp/up/t" "$tmp/store"
   --fields "$data/fields/sample.jsonl" --field-type blob=bytes >/dev/null || exit 1
 "$tools/pcr-convert" table "$data/tabular/Soybean.csv" "$tmp/up/t" --rows-per-stripe 100 >/dev/null || exit 1
 
-port=$(free_port $((30000 + $$ % 20000)))
+port=$(free_port $((25000 + $$ % 5000)))
 "$s3rver" -d "$tmp/store" -a 127.0.0.1 -p "$port" -s --configure-bucket pcrtest >"$tmp/s3rver.log" 2>&1 &
 pid=$!
-wait_port "$port"
+wait_port "$port" "$pid"
 endpoint="http://127.0.0.1:$port"
 /usr/bin/python3 "$here/s3_put.py" "$endpoint" pcrtest "$tmp/up" || { echo "cannot upload to s3rver"; exit 1; }
 
