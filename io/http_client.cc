@@ -7,48 +7,58 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <thread>
 
 namespace pcr {
 
+using Clock = std::chrono::steady_clock;
+
+namespace http_internal {
+
+// One request: a range of an object into its buffer, or a HEAD for its size.
+struct Transfer {
+  RemoteRead read;
+  bool head = false;
+  uint64_t* size = nullptr;  // HEAD: the object's size, on success
+  size_t* pending = nullptr;  // of the call that asked, guarded by the client's mu_
+  CURL* handle = nullptr;
+  curl_slist* headers = nullptr;
+  std::string range;          // "first-last", empty for HEAD
+  uint64_t received = 0;
+  bool overflow = false;
+  std::string content_range;  // the answer's Content-Range value
+  unsigned attempt = 0;
+  Clock::time_point ready;    // not before this (backoff)
+  Clock::time_point moved;    // when the last byte arrived, or the attempt started
+  int64_t seen = 0;           // bytes of the answer's body by then
+  std::chrono::milliseconds stall_limit{0};
+  bool stalled = false;       // aborted: no byte for stall_limit
+};
+
+}  // namespace http_internal
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using http_internal::Transfer;
 
 const char* Env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
-// One transfer: a range of an object into its buffer.
-struct Transfer {
-  RemoteRead* read = nullptr;
-  CURL* handle = nullptr;
-  uint64_t received = 0;
-  bool overflow = false;
-  std::string content_range;  // the answer's Content-Range value
-  unsigned attempt = 0;
-  Clock::time_point ready;  // not before this (backoff)
-  curl_slist* headers = nullptr;
-  std::string range;
-};
-
 size_t Write(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t bytes = size * n;
   long status = 0;
   curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
-  if (status != 200 && status != 206) return bytes;  // an error's body, not data
-  if (bytes > t->read->length - t->received) {
+  if (t->head || (status != 200 && status != 206)) return bytes;  // an error's body, not data
+  if (bytes > t->read.length - t->received) {
     t->overflow = true;
     return 0;  // more than the range: the server ignored it
   }
-  std::memcpy(t->read->out + t->received, data, bytes);
+  std::memcpy(t->read.out + t->received, data, bytes);
   t->received += bytes;
   return bytes;
 }
-
-size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
 
 size_t Header(char* data, size_t size, size_t n, void* user) {
   const std::string_view line(data, size * n);
@@ -66,6 +76,20 @@ size_t Header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// Aborts a transfer that has moved no byte for its stall limit.
+int Progress(void* user, curl_off_t, curl_off_t now_bytes, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  const auto now = Clock::now();
+  if (now_bytes != t->seen) {
+    t->seen = now_bytes;
+    t->moved = now;
+  } else if (now - t->moved > t->stall_limit) {
+    t->stalled = true;
+    return 1;
+  }
+  return 0;
+}
+
 // Whether a failed attempt is worth another: the network or the server, not
 // the request.
 bool Retryable(CURLcode code, long status) {
@@ -80,13 +104,15 @@ bool Retryable(CURLcode code, long status) {
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
     case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_ABORTED_BY_CALLBACK:  // a stall
       return true;
     default:
       return false;
   }
 }
 
-std::string Describe(CURLcode code, long status) {
+std::string Describe(CURLcode code, long status, const Transfer& t) {
+  if (t.stalled) return "stalled: no byte for " + std::to_string(t.stall_limit.count()) + " ms";
   if (code != CURLE_OK) return curl_easy_strerror(code);
   if (status == 403 || status == 401) return "access denied (HTTP " + std::to_string(status) + ")";
   if (status == 404) return "not found (HTTP 404)";
@@ -120,6 +146,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& opti
   c->endpoint_ = options.s3_endpoint;
   if (c->endpoint_.empty() && Env("AWS_ENDPOINT_URL") != nullptr) c->endpoint_ = Env("AWS_ENDPOINT_URL");
   while (c->endpoint_.ends_with('/')) c->endpoint_.pop_back();
+  if (!c->endpoint_.empty() && c->endpoint_.find("://") == std::string::npos) c->endpoint_ = "https://" + c->endpoint_;
   c->region_ = !options.s3_region.empty()        ? options.s3_region
                : Env("AWS_REGION") != nullptr    ? Env("AWS_REGION")
                : Env("AWS_DEFAULT_REGION") != nullptr ? Env("AWS_DEFAULT_REGION")
@@ -132,17 +159,21 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& opti
       c->credentials_status_ = credentials.status();
     }
   }
+  c->loop_ = std::thread(&HttpClient::Loop, c.get());
   return c;
 }
 
 HttpClient::~HttpClient() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  if (loop_.joinable()) {
+    curl_multi_wakeup(static_cast<CURLM*>(multi_));
+    loop_.join();
+  }
   for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
   if (multi_ != nullptr) curl_multi_cleanup(static_cast<CURLM*>(multi_));
-}
-
-uint64_t HttpClient::requests() const {
-  std::lock_guard lock(mu_);
-  return requests_;
 }
 
 Result<HttpClient::Target> HttpClient::Prepare(std::string_view path, const std::string& range, bool head) const {
@@ -165,10 +196,17 @@ Result<HttpClient::Target> HttpClient::Prepare(std::string_view path, const std:
     t.url = "https://" + host + key;
     canonical_path = key;
   } else {
+    // scheme://host[:port][/prefix]: the Host header drops a default port,
+    // and the path keeps the prefix, as sent.
     const size_t scheme = endpoint_.find("://");
-    host = endpoint_.substr(scheme == std::string::npos ? 0 : scheme + 3);
+    const std::string_view authority_and_prefix = std::string_view(endpoint_).substr(scheme + 3);
+    const size_t cut = authority_and_prefix.find('/');
+    host = std::string(authority_and_prefix.substr(0, cut));
+    const std::string prefix = cut == std::string_view::npos ? "" : std::string(authority_and_prefix.substr(cut));
+    const std::string default_port = endpoint_.starts_with("https://") ? ":443" : ":80";
+    if (host.ends_with(default_port)) host.resize(host.size() - default_port.size());
     t.url = endpoint_ + "/" + bucket + key;
-    canonical_path = "/" + bucket + key;
+    canonical_path = prefix + "/" + bucket + key;
   }
   if (!credentials_) return t;  // anonymous
   const std::string empty_sha = Sha256Hex("");
@@ -178,6 +216,7 @@ Result<HttpClient::Target> HttpClient::Prepare(std::string_view path, const std:
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
+  t.headers.push_back("Host: " + host);  // as signed
   t.headers.push_back("x-amz-content-sha256: " + empty_sha);
   for (const auto& [name, value] : SignV4(r, *credentials_, region_, "s3", AmzDate(now))) {
     t.headers.push_back(name + ": " + value);
@@ -186,172 +225,208 @@ Result<HttpClient::Target> HttpClient::Prepare(std::string_view path, const std:
 }
 
 Result<uint64_t> HttpClient::Size(const std::string& path) {
-  PCR_ASSIGN_OR_RETURN(Target target, Prepare(path, "", true));
-  std::lock_guard lock(mu_);
-  CURL* h = idle_.empty() ? curl_easy_init() : static_cast<CURL*>(idle_.back());
-  if (!idle_.empty()) idle_.pop_back();
-  if (h == nullptr) return Status::IOError(path + ": cannot start a request");
-  Status result;
-  for (unsigned attempt = 0;; ++attempt) {
-    curl_easy_reset(h);
-    curl_slist* headers = nullptr;
-    for (const std::string& header : target.headers) headers = curl_slist_append(headers, header.c_str());
-    curl_easy_setopt(h, CURLOPT_URL, target.url.c_str());
-    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // the path as signed
-    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, Discard);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.timeout_ms));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.timeout_ms));
-    ++requests_;
-    const CURLcode code = curl_easy_perform(h);
-    curl_slist_free_all(headers);
-    long status = 0;
-    curl_off_t length = -1;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-    if (code == CURLE_OK && status == 200 && length >= 0) {
-      idle_.push_back(h);
-      return static_cast<uint64_t>(length);
-    }
-    if (Retryable(code, status) && attempt < options_.retries) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100 << std::min(attempt, 6u)));
-      if (!target.headers.empty()) {
-        PCR_ASSIGN_OR_RETURN(target, Prepare(path, "", true));  // a fresh signature date
-      }
-      continue;
-    }
-    idle_.push_back(h);
-    const std::string why = code == CURLE_OK && status == 200 ? "no Content-Length" : Describe(code, status);
-    if (code == CURLE_OK && status == 404) return Status::NotFound(path + ": " + why);
-    return Status::IOError(path + ": " + why + (attempt > 0 ? " after " + std::to_string(attempt + 1) + " attempts" : ""));
-  }
+  Status status;
+  uint64_t size = 0;
+  Transfer t;
+  t.read = {path, 0, 0, nullptr, &status, 0};
+  t.head = true;
+  t.size = &size;
+  Run({&t, 1});
+  if (!status.ok()) return status;
+  return size;
 }
 
 void HttpClient::Fetch(std::span<RemoteRead> reads) {
-  std::deque<Transfer> transfers;  // stable addresses
-  std::vector<Transfer*> waiting;
-  for (RemoteRead& r : reads) {
+  std::vector<Transfer> transfers;
+  transfers.reserve(reads.size());
+  for (const RemoteRead& r : reads) {
     if (r.length == 0) continue;
     Transfer& t = transfers.emplace_back();
-    t.read = &r;
+    t.read = r;
     t.range = std::to_string(r.offset) + "-" + std::to_string(r.offset + r.length - 1);
-    waiting.push_back(&t);
   }
+  Run(transfers);
+}
+
+void HttpClient::Run(std::span<Transfer> transfers) {
+  if (transfers.empty()) return;
+  size_t pending = transfers.size();
+  {
+    std::lock_guard lock(mu_);
+    for (Transfer& t : transfers) {
+      t.pending = &pending;
+      submitted_.push_back(&t);
+    }
+  }
+  curl_multi_wakeup(static_cast<CURLM*>(multi_));
+  std::unique_lock lock(mu_);
+  finished_.wait(lock, [&] { return pending == 0; });
+  for (Transfer& t : transfers) curl_slist_free_all(t.headers);
+}
+
+void HttpClient::Finish(Transfer* t, Status status) {
+  if (!status.ok()) *t->read.status = std::move(status);
   std::lock_guard lock(mu_);
+  if (--*t->pending == 0) finished_.notify_all();
+}
+
+bool HttpClient::Start(Transfer* t) {
+  const std::string path(t->read.path);
+  auto target = Prepare(path, t->range, t->head);
+  if (!target.ok()) {
+    Finish(t, target.status());
+    return false;
+  }
+  CURL* h = idle_.empty() ? curl_easy_init() : static_cast<CURL*>(idle_.back());
+  if (!idle_.empty()) idle_.pop_back();
+  if (h == nullptr) {
+    Finish(t, Status::IOError(path + ": cannot start a request"));
+    return false;
+  }
+  curl_easy_reset(h);
+  t->handle = h;
+  t->received = 0;
+  t->overflow = false;
+  t->content_range.clear();
+  t->moved = Clock::now();
+  t->seen = 0;
+  t->stall_limit = std::chrono::milliseconds(options_.timeout_ms);
+  t->stalled = false;
+  curl_slist_free_all(t->headers);
+  t->headers = nullptr;
+  for (const std::string& header : target->headers) t->headers = curl_slist_append(t->headers, header.c_str());
+  curl_easy_setopt(h, CURLOPT_URL, target->url.c_str());
+  curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // the path as signed
+  if (t->head) {
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  } else {
+    curl_easy_setopt(h, CURLOPT_RANGE, t->range.c_str());
+  }
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, Header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, Write);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
+  curl_easy_setopt(h, CURLOPT_PRIVATE, t);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.timeout_ms));
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, Progress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
+  if (curl_multi_add_handle(static_cast<CURLM*>(multi_), h) != CURLM_OK) {
+    idle_.push_back(h);
+    Finish(t, Status::IOError(path + ": cannot start a request"));
+    return false;
+  }
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void HttpClient::Complete(Transfer* t, int result, std::vector<Transfer*>* later) {
+  const auto code = static_cast<CURLcode>(result);
+  CURL* h = t->handle;
+  long status = 0;
+  curl_off_t length = -1;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  curl_multi_remove_handle(static_cast<CURLM*>(multi_), h);
+  idle_.push_back(h);
+  t->handle = nullptr;
+  const RemoteRead& r = t->read;
+  const std::string path(r.path);
+  const std::string tries = t->attempt > 0 ? " after " + std::to_string(t->attempt + 1) + " attempts" : "";
+  auto retry = [&] {
+    if (t->attempt >= options_.retries) return false;
+    t->ready = Clock::now() + std::chrono::milliseconds(100 << std::min(t->attempt, 6u));
+    ++t->attempt;
+    later->push_back(t);
+    return true;
+  };
+  if (t->head) {
+    if (code == CURLE_OK && status == 200 && length >= 0) {
+      *t->size = static_cast<uint64_t>(length);
+      Finish(t, Status::OK());
+    } else if (!Retryable(code, status) || !retry()) {
+      const std::string why = code == CURLE_OK && status == 200 ? "no Content-Length" : Describe(code, status, *t);
+      Finish(t, code == CURLE_OK && status == 404 ? Status::NotFound(path + ": " + why)
+                                                  : Status::IOError(path + ": " + why + tries));
+    }
+    return;
+  }
+  const bool whole = r.offset == 0 && status == 200;  // a server may answer a range of all bytes with 200
+  const std::string want = "bytes " + t->range + "/" + std::to_string(r.object_size);
+  const bool right_range = whole || r.object_size == 0 ? true : t->content_range == want;
+  if (code == CURLE_OK && (status == 206 || whole) && t->received == r.length && right_range) {
+    Finish(t, Status::OK());
+    return;
+  }
+  const std::string where = path + ": bytes " + t->range;
+  if (code == CURLE_OK && status == 206 && !right_range) {
+    Finish(t, Status::IOError(where + ": answered with Content-Range '" + t->content_range + "', expected '" + want +
+                              "' (the object changed?)"));
+    return;
+  }
+  if (t->overflow || (code == CURLE_OK && status == 200)) {
+    Finish(t, Status::IOError(where + ": the server ignores byte ranges (HTTP " + std::to_string(status) + ")"));
+    return;
+  }
+  const bool short_body = code == CURLE_OK && status == 206 && t->received != r.length;
+  if ((short_body || Retryable(code, status)) && retry()) return;
+  const std::string why = short_body ? "body of " + std::to_string(t->received) + " bytes" : Describe(code, status, *t);
+  Finish(t, code == CURLE_OK && status == 404 ? Status::NotFound(where + ": " + why)
+                                              : Status::IOError(where + ": " + why + tries));
+}
+
+void HttpClient::Loop() {
   CURLM* multi = static_cast<CURLM*>(multi_);
   const unsigned concurrency = std::max(1u, options_.concurrency);
+  std::deque<Transfer*> queue;   // to start, in the order asked
+  std::vector<Transfer*> later;  // to start again once ready
   size_t in_flight = 0;
-  auto fail = [](Transfer* t, const Status& s) { *t->read->status = s; };
-  auto start = [&](Transfer* t) {
-    auto target = Prepare(t->read->path, t->range, false);
-    if (!target.ok()) {
-      fail(t, target.status());
-      return;
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+      queue.insert(queue.end(), submitted_.begin(), submitted_.end());
+      submitted_.clear();
     }
-    CURL* h = idle_.empty() ? curl_easy_init() : static_cast<CURL*>(idle_.back());
-    if (!idle_.empty()) idle_.pop_back();
-    if (h == nullptr) {
-      fail(t, Status::IOError(std::string(t->read->path) + ": cannot start a request"));
-      return;
-    }
-    curl_easy_reset(h);
-    t->handle = h;
-    t->received = 0;
-    t->overflow = false;
-    t->content_range.clear();
-    curl_slist_free_all(t->headers);
-    t->headers = nullptr;
-    for (const std::string& header : target->headers) t->headers = curl_slist_append(t->headers, header.c_str());
-    curl_easy_setopt(h, CURLOPT_URL, target->url.c_str());
-    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // the path as signed
-    curl_easy_setopt(h, CURLOPT_RANGE, t->range.c_str());
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, Header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, t);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, Write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, t);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
-    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.timeout_ms));
-    // A transfer that moves no byte for the timeout has stalled.
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max(1u, options_.timeout_ms / 1000)));
-    if (curl_multi_add_handle(multi, h) != CURLM_OK) {
-      idle_.push_back(h);
-      fail(t, Status::IOError(std::string(t->read->path) + ": cannot start a request"));
-      return;
-    }
-    ++requests_;
-    ++in_flight;
-  };
-  std::vector<Transfer*> later;  // retries, each with its ready time
-  size_t next = 0;
-  while (next < waiting.size() || in_flight > 0 || !later.empty()) {
     const auto now = Clock::now();
-    for (auto it = later.begin(); it != later.end() && in_flight < concurrency;) {
+    for (auto it = later.begin(); it != later.end();) {
       if ((*it)->ready <= now) {
-        start(*it);
+        queue.push_front(*it);
         it = later.erase(it);
       } else {
         ++it;
       }
     }
-    while (next < waiting.size() && in_flight < concurrency) start(waiting[next++]);
+    while (!queue.empty() && in_flight < concurrency) {
+      if (Start(queue.front())) ++in_flight;
+      queue.pop_front();
+    }
     int running = 0;
     curl_multi_perform(multi, &running);
-    int queued = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
-      CURL* h = msg->easy_handle;
-      const CURLcode code = msg->data.result;
       Transfer* t = nullptr;
-      curl_easy_getinfo(h, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
-      long status = 0;
-      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-      curl_multi_remove_handle(multi, h);
-      idle_.push_back(h);
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+      const CURLcode result = msg->data.result;
       --in_flight;
-      const RemoteRead& r = *t->read;
-      const bool whole = r.offset == 0 && status == 200;  // a server may answer a range of all bytes with 200
-      const std::string want = "bytes " + t->range + "/" + std::to_string(r.object_size);
-      const bool right_range = whole || r.object_size == 0 ? true : t->content_range == want;
-      if (code == CURLE_OK && (status == 206 || whole) && t->received == r.length && right_range) continue;
-      if (code == CURLE_OK && status == 206 && !right_range) {
-        fail(t, Status::IOError(std::string(r.path) + ": bytes " + t->range + ": answered with Content-Range '" +
-                                t->content_range + "', expected '" + want + "' (the object changed?)"));
-        continue;
-      }
-      const bool ignored_range = t->overflow || (code == CURLE_OK && status == 200);
-      const std::string where = std::string(r.path) + ": bytes " + t->range;
-      if (ignored_range) {
-        fail(t, Status::IOError(where + ": the server ignores byte ranges (HTTP " + std::to_string(status) + ")"));
-        continue;
-      }
-      const bool short_body = code == CURLE_OK && status == 206 && t->received != r.length;
-      if ((short_body || Retryable(code, status)) && t->attempt < options_.retries) {
-        t->ready = Clock::now() + std::chrono::milliseconds(100 << std::min(t->attempt, 6u));
-        ++t->attempt;
-        later.push_back(t);
-        continue;
-      }
-      const std::string why = short_body ? "body of " + std::to_string(t->received) + " bytes" : Describe(code, status);
-      const std::string tries = t->attempt > 0 ? " after " + std::to_string(t->attempt + 1) + " attempts" : "";
-      fail(t, code == CURLE_OK && status == 404 ? Status::NotFound(where + ": " + why)
-                                                : Status::IOError(where + ": " + why + tries));
+      Complete(t, result, &later);
     }
-    if (in_flight > 0) {
-      curl_multi_poll(multi, nullptr, 0, 50, nullptr);
-    } else if (!later.empty()) {
+    // Often enough to notice stalls soon after the timeout.
+    int wait_ms = static_cast<int>(std::clamp(options_.timeout_ms / 8, 10u, 1000u));
+    if (!later.empty()) {
       auto soonest = later.front()->ready;
       for (const Transfer* t : later) soonest = std::min(soonest, t->ready);
-      std::this_thread::sleep_until(soonest);
+      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(soonest - Clock::now()).count();
+      wait_ms = static_cast<int>(std::clamp<int64_t>(until, 0, wait_ms));
     }
+    if (!queue.empty() && in_flight < concurrency) wait_ms = 0;
+    curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
   }
-  for (Transfer& t : transfers) curl_slist_free_all(t.headers);
 }
 
 }  // namespace pcr

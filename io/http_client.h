@@ -4,6 +4,8 @@
 // short bodies, S3 requests signed with SigV4.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -11,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "io/sigv4.h"
@@ -18,6 +21,10 @@
 #include "pcr/status.h"
 
 namespace pcr {
+
+namespace http_internal {
+struct Transfer;
+}  // namespace http_internal
 
 // True for "http://", "https://" and "s3://" paths.
 bool IsRemotePath(std::string_view path);
@@ -34,8 +41,10 @@ struct RemoteRead {
   uint64_t object_size = 0;  // the size the object had when opened; answers for another size fail
 };
 
-// Thread safety: every method may be called from several threads; calls
-// run one at a time on the client's connections.
+// Thread safety: every method may be called from several threads at once.
+// One thread of the client's own runs every request on shared connections,
+// at most options.concurrency in flight over all callers, started in the
+// order they were asked for.
 // A 206 answer must name the range asked for and the object's size
 // (Content-Range); anything else fails, so a changed object is never mixed in.
 class HttpClient {
@@ -49,32 +58,48 @@ class HttpClient {
   // The object's size (a HEAD request). NotFound on 404, IOError naming
   // the object on 403 and on failures left after the retries.
   Result<uint64_t> Size(const std::string& path);
-  // Performs every read, at most options.concurrency in flight; each failed
-  // read gets a status naming the object, range and cause.
+  // Performs every read; each failed read gets a status naming the object,
+  // range and cause. Returns when all have finished.
   void Fetch(std::span<RemoteRead> reads);
 
   // Requests sent so far, retries included.
-  uint64_t requests() const;
+  uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
 
  private:
   struct Target {
     std::string url;
     std::vector<std::string> headers;  // "Name: value"
   };
+  using Transfer = http_internal::Transfer;
   explicit HttpClient(const RemoteOptions& options) : options_(options) {}
   // The URL and headers of a request for `path` (S3: signed), with `range`
   // ("a-b") or without (HEAD).
   Result<Target> Prepare(std::string_view path, const std::string& range, bool head) const;
+  // Queues `transfers` for the loop and waits until every one has finished.
+  void Run(std::span<Transfer> transfers);
+  // The client's thread: starts queued transfers, retries failed ones after
+  // their backoff and finishes the rest.
+  void Loop();
+  // Adds `t` to the multi handle; false (with t's status set) if it cannot start.
+  bool Start(Transfer* t);
+  // Handles a completed attempt: finished, or queued again after a backoff.
+  void Complete(Transfer* t, int code, std::vector<Transfer*>* later);
+  void Finish(Transfer* t, Status status);
 
   const RemoteOptions options_;
   std::optional<AwsCredentials> credentials_;
   Status credentials_status_;  // why credentials could not be loaded; fails S3 requests only
   std::string region_;
-  std::string endpoint_;
-  mutable std::mutex mu_;
-  void* multi_ = nullptr;          // CURLM, guarded by mu_
-  std::vector<void*> idle_;        // CURL easy handles kept for their connections, guarded by mu_
-  uint64_t requests_ = 0;          // guarded by mu_
+  std::string endpoint_;       // scheme://host[:port][/prefix], without a trailing '/'
+  std::atomic<uint64_t> requests_{0};
+
+  void* multi_ = nullptr;    // CURLM; curl_multi_wakeup from any thread, else the loop's only
+  std::vector<void*> idle_;  // CURL easy handles kept for their connections; the loop's only
+  std::mutex mu_;
+  std::condition_variable finished_;
+  std::vector<Transfer*> submitted_;  // guarded by mu_: not yet seen by the loop
+  bool stop_ = false;                 // guarded by mu_
+  std::thread loop_;
 };
 
 }  // namespace pcr

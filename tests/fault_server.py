@@ -5,12 +5,14 @@ usage: fault_server.py ROOT PORT FAULT EVERY
 FAULT: 503 (a server error with an S3-style body), drop (the connection
 closes before the body ends), short (a 206 whose Content-Length and body are
 half the range), shift (a 206 of the range one byte on), flip (one body byte
-changed), none.
+changed), stall (headers and half the body, then nothing for a minute),
+none.
 """
 import http.server
 import os
 import sys
 import threading
+import time
 
 root, port, fault, every = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 count = 0
@@ -78,9 +80,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
             return
+        if faulty and fault == "stall":
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            time.sleep(60)
+            return
         if faulty and fault == "flip" and body:
             body = bytes([body[0] ^ 0x40]) + body[1:]
         self.wfile.write(body)
 
 
-http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+server.daemon_threads = True
+server.serve_forever()

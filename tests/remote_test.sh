@@ -69,15 +69,18 @@ if ! "$tools/pcr-dump" verify "$url/nothing-here" >"$tmp/out" 2>&1 && grep -q "$
 if ! "$tools/pcr-dump" "$url/t/missing.pcr" >"$tmp/out" 2>&1 && grep -q "$url/t/missing.pcr: not found (HTTP 404)" "$tmp/out"; then
   ok; else bad "a missing file is named with its status"; cat "$tmp/out"; fi
 
-# Faults: server errors, dropped connections and short bodies are retried
-# to the same answer; a changed byte is caught by a checksum, never returned.
-for fault in 503 drop short; do
+# Faults: server errors, dropped connections, short bodies and stalls are
+# retried to the same answer; a changed byte is caught by a checksum, never
+# returned. Stalls end after PCR_REMOTE_TIMEOUT_MS without a byte.
+export PCR_REMOTE_TIMEOUT_MS=1000
+for spec in 503:3 drop:3 short:3 stall:7; do
+  fault=${spec%:*}
   fport=$(free_port $((15000 + $$ % 5000)))
-  /usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" "$fault" 3 &
+  /usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" "$fault" "${spec#*:}" &
   fpid=$!
   wait_port "$fport" "$fpid"
   if "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>"$tmp/fault.err" &&
-     "$tools/pcr-dump" cat "$tmp/www/ds" | cmp -s - "$tmp/fault.out"; then ok; else bad "fault $fault every 3rd request"; cat "$tmp/fault.err"; fi
+     "$tools/pcr-dump" cat "$tmp/www/ds" | cmp -s - "$tmp/fault.out"; then ok; else bad "fault $fault every ${spec#*:} requests"; cat "$tmp/fault.err"; fi
   kill "$fpid"; wait "$fpid" 2>/dev/null
 done
 fport=$(free_port $((15000 + $$ % 5000)))
@@ -102,6 +105,17 @@ if ! "$tools/pcr-dump" "http://127.0.0.1:$fport/t/Soybean.pcr" >"$tmp/fault.out"
    grep -q "http://127.0.0.1:$fport/t/Soybean.pcr: bytes .*: HTTP 503 after 5 attempts" "$tmp/fault.out"; then
   ok; else bad "a server that always fails is named after the retries"; cat "$tmp/fault.out"; fi
 kill "$fpid"; wait "$fpid" 2>/dev/null
+fport=$(free_port $((15000 + $$ % 5000)))
+/usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" stall 1 &
+fpid=$!
+wait_port "$fport" "$fpid"
+if ! PCR_REMOTE_RETRIES=1 "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 &&
+   grep -q "http://127.0.0.1:$fport/ds/.*: bytes .*: stalled: no byte for 1000 ms after 2 attempts" "$tmp/fault.out"; then
+  ok; else bad "a server that always stalls is named after the retries"; cat "$tmp/fault.out"; fi
+kill "$fpid"; wait "$fpid" 2>/dev/null
+if ! PCR_REMOTE_CONCURRENCY=0 "$tools/pcr-dump" "$url/ds" >"$tmp/out" 2>&1 && grep -q "PCR_REMOTE_CONCURRENCY='0': expected 1..1024" "$tmp/out"; then
+  ok; else bad "a bad PCR_REMOTE_CONCURRENCY is refused"; cat "$tmp/out"; fi
+unset PCR_REMOTE_TIMEOUT_MS
 
 # Python reads the same bytes and fields.
 python=/usr/bin/python3
@@ -114,6 +128,12 @@ assert len(local) == len(remote) == 24
 for i in range(len(local)):
     assert local.read(i, 2) == remote.read(i, 2), i
     assert local.fields(i, ["caption", "tags"]) == remote.fields(i, ["caption", "tags"]), i
+# Threads sharing one remote dataset each get their own images.
+from concurrent.futures import ThreadPoolExecutor
+with ThreadPoolExecutor(6) as pool:
+    got = list(pool.map(lambda i: remote.read(i % len(remote), 1 + i % 3), range(4 * len(remote))))
+for i, image in enumerate(got):
+    assert image == local.read(i % len(local), 1 + i % 3), i
 PY
   then ok; else bad "Python over HTTP"; cat "$tmp/out"; fi
 fi

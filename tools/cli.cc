@@ -18,6 +18,23 @@ Result<IoEngineOptions> IoOptionsFromEnvironment() {
     if (!kind.ok()) return kind.status().WithPrefix("PCR_IO_ENGINE");
     io.kind = *kind;
   }
+  struct Knob {
+    const char* name;
+    unsigned* value;
+    uint64_t min, max;
+  };
+  for (const Knob& k : {Knob{"PCR_REMOTE_CONCURRENCY", &io.remote.concurrency, 1, 1024},
+                        Knob{"PCR_REMOTE_RETRIES", &io.remote.retries, 0, 100},
+                        Knob{"PCR_REMOTE_TIMEOUT_MS", &io.remote.timeout_ms, 1, 3600000}}) {
+    const char* v = std::getenv(k.name);
+    if (v == nullptr || *v == '\0') continue;
+    uint64_t n = 0;
+    if (!ParseUint(v, &n) || n < k.min || n > k.max) {
+      return Status::InvalidArgument(std::string(k.name) + "='" + v + "': expected " + std::to_string(k.min) + ".." +
+                                     std::to_string(k.max));
+    }
+    *k.value = static_cast<unsigned>(n);
+  }
   return io;
 }
 

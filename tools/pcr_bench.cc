@@ -218,6 +218,7 @@ int Read(const ReadArgs& a) {
                  " or full");
   }
   const pcr::IoCounters open_counters = (*engine)->counters();
+  const uint64_t open_http = (*engine)->remote_requests();
   const uint64_t open_requested = ds.bytes_requested();
   uint64_t images = 0, records = 0;
   const auto start = Clock::now();
@@ -292,6 +293,8 @@ int Read(const ReadArgs& a) {
       .Key("read_amplification").Double(Ratio(bytes_read, requested))
       .Key(a.mode == "records" ? "reads_per_record" : "reads_per_image")
       .Double(Ratio(reads, a.mode == "records" ? records : images))
+      .Key("open_http_requests").Uint(open_http)
+      .Key("http_requests").Uint((*engine)->remote_requests() - open_http)
       .Key("seconds").Double(seconds)
       .Key("images_per_s").Double(images / seconds)
       .Key("mb_per_s").Double(bytes_read / seconds / 1e6)
@@ -490,6 +493,7 @@ int TableBench(const TableArgs& a) {
   auto features = t.Resolve(a.features);
   if (!features.ok()) return pcr::cli::ReportError("pcr-bench", features.status());
   const pcr::IoCounters open_counters = (*engine)->counters();
+  const uint64_t open_http = (*engine)->remote_requests();
   uint64_t rows = 0, selected = 0, values = 0;
   for (size_t s = 0; s < t.stripe_count(); s += a.stripes_per_read) {
     const size_t n = std::min<size_t>(a.stripes_per_read, t.stripe_count() - s);
@@ -519,6 +523,8 @@ int TableBench(const TableArgs& a) {
       .Key("open_reads").Uint(open_counters.reads)
       .Key("over_read").Double(Ratio(c.bytes_read - open_counters.bytes_read, selected))
       .Key("reads_per_stripe").Double(Ratio(data_reads, t.stripe_count()))
+      .Key("open_http_requests").Uint(open_http)
+      .Key("http_requests").Uint((*engine)->remote_requests() - open_http)
       .Key("seconds").Double(seconds)
       .Key("rows_per_s").Double(rows / seconds)
       .Key("note").String((*engine)->note())
@@ -631,6 +637,11 @@ int ParseLoop(pcr::cli::Args& args) {
 
 int ParseTable(pcr::cli::Args& args) {
   TableArgs t;
+  {
+    auto io = pcr::cli::IoOptionsFromEnvironment();
+    if (!io.ok()) return pcr::cli::ReportError("pcr-bench", io.status());
+    t.io = *io;
+  }
   while (!args.empty()) {
     const std::string a = args.next();
     uint64_t n = 0;
