@@ -385,6 +385,7 @@ void HttpClient::Loop() {
   std::deque<Transfer*> queue;   // to start, in the order asked
   std::vector<Transfer*> later;  // to start again once ready
   size_t in_flight = 0;
+  uint64_t bytes_in_flight = 0;
   while (true) {
     {
       std::lock_guard lock(mu_);
@@ -401,9 +402,16 @@ void HttpClient::Loop() {
         ++it;
       }
     }
-    while (!queue.empty() && in_flight < concurrency) {
-      if (Start(queue.front())) ++in_flight;
+    auto fits = [&](const Transfer* t) {
+      return in_flight == 0 || (in_flight < concurrency && bytes_in_flight + t->read.length <= options_.max_bytes_in_flight);
+    };
+    while (!queue.empty() && fits(queue.front())) {
+      Transfer* t = queue.front();
       queue.pop_front();
+      if (Start(t)) {
+        ++in_flight;
+        bytes_in_flight += t->read.length;
+      }
     }
     int running = 0;
     curl_multi_perform(multi, &running);
@@ -414,6 +422,7 @@ void HttpClient::Loop() {
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
       const CURLcode result = msg->data.result;
       --in_flight;
+      bytes_in_flight -= t->read.length;
       Complete(t, result, &later);
     }
     // Often enough to notice stalls soon after the timeout.
@@ -424,7 +433,7 @@ void HttpClient::Loop() {
       const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(soonest - Clock::now()).count();
       wait_ms = static_cast<int>(std::clamp<int64_t>(until, 0, wait_ms));
     }
-    if (!queue.empty() && in_flight < concurrency) wait_ms = 0;
+    if (!queue.empty() && fits(queue.front())) wait_ms = 0;
     curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
   }
 }

@@ -1,5 +1,6 @@
 #include "io/read_executor.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -46,7 +47,13 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
     if (added) files.push_back(r.file);
     requests[i] = {it->second, r.offset, r.length};
   }
-  batch->plan_ = PlanReads(requests, coalesce);
+  CoalesceOptions options = coalesce;
+  if (std::any_of(files.begin(), files.end(), [](const PcrFile* f) { return f->file().remote(); })) {
+    const RemoteOptions& remote = engine.options().remote;
+    options = {.hole_limit = coalesce.hole_limit == 0 ? 0 : std::max(coalesce.hole_limit, remote.hole_limit),
+               .max_read = std::max(coalesce.max_read, remote.max_read)};
+  }
+  batch->plan_ = PlanReads(requests, options);
   const ReadPlan& plan = batch->plan_;
   if (batch->buffers_.size() < plan.reads.size()) batch->buffers_.resize(plan.reads.size());
   std::vector<ReadRequest> reads(plan.reads.size());

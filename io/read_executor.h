@@ -70,7 +70,8 @@ class ReadBatch {
   std::vector<Status> checks_;
 };
 
-// Plans `ranges` (coalesced per `coalesce`, never across files or units;
+// Plans `ranges` (coalesced per `coalesce`, widened for remote files by the
+// engine's RemoteOptions, never across files or units;
 // on an O_DIRECT file each read widened to whole kDirectAlignment blocks
 // where the file allows, so it lands in place), reads them in one engine
 // call and checks every range. Returns the first I/O error or, unless

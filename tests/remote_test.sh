@@ -123,7 +123,7 @@ if [ -d "$tools/../python/pcr" ] && "$python" -c 'import numpy' 2>/dev/null; the
   if PYTHONPATH="$tools/../python" "$python" - "$tmp/www/ds" "$url/ds" >"$tmp/out" 2>&1 <<'PY'
 import sys
 import pcr
-local, remote = pcr.ImageDataset(sys.argv[1]), pcr.ImageDataset(sys.argv[2])
+local, remote = pcr.ImageDataset(sys.argv[1]), pcr.ImageDataset(sys.argv[2], remote={"concurrency": 2, "timeout_ms": 5000})
 assert len(local) == len(remote) == 24
 for i in range(len(local)):
     assert local.read(i, 2) == remote.read(i, 2), i

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <utility>
 
 #include "format/json.h"
 
@@ -34,6 +35,13 @@ Result<IoEngineOptions> IoOptionsFromEnvironment() {
                                      std::to_string(k.max));
     }
     *k.value = static_cast<unsigned>(n);
+  }
+  for (auto [name, value] : {std::pair{"PCR_REMOTE_HOLE_LIMIT", &io.remote.hole_limit},
+                             std::pair{"PCR_REMOTE_MAX_READ", &io.remote.max_read},
+                             std::pair{"PCR_REMOTE_MAX_BYTES_IN_FLIGHT", &io.remote.max_bytes_in_flight}}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    if (!ParseUint(v, value)) return Status::InvalidArgument(std::string(name) + "='" + v + "': expected a byte count");
   }
   return io;
 }

@@ -83,10 +83,45 @@ py::array_t<T> Own(std::vector<T>&& values) {
                         held->data(), owner);
 }
 
-pcr::IoEngineOptions IoOptions(const std::string& engine, bool direct) {
+// `remote`: None, or a dict of RemoteOptions fields.
+pcr::IoEngineOptions IoOptions(const std::string& engine, bool direct, const py::object& remote) {
   pcr::IoEngineOptions io;
   io.kind = Take(pcr::ParseIoEngineKind(engine));
   io.direct = direct;
+  if (remote.is_none()) return io;
+  if (!py::isinstance<py::dict>(remote)) throw py::type_error("remote must be a dict of options");
+  pcr::RemoteOptions& r = io.remote;
+  for (const auto& [key_object, value] : remote.cast<py::dict>()) {
+    const std::string key = py::str(key_object);
+    auto positive = [&](auto* field) {
+      const auto n = value.cast<int64_t>();
+      if (n < 0) throw py::value_error("remote option " + key + " must not be negative");
+      *field = static_cast<std::remove_pointer_t<decltype(field)>>(n);
+    };
+    if (key == "concurrency") {
+      positive(&r.concurrency);
+    } else if (key == "retries") {
+      positive(&r.retries);
+    } else if (key == "timeout_ms") {
+      positive(&r.timeout_ms);
+    } else if (key == "hole_limit") {
+      positive(&r.hole_limit);
+    } else if (key == "max_read") {
+      positive(&r.max_read);
+    } else if (key == "max_bytes_in_flight") {
+      positive(&r.max_bytes_in_flight);
+    } else if (key == "s3_endpoint") {
+      r.s3_endpoint = value.cast<std::string>();
+    } else if (key == "s3_region") {
+      r.s3_region = value.cast<std::string>();
+    } else if (key == "anonymous") {
+      r.anonymous = value.cast<bool>();
+    } else {
+      throw py::value_error("unknown remote option '" + key +
+                            "' (expected concurrency, max_bytes_in_flight, retries, timeout_ms, hole_limit, max_read, "
+                            "s3_endpoint, s3_region or anonymous)");
+    }
+  }
   return io;
 }
 
@@ -209,8 +244,8 @@ void AppendColumn(const pcr::Column& from, pcr::Column* into) {
 
 class PyImageDataset {
  public:
-  PyImageDataset(const std::string& path, const std::string& engine, bool direct) {
-    io_ = IoOptions(engine, direct);
+  PyImageDataset(const std::string& path, const std::string& engine, bool direct, const py::object& remote) {
+    io_ = IoOptions(engine, direct, remote);
     const pcr::ImageReaderOptions options{.io = io_};
     ds_ = Unlocked([&] { return pcr::ImageDataset::Open(path, options); });
     path_ = path;
@@ -535,8 +570,8 @@ py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple
 
 class PyTable {
  public:
-  PyTable(const std::string& path, const std::string& engine, bool direct) {
-    const pcr::TableReaderOptions options{.io = IoOptions(engine, direct)};
+  PyTable(const std::string& path, const std::string& engine, bool direct, const py::object& remote) {
+    const pcr::TableReaderOptions options{.io = IoOptions(engine, direct, remote)};
     table_ = Unlocked([&] { return pcr::Table::Open(path, options); });
   }
 
@@ -643,8 +678,8 @@ PYBIND11_MODULE(_pcr, m) {
       py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("NotSupportedError"));
 
   py::class_<PyImageDataset>(m, "ImageDataset")
-      .def(py::init<const std::string&, const std::string&, bool>(), py::arg("path"), py::arg("engine") = "auto",
-           py::arg("direct") = false)
+      .def(py::init<const std::string&, const std::string&, bool, const py::object&>(), py::arg("path"),
+           py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none())
       .def("__len__", &PyImageDataset::size)
       .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups)
       .def_property_readonly("classes", &PyImageDataset::classes)
@@ -687,8 +722,8 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("format") = "rgb", py::arg("strict") = true);
 
   py::class_<PyTable>(m, "Table")
-      .def(py::init<const std::string&, const std::string&, bool>(), py::arg("path"), py::arg("engine") = "auto",
-           py::arg("direct") = false)
+      .def(py::init<const std::string&, const std::string&, bool, const py::object&>(), py::arg("path"),
+           py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none())
       .def_property_readonly("schema", &PyTable::schema)
       .def_property_readonly("num_rows", &PyTable::num_rows)
       .def_property_readonly("num_stripes", &PyTable::num_stripes)

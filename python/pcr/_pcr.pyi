@@ -9,7 +9,11 @@ class ImageDataset:
     Methods may be called from several threads at once.
     """
 
-    def __init__(self, path: str, engine: str = "auto", direct: bool = False) -> None: ...
+    def __init__(
+        self, path: str, engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
+    ) -> None:
+        """path may be local, http(s):// or s3://. remote sets how remote paths are read: concurrency, max_bytes_in_flight,
+        retries, timeout_ms, hole_limit, max_read, s3_endpoint, s3_region, anonymous (RemoteOptions)."""
     def __len__(self) -> int: ...
     @property
     def num_scan_groups(self) -> int: ...
@@ -119,7 +123,10 @@ def decode(
 class Table:
     """A table file, or a directory holding one. Methods may be called from several threads at once."""
 
-    def __init__(self, path: str, engine: str = "auto", direct: bool = False) -> None: ...
+    def __init__(
+        self, path: str, engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
+    ) -> None:
+        """remote: as for ImageDataset."""
     @property
     def schema(self) -> list[dict[str, object]]: ...
     @property

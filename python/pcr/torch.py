@@ -24,6 +24,8 @@ class Dataset(_data.Dataset):
     streams of those fields in its record.
     Works with any sampler and with DataLoader workers: each worker opens the
     dataset on its first item, so nothing open is shared across processes.
+    `path` may be http(s):// or s3://, read as `remote` (a dict of
+    RemoteOptions: concurrency, hole_limit, ...) says.
     """
 
     def __init__(
@@ -35,14 +37,16 @@ class Dataset(_data.Dataset):
         engine: str = "auto",
         direct: bool = False,
         fields: Sequence[str] = (),
+        remote: Optional[dict] = None,
     ) -> None:
         self.path = path
+        self.remote = remote
         self.fidelity = fidelity
         self.fields = list(fields)
         self.transform = transform
         self.format = format
         self.engine, self.direct = engine, direct
-        probe = _pcr.ImageDataset(path, engine, direct)
+        probe = _pcr.ImageDataset(path, engine, direct, remote)
         if not 0 <= fidelity <= probe.num_scan_groups:
             raise ValueError(f"fidelity {fidelity} out of range 0..{probe.num_scan_groups}")
         self._length = len(probe)
@@ -56,7 +60,7 @@ class Dataset(_data.Dataset):
         import os
 
         if self._ds is None or self._pid != os.getpid():
-            self._ds = _pcr.ImageDataset(self.path, self.engine, self.direct)
+            self._ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
             self._pid = os.getpid()
         return self._ds
 
@@ -126,7 +130,8 @@ class ImageLoader(_data.IterableDataset):
     Reading: `engine` is "auto" (io_uring where the kernel allows, else
     pread), "uring" or "pread"; `direct=True` opens files with O_DIRECT, so
     reads of scan groups 1..k fetch those bytes alone, with no kernel
-    read-ahead into the groups after them and no page cache.
+    read-ahead into the groups after them and no page cache. `path` may be
+    http(s):// or s3://, read as `remote` (a dict of RemoteOptions) says.
     """
 
     def __init__(
@@ -153,9 +158,11 @@ class ImageLoader(_data.IterableDataset):
         engine: str = "auto",
         direct: bool = False,
         fields: Sequence[str] = (),
+        remote: Optional[dict] = None,
     ) -> None:
         super().__init__()
         self.fields = list(fields)
+        self.remote = remote
         self.path, self.batch_size, self.fidelity = path, batch_size, fidelity
         self.decoder_options = dict(
             size=size,
@@ -176,7 +183,7 @@ class ImageLoader(_data.IterableDataset):
         self.epoch = 0
         self._start = 0  # position (images of this share) to resume from, this epoch
         self._delivered = 0  # batches delivered by the iteration in this process
-        probe = _pcr.ImageDataset(path, engine, direct)
+        probe = _pcr.ImageDataset(path, engine, direct, remote)
         self._num_images = len(probe)
         if self.fields and len(probe):
             probe.fields(0, self.fields)  # refuses unknown names now
@@ -231,7 +238,7 @@ class ImageLoader(_data.IterableDataset):
         role = 0 if info is None else (info.id + self._start) % workers
         rank = rank - (0 if info is None else info.id) + role
         skip = self._start // workers + (1 if role < self._start % workers else 0)
-        ds = _pcr.ImageDataset(self.path, self.engine, self.direct)
+        ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
         it = _pcr.SampleIterator(ds, batch_size=self.batch_size, fidelity=self.fidelity, rank=rank,
                                  world_size=world, uneven=self.uneven, shuffle=self.shuffle,
                                  shuffle_buffer=self.shuffle_buffer, seed=self.seed, epoch=self.epoch,

@@ -131,6 +131,12 @@ def test_bad_input_raises_the_fitting_exception(sample_dataset, data_dir, tmp_pa
         ds.read(0, ds.num_scan_groups + 1)
     with pytest.raises(ValueError):
         pcr.ImageDataset(str(sample_dataset), engine="mmap")
+    with pytest.raises(ValueError, match="unknown remote option 'concurency'"):
+        pcr.ImageDataset(str(sample_dataset), remote={"concurency": 4})
+    with pytest.raises(ValueError, match="must not be negative"):
+        pcr.Table(str(data_dir / "tabular"), remote={"hole_limit": -1})
+    with pytest.raises(TypeError):
+        pcr.ImageDataset(str(sample_dataset), remote=4)
     with pytest.raises(ValueError):
         pcr.convert_images(str(tmp_path / "no-such-dir"), str(tmp_path / "out"))
     # A flipped byte inside a scan group: named by file and offset.
