@@ -56,7 +56,7 @@ def prepare(build, photos_dir, www, count, rows, jobs):
         photos = sorted(glob.glob(os.path.join(photos_dir, "**", "*.jpg"), recursive=True))[:count]
         os.makedirs(os.path.join(jpeg + ".tmp", "c0"))
         for i, p in enumerate(photos):
-            os.link(p, os.path.join(jpeg + ".tmp", "c0", f"{i:06d}.jpg"))
+            shutil.copyfile(p, os.path.join(jpeg + ".tmp", "c0", f"{i:06d}.jpg"))
         os.rename(jpeg + ".tmp", jpeg)
     names = ["c0/" + n for n in sorted(os.listdir(os.path.join(jpeg, "c0")))]
     if not os.path.isdir(pcr):
@@ -101,6 +101,14 @@ class Link:
              "--mbps", str(mbps)], stdout=subprocess.PIPE, text=True)
         if self.emulator.stdout.readline().strip() != "ready":
             raise SystemExit("the link emulator did not start (root and /dev/net/tun are needed)")
+        self.nginx = None
+        try:
+            self.start_nginx(www, work)
+        except BaseException:
+            self.close()
+            raise
+
+    def start_nginx(self, www, work):
         conf = os.path.join(work, "nginx.conf")
         with open(conf, "w") as f:
             f.write(f"""daemon off;
@@ -132,8 +140,9 @@ http {{
             return sum(1 for _ in f)
 
     def close(self):
-        self.nginx.terminate()
-        self.nginx.wait()
+        if self.nginx:
+            self.nginx.terminate()
+            self.nginx.wait()
         self.emulator.terminate()
         self.emulator.wait()
 

@@ -1,6 +1,7 @@
 #include "io/http_client.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -83,7 +84,7 @@ int Progress(void* user, curl_off_t, curl_off_t now_bytes, curl_off_t, curl_off_
   if (now_bytes != t->seen) {
     t->seen = now_bytes;
     t->moved = now;
-  } else if (now - t->moved > t->stall_limit) {
+  } else if (t->stall_limit.count() > 0 && now - t->moved > t->stall_limit) {
     t->stalled = true;
     return 1;
   }
@@ -143,10 +144,18 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& opti
   curl_multi_setopt(static_cast<CURLM*>(c->multi_), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
   curl_multi_setopt(static_cast<CURLM*>(c->multi_), CURLMOPT_MAX_HOST_CONNECTIONS,
                     static_cast<long>(std::max(1u, options.concurrency)));
+  // Keep the connections open between batches.
+  curl_multi_setopt(static_cast<CURLM*>(c->multi_), CURLMOPT_MAXCONNECTS,
+                    static_cast<long>(std::max(1u, options.concurrency)));
   c->endpoint_ = options.s3_endpoint;
   if (c->endpoint_.empty() && Env("AWS_ENDPOINT_URL") != nullptr) c->endpoint_ = Env("AWS_ENDPOINT_URL");
   while (c->endpoint_.ends_with('/')) c->endpoint_.pop_back();
   if (!c->endpoint_.empty() && c->endpoint_.find("://") == std::string::npos) c->endpoint_ = "https://" + c->endpoint_;
+  const size_t scheme_end = c->endpoint_.find("://");
+  if (scheme_end != std::string::npos) {
+    std::transform(c->endpoint_.begin(), c->endpoint_.begin() + static_cast<std::ptrdiff_t>(scheme_end),
+                   c->endpoint_.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  }
   c->region_ = !options.s3_region.empty()        ? options.s3_region
                : Env("AWS_REGION") != nullptr    ? Env("AWS_REGION")
                : Env("AWS_DEFAULT_REGION") != nullptr ? Env("AWS_DEFAULT_REGION")
@@ -159,18 +168,27 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& opti
       c->credentials_status_ = credentials.status();
     }
   }
-  c->loop_ = std::thread(&HttpClient::Loop, c.get());
+  c->pid_ = getpid();
+  c->loop_ = std::make_unique<std::thread>(&HttpClient::Loop, c.get());
   return c;
 }
 
+bool HttpClient::forked() const { return getpid() != pid_; }
+
 HttpClient::~HttpClient() {
+  if (forked()) {
+    // The thread is the parent's and never ran here; its state and the
+    // connections shared with the parent are left alone.
+    (void)loop_.release();
+    return;
+  }
   {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  if (loop_.joinable()) {
+  if (loop_) {
     curl_multi_wakeup(static_cast<CURLM*>(multi_));
-    loop_.join();
+    loop_->join();
   }
   for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
   if (multi_ != nullptr) curl_multi_cleanup(static_cast<CURLM*>(multi_));
@@ -250,6 +268,12 @@ void HttpClient::Fetch(std::span<RemoteRead> reads) {
 
 void HttpClient::Run(std::span<Transfer> transfers) {
   if (transfers.empty()) return;
+  if (forked()) {
+    for (Transfer& t : transfers) {
+      *t.read.status = Status::IOError(std::string(t.read.path) + ": the HTTP client was made in another process");
+    }
+    return;
+  }
   size_t pending = transfers.size();
   {
     std::lock_guard lock(mu_);
@@ -312,6 +336,11 @@ bool HttpClient::Start(Transfer* t) {
   curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
   curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.timeout_ms));
+  // Stalls are caught by Progress; curl's averaged low-speed check stays as a backstop.
+  if (options_.timeout_ms > 0) {
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max(1u, options_.timeout_ms / 1000)));
+  }
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, Progress);
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
@@ -426,7 +455,7 @@ void HttpClient::Loop() {
       Complete(t, result, &later);
     }
     // Often enough to notice stalls soon after the timeout.
-    int wait_ms = static_cast<int>(std::clamp(options_.timeout_ms / 8, 10u, 1000u));
+    int wait_ms = options_.timeout_ms == 0 ? 1000 : static_cast<int>(std::clamp(options_.timeout_ms / 8, 10u, 1000u));
     if (!later.empty()) {
       auto soonest = later.front()->ready;
       for (const Transfer* t : later) soonest = std::min(soonest, t->ready);

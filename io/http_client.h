@@ -43,8 +43,10 @@ struct RemoteRead {
 
 // Thread safety: every method may be called from several threads at once.
 // One thread of the client's own runs every request on shared connections,
-// at most options.concurrency in flight over all callers, started in the
-// order they were asked for.
+// within options.concurrency and max_bytes_in_flight over all callers, first
+// asked first started (retries go first once their backoff ends).
+// A process forked from the one that made the client must not use it
+// (forked() says so); destroying it there leaks it rather than hang.
 // A 206 answer must name the range asked for and the object's size
 // (Content-Range); anything else fails, so a changed object is never mixed in.
 class HttpClient {
@@ -64,6 +66,9 @@ class HttpClient {
 
   // Requests sent so far, retries included.
   uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
+  // True in a process forked from the one that made the client: its thread
+  // and connections are the parent's.
+  bool forked() const;
 
  private:
   struct Target {
@@ -99,7 +104,8 @@ class HttpClient {
   std::condition_variable finished_;
   std::vector<Transfer*> submitted_;  // guarded by mu_: not yet seen by the loop
   bool stop_ = false;                 // guarded by mu_
-  std::thread loop_;
+  std::unique_ptr<std::thread> loop_;
+  int pid_ = 0;  // of the process that made the client
 };
 
 }  // namespace pcr

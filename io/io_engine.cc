@@ -108,6 +108,9 @@ IoEngine::~IoEngine() = default;
 
 Result<HttpClient*> IoEngine::Http() {
   std::lock_guard<std::mutex> lock(mu_);
+  // A forked process (a DataLoader worker) gets a client of its own; the
+  // parent's is left as it is.
+  if (http_ && http_->forked()) (void)http_.release();
   if (!http_) {
     PCR_ASSIGN_OR_RETURN(http_, HttpClient::Create(options_.remote));
   }

@@ -107,7 +107,9 @@ struct IoOp;
 class HttpClient;
 
 // Engines are safe to call from several threads at once; each io_uring read
-// call takes a ring of its own.
+// call takes a ring of its own. A process forked while no read was running
+// (a DataLoader worker) may go on using an engine made before the fork: it
+// makes rings and an HTTP client of its own, leaving the parent's alone.
 class IoEngine {
  public:
   IoEngine(const IoEngineOptions& options, const IoFaults& faults);

@@ -1,4 +1,5 @@
 #include <liburing.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
@@ -56,6 +57,14 @@ class UringEngine final : public IoEngine {
   // another caller gives back; nullptr when every ring has failed.
   std::unique_ptr<Ring> Take() {
     std::unique_lock lock(mu_);
+    // A forked process shares the parent's ring memory: it closes its copies
+    // of the parent's rings (the parent keeps them) and makes its own.
+    if (getpid() != pid_) {
+      idle_.clear();
+      live_ = 0;
+      at_limit_ = false;
+      pid_ = getpid();
+    }
     while (true) {
       if (!idle_.empty()) {
         std::unique_ptr<Ring> ring = std::move(idle_.back());
@@ -174,6 +183,7 @@ class UringEngine final : public IoEngine {
   std::mutex mu_;
   std::condition_variable returned_;
   std::vector<std::unique_ptr<Ring>> idle_;  // guarded by mu_
+  pid_t pid_ = getpid();                     // the process the rings belong to; guarded by mu_
   size_t live_;                              // rings in existence; guarded by mu_
   bool at_limit_ = false;                    // creating another ring failed; guarded by mu_
 };

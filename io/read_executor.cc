@@ -47,6 +47,7 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
     if (added) files.push_back(r.file);
     requests[i] = {it->second, r.offset, r.length};
   }
+  // A call reads one dataset or table: its files are all remote or all local.
   CoalesceOptions options = coalesce;
   if (std::any_of(files.begin(), files.end(), [](const PcrFile* f) { return f->file().remote(); })) {
     const RemoteOptions& remote = engine.options().remote;

@@ -134,6 +134,16 @@ with ThreadPoolExecutor(6) as pool:
     got = list(pool.map(lambda i: remote.read(i % len(remote), 1 + i % 3), range(4 * len(remote))))
 for i, image in enumerate(got):
     assert image == local.read(i % len(local), 1 + i % 3), i
+# A forked process (a DataLoader worker) reads with a client of its own and
+# drops the parent's without waiting for its thread.
+import os
+pid = os.fork()
+if pid == 0:
+    same = remote.read(3, 2) == local.read(3, 2)
+    del remote
+    os._exit(0 if same else 1)
+assert os.waitpid(pid, 0)[1] == 0
+assert remote.read(4, 1) == local.read(4, 1)
 PY
   then ok; else bad "Python over HTTP"; cat "$tmp/out"; fi
 fi

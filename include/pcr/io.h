@@ -28,17 +28,18 @@ PCR_EXPORT Result<IoEngineKind> ParseIoEngineKind(std::string_view text);
 // Reading http(s):// and s3:// paths.
 struct RemoteOptions {
   unsigned concurrency = 64;    // range GETs in flight at most
-  // Bytes asked for by the GETs in flight at most; one GET may always start.
-  // Many small reads then overlap their round trips while a few large ones
-  // share the link without the losses of many flows starting at once.
+  // Bytes asked for by the GETs in flight at most; one GET may always start
+  // (a longer one then runs alone). Many small reads overlap their round
+  // trips, while large ones do not start so many flows at once that they
+  // overrun the link's queue.
   uint64_t max_bytes_in_flight = 16 << 20;
   unsigned retries = 4;         // more attempts after a server error, a dropped connection, a stall or a short body
-  unsigned timeout_ms = 30000;  // to connect, and for a transfer that moves no byte (a stall)
+  unsigned timeout_ms = 30000;  // to connect, and for a transfer that moves no byte (a stall); 0: none
   // Coalescing of remote reads, where each request costs a round trip:
   // requests this close share a GET (hole_limit) while it stays at most
   // max_read long. Each widens CoalesceOptions' value for remote files;
   // a CoalesceOptions::hole_limit of 0 (never read through a gap) stays 0.
-  uint64_t hole_limit = 1 << 20;
+  uint64_t hole_limit = 256 << 10;
   uint64_t max_read = 64 << 20;
   // S3: the store's endpoint, such as "http://127.0.0.1:9000", addressed
   // path-style; empty: AWS_ENDPOINT_URL, else AWS itself.

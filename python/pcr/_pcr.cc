@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <limits>
 #include <type_traits>
 #include <string>
 #include <utility>
@@ -93,28 +94,39 @@ pcr::IoEngineOptions IoOptions(const std::string& engine, bool direct, const py:
   pcr::RemoteOptions& r = io.remote;
   for (const auto& [key_object, value] : remote.cast<py::dict>()) {
     const std::string key = py::str(key_object);
-    auto positive = [&](auto* field) {
-      const auto n = value.cast<int64_t>();
-      if (n < 0) throw py::value_error("remote option " + key + " must not be negative");
-      *field = static_cast<std::remove_pointer_t<decltype(field)>>(n);
+    auto number = [&](auto* field) {
+      using T = std::remove_pointer_t<decltype(field)>;
+      if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+        throw py::type_error("remote option " + key + " must be an int");
+      }
+      const py::int_ low(0), high(std::numeric_limits<T>::max());
+      if (value < low || value > high) {
+        throw py::value_error("remote option " + key + " must be 0.." + std::to_string(std::numeric_limits<T>::max()));
+      }
+      *field = value.cast<T>();
+    };
+    auto text = [&](std::string* field) {
+      if (!py::isinstance<py::str>(value)) throw py::type_error("remote option " + key + " must be a str");
+      *field = value.cast<std::string>();
     };
     if (key == "concurrency") {
-      positive(&r.concurrency);
-    } else if (key == "retries") {
-      positive(&r.retries);
-    } else if (key == "timeout_ms") {
-      positive(&r.timeout_ms);
-    } else if (key == "hole_limit") {
-      positive(&r.hole_limit);
-    } else if (key == "max_read") {
-      positive(&r.max_read);
+      number(&r.concurrency);
     } else if (key == "max_bytes_in_flight") {
-      positive(&r.max_bytes_in_flight);
+      number(&r.max_bytes_in_flight);
+    } else if (key == "retries") {
+      number(&r.retries);
+    } else if (key == "timeout_ms") {
+      number(&r.timeout_ms);
+    } else if (key == "hole_limit") {
+      number(&r.hole_limit);
+    } else if (key == "max_read") {
+      number(&r.max_read);
     } else if (key == "s3_endpoint") {
-      r.s3_endpoint = value.cast<std::string>();
+      text(&r.s3_endpoint);
     } else if (key == "s3_region") {
-      r.s3_region = value.cast<std::string>();
+      text(&r.s3_region);
     } else if (key == "anonymous") {
+      if (!py::isinstance<py::bool_>(value)) throw py::type_error("remote option anonymous must be a bool");
       r.anonymous = value.cast<bool>();
     } else {
       throw py::value_error("unknown remote option '" + key +

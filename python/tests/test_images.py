@@ -133,10 +133,17 @@ def test_bad_input_raises_the_fitting_exception(sample_dataset, data_dir, tmp_pa
         pcr.ImageDataset(str(sample_dataset), engine="mmap")
     with pytest.raises(ValueError, match="unknown remote option 'concurency'"):
         pcr.ImageDataset(str(sample_dataset), remote={"concurency": 4})
-    with pytest.raises(ValueError, match="must not be negative"):
+    with pytest.raises(ValueError, match="hole_limit must be 0.."):
         pcr.Table(str(data_dir / "tabular"), remote={"hole_limit": -1})
+    with pytest.raises(ValueError, match="timeout_ms must be 0..4294967295"):
+        pcr.ImageDataset(str(sample_dataset), remote={"timeout_ms": 2**32})
+    with pytest.raises(TypeError):
+        pcr.ImageDataset(str(sample_dataset), remote={"concurrency": 1.5})
+    with pytest.raises(TypeError):
+        pcr.ImageDataset(str(sample_dataset), remote={"anonymous": "yes"})
     with pytest.raises(TypeError):
         pcr.ImageDataset(str(sample_dataset), remote=4)
+    assert len(pcr.ImageDataset(str(sample_dataset), remote={"concurrency": 4, "anonymous": True})) > 0
     with pytest.raises(ValueError):
         pcr.convert_images(str(tmp_path / "no-such-dir"), str(tmp_path / "out"))
     # A flipped byte inside a scan group: named by file and offset.
