@@ -4,6 +4,8 @@
 //   node duckdb_table.mjs write TABLE.jsonl FLAT.parquet MAP.parquet
 //       FLAT: one column per feature (label, every dense id, every sparse id);
 //       MAP: the dense and sparse maps as two MAP columns.
+//   node duckdb_table.mjs write-csv TABLE.csv OUT.parquet
+//       The CSV as DuckDB reads it (unquoted NA and empty cells missing).
 //   node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map]
 //       Materialises the job's features (one per line in JOB.txt) from every
 //       row on one thread; prints {"rows", "seconds", "bytes_selected"}.
@@ -35,6 +37,13 @@ async function write(jsonl, flat, map) {
   await c.run(`COPY rows TO ${literal(map)} (FORMAT parquet, COMPRESSION zstd)`);
 }
 
+async function writeCsv(csv, out) {
+  const c = await connect();
+  await c.run('SET threads = 2');
+  await c.run(`COPY (SELECT * FROM read_csv(${literal(csv)}, header = true, nullstr = ['NA', ''])) ` +
+              `TO ${literal(out)} (FORMAT parquet, COMPRESSION zstd)`);
+}
+
 async function read(file, jobFile, layout) {
   const features = readFileSync(jobFile, 'utf8').split('\n').filter((l) => l.length > 0);
   const c = await connect();
@@ -59,10 +68,13 @@ async function read(file, jobFile, layout) {
 const [command, ...args] = process.argv.slice(2);
 if (command === 'write' && args.length === 3) {
   await write(...args);
+} else if (command === 'write-csv' && args.length === 2) {
+  await writeCsv(...args);
 } else if (command === 'read' && args.length >= 2) {
   await read(args[0], args[1], args[2] ?? 'flat');
 } else {
   console.error('usage: node duckdb_table.mjs write TABLE.jsonl FLAT.parquet MAP.parquet\n' +
+                '       node duckdb_table.mjs write-csv TABLE.csv OUT.parquet\n' +
                 '       node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map]');
   process.exit(2);
 }
