@@ -34,7 +34,7 @@ struct RemoteOptions {
   // overrun the link's queue.
   uint64_t max_bytes_in_flight = 16 << 20;
   unsigned retries = 4;         // more attempts after a server error, a dropped connection, a stall or a short body
-  unsigned timeout_ms = 30000;  // to connect, and for a transfer that moves no byte (a stall); 0: none
+  unsigned timeout_ms = 30000;  // to connect, and for a transfer that moves no byte (a stall); 0: no stall limit
   // Coalescing of remote reads, where each request costs a round trip:
   // requests this close share a GET (hole_limit) while it stays at most
   // max_read long. Each widens CoalesceOptions' value for remote files;
