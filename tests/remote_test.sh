@@ -72,47 +72,40 @@ if ! "$tools/pcr-dump" "$url/t/missing.pcr" >"$tmp/out" 2>&1 && grep -q "$url/t/
 # Faults: server errors, dropped connections, short bodies and stalls are
 # retried to the same answer; a changed byte is caught by a checksum, never
 # returned. Stalls end after PCR_REMOTE_TIMEOUT_MS without a byte.
+# start_fault FAULT EVERY: fault_server.py on a free port ($fport, pid $fpid).
+start_fault() {
+  fport=$(free_port $((15000 + $$ % 5000)))
+  /usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" "$1" "$2" &
+  fpid=$!
+  wait_port "$fport" "$fpid"
+}
+stop_fault() { kill "$fpid"; wait "$fpid" 2>/dev/null; }
 export PCR_REMOTE_TIMEOUT_MS=1000
 for spec in 503:3 drop:3 short:3 stall:7; do
   fault=${spec%:*}
-  fport=$(free_port $((15000 + $$ % 5000)))
-  /usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" "$fault" "${spec#*:}" &
-  fpid=$!
-  wait_port "$fport" "$fpid"
+  start_fault "$fault" "${spec#*:}"
   if "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>"$tmp/fault.err" &&
      "$tools/pcr-dump" cat "$tmp/www/ds" | cmp -s - "$tmp/fault.out"; then ok; else bad "fault $fault every ${spec#*:} requests"; cat "$tmp/fault.err"; fi
-  kill "$fpid"; wait "$fpid" 2>/dev/null
+  stop_fault
 done
-fport=$(free_port $((15000 + $$ % 5000)))
-/usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" shift 2 &
-fpid=$!
-wait_port "$fport" "$fpid"
+start_fault shift 2
 if ! "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 && grep -q "answered with Content-Range" "$tmp/fault.out"; then
   ok; else bad "an answer for another range is refused"; cat "$tmp/fault.out"; fi
-kill "$fpid"; wait "$fpid" 2>/dev/null
-fport=$(free_port $((15000 + $$ % 5000)))
-/usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" flip 1 &
-fpid=$!
-wait_port "$fport" "$fpid"
+stop_fault
+start_fault flip 1
 if ! "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 && grep -q 'Corruption: http://127.0.0.1' "$tmp/fault.out"; then
   ok; else bad "a changed byte is caught"; cat "$tmp/fault.out"; fi
-kill "$fpid"; wait "$fpid" 2>/dev/null
-fport=$(free_port $((15000 + $$ % 5000)))
-/usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" 503 1 &
-fpid=$!
-wait_port "$fport" "$fpid"
+stop_fault
+start_fault 503 1
 if ! "$tools/pcr-dump" "http://127.0.0.1:$fport/t/Soybean.pcr" >"$tmp/fault.out" 2>&1 &&
    grep -q "http://127.0.0.1:$fport/t/Soybean.pcr: bytes .*: HTTP 503 after 5 attempts" "$tmp/fault.out"; then
   ok; else bad "a server that always fails is named after the retries"; cat "$tmp/fault.out"; fi
-kill "$fpid"; wait "$fpid" 2>/dev/null
-fport=$(free_port $((15000 + $$ % 5000)))
-/usr/bin/python3 "$(dirname "$0")/fault_server.py" "$tmp/www" "$fport" stall 1 &
-fpid=$!
-wait_port "$fport" "$fpid"
+stop_fault
+start_fault stall 1
 if ! PCR_REMOTE_RETRIES=1 "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 &&
    grep -q "http://127.0.0.1:$fport/ds/.*: bytes .*: stalled: no byte for 1000 ms after 2 attempts" "$tmp/fault.out"; then
   ok; else bad "a server that always stalls is named after the retries"; cat "$tmp/fault.out"; fi
-kill "$fpid"; wait "$fpid" 2>/dev/null
+stop_fault
 if ! PCR_REMOTE_CONCURRENCY=0 "$tools/pcr-dump" "$url/ds" >"$tmp/out" 2>&1 && grep -q "PCR_REMOTE_CONCURRENCY='0': expected 1..1024" "$tmp/out"; then
   ok; else bad "a bad PCR_REMOTE_CONCURRENCY is refused"; cat "$tmp/out"; fi
 unset PCR_REMOTE_TIMEOUT_MS
