@@ -59,17 +59,17 @@ Status CheckSchemaCounts(const TableSchema& schema, const std::vector<StripeInfo
 
 // The TableStreams describing streams [first_table_stream, first_table_stream
 // + n) of `stripe`, whose row_count is set.
-Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, StripeInfo* stripe) {
-  // Every stream needs at least four index bytes here.
-  if (n > d->remaining() / 4) return Status::Corruption("truncated stream descriptions");
+Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, bool encodings, StripeInfo* stripe) {
+  // Every stream needs at least four index bytes here (five with encodings).
+  if (n > d->remaining() / (encodings ? 5 : 4)) return Status::Corruption("truncated stream descriptions");
   stripe->table_streams.resize(n);
   std::vector<uint8_t> roles_seen(schema.features.size(), 0);
   for (size_t s = 0; s < n; ++s) {
     TableStream& t = stripe->table_streams[s];
     uint64_t feature;
-    uint8_t role, codec;
+    uint8_t role, codec, encoding = 0;
     if (!d->GetVarintAtMost(schema.features.size(), &feature) || !d->GetFixed8(&role) ||
-        !d->GetFixed8(&codec) || !d->GetVarint64(&t.raw_length)) {
+        !d->GetFixed8(&codec) || !d->GetVarint64(&t.raw_length) || (encodings && !d->GetFixed8(&encoding))) {
       return Status::Corruption("truncated description of stream " + std::to_string(s));
     }
     const std::string which = "stream " + std::to_string(s);
@@ -91,10 +91,31 @@ Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, Strip
                                 schema.features[feature].name + "'");
     }
     roles_seen[feature] |= static_cast<uint8_t>(1u << role);
+    if (encoding > kMaxStreamEncoding) {
+      return Status::Corruption(which + ": unknown encoding " + std::to_string(encoding));
+    }
+    t.encoding = static_cast<StreamEncoding>(encoding);
+    const FeatureType type = schema.features[feature].type;
+    if (!TopEncodingAllowed(ElementKindOf(type, t.role), t.encoding) ||
+        (t.encoding == StreamEncoding::kDerivedLengths && (type != FeatureType::kString && type != FeatureType::kBytes))) {
+      return Status::Corruption(which + ": encoding " + EncodingName(t.encoding) + " for the " +
+                                StreamRoleName(t.role) + " stream of a " + FeatureTypeName(type) + " feature");
+    }
     const uint64_t length = stripe->streams[stripe->first_table_stream + s].length;
-    if (t.codec == StreamCodec::kNone ? t.raw_length != length : (length == 0 || t.raw_length == 0)) {
+    if (t.encoding == StreamEncoding::kDerivedLengths) {
+      if (length != 0 || t.codec != StreamCodec::kNone) {
+        return Status::Corruption(which + ": derived lengths stored in " + std::to_string(length) + " bytes");
+      }
+    } else if (t.encoding != StreamEncoding::kPlain ? length == 0
+               : t.codec == StreamCodec::kNone    ? t.raw_length != length
+                                                  : length == 0 || t.raw_length == 0) {
       return Status::Corruption(which + ": raw length " + std::to_string(t.raw_length) +
                                 " does not fit stored length " + std::to_string(length));
+    }
+    if (t.encoding != StreamEncoding::kPlain && t.encoding != StreamEncoding::kDerivedLengths &&
+        t.raw_length / kMaxEncodingExpansion >= length) {
+      return Status::Corruption(which + ": raw length " + std::to_string(t.raw_length) + " over 2^24 times its " +
+                                std::to_string(length) + " stored bytes");
     }
     if (t.role == StreamRole::kPresence && t.raw_length != 0 &&
         t.raw_length != (stripe->row_count + 7) / 8) {
@@ -105,6 +126,29 @@ Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, Strip
   for (size_t f = 0; f < schema.features.size(); ++f) {
     if (roles_seen[f] != RoleMask(schema.features[f].type)) {
       return Status::Corruption("feature '" + schema.features[f].name + "' lacks streams");
+    }
+  }
+  // A string dictionary and derived lengths come together, and the lengths
+  // stay within kMaxEncodingExpansion of the dictionary's stored bytes.
+  if (encodings) {
+    const std::vector<size_t> where = stripe->TableStreamIndex(schema.features.size());
+    for (const TableStream& t : stripe->table_streams) {
+      if (t.encoding != StreamEncoding::kStringDictionary) continue;
+      const size_t v = where[t.feature * kRoleCount + static_cast<size_t>(StreamRole::kValues)];
+      const TableStream& lengths = stripe->table_streams[where[t.feature * kRoleCount + static_cast<size_t>(StreamRole::kLengths)]];
+      if (lengths.encoding != StreamEncoding::kDerivedLengths ||
+          lengths.raw_length / kMaxEncodingExpansion >= stripe->streams[stripe->first_table_stream + v].length) {
+        return Status::Corruption("feature '" + schema.features[t.feature].name +
+                                  "': a string dictionary without derived lengths, or lengths it cannot hold");
+      }
+    }
+    for (const TableStream& t : stripe->table_streams) {
+      const size_t v = where[t.feature * kRoleCount + static_cast<size_t>(StreamRole::kValues)];
+      if (t.encoding == StreamEncoding::kDerivedLengths &&
+          stripe->table_streams[v].encoding != StreamEncoding::kStringDictionary) {
+        return Status::Corruption("feature '" + schema.features[t.feature].name +
+                                  "': derived lengths without a string dictionary");
+      }
     }
   }
   return Status::OK();
@@ -219,23 +263,26 @@ std::string ChunkGroupName(uint64_t g, uint64_t group_count) {
   return g > group_count ? std::string("the segments stream") : "group " + std::to_string(g);
 }
 
-void EncodeTableStreams(const StripeInfo& stripe, Bytes* out) {
+void EncodeTableStreams(const StripeInfo& stripe, bool encodings, Bytes* out) {
   for (const TableStream& t : stripe.table_streams) {
     PutVarint64(out, t.feature);
     PutFixed8(out, static_cast<uint8_t>(t.role));
     PutFixed8(out, static_cast<uint8_t>(t.codec));
     PutVarint64(out, t.raw_length);
+    if (encodings) PutFixed8(out, static_cast<uint8_t>(t.encoding));
   }
 }
 
 }  // namespace
 
-uint8_t ImageFileVersion(const TableSchema& fields, bool segments) {
+uint8_t ImageFileVersion(const TableSchema& fields, bool segments, bool encodings) {
+  if (encodings) return kEncodingsVersionMinor;
   return fields.features.empty() && !segments ? 1 : kFieldsVersionMinor;
 }
 
 void FileIndex::EncodeTo(FileKind kind, uint8_t version_minor, Bytes* out) const {
   const bool fields = kind == FileKind::kImages && version_minor >= kFieldsVersionMinor;
+  const bool encodings = version_minor >= kEncodingsVersionMinor;
   if (kind == FileKind::kImages) EncodeScanScript(script, out);
   if (kind == FileKind::kTable || fields) EncodeTableSchema(schema, out);
   PutVarint64(out, stripes.size());
@@ -248,7 +295,7 @@ void FileIndex::EncodeTo(FileKind kind, uint8_t version_minor, Bytes* out) const
     }
     if (kind == FileKind::kTable) {
       PutVarint64(out, stripe.row_count);
-      EncodeTableStreams(stripe, out);
+      EncodeTableStreams(stripe, encodings, out);
       continue;
     }
     PutVarint64(out, stripe.image_count);
@@ -256,7 +303,7 @@ void FileIndex::EncodeTo(FileKind kind, uint8_t version_minor, Bytes* out) const
       PutVarint64(out, c.length);
       PutFixed32(out, c.checksum);
     }
-    if (fields) EncodeTableStreams(stripe, out);
+    if (fields) EncodeTableStreams(stripe, encodings, out);
   }
 }
 
@@ -272,6 +319,7 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t vers
     if (!valid.ok()) return corrupt(valid.message());
   }
   const bool fields = kind == FileKind::kImages && version_minor >= kFieldsVersionMinor;
+  const bool encodings = version_minor >= kEncodingsVersionMinor;
   const uint8_t max_type = version_minor >= kFieldsVersionMinor ? kMaxFeatureType : kMaxFeatureType03;
   if (kind == FileKind::kTable || fields) {
     std::string error;
@@ -308,7 +356,7 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t vers
     }
     if (kind == FileKind::kTable) {
       Status s = d.GetVarintAtMost(kMaxStripeRows, &stripe.row_count)
-                     ? DecodeTableStreams(&d, index.schema, stream_count, &stripe)
+                     ? DecodeTableStreams(&d, index.schema, stream_count, encodings, &stripe)
                      : Status::Corruption("bad row count");
       if (!s.ok()) return corrupt("stripe " + std::to_string(i) + ": " + s.message());
       table_rows += stripe.row_count;
@@ -354,7 +402,7 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t vers
         return corrupt("image stripe " + std::to_string(i) + " holds more than 2^32 - 1 images");
       }
       stripe.row_count = stripe.image_count;
-      Status s = DecodeTableStreams(&d, index.schema, stripe.table_streams.size(), &stripe);
+      Status s = DecodeTableStreams(&d, index.schema, stripe.table_streams.size(), encodings, &stripe);
       if (!s.ok()) return corrupt("stripe " + std::to_string(i) + " field streams: " + s.message());
       table_rows += stripe.row_count;
     }

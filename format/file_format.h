@@ -31,13 +31,16 @@ enum class FileKind : uint8_t {
 
 inline constexpr std::array<uint8_t, 8> kFileMagic = {0x89, 'P', 'C', 'R', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint8_t kVersionMajor = 0;
-inline constexpr uint8_t kVersionMinor = 4;  // the newest minor version this code reads
+inline constexpr uint8_t kVersionMinor = 5;  // the newest minor version this code reads
 // Files are stamped with the version that defined their kind: images and
 // dataset manifests 0.1, tables 0.2, part manifests 0.3; image files with
-// fields and table files using the feature types of 0.4 are stamped 0.4.
+// fields and table files using the feature types of 0.4 are stamped 0.4;
+// table files and image files with fields whose streams may be encoded
+// (every TableStream then records its encoding) are stamped 0.5.
 inline constexpr uint8_t kTableVersionMinor = 2;
 inline constexpr uint8_t kPartVersionMinor = 3;
 inline constexpr uint8_t kFieldsVersionMinor = 4;
+inline constexpr uint8_t kEncodingsVersionMinor = 5;
 inline constexpr size_t kFileHeaderSize = 16;
 inline constexpr size_t kFooterSize = 32;
 inline constexpr uint32_t kFooterMagic = 0x31524350;  // "PCR1" in file order
@@ -137,9 +140,10 @@ struct FileIndex {
   static Result<FileIndex> DecodeFrom(ByteSpan in, FileKind kind, uint8_t version_minor, uint64_t index_offset);
 };
 
-// The stamp of an image file: 0.1 without fields and without segments kept
-// apart, else kFieldsVersionMinor.
-uint8_t ImageFileVersion(const TableSchema& fields, bool segments);
+// The stamp of an image file: kEncodingsVersionMinor when a field stream is
+// encoded, else 0.1 without fields and without segments kept apart, else
+// kFieldsVersionMinor.
+uint8_t ImageFileVersion(const TableSchema& fields, bool segments, bool encodings);
 
 // Stream 0 of an image stripe: one SampleMetadata per image.
 void EncodeSampleMetadata(const std::vector<SampleMetadata>& samples, Bytes* out);

@@ -298,6 +298,93 @@ StoredStream CompressStream(ByteSpan raw, int zstd_level) {
   return s;
 }
 
+ElementKind ElementKindOf(FeatureType type, StreamRole role) {
+  switch (role) {
+    case StreamRole::kPresence:
+      return ElementKind::kBytes;
+    case StreamRole::kLengths:
+      return ElementKind::kU32;
+    case StreamRole::kScores:
+      return type == FeatureType::kScoredIdList32 ? ElementKind::kF32 : ElementKind::kF64;
+    case StreamRole::kValues:
+      break;
+  }
+  switch (type) {
+    case FeatureType::kFloat64:
+    case FeatureType::kFloat64List:
+      return ElementKind::kF64;
+    case FeatureType::kFloat32:
+    case FeatureType::kFloat32List:
+      return ElementKind::kF32;
+    case FeatureType::kString:
+    case FeatureType::kBytes:
+      return ElementKind::kStrings;
+    default:
+      return ElementKind::kI64;
+  }
+}
+
+namespace {
+
+// zstd over an encoded stream when it saves at least 1/32 of its bytes and
+// keeps raw_length within kMaxEncodingExpansion of the stored length.
+StoredStream Store(EncodedStream e, uint64_t raw_length, int zstd_level) {
+  if (e.encoding == StreamEncoding::kPlain) return CompressStream(e.bytes, zstd_level);
+  StoredStream s{.codec = StreamCodec::kNone, .raw_length = raw_length, .encoding = e.encoding};
+  if (e.encoding != StreamEncoding::kDerivedLengths) {
+    Bytes z(ZSTD_compressBound(e.bytes.size()));
+    const size_t n = ZSTD_compress(z.data(), z.size(), e.bytes.data(), e.bytes.size(), zstd_level);
+    if (!ZSTD_isError(n) && n < e.bytes.size() - e.bytes.size() / 32 && raw_length / kMaxEncodingExpansion < n) {
+      z.resize(n);
+      s.codec = StreamCodec::kZstd;
+      s.bytes = std::move(z);
+      return s;
+    }
+  }
+  s.bytes = std::move(e.bytes);
+  return s;
+}
+
+}  // namespace
+
+std::vector<StoredStream> StoreFeatureStreams(FeatureType type, const FeatureStreams& streams, uint64_t row_count,
+                                              const EncodingChoice& choice) {
+  std::vector<StoredStream> out;
+  const bool strings = IsStringType(type);
+  EncodedStream string_values;
+  if (strings) string_values = EncodeStrings(streams.lengths, streams.values, choice);
+  const bool derived = string_values.encoding == StreamEncoding::kStringDictionary;
+  for (const StreamRole role : RolesOf(type)) {
+    const Bytes raw = streams.Raw(role, row_count);
+    EncodedStream e;
+    if (strings && role == StreamRole::kValues) {
+      e = std::move(string_values);
+    } else if (derived && role == StreamRole::kLengths) {
+      e.encoding = StreamEncoding::kDerivedLengths;
+    } else {
+      e = EncodeStream(ElementKindOf(type, role), raw, choice);
+    }
+    out.push_back(Store(std::move(e), raw.size(), choice.zstd_level));
+  }
+  return out;
+}
+
+Status UnpackStream(ByteSpan stored, const TableStream& t, FeatureType type, Bytes* out, Bytes* scratch,
+                    uint64_t string_count, Bytes* lengths) {
+  if (t.encoding == StreamEncoding::kPlain) return DecompressStream(stored, t.codec, t.raw_length, out);
+  ByteSpan encoded = stored;
+  if (t.codec == StreamCodec::kZstd) {
+    const unsigned long long content = ZSTD_getFrameContentSize(stored.data(), stored.size());
+    if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
+      return Status::Corruption("zstd frame content size " +
+                                std::string(content == ZSTD_CONTENTSIZE_ERROR ? "unreadable" : "missing"));
+    }
+    PCR_RETURN_IF_ERROR(DecompressStream(stored, t.codec, content, scratch));
+    encoded = *scratch;
+  }
+  return DecodeStream(ElementKindOf(type, t.role), t.encoding, encoded, t.raw_length, out, string_count, lengths);
+}
+
 Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length, Bytes* out) {
   if (codec == StreamCodec::kNone) {
     if (stored.size() != raw_length) return Status::Corruption("stored stream length differs from raw length");

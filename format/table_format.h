@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "format/coding.h"
+#include "format/stream_encoding.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
 
@@ -53,7 +54,9 @@ struct TableStream {
   uint32_t feature = 0;  // index into TableSchema::features
   StreamRole role = StreamRole::kValues;
   StreamCodec codec = StreamCodec::kNone;
-  uint64_t raw_length = 0;  // length after decompression
+  uint64_t raw_length = 0;  // length after decompression and decoding
+  // From 0.5 (kEncodingsVersionMinor); kPlain in older files.
+  StreamEncoding encoding = StreamEncoding::kPlain;
 
   bool operator==(const TableStream&) const = default;
 };
@@ -83,16 +86,35 @@ struct FeatureStreams {
   size_t AddFloatList(FeatureType type, uint32_t row, std::span<const double> values);
 };
 
-// A stored stream: the raw bytes compressed when that makes them smaller.
+// What the raw bytes of stream `role` of a feature of `type` hold.
+ElementKind ElementKindOf(FeatureType type, StreamRole role);
+
+// A stored stream: the raw bytes encoded, then compressed when that makes
+// them smaller.
 struct StoredStream {
   StreamCodec codec = StreamCodec::kNone;
   uint64_t raw_length = 0;
+  StreamEncoding encoding = StreamEncoding::kPlain;
   Bytes bytes;
 };
 StoredStream CompressStream(ByteSpan raw, int zstd_level);
+// The stored streams of one feature of `type` over a stripe of row_count
+// rows, in the order of RolesOf(type): each encoded as `choice` says (a
+// string feature's lengths are kDerivedLengths when its values are a
+// kStringDictionary), then compressed with zstd where that saves at least
+// 1/32 of the bytes.
+std::vector<StoredStream> StoreFeatureStreams(FeatureType type, const FeatureStreams& streams, uint64_t row_count,
+                                              const EncodingChoice& choice);
 // Decompresses `stored` into `out` (resized to raw_length). Corruption when
 // the bytes do not decode to exactly raw_length bytes.
 Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length, Bytes* out);
+// The raw bytes of a stored stream described by `t`, of a feature of `type`:
+// decompressed into `scratch` when zstd and not plain, then decoded into
+// `out`. For a kStringDictionary values stream, `string_count` is the number
+// of strings and `lengths` receives the raw lengths stream. REQUIRES:
+// t.encoding is not kDerivedLengths.
+Status UnpackStream(ByteSpan stored, const TableStream& t, FeatureType type, Bytes* out, Bytes* scratch,
+                    uint64_t string_count = 0, Bytes* lengths = nullptr);
 
 // Appends rows [first, first + count) of `from` to `to`, a column of the
 // same type. REQUIRES: first + count <= from.rows

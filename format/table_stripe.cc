@@ -10,18 +10,28 @@ Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, con
     return stream_of[feature * kRoleCount + static_cast<size_t>(role)];
   };
   ByteSpan raw[kRoleCount];
-  for (const StreamRole role : RolesOf(info.type)) {
+  const auto where = [&](size_t k) {
+    return std::string(file) + ": stripe " + std::to_string(stripe_number) + " stream " +
+           std::to_string(stripe.first_table_stream + k) + " (" + StreamRoleName(stripe.table_streams[k].role) +
+           " of feature '" + info.name + "') at offset " +
+           std::to_string(stripe.stream_offset(stripe.first_table_stream + k));
+  };
+  // Values before lengths: a string dictionary gives the lengths a derived
+  // lengths stream stands for.
+  const size_t lengths_k = stream_index(StreamRole::kLengths);
+  const bool derived = lengths_k != SIZE_MAX && stripe.table_streams[lengths_k].encoding == StreamEncoding::kDerivedLengths;
+  Bytes& lengths_buf = scratch[static_cast<size_t>(StreamRole::kLengths)];
+  for (const StreamRole role : {StreamRole::kValues, StreamRole::kPresence, StreamRole::kLengths, StreamRole::kScores}) {
     const size_t k = stream_index(role);
+    if (k == SIZE_MAX || (derived && role == StreamRole::kLengths)) continue;
     const TableStream& t = stripe.table_streams[k];
     Bytes& buf = scratch[static_cast<size_t>(role)];
-    Status st = DecompressStream(stored[static_cast<size_t>(role)], t.codec, t.raw_length, &buf);
-    if (!st.ok()) {
-      return st.WithPrefix(std::string(file) + ": stripe " + std::to_string(stripe_number) + " stream " +
-                           std::to_string(stripe.first_table_stream + k) + " (" + StreamRoleName(role) + " of feature '" + info.name +
-                           "') at offset " + std::to_string(stripe.stream_offset(stripe.first_table_stream + k)));
-    }
+    Status st = UnpackStream(stored[static_cast<size_t>(role)], t, info.type, &buf, &scratch[kRoleCount],
+                             derived ? stripe.table_streams[lengths_k].raw_length / 4 : 0, &lengths_buf);
+    if (!st.ok()) return st.WithPrefix(where(k));
     raw[static_cast<size_t>(role)] = buf;
   }
+  if (derived) raw[static_cast<size_t>(StreamRole::kLengths)] = lengths_buf;
   Status st = DecodeFeatureStreams(info.type, stripe.row_count, raw[0], raw[1], raw[2], raw[3], column);
   if (!st.ok()) {
     return st.WithPrefix(std::string(file) + ": stripe " + std::to_string(stripe_number) + " feature '" +

@@ -13,7 +13,7 @@ namespace pcr {
 // `stripe_number` of file `file`) and appends its rows to `column`.
 // `stored[role]` holds the stored bytes of each role the feature's type has;
 // `stream_of` is stripe.TableStreamIndex(schema.features.size()); `scratch`
-// holds kRoleCount buffers reused across calls. Corruption names the file,
+// holds kRoleCount + 1 buffers reused across calls. Corruption names the file,
 // stripe, stream, role, feature and offset at fault.
 Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, const StripeInfo& stripe,
                            size_t stripe_number, std::span<const size_t> stream_of, uint32_t feature,

@@ -374,7 +374,7 @@ Status ImageDataset::Rep::ParseRecord(uint64_t record, const RecordSelection& se
   size_t next = 1;
   if (!selection.fields.empty()) {
     const std::vector<size_t> stream_of = stripe.TableStreamIndex(fields.features.size());
-    Bytes scratch[kRoleCount];
+    Bytes scratch[kRoleCount + 1];
     for (const uint32_t f : selection.fields) {
       ByteSpan stored[kRoleCount];
       for (const StreamRole role : RolesOf(fields.features[f].type)) stored[static_cast<size_t>(role)] = streams[next++];

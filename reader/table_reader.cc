@@ -162,7 +162,7 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
   PCR_RETURN_IF_ERROR(ExecuteReads(*t.engine, ranges, t.options.coalesce, &stored));
 
   TableBatch batch;
-  Bytes scratch[kRoleCount];
+  Bytes scratch[kRoleCount + 1];
   for (const uint32_t f : features) batch.columns.emplace_back(all[f].type);
   size_t next = 0;
   for (size_t s = first; s < first + count; ++s) {

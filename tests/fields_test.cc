@@ -298,7 +298,8 @@ TEST_CASE("fields leave every image's bytes as they were") {
   }
   // Image files without fields keep the stamp older readers read.
   CHECK(ReadFile(tmp.path() / "plain" / "records-00000.pcr")[9] == 1);
-  CHECK(ReadFile(tmp.path() / "ds" / "records-00000.pcr")[9] == 4);
+  // Encoded field streams stamp 0.5.
+  CHECK(ReadFile(tmp.path() / "ds" / "records-00000.pcr")[9] == kEncodingsVersionMinor);
 }
 
 TEST_CASE("RecordIterator hands out each image's fields with shuffled images") {
@@ -389,7 +390,7 @@ TEST_CASE("segments decoding does not need are kept apart, read only when asked 
   const ConvertImagesOptions o{.src_dir = tmp / "src", .out_dir = tmp / "ds", .images_per_record = 3, .jobs = 1,
                                .exif_orientation = true};
   REQUIRE(ConvertImages(o).ok());
-  CHECK(ReadFile(tmp.path() / "ds/records-00000.pcr")[9] == 4);
+  CHECK(ReadFile(tmp.path() / "ds/records-00000.pcr")[9] == kEncodingsVersionMinor);
   auto ds = Open(tmp / "ds");
   REQUIRE(ds->num_images() == 3);
   REQUIRE(ds->sample(0).key == "a/camera.jpg");

@@ -76,7 +76,7 @@ TEST_CASE("bytes and float lists round-trip in a table stamped 0.4, which an 0.2
                                    {{.name = "b", .type = FeatureType::kBytes},
                                     {.name = "f", .type = FeatureType::kFloat32List},
                                     {.name = "d", .type = FeatureType::kFloat64List}},
-                                   {.rows_per_stripe = 2});
+                                   {.rows_per_stripe = 2, .stream_encoding = "plain"});
   REQUIRE(w.ok());
   const std::string blob("\0\xff\x01", 3);
   for (int r = 0; r < 5; ++r) {
@@ -594,6 +594,7 @@ TEST_CASE("reorder refuses a stream whose raw length disagrees with its zstd fra
   std::ofstream(input) << ToJsonl(MakeMapRows(400, 11));
   TableConvertOptions o{.input = input, .out_dir = dir / "good"};
   o.writer.rows_per_stripe = 200;
+  o.writer.stream_encoding = "plain";
   auto report = ConvertTable(o);
   REQUIRE(report.ok());
   const Bytes good = test::ReadFile(report->path);

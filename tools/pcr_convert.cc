@@ -63,7 +63,8 @@ constexpr char kUsage[] =
     "  links (same filesystem): the same bytes as converting on one machine.\n"
     "\n"
     "       pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
-    "                         [--zstd-level N] [--popularity FILE] [--float32]\n"
+    "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
+    "                         [--float32]\n"
     "\n"
     "  INPUT is .csv (header row; column types inferred; empty and NA are missing)\n"
     "  or .jsonl (one object per line; \"dense\", \"sparse\" and \"scored\" map\n"
@@ -71,6 +72,10 @@ constexpr char kUsage[] =
     "  --rows-per-stripe N  close a stripe after N rows (default: by size only)\n"
     "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 1024)\n"
     "  --zstd-level N       zstd level of every stream (default 3)\n"
+    "  --encoding NAME      auto (default: chosen per stream on a sample), or force\n"
+    "                       constant, bitpack, delta, rle, dictionary, split,\n"
+    "                       decimal or string_dictionary where a stream allows it;\n"
+    "                       plain writes files that readers before 0.5 read\n"
     "  --popularity FILE    write the streams of these features first, most used first\n"
     "  --float32            store floating point values as float32 (lossy)\n"
     "\n"
@@ -272,6 +277,11 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
     } else if (!reorder && a == "--zstd-level") {
       if (!number() || n < 1 || n > 22) return Usage("--zstd-level needs an integer in 1..22");
       o.writer.zstd_level = static_cast<int>(n);
+    } else if (!reorder && a == "--encoding") {
+      pcr::EncodingChoice choice;
+      if (args.empty() || !pcr::ParseEncodingChoice(o.writer.stream_encoding = args.next(), &choice)) {
+        return Usage("--encoding needs auto, plain or an encoding's name");
+      }
     } else if (!reorder && a == "--float32") {
       o.float32 = true;
     } else if (a.starts_with("--")) {

@@ -1,4 +1,6 @@
 // pcr-dump: inspect, verify and extract pcr files and datasets.
+#include <zstd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "format/popularity.h"
 #include "reader/image_dataset_rep.h"
 #include "tools/quality.h"
+#include "io/read_executor.h"
 #include "reader/table_rep.h"
 #include "pcr/verify.h"
 #include "tools/cli.h"
@@ -30,6 +33,9 @@ constexpr char kUsage[] =
     "                                                   speedup, SSIM, MS-SSIM and PSNR against\n"
     "                                                   full fidelity over N images (default 100)\n"
     "       pcr-dump verify PATH                        check every checksum\n"
+    "       pcr-dump streams PATH                       every stream of a table: its encoding\n"
+    "                                                   (nested ones too) and its bytes raw,\n"
+    "                                                   encoded and stored\n"
     "       pcr-dump extract PATH OUT_DIR --fidelity K [--metadata]\n"
     "                                                   write every image as OUT_DIR/<key> at scan\n"
     "                                                   group K (1..L or full); --metadata puts back\n"
@@ -161,6 +167,49 @@ int TableSummary(const std::string& path, const pcr::IoEngineOptions& io, bool j
                     static_cast<unsigned long long>(s.streams[m].length));
       }
       std::printf("\n");
+    }
+  }
+  return pcr::cli::kExitOk;
+}
+
+// Every stream of a table, stripe by stripe: its encoding tree and its bytes
+// raw, encoded (before zstd) and stored.
+int TableStreams(const std::string& path, const pcr::IoEngineOptions& io) {
+  auto opened = pcr::Table::Open(path, {.io = io});
+  if (!opened.ok()) return Fail(opened.status());
+  const pcr::Table::Rep& rep = (*opened)->rep();
+  const pcr::PcrFile& file = *rep.file;
+  const pcr::TableSchema& schema = file.index().schema;
+  std::printf("%s: version %d.%d\n", file.path().c_str(), file.header().version_major, file.header().version_minor);
+  std::printf("  %-24s %-9s %12s %12s %12s  %s\n", "feature", "stream", "raw", "encoded", "stored", "encoding");
+  pcr::ReadBatch batch;
+  pcr::Bytes encoded;
+  for (size_t s = 0; s < file.index().stripes.size(); ++s) {
+    const pcr::StripeInfo& stripe = file.index().stripes[s];
+    std::printf("  stripe %zu, %llu rows\n", s, static_cast<unsigned long long>(stripe.row_count));
+    std::vector<pcr::ReadRange> ranges;
+    for (size_t k = 0; k < stripe.streams.size(); ++k) ranges.push_back(pcr::StreamRange(file, s, k));
+    pcr::Status st = pcr::ExecuteReads(*rep.engine, ranges, {}, &batch);
+    if (!st.ok()) return Fail(st.WithPrefix(path));
+    for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
+      const pcr::TableStream& t = stripe.table_streams[k];
+      const pcr::ByteSpan stored = batch[k];
+      pcr::ByteSpan enc = stored;
+      if (t.codec == pcr::StreamCodec::kZstd && t.encoding != pcr::StreamEncoding::kPlain) {
+        const unsigned long long n = ZSTD_getFrameContentSize(stored.data(), stored.size());
+        st = n > stored.size() * 32768ull ? pcr::Status::Corruption("zstd frame content size")
+                                           : pcr::DecompressStream(stored, t.codec, n, &encoded);
+        if (!st.ok()) return Fail(st.WithPrefix(path + ": stripe " + std::to_string(s) + " stream " + std::to_string(k)));
+        enc = encoded;
+      }
+      const pcr::FeatureType type = schema.features[t.feature].type;
+      std::string what = pcr::DescribeEncoding(pcr::ElementKindOf(type, t.role), t.encoding, enc);
+      if (t.codec == pcr::StreamCodec::kZstd) what += " + zstd";
+      const uint64_t encoded_bytes = t.encoding == pcr::StreamEncoding::kPlain ? t.raw_length : enc.size();
+      std::printf("  %-24s %-9s %12llu %12llu %12llu  %s\n", schema.features[t.feature].name.c_str(),
+                  pcr::StreamRoleName(t.role), static_cast<unsigned long long>(t.raw_length),
+                  static_cast<unsigned long long>(encoded_bytes), static_cast<unsigned long long>(stored.size()),
+                  what.c_str());
     }
   }
   return pcr::cli::kExitOk;
@@ -572,6 +621,13 @@ int main(int argc, char** argv) {
     const std::string path = args.next();
     if (!args.empty()) return Usage("unexpected argument " + args.peek());
     return Verify(path, *io);
+  }
+  if (first == "streams") {
+    if (args.empty()) return Usage("streams needs PATH");
+    const std::string path = args.next();
+    if (!args.empty()) return Usage("unexpected argument " + args.peek());
+    if (!pcr::IsTablePath(path)) return Usage("streams needs a table");
+    return TableStreams(path, *io);
   }
   if (first == "cat") {
     std::string path, features, format = "csv";

@@ -195,10 +195,12 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
       info.value_count += IsListType(info.type) || RawValueBytes(info.type) == 1
                               ? streams_[f].values.size() / RawValueBytes(info.type)
                               : streams_[f].rows.size();
-      for (const StreamRole role : RolesOf(info.type)) {
-        const StoredStream s = CompressStream(streams_[f].Raw(role, images.size()), options_.zstd_level);
-        stripe.table_streams.push_back({f, role, s.codec, s.raw_length});
-        PCR_RETURN_IF_ERROR(Append(s.bytes, &stripe));
+      const std::vector<StoredStream> stored =
+          StoreFeatureStreams(info.type, streams_[f], images.size(), options_.encoding);
+      for (size_t r = 0; r < stored.size(); ++r) {
+        stripe.table_streams.push_back({f, RolesOf(info.type)[r], stored[r].codec, stored[r].raw_length, stored[r].encoding});
+        any_encoded_ |= stored[r].encoding != StreamEncoding::kPlain;
+        PCR_RETURN_IF_ERROR(Append(stored[r].bytes, &stripe));
       }
       streams_[f].Clear();
     }
@@ -222,7 +224,7 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
 }
 
 Result<DatasetFileEntry> ImageFileWriter::Finish() {
-  const uint8_t version = ImageFileVersion(index_.schema, any_segments_);
+  const uint8_t version = ImageFileVersion(index_.schema, any_segments_, any_encoded_);
   if (version < kFieldsVersionMinor) {
     // Every segments stream is empty: the file has the 0.1 layout.
     for (StripeInfo& stripe : index_.stripes) {

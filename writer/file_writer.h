@@ -67,7 +67,8 @@ struct FieldWriterOptions {
   // Fields whose streams come first, in this order; the rest follow in
   // schema order.
   std::vector<std::string> stream_order;
-  int zstd_level = 3;
+  // How field streams are encoded; the weighing uses its zstd_level.
+  EncodingChoice encoding;
 };
 
 // Writes a kImages file record by record (one stripe per record). With
@@ -102,6 +103,7 @@ class ImageFileWriter {
   std::vector<FeatureStreams> streams_;
   uint64_t image_count_ = 0;
   bool any_segments_ = false;
+  bool any_encoded_ = false;
 };
 
 // Writes `text` as the file `path` atomically, replacing any file there.

@@ -28,7 +28,7 @@ Result<DatasetFileEntry> ReorderFile(IoEngine& engine, const PcrFile& in, const 
   PCR_RETURN_IF_ERROR(out->Append(bytes));
   FileIndex index = in.index();
   const TableSchema& schema = index.schema;
-  Bytes scratch[kRoleCount];
+  Bytes scratch[kRoleCount + 1];
   ReadBatch read;
   uint64_t images = 0;
   for (size_t s = 0; s < index.stripes.size(); ++s) {

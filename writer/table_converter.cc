@@ -462,9 +462,11 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   const std::string dir = fs::path(report.path).parent_path().string();
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(dir.empty() ? "." : dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
-  TableWriterOptions options{.stream_order = stream_order};
+  // Streams are copied as stored: a file with encodings stays 0.5.
+  TableWriterOptions options{.stream_encoding = in.header().version_minor >= kEncodingsVersionMinor ? "auto" : "plain",
+                             .stream_order = stream_order};
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, schema.features, options));
-  Bytes scratch[kRoleCount];
+  Bytes scratch[kRoleCount + 1];
   ReadBatch read;
   for (size_t s = 0; s < in.index().stripes.size(); ++s) {
     const StripeInfo& stripe = in.index().stripes[s];

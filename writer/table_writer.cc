@@ -29,19 +29,25 @@ std::vector<uint32_t> StreamOrder(const std::vector<FeatureInfo>& features,
 Result<std::unique_ptr<TableFileWriter>> TableFileWriter::Create(const std::string& path,
                                                                  std::vector<FeatureInfo> features,
                                                                  const TableWriterOptions& options) {
+  EncodingChoice choice{.zstd_level = options.zstd_level};
+  if (!ParseEncodingChoice(options.stream_encoding, &choice)) {
+    return Status::InvalidArgument("unknown stream encoding '" + options.stream_encoding + "'");
+  }
   PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
   uint8_t version = kTableVersionMinor;
   for (const FeatureInfo& f : features) version = std::max(version, FeatureTypeVersion(f.type));
+  if (choice.force != StreamEncoding::kPlain) version = kEncodingsVersionMinor;
   Bytes header;
   FileHeader{.kind = FileKind::kTable, .version_minor = version}.EncodeTo(&header);
   PCR_RETURN_IF_ERROR(file->Append(header));
   return std::unique_ptr<TableFileWriter>(
-      new TableFileWriter(std::move(file), std::move(features), options, version));
+      new TableFileWriter(std::move(file), std::move(features), options, choice, version));
 }
 
 TableFileWriter::TableFileWriter(std::unique_ptr<AtomicFile> file, std::vector<FeatureInfo> features,
-                                 const TableWriterOptions& options, uint8_t version_minor)
-    : file_(std::move(file)), options_(options), version_minor_(version_minor) {
+                                 const TableWriterOptions& options, const EncodingChoice& choice,
+                                 uint8_t version_minor)
+    : file_(std::move(file)), options_(options), choice_(choice), version_minor_(version_minor) {
   for (FeatureInfo& f : features) f.present_count = f.value_count = 0;
   order_ = StreamOrder(features, options.stream_order);
   streams_.resize(features.size());
@@ -92,7 +98,7 @@ Status TableFileWriter::EndRow() {
 Status TableFileWriter::AppendStream(const StoredStream& s, uint32_t feature, StreamRole role,
                                      uint64_t checksum, StripeInfo* stripe) {
   stripe->streams.push_back({s.bytes.size(), checksum});
-  stripe->table_streams.push_back({feature, role, s.codec, s.raw_length});
+  stripe->table_streams.push_back({feature, role, s.codec, s.raw_length, s.encoding});
   return file_->Append(s.bytes);
 }
 
@@ -100,9 +106,10 @@ Status TableFileWriter::WriteStripe() {
   if (stripe_rows_ == 0) return Status::OK();
   StripeInfo stripe{.offset = file_->size(), .row_count = stripe_rows_};
   for (const uint32_t f : order_) {
-    for (const StreamRole role : RolesOf(index_.schema.features[f].type)) {
-      const StoredStream s = CompressStream(streams_[f].Raw(role, stripe_rows_), options_.zstd_level);
-      PCR_RETURN_IF_ERROR(AppendStream(s, f, role, Checksum64(s.bytes), &stripe));
+    const FeatureType type = index_.schema.features[f].type;
+    const std::vector<StoredStream> stored = StoreFeatureStreams(type, streams_[f], stripe_rows_, choice_);
+    for (size_t r = 0; r < stored.size(); ++r) {
+      PCR_RETURN_IF_ERROR(AppendStream(stored[r], f, RolesOf(type)[r], Checksum64(stored[r].bytes), &stripe));
     }
     streams_[f].Clear();
   }
@@ -122,7 +129,12 @@ Status TableFileWriter::AddStoredStripe(const StripeInfo& in, std::vector<Bytes>
         return Status::InvalidArgument("stripe lacks the " + std::string(StreamRoleName(role)) +
                                        " stream of feature '" + index_.schema.features[f].name + "'");
       }
-      const StoredStream s{in.table_streams[k].codec, in.table_streams[k].raw_length, std::move(streams[k])};
+      const TableStream& t = in.table_streams[k];
+      if (t.encoding != StreamEncoding::kPlain && version_minor_ < kEncodingsVersionMinor) {
+        return Status::InvalidArgument("stripe holds encoded streams, the file is stamped 0." +
+                                       std::to_string(version_minor_));
+      }
+      const StoredStream s{t.codec, t.raw_length, t.encoding, std::move(streams[k])};
       PCR_RETURN_IF_ERROR(AppendStream(s, f, role, in.streams[k].checksum, &stripe));
     }
   }

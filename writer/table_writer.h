@@ -55,7 +55,7 @@ class TableFileWriter {
 
  private:
   TableFileWriter(std::unique_ptr<AtomicFile> file, std::vector<FeatureInfo> features,
-                  const TableWriterOptions& options, uint8_t version_minor);
+                  const TableWriterOptions& options, const EncodingChoice& choice, uint8_t version_minor);
   // Counts one more present row holding `values` values.
   void Counted(size_t feature, uint64_t values);
   Status WriteStripe();
@@ -64,6 +64,7 @@ class TableFileWriter {
 
   std::unique_ptr<AtomicFile> file_;
   TableWriterOptions options_;
+  EncodingChoice choice_;
   uint8_t version_minor_;
   FileIndex index_;
   std::vector<uint32_t> order_;

@@ -145,6 +145,12 @@ struct TableWriterOptions {
   // writer holds one stripe's raw and compressed streams in memory.
   uint64_t stripe_bytes = 1ull << 30;
   int zstd_level = 3;
+  // How streams are encoded (spec 13.5): "auto" chooses per stream by
+  // measuring every encoding on a sample of its values; an encoding's name
+  // ("dictionary", "bitpack", ...) forces it wherever a stream allows it.
+  // "plain" writes the streams as files before 0.5 did, which older
+  // readers read.
+  std::string stream_encoding = "auto";
   // Features whose streams come first, in this order; the rest follow in
   // schema order. Names not in the schema are ignored.
   std::vector<std::string> stream_order;
