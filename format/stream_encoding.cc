@@ -866,7 +866,7 @@ EncodedStream EncodeStream(ElementKind kind, ByteSpan raw, const EncodingChoice&
     if (Estimate(k, sample, 1, *choice.force, &plan) == kNever) plan = Plan{*choice.force, 0, {}};
   } else if (choice.force) {
     return plain;
-  } else if (Applies(k, StreamEncoding::kConstant, v)) {
+  } else if (v.size() > 1 && Applies(k, StreamEncoding::kConstant, v)) {
     plan.encoding = StreamEncoding::kConstant;
   } else {
     // Every allowed encoding is written for the sample, with its nested

@@ -27,11 +27,16 @@ cp "$data/sample/misc/jpg-size-1x1.jpg" "$tmp/src/c/a.jpg"
 cp "$tmp/img/records-00000.pcr" "$out/pcr_file/one-image.pcr"
 cp "$tmp/img/dataset.pcrd" "$out/pcr_file/dataset.pcrd"
 tail -c +2 "$out/table_input/maps.jsonl" >"$tmp/maps.jsonl"
-"$convert" table "$tmp/maps.jsonl" "$tmp/maps" >/dev/null
+"$convert" table "$tmp/maps.jsonl" "$tmp/maps" --encoding plain >/dev/null
 cp "$tmp/maps/maps.pcr" "$out/pcr_file/maps.pcr"
 head -n 40 "$data/tabular/Soybean.csv" >"$tmp/soybean.csv"
-"$convert" table "$tmp/soybean.csv" "$tmp/soybean" --rows-per-stripe 13 >/dev/null
+"$convert" table "$tmp/soybean.csv" "$tmp/soybean" --rows-per-stripe 13 --encoding plain >/dev/null
 cp "$tmp/soybean/soybean.pcr" "$out/pcr_file/soybean-3-stripes.pcr"
+# pcr_file, 0.5: the same tables with their streams encoded.
+"$convert" table "$tmp/maps.jsonl" "$tmp/maps-encoded" >/dev/null
+cp "$tmp/maps-encoded/maps.pcr" "$out/pcr_file/maps-encoded.pcr"
+"$convert" table "$tmp/soybean.csv" "$tmp/soybean-encoded" --rows-per-stripe 13 >/dev/null
+cp "$tmp/soybean-encoded/soybean.pcr" "$out/pcr_file/soybean-encoded.pcr"
 
 # pcr_file, 0.4: two images with a field of every type and a segments stream.
 mkdir -p "$tmp/fsrc"
@@ -45,6 +50,32 @@ JSONL
 "$convert" images "$tmp/fsrc" "$tmp/fields" --list "$tmp/flist.csv" --fields "$tmp/fields.jsonl" \
   --field-type b=bytes --field-type g=float32 --scan-script spectral >/dev/null
 cp "$tmp/fields/records-00000.pcr" "$out/pcr_file/fields-and-segments.pcr"
+
+# encoding: raw values to round-trip under each encoding, and hand-made
+# encoded streams to decode (the layout is in fuzz/encoding_fuzz.cc).
+mkdir -p "$out/encoding"
+/usr/bin/python3 - "$out/encoding" <<'PY'
+import struct, sys
+out = sys.argv[1]
+def put(name, data):
+    open(f"{out}/{name}", "wb").write(bytes(data))
+runs = b"".join(struct.pack("<q", (i // 9) * 1000 - 4000) for i in range(300))
+small = b"".join(struct.pack("<I", (i * 7) % 13) for i in range(200))
+decimals = b"".join(struct.pack("<d", ((i * 37) % 500 - 250) / 100) for i in range(200))
+floats = b"".join(struct.pack("<f", i / 8) for i in range(100))
+strings = b"".join(bytes([3]) + [b"abc", b"xy!", b"z\x00\xff"][i % 3] for i in range(60))
+for e, name in [(0, "auto"), (2, "bitpack"), (3, "delta"), (4, "rle"), (5, "dictionary"), (6, "split")]:
+    put(f"rt-i64-{name}", [1, e] + list(runs))
+    put(f"rt-u32-{name}", [0, e] + list(small))
+put("rt-f64-decimal", [3, 7] + list(decimals))
+put("rt-f64-auto", [3, 0] + list(decimals))
+put("rt-f32-rle", [2, 4] + list(floats))
+put("rt-strings-dictionary", [4, 8] + list(strings))
+dictionary = [5, 2, 9, 0, 7, 0, 0, 0, 8, 0, 0, 0, 11, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0b100100]
+put("dec-u32-dictionary", [0x80, 5] + list(struct.pack("<I", 12)) + dictionary)
+decimal = [7, 2, 9, 1, 5, 0, 0, 0, 0, 0, 0, 0, 1, 9, 1, 1, 0, 0, 0, 0, 0, 0, 0] + [0] * 6 + [0xf0, 0x7f]
+put("dec-f64-decimal", [0x83, 7] + list(struct.pack("<I", 24)) + decimal)
+PY
 
 # table_input: a format byte (even: CSV, odd: JSON Lines), then the input.
 { printf '\0'; head -n 20 "$data/tabular/Soybean.csv"; } >"$out/table_input/soybean-head.csv"

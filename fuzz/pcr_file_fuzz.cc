@@ -1,11 +1,13 @@
 // Decodes arbitrary bytes as a whole pcr file: header, footer, index, the
 // sample metadata of every image stripe, and every feature of every table
-// stripe and every field of every image stripe. Must never crash or over-read.
+// stripe and every field of every image stripe, encoded streams included.
+// Must never crash or over-read.
 #include <cstddef>
 #include <cstdint>
 
 #include "format/checksum.h"
 #include "format/file_format.h"
+#include "format/table_stripe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const pcr::ByteSpan file(data, size);
@@ -25,25 +27,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t version = header.ok() ? header->version_minor : pcr::kVersionMinor;
   auto decoded = pcr::FileIndex::DecodeFrom(index, kind, version, index_offset);
   if (!decoded.ok()) return 0;
-  pcr::Bytes raw[pcr::kRoleCount];
-  for (const pcr::StripeInfo& s : decoded->stripes) {
+  pcr::Bytes scratch[pcr::kRoleCount + 1];
+  for (size_t i = 0; i < decoded->stripes.size(); ++i) {
+    const pcr::StripeInfo& s = decoded->stripes[i];
     if (kind == pcr::FileKind::kImages) {
       const pcr::ByteSpan meta = file.subspan(s.offset, s.streams[0].length);
       (void)pcr::Checksum64(meta);
       (void)pcr::DecodeSampleMetadata(meta, s.image_count);
     }
-    for (size_t f = 0; f < decoded->schema.features.size(); ++f) {
-      bool ok = true;
-      for (auto& r : raw) r.clear();
+    const std::vector<size_t> stream_of = s.TableStreamIndex(decoded->schema.features.size());
+    for (uint32_t f = 0; f < decoded->schema.features.size(); ++f) {
+      pcr::ByteSpan stored[pcr::kRoleCount];
       for (size_t k = 0; k < s.table_streams.size(); ++k) {
         const pcr::TableStream& t = s.table_streams[k];
         if (t.feature != f) continue;
         const size_t stream = s.first_table_stream + k;
-        const pcr::ByteSpan stored = file.subspan(s.stream_offset(stream), s.streams[stream].length);
-        ok = ok && pcr::DecompressStream(stored, t.codec, t.raw_length, &raw[static_cast<size_t>(t.role)]).ok();
+        stored[static_cast<size_t>(t.role)] = file.subspan(s.stream_offset(stream), s.streams[stream].length);
       }
       pcr::Column column(decoded->schema.features[f].type);
-      if (ok) (void)pcr::DecodeFeatureStreams(column.type, s.row_count, raw[0], raw[1], raw[2], raw[3], &column);
+      (void)pcr::DecodeStoredFeature("fuzz", decoded->schema, s, i, stream_of, f, stored, scratch, &column);
     }
   }
   return 0;

@@ -1,0 +1,76 @@
+// Stream encodings (spec 13.5) on arbitrary bytes. Byte 0 picks the element
+// kind (low 3 bits) and the mode (bit 7); byte 1 an encoding.
+//   decode mode: bytes 2..5 are a raw length, the rest an encoded stream;
+//     decoding must refuse it or give exactly that many bytes.
+//   round-trip mode: the rest are raw values (for strings, a length byte
+//     before each string); encoding them, automatically (byte 1 is 0) or
+//     with byte 1's encoding forced, must decode to the same bytes.
+// Any other outcome aborts.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "format/stream_encoding.h"
+
+namespace {
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "encoding_fuzz: %s\n", what);
+    std::abort();
+  }
+}
+
+constexpr pcr::ElementKind kKinds[] = {pcr::ElementKind::kU32, pcr::ElementKind::kI64, pcr::ElementKind::kF32,
+                                       pcr::ElementKind::kF64, pcr::ElementKind::kStrings};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  const pcr::ElementKind kind = kKinds[(data[0] & 7) % 5];
+  const auto encoding = static_cast<pcr::StreamEncoding>(data[1] % (pcr::kMaxStreamEncoding + 1));
+  if (data[0] & 0x80) {
+    if (size < 6) return 0;
+    const uint64_t raw_length = pcr::LoadFixed32(data + 2) & 0xffffff;
+    const pcr::ByteSpan encoded(data + 6, size - 6);
+    pcr::Bytes out, lengths;
+    const uint64_t strings = raw_length % 1000;
+    if (pcr::DecodeStream(kind, encoding, encoded, raw_length, &out, strings, &lengths).ok()) {
+      Check(out.size() == raw_length, "decoded to another length");
+      Check(kind != pcr::ElementKind::kStrings || lengths.size() == 4 * strings, "wrong number of string lengths");
+    }
+    return 0;
+  }
+  pcr::EncodingChoice choice;
+  if (data[1] != 0) choice.force = encoding;
+  choice.zstd_level = 1;
+  if (kind == pcr::ElementKind::kStrings) {
+    pcr::Bytes lengths, values;
+    for (size_t at = 2; at < size;) {
+      const size_t n = std::min<size_t>(data[at] % 8, size - at - 1);
+      pcr::PutFixed32(&lengths, static_cast<uint32_t>(n));
+      values.insert(values.end(), data + at + 1, data + at + 1 + n);
+      at += 1 + n;
+    }
+    const pcr::EncodedStream e = pcr::EncodeStrings(lengths, values, choice);
+    if (e.encoding == pcr::StreamEncoding::kPlain) return 0;
+    pcr::Bytes out, out_lengths;
+    Check(pcr::DecodeStream(kind, e.encoding, e.bytes, values.size(), &out, lengths.size() / 4, &out_lengths).ok(),
+          "string dictionary does not decode");
+    Check(out == values && out_lengths == lengths, "string dictionary decodes to other strings");
+    return 0;
+  }
+  const size_t w = pcr::ElementWidth(kind);
+  const pcr::ByteSpan raw(data + 2, (size - 2) / w * w);
+  const pcr::EncodedStream e = pcr::EncodeStream(kind, raw, choice);
+  if (e.encoding == pcr::StreamEncoding::kPlain) {
+    Check(e.bytes.size() == raw.size() && std::equal(raw.begin(), raw.end(), e.bytes.begin()), "plain changed");
+    return 0;
+  }
+  pcr::Bytes out;
+  Check(pcr::DecodeStream(kind, e.encoding, e.bytes, raw.size(), &out).ok(), "encoded stream does not decode");
+  Check(out.size() == raw.size() && std::equal(raw.begin(), raw.end(), out.begin()), "decodes to other values");
+  return 0;
+}
