@@ -174,6 +174,16 @@ check "existing table message" 't/Soybean.pcr: already exists' "$tmp/err"
 expect 0 "dump a table" "$tools/pcr-dump" "$tmp/t"
 check "schema with statistics" '^  plant.stand +int64 +0\.9473 ' "$tmp/out"
 check "stream order" '^  @16 +Class +presence 0 lengths [0-9]+ values [0-9]+$' "$tmp/out"
+expect 0 "dump a table's streams" "$tools/pcr-dump" streams "$tmp/t/Soybean.pcr"
+check "streams: version" 'Soybean.pcr: version 0\.5$' "$tmp/out"
+check "streams: a string dictionary with derived lengths" '^  Class +lengths +[0-9]+ +0 +0  derived_lengths$' "$tmp/out"
+check "streams: encodings with raw, encoded and stored bytes" '^  date +values +[0-9]+ +[0-9]+ +[0-9]+  (bitpack|dictionary|rle)' "$tmp/out"
+expect 0 "convert a table with plain streams" "$tools/pcr-convert" table "$csv" "$tmp/tp" --encoding plain
+expect 0 "dump a plain table's streams" "$tools/pcr-dump" streams "$tmp/tp/Soybean.pcr"
+check "plain streams: stamped as before 0.5" 'Soybean.pcr: version 0\.2$' "$tmp/out"
+expect 2 "unknown encoding" "$tools/pcr-convert" table "$csv" "$tmp/tx" --encoding zip
+check "unknown encoding message" '--encoding needs auto, plain or an encoding' "$tmp/err"
+expect 2 "streams of an image dataset" "$tools/pcr-dump" streams "$tmp/ds"
 expect 0 "dump a table as JSON" "$tools/pcr-dump" "$tmp/t/Soybean.pcr" --json
 check "json feature order" '"feature_order":\["Class","date"' "$tmp/out"
 expect 0 "cat a projection" "$tools/pcr-dump" cat "$tmp/t" --features Class,hail

@@ -53,5 +53,11 @@ check "0.4 image dataset reads at every fidelity, segments put back" \
   same_images "$golden/v0.4-fields" "$golden/v0.4-fields.sha256" --metadata
 check "0.4 image dataset reads every field" \
   bash -c '"$1/pcr-dump" cat "$2" | cmp - "$2.expected.csv"' _ "$tools" "$golden/v0.4-fields"
+for f in "$golden"/v0.5-tables/*.pcr; do
+  t=$(basename "$f" .pcr)
+  check "0.5 table $t verifies" "$tools/pcr-dump" verify "$f"
+  check "0.5 table $t reads every cell" \
+    bash -c '"$1/pcr-dump" cat "$2" | cmp - "$3.expected.csv"' _ "$tools" "$f" "$golden/v0.5-tables/${t%%-*}"
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
