@@ -162,21 +162,22 @@ void Pack(std::span<const uint64_t> v, int b, uint64_t base, Bytes* out) {
 // ---- Delta (kDelta) ----
 // Inside each full block of 1024 values, value l * 64 + k is lane l's value
 // k, and the child holds the differences in the order k * 16 + l, so that
-// the running sums of the 16 lanes are computed side by side.
-void DeltaEncode(std::span<const uint64_t> v, int bits, std::vector<uint64_t>* d) {
+// the running sums of the 16 lanes are computed side by side. The first
+// difference is against `base` (the writer's is the first value).
+void DeltaEncode(std::span<const uint64_t> v, int bits, uint64_t base, std::vector<uint64_t>* d) {
   d->resize(v.size());
   const uint64_t mask = Mask(bits);
   const size_t blocks = v.size() / kBlock;
   for (size_t i = 0; i < v.size(); ++i) {
-    const uint64_t diff = (v[i] - (i == 0 ? 0 : v[i - 1])) & mask;
+    const uint64_t diff = (v[i] - (i == 0 ? base : v[i - 1])) & mask;
     const size_t b = i / kBlock, r = i % kBlock;
     (*d)[b < blocks ? b * kBlock + (r % 64) * kLanes + r / 64 : i] = diff;
   }
 }
 
-void DeltaDecode(uint64_t* v, uint64_t n, int bits) {
+void DeltaDecode(uint64_t* v, uint64_t n, int bits, uint64_t base) {
   const uint64_t blocks = n / kBlock;
-  uint64_t prev = 0;
+  uint64_t prev = base;
   std::array<uint64_t, kBlock> t;
   for (uint64_t b = 0; b < blocks; ++b) {
     uint64_t* d = v + b * kBlock;
@@ -264,9 +265,12 @@ class NodeDecoder {
         break;
       }
       case StreamEncoding::kDelta: {
+        if (Left() < w) return Bad("truncated delta base");
+        const uint64_t base = Load(all_.data() + pos_, w);
+        pos_ += w;
         Status st = Child(kind, count, depth, out);
         if (!st.ok()) return st;
-        DeltaDecode(out, count, kind.bits);
+        DeltaDecode(out, count, kind.bits, base);
         break;
       }
       case StreamEncoding::kRle: {
@@ -561,10 +565,10 @@ size_t Estimate(Kind kind, std::span<const uint64_t> v, int depth, StreamEncodin
     case StreamEncoding::kDelta: {
       if (leaf || n < 2) return kNever;
       std::vector<uint64_t> d;
-      DeltaEncode(v, kind.bits, &d);
+      DeltaEncode(v, kind.bits, v[0], &d);
       plan->children.resize(1);
       const size_t c = Choose(kind, d, depth + 1, &plan->children[0]);
-      return 1 + VarintSize(c) + c;
+      return 1 + w + VarintSize(c) + c;
     }
     case StreamEncoding::kRle: {
       if (leaf) return kNever;
@@ -687,7 +691,9 @@ void Write(Kind kind, std::span<const uint64_t> v, const Plan& plan, Leaves leav
     }
     case StreamEncoding::kDelta: {
       std::vector<uint64_t> d;
-      DeltaEncode(v, kind.bits, &d);
+      const uint64_t base = n > 0 ? v[0] : 0;
+      DeltaEncode(v, kind.bits, base, &d);
+      PutValue(out, base, w);
       WriteChild(kind, d, nth(0), leaves, out);
       return;
     }
@@ -981,15 +987,17 @@ Status DecodeStream(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint
   }
   const size_t w = ElementWidth(kind);
   if (raw_length % w != 0) return bad("raw length " + std::to_string(raw_length) + " is not a multiple of " + std::to_string(w));
-  std::vector<uint64_t> v(raw_length / w);
-  Status st = decoder.Decode(KindOf(kind), 0, encoded.size(), v.size(), 1, v.data());
+  const uint64_t count = raw_length / w;
+  if (w == 8) {
+    // Little-endian 64-bit values are the raw bytes: decoded in place.
+    out->resize(raw_length);
+    return decoder.Decode(KindOf(kind), 0, encoded.size(), count, 1, reinterpret_cast<uint64_t*>(out->data()));
+  }
+  std::vector<uint64_t> v(count);
+  Status st = decoder.Decode(KindOf(kind), 0, encoded.size(), count, 1, v.data());
   if (!st.ok()) return st;
   out->resize(raw_length);
-  if (w == 8) {
-    std::memcpy(out->data(), v.data(), raw_length);
-  } else {
-    for (size_t i = 0; i < v.size(); ++i) StoreFixed32(out->data() + 4 * i, static_cast<uint32_t>(v[i]));
-  }
+  for (size_t i = 0; i < v.size(); ++i) StoreFixed32(out->data() + 4 * i, static_cast<uint32_t>(v[i]));
   return Status::OK();
 }
 
@@ -1023,7 +1031,8 @@ std::string DescribeNode(ByteSpan all, size_t* pos, size_t end, Kind kind, int d
     case StreamEncoding::kBitPack:
       return at + w < end ? name + " " + std::to_string(all[at + w]) : "?";
     case StreamEncoding::kDelta:
-      return name + "(" + child("deltas", kind) + ")";
+      at += w;
+      return at < end ? name + "(" + child("deltas", kind) + ")" : "?";
     case StreamEncoding::kRle: {
       uint64_t runs;
       if (!varint(&runs)) return "?";

@@ -274,7 +274,7 @@ TEST_CASE("hand-made bad encodings are refused with what is wrong") {
   // Nesting deeper than 4: delta of delta of delta of delta of a constant.
   Bytes deep = {tag(E::kConstant), 1, 0, 0, 0, 0, 0, 0, 0};
   for (int i = 0; i < 4; ++i) {
-    Bytes outer = {tag(E::kDelta), static_cast<uint8_t>(deep.size())};
+    Bytes outer = {tag(E::kDelta), 0, 0, 0, 0, 0, 0, 0, 0, static_cast<uint8_t>(deep.size())};
     outer.insert(outer.end(), deep.begin(), deep.end());
     deep = outer;
   }
@@ -284,7 +284,7 @@ TEST_CASE("hand-made bad encodings are refused with what is wrong") {
   refuse(ElementKind::kI64, E::kConstant, {tag(E::kBitPack), 0, 0, 0, 0, 0, 0, 0, 0, 0}, 8, "its entry says 1");
   // Bytes left over, and a child that runs past its parent.
   refuse(ElementKind::kU32, E::kConstant, {tag(E::kConstant), 1, 0, 0, 0, 0}, 8, "5 bytes of a constant, expected 4");
-  refuse(ElementKind::kU32, E::kDelta, {tag(E::kDelta), 9, tag(E::kConstant)}, 8, "runs past its parent");
+  refuse(ElementKind::kU32, E::kDelta, {tag(E::kDelta), 0, 0, 0, 0, 9, tag(E::kConstant)}, 8, "runs past its parent");
   // More than 2^24 times the encoded bytes.
   refuse(ElementKind::kI64, E::kConstant, {tag(E::kConstant), 1, 0, 0, 0, 0, 0, 0, 0}, uint64_t{9} << 24,
          "over 16777216 times");
