@@ -659,7 +659,7 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
 
 py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t rows_per_stripe, uint64_t stripe_mb,
                       std::vector<std::string> stream_order, const std::string& popularity, bool float32,
-                      int zstd_level) {
+                      int zstd_level, const std::string& encoding) {
   if (!popularity.empty()) {
     if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
     stream_order = Take(pcr::ReadPopularityFile(popularity));
@@ -670,6 +670,7 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
   options.writer.stripe_bytes = stripe_mb << 20;
   options.writer.stream_order = std::move(stream_order);
   options.writer.zstd_level = zstd_level;
+  options.writer.stream_encoding = encoding;
   const pcr::TableConvertReport r = Unlocked([&] { return pcr::ConvertTable(options); });
   py::dict d;
   d["path"] = r.path;
@@ -753,5 +754,5 @@ PYBIND11_MODULE(_pcr, m) {
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,
-        py::arg("zstd_level") = 3);
+        py::arg("zstd_level") = 3, py::arg("encoding") = "auto");
 }

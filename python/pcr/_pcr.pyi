@@ -174,5 +174,8 @@ def convert_table(
     popularity: str = "",
     float32: bool = False,
     zstd_level: int = 3,
+    encoding: str = "auto",
 ) -> dict[str, object]:
-    """pcr-convert table: a .csv or .jsonl file into out/<stem>.pcr."""
+    """pcr-convert table: a .csv or .jsonl file into out/<stem>.pcr. `encoding` is
+    "auto" (chosen per stream), "plain" (files readers before format 0.5 read),
+    or an encoding to force where a stream allows it (spec 13.5)."""

@@ -94,3 +94,24 @@ def test_a_damaged_table_raises_corruption(soybean, tmp_path):
     t = pcr.Table(str(bad))
     with pytest.raises(pcr.CorruptionError, match="bad.pcr"):
         t.read([f["name"] for f in t.schema])
+
+
+def test_encodings_read_the_same_columns_and_bad_names_are_refused(data_dir, tmp_path):
+    src = str(data_dir / "tabular" / "Soybean.csv")
+    plain = pcr.convert_table(src, str(tmp_path / "plain"), encoding="plain")
+    encoded = pcr.convert_table(src, str(tmp_path / "auto"))
+    forced = pcr.convert_table(src, str(tmp_path / "dict"), encoding="dictionary")
+    assert encoded["output_bytes"] < plain["output_bytes"]
+    with open(plain["path"], "rb") as f:
+        assert f.read(10)[9] == 2  # plain streams: stamped as before 0.5
+    a, b, c = pcr.Table(plain["path"]), pcr.Table(encoded["path"]), pcr.Table(forced["path"])
+    names = [f["name"] for f in a.schema]
+    for name in names:
+        want = a.read([name])[name]
+        for t in (b, c):
+            got = t.read([name])[name]
+            assert want.keys() == got.keys()
+            for k in want:
+                assert np.array_equal(want[k], got[k]), (name, k)
+    with pytest.raises(Exception, match="unknown stream encoding 'zip'"):
+        pcr.convert_table(src, str(tmp_path / "bad"), encoding="zip")
