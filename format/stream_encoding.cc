@@ -315,11 +315,21 @@ class NodeDecoder {
         break;
       }
       case StreamEncoding::kSplit: {
-        if (Left() / w != count || Left() % w != 0) return Sized(count * w, "split values");
+        uint8_t planes = 0;
+        if (!Byte(&planes) || planes == 0 || planes > w) {
+          return Bad(std::to_string(planes) + " byte planes for values of " + std::to_string(w) + " bytes");
+        }
+        if (Left() / planes != count || Left() % planes != 0) return Sized(count * planes, "split values");
         const uint8_t* p = all_.data() + pos_;
-        std::fill(out, out + count, 0);
-        for (size_t b = 0; b < w; ++b) {
-          for (uint64_t i = 0; i < count; ++i) out[i] |= static_cast<uint64_t>(p[b * count + i]) << (8 * b);
+        // A cache-sized run of values at a time, plane by plane.
+        for (uint64_t first = 0; first < count; first += 4096) {
+          const uint64_t n = std::min<uint64_t>(4096, count - first);
+          uint64_t* o = out + first;
+          for (uint64_t i = 0; i < n; ++i) o[i] = p[first + i];
+          for (size_t b = 1; b < planes; ++b) {
+            const uint8_t* plane = p + b * count + first;
+            for (uint64_t i = 0; i < n; ++i) o[i] |= static_cast<uint64_t>(plane[i]) << (8 * b);
+          }
         }
         pos_ = end_;
         break;
@@ -553,8 +563,12 @@ size_t Estimate(Kind kind, std::span<const uint64_t> v, int depth, StreamEncodin
   const bool leaf = depth >= kMaxEncodingDepth;
   switch (e) {
     case StreamEncoding::kPlain:
-    case StreamEncoding::kSplit:
       return 1 + n * w;
+    case StreamEncoding::kSplit: {
+      uint64_t all = 0;
+      for (const uint64_t x : v) all |= x;
+      return 2 + n * std::max<size_t>(1, (static_cast<size_t>(BitWidth(all)) + 7) / 8);
+    }
     case StreamEncoding::kConstant:
       return n > 0 && std::all_of(v.begin(), v.end(), [&](uint64_t x) { return x == v[0]; }) ? 1 + w : kNever;
     case StreamEncoding::kBitPack: {
@@ -712,11 +726,17 @@ void Write(Kind kind, std::span<const uint64_t> v, const Plan& plan, Leaves leav
       WriteChild(kCodes, d.codes, nth(1), leaves, out);
       return;
     }
-    case StreamEncoding::kSplit:
-      for (size_t b = 0; b < w; ++b) {
+    case StreamEncoding::kSplit: {
+      // As many planes as the largest value needs; the others are zero.
+      uint64_t all = 0;
+      for (const uint64_t x : v) all |= x;
+      const size_t planes = std::max<size_t>(1, (static_cast<size_t>(BitWidth(all)) + 7) / 8);
+      PutFixed8(out, static_cast<uint8_t>(planes));
+      for (size_t b = 0; b < planes; ++b) {
         for (const uint64_t x : v) out->push_back(static_cast<uint8_t>(x >> (8 * b)));
       }
       return;
+    }
     case StreamEncoding::kDecimal: {
       std::vector<uint64_t> digits, at;
       DecimalSplit(v, plan.exponent, kind.bits, &digits, &at);
@@ -1030,6 +1050,8 @@ std::string DescribeNode(ByteSpan all, size_t* pos, size_t end, Kind kind, int d
   switch (e) {
     case StreamEncoding::kBitPack:
       return at + w < end ? name + " " + std::to_string(all[at + w]) : "?";
+    case StreamEncoding::kSplit:
+      return at < end ? name + " " + std::to_string(all[at]) : "?";
     case StreamEncoding::kDelta:
       at += w;
       return at < end ? name + "(" + child("deltas", kind) + ")" : "?";
