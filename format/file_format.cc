@@ -117,6 +117,14 @@ Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, bool 
       return Status::Corruption(which + ": raw length " + std::to_string(t.raw_length) + " over 2^24 times its " +
                                 std::to_string(length) + " stored bytes");
     }
+    // Raw streams are whole elements; row streams hold at most a value per row.
+    const uint64_t width = ElementWidth(ElementKindOf(type, t.role));
+    const bool per_row = t.role == StreamRole::kLengths || (t.role == StreamRole::kValues && RolesOf(type).size() == 2);
+    if (t.raw_length % width != 0 || (per_row && t.raw_length / width > stripe->row_count)) {
+      return Status::Corruption(which + ": raw length " + std::to_string(t.raw_length) + " is not whole " +
+                                std::to_string(width) + "-byte values, one at most per row of " +
+                                std::to_string(stripe->row_count));
+    }
     if (t.role == StreamRole::kPresence && t.raw_length != 0 &&
         t.raw_length != (stripe->row_count + 7) / 8) {
       return Status::Corruption(which + ": presence bitmap of " + std::to_string(t.raw_length) +

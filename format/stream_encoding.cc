@@ -343,7 +343,7 @@ class NodeDecoder {
         for (uint64_t i = 0; i < count; ++i) out[i] = DecimalValue(static_cast<int64_t>(out[i]), e, kind.bits);
         uint64_t exceptions;
         if (!Varint(&exceptions)) return Bad("truncated exception count");
-        if (exceptions > count) {
+        if (exceptions > count || exceptions > Left() / w) {
           return Bad(std::to_string(exceptions) + " exceptions for " + std::to_string(count) + " values");
         }
         std::vector<uint64_t> at(exceptions);

@@ -2,7 +2,9 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <bit>
+#include <new>
 #include <cstring>
 #include <unordered_set>
 
@@ -327,14 +329,16 @@ ElementKind ElementKindOf(FeatureType type, StreamRole role) {
 namespace {
 
 // zstd over an encoded stream when it saves at least 1/32 of its bytes and
-// keeps raw_length within kMaxEncodingExpansion of the stored length.
-StoredStream Store(EncodedStream e, uint64_t raw_length, int zstd_level) {
+// keeps `bound` (raw_length, or for a string dictionary the larger of its
+// raw_length and its lengths') within kMaxEncodingExpansion of the stored
+// length.
+StoredStream Store(EncodedStream e, uint64_t raw_length, uint64_t bound, int zstd_level) {
   if (e.encoding == StreamEncoding::kPlain) return CompressStream(e.bytes, zstd_level);
   StoredStream s{.codec = StreamCodec::kNone, .raw_length = raw_length, .encoding = e.encoding};
   if (e.encoding != StreamEncoding::kDerivedLengths) {
     Bytes z(ZSTD_compressBound(e.bytes.size()));
     const size_t n = ZSTD_compress(z.data(), z.size(), e.bytes.data(), e.bytes.size(), zstd_level);
-    if (!ZSTD_isError(n) && n < e.bytes.size() - e.bytes.size() / 32 && raw_length / kMaxEncodingExpansion < n) {
+    if (!ZSTD_isError(n) && n < e.bytes.size() - e.bytes.size() / 32 && bound / kMaxEncodingExpansion < n) {
       z.resize(n);
       s.codec = StreamCodec::kZstd;
       s.bytes = std::move(z);
@@ -364,7 +368,8 @@ std::vector<StoredStream> StoreFeatureStreams(FeatureType type, const FeatureStr
     } else {
       e = EncodeStream(ElementKindOf(type, role), raw, choice);
     }
-    out.push_back(Store(std::move(e), raw.size(), choice.zstd_level));
+    const uint64_t bound = derived ? std::max<uint64_t>(raw.size(), streams.lengths.size()) : raw.size();
+    out.push_back(Store(std::move(e), raw.size(), bound, choice.zstd_level));
   }
   return out;
 }
@@ -382,7 +387,11 @@ Status UnpackStream(ByteSpan stored, const TableStream& t, FeatureType type, Byt
     PCR_RETURN_IF_ERROR(DecompressStream(stored, t.codec, content, scratch));
     encoded = *scratch;
   }
-  return DecodeStream(ElementKindOf(type, t.role), t.encoding, encoded, t.raw_length, out, string_count, lengths);
+  try {
+    return DecodeStream(ElementKindOf(type, t.role), t.encoding, encoded, t.raw_length, out, string_count, lengths);
+  } catch (const std::bad_alloc&) {
+    return Status::NotSupported("a stream of " + std::to_string(t.raw_length) + " raw bytes does not fit in memory");
+  }
 }
 
 Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length, Bytes* out) {

@@ -1,5 +1,7 @@
 #include "format/table_stripe.h"
 
+#include <span>
+
 namespace pcr {
 
 Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, const StripeInfo& stripe,
@@ -16,15 +18,33 @@ Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, con
            " of feature '" + info.name + "') at offset " +
            std::to_string(stripe.stream_offset(stripe.first_table_stream + k));
   };
-  // Values before lengths: a string dictionary gives the lengths a derived
-  // lengths stream stands for.
+  // Presence and lengths first, so that an encoded values or scores stream
+  // is checked against the elements the lengths give before it is decoded;
+  // but a string dictionary's values come first, as they give the lengths
+  // that a derived lengths stream stands for.
   const size_t lengths_k = stream_index(StreamRole::kLengths);
   const bool derived = lengths_k != SIZE_MAX && stripe.table_streams[lengths_k].encoding == StreamEncoding::kDerivedLengths;
   Bytes& lengths_buf = scratch[static_cast<size_t>(StreamRole::kLengths)];
-  for (const StreamRole role : {StreamRole::kValues, StreamRole::kPresence, StreamRole::kLengths, StreamRole::kScores}) {
+  const bool list = lengths_k != SIZE_MAX && !derived;
+  static constexpr StreamRole kDictionaryFirst[] = {StreamRole::kValues, StreamRole::kPresence};
+  static constexpr StreamRole kLengthsFirst[] = {StreamRole::kPresence, StreamRole::kLengths, StreamRole::kValues,
+                                                 StreamRole::kScores};
+  for (const StreamRole role : derived ? std::span<const StreamRole>(kDictionaryFirst)
+                                       : std::span<const StreamRole>(kLengthsFirst)) {
     const size_t k = stream_index(role);
-    if (k == SIZE_MAX || (derived && role == StreamRole::kLengths)) continue;
+    if (k == SIZE_MAX) continue;
     const TableStream& t = stripe.table_streams[k];
+    if (list && t.encoding != StreamEncoding::kPlain && (role == StreamRole::kValues || role == StreamRole::kScores)) {
+      const ByteSpan lengths = raw[static_cast<size_t>(StreamRole::kLengths)];
+      uint64_t elements = 0;
+      for (size_t i = 0; i + 4 <= lengths.size(); i += 4) elements += LoadFixed32(lengths.data() + i);
+      const uint64_t width = ElementWidth(ElementKindOf(info.type, role));
+      if (t.raw_length / width != elements) {
+        return Status::Corruption("raw length " + std::to_string(t.raw_length) + " for " + std::to_string(elements) +
+                                  " elements of " + std::to_string(width) + " bytes")
+            .WithPrefix(where(k));
+      }
+    }
     Bytes& buf = scratch[static_cast<size_t>(role)];
     Status st = UnpackStream(stored[static_cast<size_t>(role)], t, info.type, &buf, &scratch[kRoleCount],
                              derived ? stripe.table_streams[lengths_k].raw_length / 4 : 0, &lengths_buf);

@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto encoding = static_cast<pcr::StreamEncoding>(data[1] % (pcr::kMaxStreamEncoding + 1));
   if (data[0] & 0x80) {
     if (size < 6) return 0;
-    const uint64_t raw_length = pcr::LoadFixed32(data + 2) & 0xffffff;
+    const uint64_t raw_length = pcr::LoadFixed32(data + 2) & 0x3ffffff;
     const pcr::ByteSpan encoded(data + 6, size - 6);
     pcr::Bytes out, lengths;
     const uint64_t strings = raw_length % 1000;

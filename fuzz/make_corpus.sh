@@ -68,6 +68,9 @@ for e, name in [(0, "auto"), (2, "bitpack"), (3, "delta"), (4, "rle"), (5, "dict
     put(f"rt-i64-{name}", [1, e] + list(runs))
     put(f"rt-u32-{name}", [0, e] + list(small))
 put("rt-f64-decimal", [3, 7] + list(decimals))
+blocks = b"".join(struct.pack("<q", i * 3 + (i % 7)) for i in range(2500))  # whole 1024-value blocks
+for e, name in [(2, "bitpack"), (3, "delta")]:
+    put(f"rt-i64-{name}-blocks", [1, e] + list(blocks))
 put("rt-f64-auto", [3, 0] + list(decimals))
 put("rt-f32-rle", [2, 4] + list(floats))
 put("rt-strings-dictionary", [4, 8] + list(strings))

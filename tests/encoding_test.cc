@@ -16,6 +16,10 @@
 #include "format/file_format.h"
 #include "format/stream_encoding.h"
 #include "format/table_format.h"
+#include "pcr/table.h"
+#include "csv_check.h"
+#include "test_util.h"
+#include "writer/table_writer.h"
 
 using namespace pcr;
 
@@ -316,4 +320,67 @@ TEST_CASE("encoding names parse back, and kinds allow exactly the encodings of t
   CHECK(!TopEncodingAllowed(ElementKind::kI64, StreamEncoding::kDerivedLengths));
   CHECK(TopEncodingAllowed(ElementKind::kStrings, StreamEncoding::kStringDictionary));
   CHECK(!TopEncodingAllowed(ElementKind::kStrings, StreamEncoding::kDictionary));
+}
+
+TEST_CASE("index entries of encoded streams that cannot hold their raw lengths are refused before decoding") {
+  test::TempDir dir;
+  const std::string path = dir / "t.pcr";
+  auto w = TableFileWriter::Create(path,
+                                   {{.name = "s", .type = FeatureType::kString},
+                                    {.name = "ids", .type = FeatureType::kIdList},
+                                    {.name = "n", .type = FeatureType::kInt64}},
+                                   {});
+  REQUIRE(w.ok());
+  for (int r = 0; r < 3000; ++r) {
+    (*w)->AddString(0, r % 3 == 0 ? "red" : "green");
+    const std::vector<int64_t> ids(static_cast<size_t>(r % 5), 7);
+    (*w)->AddIdList(1, ids, {});
+    (*w)->AddInt64(2, r % 4);
+    REQUIRE((*w)->EndRow().ok());
+  }
+  REQUIRE((*w)->Finish().ok());
+  const Bytes good = test::ReadFile(path);
+  REQUIRE(good[9] == kEncodingsVersionMinor);
+  const auto open_and_read = [&](const std::function<void(FileIndex*, bool*)>& edit) {
+    bool edited = false;
+    test::WriteFile(path, test::RewriteIndex(good, [&](FileIndex* index) { edit(index, &edited); }));
+    REQUIRE(edited);
+    auto t = Table::Open(path, {.io = test::Io()});
+    if (!t.ok()) return t.status();
+    auto b = (*t)->Read(test::AllFeatures(**t), 0, 1);
+    return b.ok() ? Status::OK() : b.status();
+  };
+  // Derived lengths that are not whole u32 values, with statistics to match.
+  Status st = open_and_read([](FileIndex* index, bool* edited) {
+    for (TableStream& t : index->stripes[0].table_streams) {
+      if (t.encoding == StreamEncoding::kDerivedLengths) {
+        t.raw_length += 1;
+        *edited = true;
+      }
+    }
+  });
+  CHECK_THAT(st.message(), Catch::Contains("is not whole 4-byte values"));
+  // An encoded scalar stream claiming more values than rows.
+  st = open_and_read([](FileIndex* index, bool* edited) {
+    for (TableStream& t : index->stripes[0].table_streams) {
+      if (t.feature == 2 && t.role == StreamRole::kValues && t.encoding != StreamEncoding::kPlain) {
+        t.raw_length = 8 * 3001;
+        *edited = true;
+      }
+    }
+  });
+  CHECK_THAT(st.message(), Catch::Contains("one at most per row of 3000"));
+  // An encoded id list claiming 2^20 more ids than its lengths give (within
+  // the expansion bound): refused against its lengths before decoding.
+  st = open_and_read([](FileIndex* index, bool* edited) {
+    for (TableStream& t : index->stripes[0].table_streams) {
+      if (t.feature == 1 && t.role == StreamRole::kValues && t.encoding != StreamEncoding::kPlain) {
+        const uint64_t more = uint64_t{8} << 20;
+        t.raw_length += more;
+        index->schema.features[1].value_count += more / 8;
+        *edited = true;
+      }
+    }
+  });
+  CHECK_THAT(st.message(), Catch::Contains("elements of 8 bytes"));
 }
