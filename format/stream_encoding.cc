@@ -676,7 +676,7 @@ void Write(Kind kind, std::span<const uint64_t> v, const Plan& plan, Leaves leav
     e = kind.is_float ? StreamEncoding::kPlain : StreamEncoding::kBitPack;
   }
   // Nested encodings: the plan's, or the simplest when the node's encoding changed.
-  Plan fallback{kind.is_float ? StreamEncoding::kPlain : StreamEncoding::kBitPack, 0, {}};
+  Plan fallback{.encoding = kind.is_float ? StreamEncoding::kPlain : StreamEncoding::kBitPack};
   const auto nth = [&](size_t i) -> const Plan& {
     return e == plan.encoding && i < plan.children.size() ? plan.children[i] : fallback;
   };
@@ -889,7 +889,7 @@ EncodedStream EncodeStream(ElementKind kind, ByteSpan raw, const EncodingChoice&
   Leaves plan_leaves = Leaves::kPacked;
   if (choice.force && *choice.force != StreamEncoding::kPlain && Applies(k, *choice.force, v)) {
     const std::vector<uint64_t> sample = Sample(v);
-    if (Estimate(k, sample, 1, *choice.force, &plan) == kNever) plan = Plan{*choice.force, 0, {}};
+    if (Estimate(k, sample, 1, *choice.force, &plan) == kNever) plan = Plan{.encoding = *choice.force};
   } else if (choice.force) {
     return plain;
   } else if (v.size() > 1 && Applies(k, StreamEncoding::kConstant, v)) {
