@@ -470,6 +470,7 @@ struct Plan {
 };
 
 constexpr size_t kNever = std::numeric_limits<size_t>::max() / 4;
+constexpr int kWriterDepth = 3;
 
 size_t Choose(Kind kind, std::span<const uint64_t> v, int depth, Plan* plan, bool codes = false);
 
@@ -496,22 +497,32 @@ struct Dict {
 // that frequent values get small codes, and a code per value; false when there
 // are more than max_entries.
 bool DictOf(std::span<const uint64_t> v, size_t max_entries, bool by_count, Dict* d) {
-  std::unordered_map<uint64_t, uint64_t> code;
-  for (const uint64_t x : v) {
-    if (code.emplace(x, 0).second && code.size() > max_entries) return false;
+  std::vector<uint64_t> sorted(v.begin(), v.end()), values, counts;
+  std::sort(sorted.begin(), sorted.end());
+  for (const uint64_t x : sorted) {
+    if (!values.empty() && x == values.back()) {
+      ++counts.back();
+      continue;
+    }
+    if (values.size() == max_entries) return false;
+    values.push_back(x);
+    counts.push_back(1);
   }
+  std::vector<size_t> order(values.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (by_count) {
-    for (const uint64_t x : v) ++code[x];
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return counts[a] > counts[b]; });
   }
-  std::vector<std::pair<uint64_t, uint64_t>> order;  // (count, value); counts are 0 unless by_count
-  for (const auto& [x, c] : code) order.push_back({c, x});
-  std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-  d->entries.clear();
-  for (const auto& [c, x] : order) d->entries.push_back(x);
-  for (size_t i = 0; i < d->entries.size(); ++i) code[d->entries[i]] = i;
+  std::vector<uint64_t> rank(values.size());
+  d->entries.resize(values.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    d->entries[i] = values[order[i]];
+    rank[order[i]] = i;
+  }
   d->codes.resize(v.size());
-  for (size_t i = 0; i < v.size(); ++i) d->codes[i] = code[v[i]];
+  for (size_t i = 0; i < v.size(); ++i) {
+    d->codes[i] = rank[static_cast<size_t>(std::lower_bound(values.begin(), values.end(), v[i]) - values.begin())];
+  }
   return true;
 }
 
@@ -560,7 +571,9 @@ size_t Estimate(Kind kind, std::span<const uint64_t> v, int depth, StreamEncodin
   plan->encoding = e;
   plan->children.clear();
   const size_t w = static_cast<size_t>(kind.bits / 8), n = v.size();
-  const bool leaf = depth >= kMaxEncodingDepth;
+  // The writer nests at most 3 deep (BtrBlocks' cascade depth), which keeps
+  // the search small; readers take up to kMaxEncodingDepth.
+  const bool leaf = depth >= kWriterDepth;
   switch (e) {
     case StreamEncoding::kPlain:
       return 1 + n * w;
@@ -909,11 +922,14 @@ EncodedStream EncodeStream(ElementKind kind, ByteSpan raw, const EncodingChoice&
       if (by_count && enc != StreamEncoding::kDictionary) continue;
       Plan p{.encoding = enc, .by_count = by_count};
       if (Estimate(k, sample, 1, enc, &p) == kNever) continue;
+      Bytes previous;
       for (const Leaves leaves : {Leaves::kPacked, Leaves::kAligned, Leaves::kSplit}) {
         if (leaves != Leaves::kPacked && choice.zstd_level == 0) continue;
         Bytes bytes;
         Write(k, sample, p, leaves, &bytes);
+        if (bytes == previous) continue;  // no leaf that this style changes
         const size_t score = ZstdSize(bytes, choice.zstd_level) * ReadWeight(enc);
+        previous = std::move(bytes);
         if (score < best) {
           best = score;
           plan = p;
