@@ -495,23 +495,49 @@ struct Dict {
 };
 // Distinct values, in increasing order or (by_count) most frequent first so
 // that frequent values get small codes, and a code per value; false when there
-// are more than max_entries.
+// are more than max_entries. Values are numbered as first seen through an
+// open-addressing table, so a column with too many values stops early.
 bool DictOf(std::span<const uint64_t> v, size_t max_entries, bool by_count, Dict* d) {
-  std::vector<uint64_t> sorted(v.begin(), v.end()), values, counts;
-  std::sort(sorted.begin(), sorted.end());
-  for (const uint64_t x : sorted) {
-    if (!values.empty() && x == values.back()) {
-      ++counts.back();
-      continue;
+  constexpr uint32_t kEmpty = UINT32_MAX;
+  std::vector<uint64_t> values, counts;
+  std::vector<uint64_t> seen(v.size());
+  int bits = 10;
+  std::vector<uint64_t> keys(size_t{1} << bits);
+  std::vector<uint32_t> slots(size_t{1} << bits, kEmpty);
+  const auto find = [&](uint64_t x) {
+    const size_t mask = slots.size() - 1;
+    size_t h = static_cast<size_t>((x * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+    while (slots[h] != kEmpty && keys[h] != x) h = (h + 1) & mask;
+    return h;
+  };
+  for (size_t i = 0; i < v.size(); ++i) {
+    size_t h = find(v[i]);
+    if (slots[h] == kEmpty) {
+      if (values.size() == max_entries) return false;
+      if ((values.size() + 1) * 2 > slots.size()) {
+        ++bits;
+        keys.assign(size_t{1} << bits, 0);
+        slots.assign(size_t{1} << bits, kEmpty);
+        for (uint32_t c = 0; c < values.size(); ++c) {
+          const size_t g = find(values[c]);
+          keys[g] = values[c];
+          slots[g] = c;
+        }
+        h = find(v[i]);
+      }
+      keys[h] = v[i];
+      slots[h] = static_cast<uint32_t>(values.size());
+      values.push_back(v[i]);
+      counts.push_back(0);
     }
-    if (values.size() == max_entries) return false;
-    values.push_back(x);
-    counts.push_back(1);
+    ++counts[slots[h]];
+    seen[i] = slots[h];
   }
-  std::vector<size_t> order(values.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<uint32_t> order(values.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return values[a] < values[b]; });
   if (by_count) {
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return counts[a] > counts[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return counts[a] > counts[b]; });
   }
   std::vector<uint64_t> rank(values.size());
   d->entries.resize(values.size());
@@ -520,9 +546,7 @@ bool DictOf(std::span<const uint64_t> v, size_t max_entries, bool by_count, Dict
     rank[order[i]] = i;
   }
   d->codes.resize(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    d->codes[i] = rank[static_cast<size_t>(std::lower_bound(values.begin(), values.end(), v[i]) - values.begin())];
-  }
+  for (size_t i = 0; i < v.size(); ++i) d->codes[i] = rank[seen[i]];
   return true;
 }
 
@@ -771,7 +795,7 @@ std::vector<uint64_t> Widen(ByteSpan raw, size_t w) {
   return v;
 }
 
-// Up to 8 runs of 1024 consecutive values, spread evenly over v.
+// Up to 64 runs of 1024 consecutive values, spread evenly over v.
 std::vector<uint64_t> Sample(const std::vector<uint64_t>& v) {
   constexpr size_t kRuns = 64, kRun = 1024;
   if (v.size() <= kRuns * kRun) return v;
