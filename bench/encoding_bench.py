@@ -12,11 +12,11 @@ For each table: file bytes of pcr (pcr-convert table, defaults), pcr with
 of both pcr writers (median of 3 runs); for N seeded draws of 10% of the
 columns (at least one): the bytes of pcr's selected streams (pcr-bench table)
 against Parquet's selected column chunks (parquet_metadata), and rows/s
-decoding the projection on one thread, page cache warm, median of 3
-(pcr-bench table for both pcr files; DuckDB materialising it). The
-recommendation table is build/bench/make_table's (N rows, 1000 dense and 100
-sparse features), converted with --float32 as DuckDB stores its dense values
-as FLOAT. Prints a Markdown table and the results as JSON.
+decoding the projection on one thread, page cache warm (pcr-bench table
+for both pcr files, median of 15 interleaved runs; DuckDB materialising
+it, median of 3). The recommendation table is build/bench/make_table's (N
+rows, 1000 dense and 100 sparse features), converted with --float32 as
+DuckDB stores its dense values as FLOAT. Prints a Markdown table and the results as JSON.
 """
 import argparse
 import csv
@@ -51,12 +51,15 @@ def convert(build, src, out, extra):
     return glob.glob(os.path.join(out, "*.pcr"))[0], statistics.median(times)
 
 
-def pcr_projection(build, path, job):
-    p = json.loads(run([f"{build}/tools/pcr-bench", "table", path, "--features-file", job]))
-    rate = statistics.median(
-        json.loads(run([f"{build}/tools/pcr-bench", "table", path, "--features-file", job]))["rows_per_s"]
-        for _ in range(3))
-    return p["bytes_selected"], rate
+def pcr_projections(build, paths, job, runs=15):
+    """Bytes selected and median rows/s of each file's projection, runs
+    interleaved so that drift in the machine's speed hits every file alike."""
+    out = [json.loads(run([f"{build}/tools/pcr-bench", "table", p, "--features-file", job])) for p in paths]
+    rates = [[] for _ in paths]
+    for _ in range(runs):
+        for i, p in enumerate(paths):
+            rates[i].append(json.loads(run([f"{build}/tools/pcr-bench", "table", p, "--features-file", job]))["rows_per_s"])
+    return [(o["bytes_selected"], statistics.median(r)) for o, r in zip(out, rates)]
 
 
 def main():
@@ -103,8 +106,7 @@ def main():
             job = os.path.join(out, f"job-{d}.txt")
             with open(job, "w") as f:
                 f.write("".join(c + "\n" for c in pick))
-            selected, rate = pcr_projection(build, pcr_file, job)
-            plain_selected, plain_rate = pcr_projection(build, plain_file, job)
+            (selected, rate), (plain_selected, plain_rate) = pcr_projections(build, [pcr_file, plain_file], job)
             q = [json.loads(run(["node", "duckdb_table.mjs", "read", parquet, job], cwd=work)) for _ in range(3)]
             draws.append({"pcr_selected": selected, "plain_selected": plain_selected,
                           "parquet_selected": q[0]["bytes_selected"], "pcr_rows_per_s": rate,

@@ -109,25 +109,26 @@ constexpr std::array<UnpackFn, sizeof...(B)> MakeUnpackers(std::index_sequence<B
 }
 constexpr auto kUnpackers = MakeUnpackers(std::make_index_sequence<65>());
 
-// `b` bits at bit `bit` of the bit string p[0..len).
-uint64_t LoadBits(const uint8_t* p, size_t len, uint64_t bit, int b) {
-  const size_t first = bit / 8;
-  const int s = static_cast<int>(bit % 8);
-  uint64_t lo = 0;
-  for (size_t i = 0; i < 8 && first + i < len; ++i) lo |= static_cast<uint64_t>(p[first + i]) << (8 * i);
-  uint64_t x = lo >> s;
-  if (s + b > 64 && first + 8 < len) x |= static_cast<uint64_t>(p[first + 8]) << (64 - s);
-  return x & Mask(b);
-}
-
 // REQUIRES: in holds BitPackedBytes(n, b) bytes
 void Unpack(const uint8_t* in, uint64_t n, int b, uint64_t base, uint64_t* out) {
   const uint64_t blocks = n / kBlock;
   for (uint64_t i = 0; i < blocks; ++i) kUnpackers[static_cast<size_t>(b)](in + i * kLanes * 8 * b, base, out + i * kBlock);
-  const uint8_t* tail = in + blocks * kLanes * 8 * b;
+  // The tail, copied with zeros after it so that every value is one 8-byte
+  // load and, when it straddles that, one more byte.
   const uint64_t rest = n % kBlock;
   const size_t tail_len = (rest * b + 7) / 8;
-  for (uint64_t i = 0; i < rest; ++i) out[blocks * kBlock + i] = LoadBits(tail, tail_len, i * b, b) + base;
+  std::array<uint8_t, kBlock * 8 + 16> tail;
+  std::memcpy(tail.data(), in + blocks * kLanes * 8 * b, tail_len);
+  std::memset(tail.data() + tail_len, 0, 16);
+  const uint64_t mask = Mask(b);
+  for (uint64_t i = 0; i < rest; ++i) {
+    const uint64_t bit = i * static_cast<uint64_t>(b);
+    const uint8_t* p = tail.data() + bit / 8;
+    const int s = static_cast<int>(bit % 8);
+    uint64_t x = LoadFixed64(p) >> s;
+    if (s + b > 64) x |= static_cast<uint64_t>(p[8]) << (64 - s);
+    out[blocks * kBlock + i] = (x & mask) + base;
+  }
 }
 
 void Pack(std::span<const uint64_t> v, int b, uint64_t base, Bytes* out) {
@@ -218,12 +219,22 @@ bool NestedAllowed(Kind kind, StreamEncoding e) {
   }
 }
 
+// Decimal digits to values at exponent e (kDecimal), applied by its child
+// where the values are fewest: to a run-length node's runs, a dictionary's
+// entries or a constant, else to every value.
+struct DecimalMap {
+  int e, bits;
+  uint64_t operator()(uint64_t digits) const { return DecimalValue(static_cast<int64_t>(digits), e, bits); }
+};
+
 class NodeDecoder {
  public:
   explicit NodeDecoder(ByteSpan all) : all_(all) {}
 
-  // Decodes the node at [begin, end) of the stream: `count` values of `kind`.
-  Status Decode(Kind kind, size_t begin, size_t end, uint64_t count, int depth, uint64_t* out) {
+  // Decodes the node at [begin, end) of the stream: `count` values of `kind`,
+  // passed through `map` when there is one.
+  Status Decode(Kind kind, size_t begin, size_t end, uint64_t count, int depth, uint64_t* out,
+                const DecimalMap* map = nullptr) {
     pos_ = begin;
     end_ = end;
     if (depth > kMaxEncodingDepth) return Bad("encodings nested deeper than " + std::to_string(kMaxEncodingDepth));
@@ -244,9 +255,9 @@ class NodeDecoder {
       case StreamEncoding::kConstant: {
         if (Left() != w) return Sized(w, "a constant");
         const uint64_t v = Load(all_.data() + pos_, w);
-        std::fill(out, out + count, v);
+        std::fill(out, out + count, map != nullptr ? (*map)(v) : v);
         pos_ = end_;
-        break;
+        return Status::OK();
       }
       case StreamEncoding::kBitPack: {
         uint8_t b = 0;
@@ -289,11 +300,18 @@ class NodeDecoder {
             return Bad("run " + std::to_string(r) + " of length " + std::to_string(lengths[r]) + " runs past the " +
                        std::to_string(count) + " values");
           }
-          std::fill(out + at, out + at + lengths[r], values[r]);
           at += lengths[r];
         }
         if (at != count) return Bad("runs cover " + std::to_string(at) + " of " + std::to_string(count) + " values");
-        break;
+        if (map != nullptr) {
+          for (uint64_t& v : values) v = (*map)(v);
+        }
+        at = 0;
+        for (uint64_t r = 0; r < runs; ++r) {
+          std::fill(out + at, out + at + lengths[r], values[r]);
+          at += lengths[r];
+        }
+        return pos_ == end_ ? Status::OK() : Bad(std::to_string(end_ - pos_) + " bytes left over");
       }
       case StreamEncoding::kDictionary: {
         uint64_t entries;
@@ -311,8 +329,11 @@ class NodeDecoder {
           return Bad("dictionary code " + std::to_string(worst) + " out of range of " + std::to_string(entries) +
                      " entries");
         }
+        if (map != nullptr) {
+          for (uint64_t& v : dict) v = (*map)(v);
+        }
         for (uint64_t i = 0; i < count; ++i) out[i] = dict[out[i]];
-        break;
+        return pos_ == end_ ? Status::OK() : Bad(std::to_string(end_ - pos_) + " bytes left over");
       }
       case StreamEncoding::kSplit: {
         uint8_t planes = 0;
@@ -338,9 +359,9 @@ class NodeDecoder {
         uint8_t e;
         if (!Byte(&e)) return Bad("truncated decimal exponent");
         if (e > kMaxDecimalExponent) return Bad("decimal exponent " + std::to_string(e) + " over 18");
-        Status st = Child(kCodes, count, depth, out);
+        const DecimalMap digits{e, kind.bits};
+        Status st = Child(kCodes, count, depth, out, &digits);
         if (!st.ok()) return st;
-        for (uint64_t i = 0; i < count; ++i) out[i] = DecimalValue(static_cast<int64_t>(out[i]), e, kind.bits);
         uint64_t exceptions;
         if (!Varint(&exceptions)) return Bad("truncated exception count");
         if (exceptions > count || exceptions > Left() / w) {
@@ -364,6 +385,9 @@ class NodeDecoder {
         return Bad("encoding " + std::to_string(tag) + " is not allowed here");
     }
     if (pos_ != end_) return Bad(std::to_string(end_ - pos_) + " bytes left over");
+    if (map != nullptr) {
+      for (uint64_t i = 0; i < count; ++i) out[i] = (*map)(out[i]);
+    }
     return Status::OK();
   }
 
@@ -445,12 +469,12 @@ class NodeDecoder {
     return Bad(std::to_string(Left()) + " bytes of " + what + ", expected " + std::to_string(want));
   }
   // A child: its length as a varint, then the node.
-  Status Child(Kind kind, uint64_t count, int depth, uint64_t* out) {
+  Status Child(Kind kind, uint64_t count, int depth, uint64_t* out, const DecimalMap* map = nullptr) {
     uint64_t length;
     if (!Varint(&length) || length > Left()) return Bad("nested encoding runs past its parent");
     const size_t begin = pos_, end = end_, child_end = pos_ + length;
     NodeDecoder child(all_);
-    Status st = child.Decode(kind, begin, child_end, count, depth + 1, out);
+    Status st = child.Decode(kind, begin, child_end, count, depth + 1, out, map);
     if (!st.ok()) return st;
     pos_ = child_end;
     end_ = end;

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <new>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <unordered_set>
 
 static_assert(std::endian::native == std::endian::little, "stream values are little-endian");
@@ -419,7 +420,10 @@ Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length,
     return Status::Corruption(std::to_string(stored.size() - frame) + " bytes after the zstd frame");
   }
   out->resize(raw_length);
-  const size_t n = ZSTD_decompress(out->data(), out->size(), stored.data(), stored.size());
+  // One context per thread: ZSTD_decompress would make one per stream.
+  thread_local const std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (dctx == nullptr) return Status::NotSupported("zstd could not allocate a decompression context");
+  const size_t n = ZSTD_decompressDCtx(dctx.get(), out->data(), out->size(), stored.data(), stored.size());
   if (ZSTD_isError(n)) return Status::Corruption(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != raw_length) {
     return Status::Corruption("zstd frame decoded to " + std::to_string(n) + " bytes, expected " +

@@ -160,6 +160,31 @@ TEST_CASE("the automatic choice round-trips real columns and finds their structu
   CHECK(smaller * 2 > columns.size());
 }
 
+TEST_CASE("decimal digits held as runs or a dictionary decode through them, exceptions included") {
+  for (const ElementKind kind : {ElementKind::kF64, ElementKind::kF32}) {
+    const bool f64 = kind == ElementKind::kF64;
+    const auto bits = [&](double d) { return f64 ? Bits(d) : Bits(static_cast<float>(d)); };
+    std::mt19937_64 rng(11);
+    // Mostly zero with a value every 40 rows (spam's columns), and five
+    // distinct values in random order; a NaN now and then is an exception.
+    std::vector<uint64_t> sparse, few;
+    const double fives[] = {0.25, 1.5, -3.75, 12.0, 0.5};
+    for (int i = 0; i < 6000; ++i) {
+      sparse.push_back(bits(i % 40 == 7 ? static_cast<double>(rng() % 1000) / 100 : 0.0));
+      few.push_back(i % 500 == 3 ? (f64 ? 0x7ff8000000000001ULL : 0x7fc00001ULL) : bits(fives[rng() % 5]));
+    }
+    for (const auto& [values, digits] : {std::pair{sparse, "digits: rle("}, std::pair{few, "digits: dictionary("}}) {
+      const Bytes raw = Raw(kind, values);
+      const EncodingChoice choice{.force = StreamEncoding::kDecimal};
+      const EncodedStream e = EncodeStream(kind, raw, choice);
+      const std::string tree = DescribeEncoding(kind, e.encoding, e.bytes);
+      INFO(tree);
+      CHECK(tree.find(digits) != std::string::npos);
+      RoundTrip(kind, raw, choice);
+    }
+  }
+}
+
 TEST_CASE("string dictionaries round-trip with their lengths, empty and binary strings included") {
   const std::vector<std::string> words = {"", "a", std::string("\0\xff", 2), "grey soil", ""};
   Bytes lengths, values;
