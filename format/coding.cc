@@ -35,15 +35,6 @@ void PutLengthPrefixed(Bytes* out, std::string_view s) {
 
 void PutBytes(Bytes* out, ByteSpan s) { out->insert(out->end(), s.begin(), s.end()); }
 
-uint32_t LoadFixed32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-}
-
-uint64_t LoadFixed64(const uint8_t* p) {
-  return static_cast<uint64_t>(LoadFixed32(p)) | static_cast<uint64_t>(LoadFixed32(p + 4)) << 32;
-}
-
 void StoreFixed32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }

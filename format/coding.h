@@ -29,8 +29,14 @@ void PutVarsint64(Bytes* out, int64_t v);
 void PutLengthPrefixed(Bytes* out, std::string_view s);
 void PutBytes(Bytes* out, ByteSpan s);
 
-uint32_t LoadFixed32(const uint8_t* p);
-uint64_t LoadFixed64(const uint8_t* p);
+// Inline so that decoding loops get one load instead of a call.
+inline uint32_t LoadFixed32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+inline uint64_t LoadFixed64(const uint8_t* p) {
+  return static_cast<uint64_t>(LoadFixed32(p)) | static_cast<uint64_t>(LoadFixed32(p + 4)) << 32;
+}
 void StoreFixed32(uint8_t* p, uint32_t v);
 void StoreFixed64(uint8_t* p, uint64_t v);
 

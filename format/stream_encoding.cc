@@ -116,6 +116,7 @@ void Unpack(const uint8_t* in, uint64_t n, int b, uint64_t base, uint64_t* out) 
   // The tail, copied with zeros after it so that every value is one 8-byte
   // load and, when it straddles that, one more byte.
   const uint64_t rest = n % kBlock;
+  if (rest == 0) return;
   const size_t tail_len = (rest * b + 7) / 8;
   std::array<uint8_t, kBlock * 8 + 16> tail;
   std::memcpy(tail.data(), in + blocks * kLanes * 8 * b, tail_len);
@@ -524,7 +525,7 @@ struct Dict {
 bool DictOf(std::span<const uint64_t> v, size_t max_entries, bool by_count, Dict* d) {
   constexpr uint32_t kEmpty = UINT32_MAX;
   std::vector<uint64_t> values, counts;
-  std::vector<uint64_t> seen(v.size());
+  std::vector<uint32_t> seen(v.size());
   int bits = 10;
   std::vector<uint64_t> keys(size_t{1} << bits);
   std::vector<uint32_t> slots(size_t{1} << bits, kEmpty);

@@ -421,7 +421,8 @@ Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length,
   }
   out->resize(raw_length);
   // One context per thread: ZSTD_decompress would make one per stream.
-  thread_local const std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(nullptr, ZSTD_freeDCtx);
+  if (dctx == nullptr) dctx.reset(ZSTD_createDCtx());
   if (dctx == nullptr) return Status::NotSupported("zstd could not allocate a decompression context");
   const size_t n = ZSTD_decompressDCtx(dctx.get(), out->data(), out->size(), stored.data(), stored.size());
   if (ZSTD_isError(n)) return Status::Corruption(std::string("zstd: ") + ZSTD_getErrorName(n));
