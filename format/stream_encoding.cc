@@ -257,8 +257,9 @@ class NodeDecoder {
         if (Left() != w) return Sized(w, "a constant");
         const uint64_t v = Load(all_.data() + pos_, w);
         std::fill(out, out + count, map != nullptr ? (*map)(v) : v);
+        map = nullptr;
         pos_ = end_;
-        return Status::OK();
+        break;
       }
       case StreamEncoding::kBitPack: {
         uint8_t b = 0;
@@ -295,24 +296,21 @@ class NodeDecoder {
         Status st = Child(kind, runs, depth, values.data());
         if (st.ok()) st = Child(kCodes, runs, depth, lengths.data());
         if (!st.ok()) return st;
+        if (map != nullptr) {
+          for (uint64_t& v : values) v = (*map)(v);
+          map = nullptr;
+        }
         uint64_t at = 0;
         for (uint64_t r = 0; r < runs; ++r) {
           if (lengths[r] == 0 || lengths[r] > count - at) {
             return Bad("run " + std::to_string(r) + " of length " + std::to_string(lengths[r]) + " runs past the " +
                        std::to_string(count) + " values");
           }
-          at += lengths[r];
-        }
-        if (at != count) return Bad("runs cover " + std::to_string(at) + " of " + std::to_string(count) + " values");
-        if (map != nullptr) {
-          for (uint64_t& v : values) v = (*map)(v);
-        }
-        at = 0;
-        for (uint64_t r = 0; r < runs; ++r) {
           std::fill(out + at, out + at + lengths[r], values[r]);
           at += lengths[r];
         }
-        return pos_ == end_ ? Status::OK() : Bad(std::to_string(end_ - pos_) + " bytes left over");
+        if (at != count) return Bad("runs cover " + std::to_string(at) + " of " + std::to_string(count) + " values");
+        break;
       }
       case StreamEncoding::kDictionary: {
         uint64_t entries;
@@ -332,9 +330,10 @@ class NodeDecoder {
         }
         if (map != nullptr) {
           for (uint64_t& v : dict) v = (*map)(v);
+          map = nullptr;
         }
         for (uint64_t i = 0; i < count; ++i) out[i] = dict[out[i]];
-        return pos_ == end_ ? Status::OK() : Bad(std::to_string(end_ - pos_) + " bytes left over");
+        break;
       }
       case StreamEncoding::kSplit: {
         uint8_t planes = 0;
@@ -386,6 +385,7 @@ class NodeDecoder {
         return Bad("encoding " + std::to_string(tag) + " is not allowed here");
     }
     if (pos_ != end_) return Bad(std::to_string(end_ - pos_) + " bytes left over");
+    // Nodes that map fewer values (runs, entries, a constant) have done so.
     if (map != nullptr) {
       for (uint64_t i = 0; i < count; ++i) out[i] = (*map)(out[i]);
     }
@@ -515,6 +515,13 @@ Runs RunsOf(std::span<const uint64_t> v) {
   return r;
 }
 
+// kSplit's byte planes: as many as the largest value needs, at least one.
+size_t SplitPlanes(std::span<const uint64_t> v) {
+  uint64_t all = 0;
+  for (const uint64_t x : v) all |= x;
+  return std::max<size_t>(1, (static_cast<size_t>(BitWidth(all)) + 7) / 8);
+}
+
 struct Dict {
   std::vector<uint64_t> entries, codes;
 };
@@ -626,11 +633,8 @@ size_t Estimate(Kind kind, std::span<const uint64_t> v, int depth, StreamEncodin
   switch (e) {
     case StreamEncoding::kPlain:
       return 1 + n * w;
-    case StreamEncoding::kSplit: {
-      uint64_t all = 0;
-      for (const uint64_t x : v) all |= x;
-      return 2 + n * std::max<size_t>(1, (static_cast<size_t>(BitWidth(all)) + 7) / 8);
-    }
+    case StreamEncoding::kSplit:
+      return 2 + n * SplitPlanes(v);
     case StreamEncoding::kConstant:
       return n > 0 && std::all_of(v.begin(), v.end(), [&](uint64_t x) { return x == v[0]; }) ? 1 + w : kNever;
     case StreamEncoding::kBitPack: {
@@ -789,10 +793,7 @@ void Write(Kind kind, std::span<const uint64_t> v, const Plan& plan, Leaves leav
       return;
     }
     case StreamEncoding::kSplit: {
-      // As many planes as the largest value needs; the others are zero.
-      uint64_t all = 0;
-      for (const uint64_t x : v) all |= x;
-      const size_t planes = std::max<size_t>(1, (static_cast<size_t>(BitWidth(all)) + 7) / 8);
+      const size_t planes = SplitPlanes(v);
       PutFixed8(out, static_cast<uint8_t>(planes));
       for (size_t b = 0; b < planes; ++b) {
         for (const uint64_t x : v) out->push_back(static_cast<uint8_t>(x >> (8 * b)));

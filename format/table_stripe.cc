@@ -1,5 +1,6 @@
 #include "format/table_stripe.h"
 
+#include <optional>
 #include <span>
 
 namespace pcr {
@@ -26,6 +27,7 @@ Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, con
   const bool derived = lengths_k != SIZE_MAX && stripe.table_streams[lengths_k].encoding == StreamEncoding::kDerivedLengths;
   Bytes& lengths_buf = scratch[static_cast<size_t>(StreamRole::kLengths)];
   const bool list = lengths_k != SIZE_MAX && !derived;
+  std::optional<uint64_t> elements;  // the lengths' sum, when an encoded stream needs it
   static constexpr StreamRole kDictionaryFirst[] = {StreamRole::kValues, StreamRole::kPresence};
   static constexpr StreamRole kLengthsFirst[] = {StreamRole::kPresence, StreamRole::kLengths, StreamRole::kValues,
                                                  StreamRole::kScores};
@@ -35,12 +37,14 @@ Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, con
     if (k == SIZE_MAX) continue;
     const TableStream& t = stripe.table_streams[k];
     if (list && t.encoding != StreamEncoding::kPlain && (role == StreamRole::kValues || role == StreamRole::kScores)) {
-      const ByteSpan lengths = raw[static_cast<size_t>(StreamRole::kLengths)];
-      uint64_t elements = 0;
-      for (size_t i = 0; i + 4 <= lengths.size(); i += 4) elements += LoadFixed32(lengths.data() + i);
+      if (!elements) {
+        const ByteSpan lengths = raw[static_cast<size_t>(StreamRole::kLengths)];
+        elements = 0;
+        for (size_t i = 0; i + 4 <= lengths.size(); i += 4) *elements += LoadFixed32(lengths.data() + i);
+      }
       const uint64_t width = ElementWidth(ElementKindOf(info.type, role));
-      if (t.raw_length / width != elements) {
-        return Status::Corruption("raw length " + std::to_string(t.raw_length) + " for " + std::to_string(elements) +
+      if (t.raw_length / width != *elements) {
+        return Status::Corruption("raw length " + std::to_string(t.raw_length) + " for " + std::to_string(*elements) +
                                   " elements of " + std::to_string(width) + " bytes")
             .WithPrefix(where(k));
       }
