@@ -16,7 +16,8 @@ decoding the projection on one thread, page cache warm (pcr-bench table
 for both pcr files, median of 15 interleaved runs; DuckDB materialising
 it, median of 3). The recommendation table is build/bench/make_table's (N
 rows, 1000 dense and 100 sparse features), converted with --float32 as
-DuckDB stores its dense values as FLOAT. Prints a Markdown table and the results as JSON.
+DuckDB stores its dense values as FLOAT. Prints a Markdown table and the
+results as JSON.
 """
 import argparse
 import csv
@@ -53,7 +54,8 @@ def convert(build, src, out, extra):
 
 def pcr_projections(build, paths, job, runs=15):
     """Bytes selected and median rows/s of each file's projection, runs
-    interleaved so that drift in the machine's speed hits every file alike."""
+    interleaved so that drift in the machine's speed hits every file alike.
+    A first, untimed run of each warms the page cache and gives the bytes."""
     out = [json.loads(run([f"{build}/tools/pcr-bench", "table", p, "--features-file", job])) for p in paths]
     rates = [[] for _ in paths]
     for _ in range(runs):
