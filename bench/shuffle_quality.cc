@@ -1,8 +1,9 @@
 // How well the epoch order mixes classes, on an ImageNet-shaped layout:
 // 1,000 classes of 1,281 images in records of 1,024, read by 8 ranks in
-// batches of 256. Compares records converted in class order with records
-// converted with --shuffle, for several shuffle buffer sizes, against
-// uniform sampling. Pure planning: no files are read.
+// batches of 256. Compares records converted in class order (--keep-order)
+// with records converted shuffled (the default), for several shuffle buffer
+// sizes, ranks and data-loading workers, against uniform sampling. Pure
+// planning: no files are read.
 //
 // usage: shuffle_quality [--classes N] [--per-class N] [--record N] [--world N] [--batch N]
 #include <cmath>
@@ -29,18 +30,19 @@ struct Quality {
 };
 
 Quality Measure(const Config& c, const std::vector<uint32_t>& labels, const std::vector<uint64_t>& sizes,
-                bool shuffle, uint64_t buffer) {
+                bool shuffle, uint64_t buffer, uint64_t world, uint64_t workers) {
   Quality q;
   uint64_t batches = 0, images = 0;
   std::vector<uint32_t> stamp(c.classes, UINT32_MAX);
   uint32_t batch_id = 0;
-  for (uint64_t rank = 0; rank < c.world; ++rank) {
-    const pcr::EpochOptions o{.rank = rank, .world_size = c.world, .batch_size = c.batch, .shuffle = shuffle,
+  for (uint64_t share = 0; share < world * workers; ++share) {
+    const pcr::EpochOptions o{.rank = share / workers, .world_size = world, .batch_size = c.batch,
+                              .worker = share % workers, .num_workers = workers, .shuffle = shuffle,
                               .shuffle_buffer = buffer};
     const pcr::RankEpoch plan = pcr::PlanRankEpoch(sizes, o, 1, 0);
     for (uint64_t start = 0; start < plan.order.size(); start += c.batch, ++batch_id) {
       uint64_t distinct = 0;
-      for (uint64_t p = start; p < start + c.batch; ++p) {
+      for (uint64_t p = start; p < std::min<uint64_t>(start + c.batch, plan.order.size()); ++p) {
         const uint32_t label = labels[plan.input[plan.order[p]]];
         if (stamp[label] != batch_id) {
           stamp[label] = batch_id;
@@ -95,7 +97,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(c.classes), static_cast<unsigned long long>(c.per_class),
               static_cast<unsigned long long>(c.record), static_cast<unsigned long long>(c.world),
               static_cast<unsigned long long>(c.batch), uniform);
-  std::printf("| records written | shuffle | buffer | distinct classes per batch | vs uniform | mean move (images) |\n");
+  std::printf("| records written | loader shuffle | buffer | distinct classes per batch | vs uniform | mean move (images) |\n");
   std::printf("|---|---|---|---|---|---|\n");
   struct Row {
     const char* written;
@@ -104,15 +106,27 @@ int main(int argc, char** argv) {
     uint64_t buffer;
   };
   const Row rows[] = {
-      {"in class order", &sorted, false, 0},      {"in class order", &sorted, true, 0},
-      {"in class order", &sorted, true, 4096},    {"in class order", &sorted, true, 65536},
-      {"with --shuffle", &shuffled, false, 0},    {"with --shuffle", &shuffled, true, 0},
-      {"with --shuffle", &shuffled, true, 4096},
+      {"in class order (--keep-order)", &sorted, false, 0},   {"in class order (--keep-order)", &sorted, true, 0},
+      {"in class order (--keep-order)", &sorted, true, 4096}, {"in class order (--keep-order)", &sorted, true, 65536},
+      {"shuffled (default)", &shuffled, false, 0},            {"shuffled (default)", &shuffled, true, 0},
+      {"shuffled (default)", &shuffled, true, 4096},
   };
   for (const Row& r : rows) {
-    const Quality q = Measure(c, *r.labels, sizes, r.shuffle, r.buffer);
+    const Quality q = Measure(c, *r.labels, sizes, r.shuffle, r.buffer, c.world, 1);
     std::printf("| %s | %s | %llu | %.1f | %.2f | %.0f |\n", r.written, r.shuffle ? "records" : "none",
                 static_cast<unsigned long long>(r.buffer), q.distinct, q.distinct / uniform, q.delay);
+  }
+  // Ranks and workers, with the loader's defaults (records shuffled, buffer 4096).
+  std::printf("\n| records written | ranks | workers per rank | distinct classes per batch | vs uniform |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (const Row& r : {rows[2], rows[6]}) {
+    for (uint64_t world : {1, 2, 3, 8}) {
+      for (uint64_t workers : {1, 2, 4}) {
+        const Quality q = Measure(c, *r.labels, sizes, true, 4096, world, workers);
+        std::printf("| %s | %llu | %llu | %.1f | %.2f |\n", r.written, static_cast<unsigned long long>(world),
+                    static_cast<unsigned long long>(workers), q.distinct, q.distinct / uniform);
+      }
+    }
   }
   return 0;
 }

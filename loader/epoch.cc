@@ -34,23 +34,46 @@ Result<IterationState> IterationState::Parse(std::string_view text) {
 }
 
 Status ValidateEpochOptions(const EpochOptions& options) {
-  if (options.world_size == 0 || options.rank >= options.world_size) {
-    return Status::InvalidArgument("rank " + std::to_string(options.rank) + " is not below world size " +
-                                   std::to_string(options.world_size));
+  if (options.world_size == 0) return Status::InvalidArgument("world_size must be at least 1, not 0");
+  if (options.rank >= options.world_size) {
+    return Status::InvalidArgument("rank must be 0.." + std::to_string(options.world_size - 1) + " (world_size " +
+                                   std::to_string(options.world_size) + "), not " + std::to_string(options.rank));
   }
-  if (options.batch_size == 0) return Status::InvalidArgument("batch size must be positive");
+  if (options.num_workers == 0) return Status::InvalidArgument("num_workers must be at least 1, not 0");
+  if (options.worker >= options.num_workers) {
+    return Status::InvalidArgument("worker must be 0.." + std::to_string(options.num_workers - 1) +
+                                   " (num_workers " + std::to_string(options.num_workers) + "), not " +
+                                   std::to_string(options.worker));
+  }
+  if (options.batch_size == 0) return Status::InvalidArgument("batch_size must be at least 1, not 0");
   uint64_t per_step;
   if (__builtin_mul_overflow(options.world_size, options.batch_size, &per_step) || per_step > (uint64_t{1} << 48)) {
-    return Status::InvalidArgument("world size times batch size is over 2^48");
+    return Status::InvalidArgument("world_size times batch_size must be at most 2^48");
   }
   return Status::OK();
 }
 
 uint64_t ImagesPerRank(uint64_t num_images, const EpochOptions& options) {
-  const uint64_t per_step = options.world_size * options.batch_size;
-  const uint64_t steps = options.uneven == UnevenShares::kPad ? (num_images + per_step - 1) / per_step
-                                                              : num_images / per_step;
-  return num_images == 0 ? 0 : steps * options.batch_size;
+  if (options.uneven == UnevenShares::kPad) return (num_images + options.world_size - 1) / options.world_size;
+  return num_images / (options.world_size * options.batch_size) * options.batch_size;
+}
+
+uint64_t BatchesPerRank(uint64_t num_images, const EpochOptions& options) {
+  return (ImagesPerRank(num_images, options) + options.batch_size - 1) / options.batch_size;
+}
+
+WorkerRun WorkerShare(uint64_t per_rank, const EpochOptions& options) {
+  const uint64_t b = options.batch_size, k = options.num_workers;
+  const uint64_t batches = (per_rank + b - 1) / b;
+  auto images = [&](uint64_t u) {  // of worker u: its batches, the last one maybe short
+    const uint64_t count = batches / k + (u < batches % k ? 1 : 0);
+    const uint64_t short_by = batches * b - per_rank;
+    return count * b - (batches > 0 && u == (batches - 1) % k ? short_by : 0);
+  };
+  WorkerRun run;
+  for (uint64_t u = 0; u < options.worker; ++u) run.offset += images(u);
+  run.count = images(options.worker);
+  return run;
 }
 
 RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
@@ -61,7 +84,9 @@ RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptio
     first[r] = total;
     total += record_sizes[r];
   }
-  const uint64_t n = ImagesPerRank(total, options);
+  const uint64_t per_rank = ImagesPerRank(total, options);
+  const WorkerRun run = WorkerShare(per_rank, options);
+  const uint64_t n = run.count;
   RankEpoch plan;
   if (n == 0) return plan;
 
@@ -72,8 +97,8 @@ RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptio
   } else {
     std::iota(records.begin(), records.end(), uint64_t{0});
   }
-  // Walk the global order from position rank * n (mod total), wrapping.
-  uint64_t skip = options.rank * n % total;
+  // Walk the global order from the worker's first position (mod total), wrapping.
+  uint64_t skip = (options.rank * per_rank + run.offset) % total;
   size_t r = 0;
   while (skip >= record_sizes[records[r]]) skip -= record_sizes[records[r++]];
   plan.input.reserve(n);
@@ -95,7 +120,7 @@ RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptio
   }
   // A shuffle buffer of k images: each arriving image replaces a uniformly
   // chosen one, which is delivered; the last k leave in random order.
-  SplitMix64 g(MixSeeds(epoch_seed, options.rank));
+  SplitMix64 g(MixSeeds(epoch_seed, options.rank * options.num_workers + options.worker));
   std::vector<uint64_t> buffer;
   buffer.reserve(std::min(k, n));
   for (uint64_t i = 0; i < n; ++i) {

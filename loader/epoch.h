@@ -14,12 +14,24 @@
 
 namespace pcr {
 
-// InvalidArgument unless world_size >= 1, rank < world_size, batch_size >= 1
+// InvalidArgument, naming the option and its range, unless world_size >= 1,
+// rank < world_size, num_workers >= 1, worker < num_workers, batch_size >= 1
 // and world_size * batch_size <= 2^48.
 Status ValidateEpochOptions(const EpochOptions& options);
 
-// Images each rank delivers per epoch: whole batches, the same on every rank.
+// Images each rank delivers per epoch, the same on every rank.
 uint64_t ImagesPerRank(uint64_t num_images, const EpochOptions& options);
+// Batches each rank delivers per epoch: ImagesPerRank / batch_size, rounded up.
+uint64_t BatchesPerRank(uint64_t num_images, const EpochOptions& options);
+
+// The part of a rank's share of `per_rank` images that options.worker
+// delivers: positions [offset, offset + count), the rank's batches b with
+// b % num_workers == worker.
+struct WorkerRun {
+  uint64_t offset = 0;
+  uint64_t count = 0;
+};
+WorkerRun WorkerShare(uint64_t per_rank, const EpochOptions& options);
 
 struct RankEpoch {
   std::vector<uint64_t> input;  // dataset-wide image indices in the order the rank reads them
@@ -29,8 +41,9 @@ struct RankEpoch {
 // The epoch's global order is the records, permuted by (seed, epoch), each
 // read front to back; positions past the last image wrap to the first.
 // Rank r takes positions [r * n, (r + 1) * n) of it (n = ImagesPerRank), so
-// ranks share at most the records at the ends of their runs, and delivers
-// them through a shuffle buffer seeded by (seed, epoch, rank).
+// ranks share at most the records at the ends of their runs; each worker
+// takes its WorkerShare of them and delivers it through a shuffle buffer
+// seeded by (seed, epoch, rank, worker).
 // REQUIRES: ValidateEpochOptions(options).ok()
 RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
                         uint64_t epoch);

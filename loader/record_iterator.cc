@@ -48,12 +48,12 @@ struct [[gnu::visibility("hidden")]] RecordIterator::Rep {
 Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDataset& dataset,
                                                                const RecordIteratorOptions& options) {
   RecordIteratorOptions o = options;
-  if (o.fidelity == 0) o.fidelity = dataset.num_scan_groups();
   if (o.fidelity != kFieldsOnly) PCR_RETURN_IF_ERROR(dataset.CheckFidelity(o.fidelity));
+  o.fidelity = dataset.ScanGroups(o.fidelity);
   if (o.records_in_flight == 0) return Status::InvalidArgument("records_in_flight must be positive");
   PCR_ASSIGN_OR_RETURN(std::vector<uint32_t> fields, dataset.ResolveFields(o.fields));
   auto rep = std::make_unique<Rep>(dataset, o);
-  rep->selection_ = {.fidelity = o.fidelity == kFieldsOnly ? 0 : o.fidelity, .fields = std::move(fields)};
+  rep->selection_ = {.fidelity = o.fidelity, .fields = std::move(fields)};
   rep->per_record_ = dataset.rep().StreamsPerRecord(rep->selection_);
   rep->thread_ = std::thread(&Rep::ReadAhead, rep.get());
   return std::unique_ptr<RecordIterator>(new RecordIterator(std::move(rep)));

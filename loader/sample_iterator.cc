@@ -40,7 +40,7 @@ struct [[gnu::visibility("hidden")]] SampleIterator::Rep {
     std::vector<Column> fields;  // one row each
   };
   std::unordered_map<uint64_t, Held> held_;  // input -> image read, not yet delivered
-  RecordSelection fields_;                    // fidelity 0 and the fields asked for
+  RecordSelection fields_;                    // kFieldsOnly and the fields asked for
   // The last record whose fields were read (reader thread only).
   uint64_t fields_record_ = UINT64_MAX;
   std::vector<Column> record_fields_;
@@ -53,12 +53,11 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
                                                               const SampleIteratorOptions& options,
                                                               const IterationState& start) {
   PCR_RETURN_IF_ERROR(ValidateEpochOptions(options.epoch));
-  const int fidelity = options.fidelity == 0 ? dataset.num_scan_groups() : options.fidelity;
-  PCR_RETURN_IF_ERROR(dataset.CheckFidelity(fidelity));
-  const uint64_t per_rank = ImagesPerRank(dataset.num_images(), options.epoch);
-  if (start.position > per_rank || start.position % options.epoch.batch_size != 0) {
+  PCR_RETURN_IF_ERROR(dataset.CheckFidelity(options.fidelity));
+  const uint64_t mine = WorkerShare(ImagesPerRank(dataset.num_images(), options.epoch), options.epoch).count;
+  if (start.position > mine || (start.position % options.epoch.batch_size != 0 && start.position != mine)) {
     return Status::InvalidArgument("iteration state " + start.ToString() + ": position is not a batch boundary in 0.." +
-                                   std::to_string(per_rank));
+                                   std::to_string(mine));
   }
   PCR_ASSIGN_OR_RETURN(std::vector<uint32_t> fields, dataset.ResolveFields(options.fields));
   auto rep = std::make_unique<Rep>(dataset, options, start);
@@ -72,7 +71,10 @@ SampleIterator::~SampleIterator() = default;
 Result<bool> SampleIterator::Next(SampleBatch* batch) { return rep_->Next(batch); }
 IterationState SampleIterator::state() const { return rep_->state(); }
 uint64_t SampleIterator::num_images() const { return rep_->plan_.order.size(); }
-uint64_t SampleIterator::num_batches() const { return rep_->plan_.order.size() / rep_->options_.epoch.batch_size; }
+uint64_t SampleIterator::num_batches() const {
+  const uint64_t b = rep_->options_.epoch.batch_size;
+  return (rep_->plan_.order.size() + b - 1) / b;
+}
 
 SampleIterator::Rep::Rep(const ImageDataset& dataset, const SampleIteratorOptions& options,
                                const IterationState& start)
@@ -82,7 +84,7 @@ SampleIterator::Rep::Rep(const ImageDataset& dataset, const SampleIteratorOption
       epoch_(start.epoch),
       start_(start.position),
       read_ahead_(std::clamp<uint64_t>(options.read_ahead, 1, std::max<uint64_t>(dataset.num_images(), 1))),
-      fidelity_(options.fidelity == 0 ? dataset.num_scan_groups() : options.fidelity),
+      fidelity_(dataset.ScanGroups(options.fidelity)),
       position_(start.position) {
   std::vector<uint64_t> sizes(dataset.num_records());
   for (uint64_t r = 0; r < sizes.size(); ++r) sizes[r] = dataset.rep().record(r).image_count;

@@ -41,7 +41,9 @@ const TableSchema& ImageDataset::field_schema() const { return rep_->fields; }
 std::pair<uint64_t, uint64_t> ImageDataset::LocateImage(uint64_t image) const { return rep_->Locate(image); }
 Status ImageDataset::CheckSelection(const RecordSelection& selection) const { return rep_->CheckSelection(selection); }
 uint64_t ImageDataset::SelectedBytes(uint64_t record, const RecordSelection& selection) const {
-  return rep_->SelectedBytes(record, selection);
+  RecordSelection resolved = selection;
+  resolved.fidelity = ScanGroups(selection.fidelity);
+  return rep_->SelectedBytes(record, resolved);
 }
 
 Result<std::vector<uint32_t>> ImageDataset::ResolveFields(const std::vector<std::string>& names) const {
@@ -59,7 +61,12 @@ Result<std::vector<uint32_t>> ImageDataset::ResolveFields(const std::vector<std:
   return out;
 }
 std::vector<uint64_t> ImageDataset::StreamBytes() const { return rep_->StreamBytes(); }
-uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const { return rep_->RecordBytes(record, fidelity); }
+uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
+  return rep_->RecordBytes(record, ScanGroups(fidelity));
+}
+int ImageDataset::ScanGroups(int fidelity) const {
+  return fidelity == kFullFidelity ? rep_->script.group_count() : fidelity;
+}
 Status ImageDataset::CheckFidelity(int fidelity) const { return rep_->CheckFidelity(fidelity); }
 uint64_t ImageDataset::bytes_requested() const { return rep_->bytes_requested.load(); }
 IoCounters ImageDataset::io_counters() const { return rep_->engine->counters(); }
@@ -228,9 +235,9 @@ Status ImageDataset::Rep::LoadSamples() {
 }
 
 Status ImageDataset::Rep::CheckFidelity(int fidelity) const {
-  if (fidelity < 1 || fidelity > script.group_count()) {
-    return Status::InvalidArgument("fidelity " + std::to_string(fidelity) + " out of range 1.." +
-                                   std::to_string(script.group_count()));
+  if (fidelity != kFullFidelity && (fidelity < 1 || fidelity > script.group_count())) {
+    return Status::InvalidArgument("fidelity must be 1.." + std::to_string(script.group_count()) +
+                                   " or full (kFullFidelity), not " + std::to_string(fidelity));
   }
   return Status::OK();
 }
@@ -250,12 +257,13 @@ uint64_t ImageDataset::Rep::RecordBytes(uint64_t record, int fidelity) const {
 }
 
 Status ImageDataset::Rep::CheckSelection(const RecordSelection& selection) const {
-  if (selection.fidelity < 0 || selection.fidelity > script.group_count()) {
-    return Status::InvalidArgument("fidelity " + std::to_string(selection.fidelity) + " out of range 0.." +
-                                   std::to_string(script.group_count()));
+  if (selection.fidelity != kFullFidelity && (selection.fidelity < 0 || selection.fidelity > script.group_count())) {
+    return Status::InvalidArgument("fidelity must be 1.." + std::to_string(script.group_count()) +
+                                   ", full (kFullFidelity) or 0 (kFieldsOnly), not " +
+                                   std::to_string(selection.fidelity));
   }
-  if (selection.segments && selection.fidelity == 0) {
-    return Status::InvalidArgument("segments go with scan group 1: fidelity 0 has none");
+  if (selection.segments && selection.fidelity == kFieldsOnly) {
+    return Status::InvalidArgument("segments go with scan group 1: kFieldsOnly has none");
   }
   for (const uint32_t f : selection.fields) {
     if (f >= fields.features.size()) {
@@ -312,7 +320,8 @@ Result<std::vector<Image>> ImageDataset::ReadRecord(uint64_t record, int fidelit
 Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<const uint64_t> records,
                                                                   int fidelity) const {
   PCR_RETURN_IF_ERROR(rep_->CheckFidelity(fidelity));
-  PCR_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ReadRecordBatches(records, {.fidelity = fidelity}));
+  PCR_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches,
+                       ReadRecordBatches(records, {.fidelity = ScanGroups(fidelity)}));
   std::vector<std::vector<Image>> out(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     for (const ImageView& v : batches[i].images) {
@@ -323,7 +332,9 @@ Result<std::vector<std::vector<Image>>> ImageDataset::ReadRecords(std::span<cons
 }
 
 Result<std::vector<RecordBatch>> ImageDataset::ReadRecordBatches(std::span<const uint64_t> records,
-                                                                 const RecordSelection& selection) const {
+                                                                 const RecordSelection& asked) const {
+  RecordSelection selection = asked;
+  selection.fidelity = ScanGroups(asked.fidelity);
   ReadBatch streams;
   PCR_RETURN_IF_ERROR(rep_->ReadRecordStreams(records, selection, &streams));
   std::vector<RecordBatch> out(records.size());
@@ -445,7 +456,12 @@ Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {
 
 Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest> requests,
                                                     const CoalesceOptions& coalesce) const {
-  return rep_->ReadImages(requests, coalesce);
+  if (std::none_of(requests.begin(), requests.end(), [](const ImageRequest& r) { return r.fidelity == kFullFidelity; })) {
+    return rep_->ReadImages(requests, coalesce);
+  }
+  std::vector<ImageRequest> resolved(requests.begin(), requests.end());
+  for (ImageRequest& r : resolved) r.fidelity = ScanGroups(r.fidelity);
+  return rep_->ReadImages(resolved, coalesce);
 }
 
 Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRequest> requests,

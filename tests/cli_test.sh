@@ -100,7 +100,7 @@ check "verify ok" ': OK, 3 files, 3 records, 18 streams' "$tmp/out"
 cp -r "$tmp/ds" "$tmp/bad"
 printf '\xff' | dd of="$tmp/bad/records-00001.pcr" bs=1 seek=200 conv=notrunc status=none
 expect 1 "verify a corrupt file" "$tools/pcr-dump" verify "$tmp/bad"
-check "corruption names file, stripe, stream and offset" 'records-00001.pcr: stripe 0 stream 1 at offset [0-9]+ length [0-9]+: checksum mismatch' "$tmp/err"
+check "corruption names file, stripe, stream and offset" 'records-00001.pcr: stripe 0 stream [0-9]+ at offset [0-9]+ length [0-9]+: checksum mismatch' "$tmp/err"
 expect 1 "verify a missing path" "$tools/pcr-dump" verify "$tmp/none"
 
 expect 0 "extract at fidelity 1" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x1" --fidelity 1
@@ -157,7 +157,7 @@ expect 1 "dump a dataset whose manifest is a symlink loop" "$tools/pcr-dump" "$t
 check "symlink loop named" "notds/dataset.pcrd: cannot open: Too many levels of symbolic links" "$tmp/err"
 printf 'sample/video/video-001.jpeg,0\nmissing.jpg,1\nfifo.jpg,1\n' >"$tmp/list.csv"
 mkdir -p "$tmp/lsrc/sample/video" && cp "$data/sample/video/video-001.jpeg" "$tmp/lsrc/sample/video/" && mkfifo "$tmp/lsrc/fifo.jpg"
-expect 1 "convert a list naming a missing file" timeout 30 "$tools/pcr-convert" images "$tmp/lsrc" "$tmp/l1" --list "$tmp/list.csv"
+expect 1 "convert a list naming a missing file" timeout 30 "$tools/pcr-convert" images "$tmp/lsrc" "$tmp/l1" --list "$tmp/list.csv" --keep-order
 check "missing source with its reason" "^pcr-convert: Not found: .*lsrc/missing.jpg: cannot open: No such file or directory" "$tmp/err"
 expect 0 "convert a list naming a FIFO, skipping it" timeout 30 "$tools/pcr-convert" images "$tmp/lsrc" "$tmp/l2" --list "$tmp/list.csv" --skip-bad
 check "FIFO source skipped with its reason" "^fifo.jpg	Invalid argument: not a regular file \(a FIFO\)" "$tmp/l2/skipped.tsv"
@@ -225,7 +225,7 @@ check "unknown field type named" "--field-type blob=blob: unknown type" "$tmp/er
 expect 2 "--field-type without --fields" "$tools/pcr-convert" images "$data/sample" "$tmp/fds2" --field-type a=int64
 head -3 "$fields" >"$tmp/short.jsonl"
 expect 1 "images without a row" "$tools/pcr-convert" images "$data/sample" "$tmp/fds3" --fields "$tmp/short.jsonl"
-check "image without a row named" "sample/misc/jpg-srgb-icc.jpg: no row in .*short.jsonl \(--skip-bad skips it\)" "$tmp/err"
+check "image without a row named" "sample/[a-z]+/[^/:]+\.jpe?g: no row in .*short.jsonl \(--skip-bad skips it\)" "$tmp/err"
 [ ! -e "$tmp/fds3/dataset.pcrd" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: a refused conversion left a manifest"; }
 # WebDataset shards: members by key, a brace pattern, a damaged shard.
 mkdir -p "$tmp/wds"

@@ -29,49 +29,108 @@ uint64_t Total(const std::vector<uint64_t>& sizes) {
   return t;
 }
 
-TEST_CASE("ranks get disjoint, complete and equal shares") {
+// A rank's batches as its workers deliver them taken in turn (batch b from
+// worker b % workers), each as dataset-wide image indices.
+std::vector<std::vector<uint64_t>> RankBatches(const std::vector<uint64_t>& sizes, EpochOptions o, uint64_t workers) {
+  std::vector<std::vector<std::vector<uint64_t>>> per_worker(workers);
+  o.num_workers = workers;
+  for (uint64_t w = 0; w < workers; ++w) {
+    o.worker = w;
+    const RankEpoch plan = PlanRankEpoch(sizes, o, 17, 3);
+    REQUIRE(plan.order.size() == plan.input.size());
+    std::vector<uint64_t> sorted = plan.order;
+    std::sort(sorted.begin(), sorted.end());
+    for (uint64_t q = 0; q < sorted.size(); ++q) REQUIRE(sorted[q] == q);  // a permutation
+    for (uint64_t q = 0; q < plan.order.size(); q += o.batch_size) {
+      auto& batch = per_worker[w].emplace_back();
+      for (uint64_t p = q; p < std::min<uint64_t>(q + o.batch_size, plan.order.size()); ++p) {
+        batch.push_back(plan.input[plan.order[p]]);
+      }
+    }
+  }
+  std::vector<std::vector<uint64_t>> out;
+  for (uint64_t round = 0;; ++round) {
+    bool any = false;
+    for (uint64_t w = 0; w < workers; ++w) {
+      if (round < per_worker[w].size()) {
+        out.push_back(per_worker[w][round]);
+        any = true;
+      }
+    }
+    if (!any) return out;
+  }
+}
+
+TEST_CASE("ranks get disjoint, complete and equal shares, whatever the workers") {
   for (const auto& sizes : kLayouts) {
     const uint64_t total = Total(sizes);
     for (uint64_t world : {1, 2, 3, 8}) {
       for (uint64_t batch : {1, 2, 3}) {
         for (UnevenShares uneven : {UnevenShares::kPad, UnevenShares::kDrop}) {
-          INFO("layout of " << total << " images, world " << world << ", batch " << batch << ", "
-                            << (uneven == UnevenShares::kPad ? "pad" : "drop"));
-          std::map<uint64_t, uint64_t> times;  // image -> ranks' deliveries
-          uint64_t per_rank = 0;
-          for (uint64_t rank = 0; rank < world; ++rank) {
-            const EpochOptions o{.rank = rank, .world_size = world, .batch_size = batch, .uneven = uneven,
-                                 .shuffle_buffer = 5};
-            const RankEpoch plan = PlanRankEpoch(sizes, o, 17, 3);
-            if (rank == 0) per_rank = plan.order.size();
-            REQUIRE(plan.order.size() == per_rank);  // equal on every rank
-            REQUIRE(plan.input.size() == per_rank);
-            CHECK(per_rank == ImagesPerRank(total, o));
-            CHECK(per_rank % batch == 0);
-            std::vector<uint64_t> sorted = plan.order;
-            std::sort(sorted.begin(), sorted.end());
-            for (uint64_t q = 0; q < sorted.size(); ++q) REQUIRE(sorted[q] == q);  // a permutation
-            for (uint64_t i : plan.input) {
-              REQUIRE(i < total);
-              times[i]++;
+          for (uint64_t workers : {1, 2, 3}) {
+            INFO("layout of " << total << " images, world " << world << ", batch " << batch << ", "
+                              << (uneven == UnevenShares::kPad ? "pad" : "drop") << ", workers " << workers);
+            std::map<uint64_t, uint64_t> times;  // image -> deliveries over all ranks
+            for (uint64_t rank = 0; rank < world; ++rank) {
+              const EpochOptions o{.rank = rank, .world_size = world, .batch_size = batch, .uneven = uneven,
+                                   .shuffle_buffer = 5};
+              const auto batches = RankBatches(sizes, o, workers);
+              CHECK(batches.size() == BatchesPerRank(total, o));  // equal on every rank
+              uint64_t images = 0;
+              for (size_t b = 0; b < batches.size(); ++b) {
+                // Every batch is full but a rank's last.
+                if (b + 1 < batches.size()) CHECK(batches[b].size() == batch);
+                CHECK((!batches[b].empty() && batches[b].size() <= batch));
+                images += batches[b].size();
+                for (uint64_t i : batches[b]) {
+                  REQUIRE(i < total);
+                  times[i]++;
+                }
+              }
+              CHECK(images == ImagesPerRank(total, o));
+              // The rank's images do not depend on its workers.
+              std::multiset<uint64_t> mine, alone;
+              for (const auto& v : batches) mine.insert(v.begin(), v.end());
+              for (const auto& v : RankBatches(sizes, o, 1)) alone.insert(v.begin(), v.end());
+              CHECK(mine == alone);
             }
-          }
-          const uint64_t steps = per_rank / batch;
-          if (uneven == UnevenShares::kDrop) {
-            CHECK(steps == total / (world * batch));
-            for (const auto& [image, n] : times) CHECK(n == 1);  // disjoint
-            CHECK(times.size() == world * per_rank);
-          } else {
-            CHECK(steps == (total + world * batch - 1) / (world * batch));
-            CHECK(times.size() == total);  // complete
-            // Padding repeats images as evenly as it can.
-            const uint64_t most = (world * per_rank + total - 1) / total;
-            for (const auto& [image, n] : times) CHECK(n <= most);
+            const EpochOptions any{.world_size = world, .batch_size = batch, .uneven = uneven};
+            const uint64_t per_rank = ImagesPerRank(total, any);
+            if (uneven == UnevenShares::kDrop) {
+              CHECK(per_rank == total / (world * batch) * batch);
+              for (const auto& [image, n] : times) CHECK(n == 1);  // disjoint
+              CHECK(times.size() == world * per_rank);
+            } else {
+              CHECK(per_rank == (total + world - 1) / world);
+              CHECK(times.size() == total);  // complete
+              // As DistributedSampler: at most world - 1 repeats, spread evenly.
+              CHECK(world * per_rank - total <= world - 1);
+              const uint64_t most = (world * per_rank + total - 1) / total;
+              for (const auto& [image, n] : times) CHECK(n <= most);
+            }
           }
         }
       }
     }
   }
+}
+
+TEST_CASE("workers read contiguous parts of their rank's share") {
+  const std::vector<uint64_t> sizes(12, 10);
+  const EpochOptions rank{.rank = 1, .world_size = 2, .batch_size = 8};
+  std::vector<uint64_t> joined;
+  for (uint64_t w = 0; w < 3; ++w) {
+    EpochOptions o = rank;
+    o.worker = w;
+    o.num_workers = 3;
+    const RankEpoch plan = PlanRankEpoch(sizes, o, 4, 0);
+    joined.insert(joined.end(), plan.input.begin(), plan.input.end());
+  }
+  CHECK(joined == PlanRankEpoch(sizes, rank, 4, 0).input);
+  // 60 images in batches of 8: 8 batches, the last of 4; workers take 3, 3 and 2.
+  const WorkerRun last = WorkerShare(60, {.batch_size = 8, .worker = 1, .num_workers = 3});
+  CHECK(last.offset == 24);
+  CHECK(last.count == 20);
 }
 
 TEST_CASE("ranks read whole records except at the ends of their runs") {
@@ -174,26 +233,32 @@ TEST_CASE("the iterator delivers each rank's planned images, read from the recor
   std::vector<uint64_t> sizes;
   for (uint64_t r = 0; r < (*ds).num_records(); ++r) sizes.push_back((*ds).rep().record(r).image_count);
   for (uint64_t world : {1, 3, 5}) {
-    for (int fidelity : {1, 0}) {
-      INFO("world " << world << ", fidelity " << fidelity);
-      for (uint64_t rank = 0; rank < world; ++rank) {
-        SampleIteratorOptions o{.epoch = {.rank = rank, .world_size = world, .batch_size = 2, .shuffle_buffer = 4},
-                                .fidelity = fidelity,
-                                .read_ahead = 3};
-        const std::vector<SampleBatch> batches = Drain(*ds, o, {.seed = 9, .epoch = 1});
-        const RankEpoch plan = PlanRankEpoch(sizes, o.epoch, 9, 1);
-        REQUIRE(batches.size() * 2 == plan.order.size());
-        size_t q = 0;
-        for (const SampleBatch& b : batches) {
-          REQUIRE(b.images.size() == 2);
-          for (size_t j = 0; j < 2; ++j, ++q) {
-            const uint64_t image = plan.input[plan.order[q]];
-            CHECK(b.indices[j] == image);
-            CHECK(b.images[j].key == (*ds).sample(image).key);
-            CHECK(b.images[j].label == (*ds).sample(image).label);
-            auto direct = (*ds).ReadImage(image, fidelity == 0 ? (*ds).num_scan_groups() : fidelity);
-            REQUIRE(direct.ok());
-            CHECK(b.images[j].jpeg == direct->jpeg);
+    for (int fidelity : {1, kFullFidelity}) {
+      for (uint64_t workers : {1, 2}) {
+        INFO("world " << world << ", fidelity " << fidelity << ", workers " << workers);
+        for (uint64_t rank = 0; rank < world; ++rank) {
+          for (uint64_t worker = 0; worker < workers; ++worker) {
+            SampleIteratorOptions o{.epoch = {.rank = rank, .world_size = world, .batch_size = 2,
+                                              .worker = worker, .num_workers = workers, .shuffle_buffer = 4},
+                                    .fidelity = fidelity,
+                                    .read_ahead = 3};
+            const std::vector<SampleBatch> batches = Drain(*ds, o, {.seed = 9, .epoch = 1});
+            const RankEpoch plan = PlanRankEpoch(sizes, o.epoch, 9, 1);
+            REQUIRE(batches.size() == (plan.order.size() + 1) / 2);
+            size_t q = 0;
+            for (const SampleBatch& b : batches) {
+              REQUIRE(b.images.size() == std::min<size_t>(2, plan.order.size() - q));
+              for (size_t j = 0; j < b.images.size(); ++j, ++q) {
+                const uint64_t image = plan.input[plan.order[q]];
+                CHECK(b.indices[j] == image);
+                CHECK(b.images[j].key == (*ds).sample(image).key);
+                CHECK(b.images[j].label == (*ds).sample(image).label);
+                auto direct = (*ds).ReadImage(image, fidelity);
+                REQUIRE(direct.ok());
+                CHECK(b.images[j].jpeg == direct->jpeg);
+              }
+            }
+            CHECK(q == plan.order.size());
           }
         }
       }
@@ -283,6 +348,9 @@ TEST_CASE("the iterator refuses bad options and states") {
   CHECK(refused({.epoch = {.world_size = 0}}, {}));
   CHECK(refused({.epoch = {.batch_size = 0}}, {}));
   CHECK(refused({.fidelity = 9}, {}));
+  CHECK(refused({.fidelity = kFieldsOnly}, {}));
+  CHECK(refused({.epoch = {.worker = 2, .num_workers = 2}}, {}));
+  CHECK(refused({.epoch = {.num_workers = 0}}, {}));
   CHECK(refused({.epoch = {.batch_size = 4}}, {.position = 2}));
   CHECK(refused({.epoch = {.batch_size = 4}}, {.position = 28}));
   CHECK(refused({.epoch = {.world_size = uint64_t{1} << 40, .batch_size = uint64_t{1} << 30}}, {}));
@@ -290,8 +358,9 @@ TEST_CASE("the iterator refuses bad options and states") {
   CHECK(Drain(*ds, {.epoch = {.batch_size = 4}, .read_ahead = UINT64_MAX}, {}).size() == 6);
   auto it = SampleIterator::Create(*ds, {.epoch = {.rank = 1, .world_size = 5, .batch_size = 4}}, {});
   REQUIRE(it.ok());
-  CHECK((*it)->num_batches() == 2);  // 24 images over 5 ranks in batches of 4, padded
-  CHECK((*it)->num_images() == 8);
+  // 24 images over 5 ranks: 5 each (one repeat), in batches of 4 and 1.
+  CHECK((*it)->num_batches() == 2);
+  CHECK((*it)->num_images() == 5);
 }
 
 }  // namespace

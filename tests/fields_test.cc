@@ -388,7 +388,7 @@ TEST_CASE("segments decoding does not need are kept apart, read only when asked 
   fs::copy(DataDir() + "/sample/misc/jpg-srgb-icc.jpg", tmp.path() / "src/a/icc.jpg");
   fs::copy(DataDir() + "/sample/textures/ring.jpg", tmp.path() / "src/a/ring.jpg");
   const ConvertImagesOptions o{.src_dir = tmp / "src", .out_dir = tmp / "ds", .images_per_record = 3, .jobs = 1,
-                               .exif_orientation = true};
+                               .exif_orientation = true, .shuffle_seed = std::nullopt};
   REQUIRE(ConvertImages(o).ok());
   // The orientation field makes it 0.4, or 0.5 where its stream is encoded.
   const uint8_t stamp = ReadFile(tmp.path() / "ds/records-00000.pcr")[9];

@@ -64,8 +64,10 @@ inline std::map<std::string, uint64_t> TreeHashes(const std::filesystem::path& r
   return out;
 }
 
+// In source order, so that image i is SampleFiles()[i].
 inline ConvertImagesOptions SampleOptions(const std::string& out, int jobs) {
-  return {.src_dir = DataDir() + "/sample", .out_dir = out, .images_per_record = 5, .jobs = jobs};
+  return {.src_dir = DataDir() + "/sample", .out_dir = out, .images_per_record = 5, .jobs = jobs,
+          .shuffle_seed = std::nullopt};
 }
 
 }  // namespace pcr::test

@@ -172,7 +172,8 @@ TEST_CASE("merge refuses missing, repeated, unfinished and foreign parts") {
 TEST_CASE("a failed conversion resumes without redoing its finished files") {
   TempDir tmp;
   MakeMixedSource(tmp.path() / "src");
-  ConvertImagesOptions o{.src_dir = tmp / "src", .out_dir = tmp / "out", .images_per_record = 2, .jobs = 2};
+  ConvertImagesOptions o{.src_dir = tmp / "src", .out_dir = tmp / "out", .images_per_record = 2, .jobs = 2,
+                         .shuffle_seed = std::nullopt};
   auto failed = ConvertImages(o);
   REQUIRE_FALSE(failed.ok());
   const auto before = PinnedRecordInodes(tmp / "out", tmp / "aside");

@@ -69,8 +69,10 @@ void Write(const std::string& path, const std::string& bytes) { std::ofstream(pa
 const fs::path kRing = DataDir() + "/sample/textures/ring.jpg";
 const fs::path kGray = DataDir() + "/sample/misc/testimggray.jpg";
 
+// In shard order, so that sample i is the i-th in the tars.
 ConvertImagesOptions Options(const TempDir& tmp, std::vector<std::string> shards) {
-  return {.out_dir = tmp / "ds", .images_per_record = 2, .jobs = 2, .shards = std::move(shards)};
+  return {.out_dir = tmp / "ds", .images_per_record = 2, .jobs = 2, .shards = std::move(shards),
+          .shuffle_seed = std::nullopt};
 }
 
 std::unique_ptr<ImageDataset> Open(const std::string& path) {

@@ -51,7 +51,7 @@ constexpr char kUsage[] =
     "                 [--engine uring|pread] [--direct] [--stripes-per-read N]\n"
     "         Opens a table and reads the projection from every stripe on one thread,\n"
     "         decoding it into columns. FILE holds one feature name per line.\n"
-    "       pcr-bench loop PATH [--fidelity K] [--threads N] [--records-ahead R]\n"
+    "       pcr-bench loop PATH [--fidelity K|full] [--threads N] [--records-ahead R]\n"
     "                 [--step-ms MS] [--records N]\n"
     "         A training loop over the decode iterator (RGB, N decoding threads): each\n"
     "         record is followed by a step of MS milliseconds asleep, as on an\n"
@@ -535,7 +535,7 @@ int TableBench(const TableArgs& a) {
 
 struct LoopArgs {
   std::string path;
-  uint64_t fidelity = 0;  // 0: full
+  int fidelity = pcr::kFullFidelity;
   int threads = 1;
   uint64_t records_ahead = 2;
   double step_ms = 0;  // the training step per record, spent asleep as on an accelerator
@@ -550,7 +550,7 @@ int Loop(const LoopArgs& a) {
   auto opened = pcr::ImageDataset::Open(a.path, {.io = a.io});
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
-  const int k = a.fidelity == 0 ? ds.num_scan_groups() : static_cast<int>(a.fidelity);
+  const int k = ds.ScanGroups(a.fidelity);
   auto it = pcr::DecodeIterator::Create(
       ds, {.records = {.fidelity = k}, .decode = {.format = pcr::PixelFormat::kRgb}, .threads = a.threads,
            .records_ahead = a.records_ahead});
@@ -610,9 +610,12 @@ int ParseLoop(pcr::cli::Args& args) {
     const std::string a = args.next();
     uint64_t n = 0;
     auto number = [&] { return !args.empty() && pcr::cli::ParseUint(args.next(), &n); };
-    if (a == "--fidelity") {
-      if (!number() || n == 0) return Usage("--fidelity must be a scan group count");
-      l.fidelity = n;
+    if (a == "--fidelity" && !args.empty() && args.peek() == "full") {
+      args.next();
+      l.fidelity = pcr::kFullFidelity;
+    } else if (a == "--fidelity") {
+      if (!number() || n == 0 || n > 64) return Usage("--fidelity must be a scan group count or full");
+      l.fidelity = static_cast<int>(n);
     } else if (a == "--threads") {
       if (!number() || n == 0 || n > 256) return Usage("--threads must be 1..256");
       l.threads = static_cast<int>(n);

@@ -15,7 +15,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: pcr-convert images SRC_DIR OUT_DIR [--list FILE | --by-content] [--images-per-record N]\n"
     "                          [--records-per-file N] [--jobs N] [--scan-script NAME|FILE]\n"
-    "                          [--strip-metadata] [--skip-bad] [--shuffle SEED]\n"
+    "                          [--strip-metadata] [--skip-bad] [--shuffle SEED | --keep-order]\n"
     "                          [--max-pixels N] [--memory-mb N] [--shard I --num-shards N]\n"
     "                          [--fields FILE [--fields-key NAME] [--field-type NAME=TYPE]...\n"
     "                           [--field-order NAME,...]] [--exif-orientation]\n"
@@ -32,7 +32,9 @@ constexpr char kUsage[] =
     "                       comments and the like are stored apart from the scan groups\n"
     "                       and read only when asked for (pcr-dump extract --metadata)\n"
     "  --skip-bad           skip files that cannot be converted; list them in OUT_DIR/skipped.tsv\n"
-    "  --shuffle SEED       write images in a shuffled order\n"
+    "  --shuffle SEED       the seed of the order images are written in (default 0):\n"
+    "                       shuffled, so that records mix the classes\n"
+    "  --keep-order         write images in source order (sorted keys, or --list order)\n"
     "  --max-pixels N       refuse images of more than N pixels (default 178956970)\n"
     "  --memory-mb N        working memory of all jobs together, split evenly\n"
     "                       (default: 1024 per job, at most half the RAM)\n"
@@ -95,6 +97,7 @@ int Usage(const std::string& why) {
 int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   pcr::ConvertImagesOptions o;
   std::vector<std::string> positional;
+  bool shuffle_given = false, keep_order = false;
   while (!args.empty()) {
     const std::string a = args.next();
     auto value = [&](std::string* out) {
@@ -135,7 +138,13 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
       o.skip_bad = true;
     } else if (a == "--shuffle") {
       if (!number(&n)) return Usage("--shuffle needs an integer seed");
+      if (keep_order) return Usage("--shuffle and --keep-order exclude each other");
       o.shuffle_seed = n;
+      shuffle_given = true;
+    } else if (a == "--keep-order") {
+      if (shuffle_given) return Usage("--shuffle and --keep-order exclude each other");
+      o.shuffle_seed.reset();
+      keep_order = true;
     } else if (a == "--fields") {
       if (!value(&o.fields_file)) return Usage("--fields needs a file");
     } else if (a == "--fields-key") {

@@ -67,7 +67,10 @@ struct ConvertImagesOptions {
   // Working memory of all jobs together (source bytes and libjpeg's arrays);
   // each job gets memory_bytes / jobs. 0: 1 GiB per job, at most half the RAM.
   uint64_t memory_bytes = 0;
-  std::optional<uint64_t> shuffle_seed;  // shuffle image order before writing
+  // Shuffles the image order before writing, by this seed, so that every
+  // record mixes the classes of a source sorted by class; nullopt keeps the
+  // source order.
+  std::optional<uint64_t> shuffle_seed = 0;
   // Convert only part `shard_index` of `num_shards` (see ConvertImages).
   uint64_t shard_index = 0;
   uint64_t num_shards = 1;

@@ -22,6 +22,12 @@ struct ImageReaderOptions {
   IoEngineOptions io;  // the dataset's own engine
 };
 
+// Fidelity, wherever pcr takes one: k in 1..num_scan_groups() reads scan
+// groups 1..k; kFullFidelity reads them all (the original pixels); and,
+// where a read of fields alone is allowed, kFieldsOnly reads no image bytes.
+inline constexpr int kFullFidelity = -1;
+inline constexpr int kFieldsOnly = 0;
+
 // One image read at some fidelity.
 struct Image {
   int64_t label = -1;
@@ -31,7 +37,7 @@ struct Image {
 
 struct ImageRequest {
   uint64_t image = 0;  // dataset-wide index
-  int fidelity = 1;    // 1..num_scan_groups()
+  int fidelity = kFullFidelity;  // 1..num_scan_groups() or kFullFidelity
   // Put back the APPn and COM segments the file keeps apart from the scan
   // groups (EXIF, XMP, comments, ...): at full fidelity the JPEG then
   // carries exactly the original's segments.
@@ -62,10 +68,11 @@ struct RecordBatch {
 // streams it takes (the streams of fields not asked for) rather than split.
 inline constexpr uint64_t kRecordHoleLimit = 64 << 10;
 
-// What a record read takes: scan groups 1..fidelity (0: no image bytes) and
-// the streams of the fields `fields` (indices into the field schema).
+// What a record read takes: scan groups 1..fidelity (kFieldsOnly: no image
+// bytes; kFullFidelity: all) and the streams of the fields `fields` (indices
+// into the field schema).
 struct RecordSelection {
-  int fidelity = 0;
+  int fidelity = kFieldsOnly;
   std::vector<uint32_t> fields;
   bool segments = false;  // as ImageRequest::segments; needs fidelity >= 1
 };
@@ -115,6 +122,9 @@ class PCR_EXPORT ImageDataset {
   uint64_t num_records() const;
   // L: fidelity k ranges over 1..L; L is full fidelity.
   int num_scan_groups() const;
+  // The scan groups `fidelity` reads: num_scan_groups() for kFullFidelity,
+  // else `fidelity`.
+  int ScanGroups(int fidelity) const;
   const ScanScript& scan_script() const;
   // Empty when the dataset was opened from a single file.
   const std::vector<std::string>& class_names() const;
@@ -131,8 +141,9 @@ class PCR_EXPORT ImageDataset {
 
   // Dataset-wide bytes of each stream: [0] sample metadata, [k] scan group k.
   std::vector<uint64_t> StreamBytes() const;
-  // Bytes of record `record` up to scan group `fidelity` (0: sample metadata
-  // only). REQUIRES: record < num_records(), 0 <= fidelity <= num_scan_groups()
+  // Bytes of record `record` up to scan group `fidelity` (kFieldsOnly: sample
+  // metadata only). REQUIRES: record < num_records(), CheckFidelity(fidelity)
+  // or fidelity == kFieldsOnly
   uint64_t RecordBytes(uint64_t record, int fidelity) const;
   // Reads the record's prefix up to scan group `fidelity` in one read and
   // checks every stream and chunk read.
@@ -149,8 +160,8 @@ class PCR_EXPORT ImageDataset {
   // Stored bytes ReadRecordBatches reads of record `record`.
   // REQUIRES: record < num_records(), CheckSelection(selection).ok()
   uint64_t SelectedBytes(uint64_t record, const RecordSelection& selection) const;
-  // InvalidArgument unless 0 <= fidelity <= num_scan_groups() and every
-  // field index is below field_schema().features.size().
+  // InvalidArgument unless the fidelity is kFieldsOnly or CheckFidelity's,
+  // and every field index is below field_schema().features.size().
   Status CheckSelection(const RecordSelection& selection) const;
   // Reads one image's chunks of groups 1..fidelity (at most `fidelity` reads,
   // fewer when chunks are close) and checks each chunk.
@@ -160,7 +171,7 @@ class PCR_EXPORT ImageDataset {
   // answers requests[i].
   Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests,
                                         const CoalesceOptions& coalesce = {}) const;
-  // InvalidArgument unless 1 <= fidelity <= num_scan_groups().
+  // InvalidArgument unless fidelity is 1..num_scan_groups() or kFullFidelity.
   Status CheckFidelity(int fidelity) const;
   // Bytes the caller asked for through Read* since Open.
   uint64_t bytes_requested() const;

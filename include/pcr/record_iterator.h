@@ -13,11 +13,8 @@
 
 namespace pcr {
 
-// RecordIteratorOptions::fidelity of a read of fields alone, without image bytes.
-inline constexpr int kFieldsOnly = -1;
-
 struct RecordIteratorOptions {
-  int fidelity = 0;                          // scan groups to read; 0: all; kFieldsOnly: none
+  int fidelity = kFullFidelity;              // 1..num_scan_groups(), kFullFidelity or kFieldsOnly
   std::vector<std::string> fields;           // fields to read into RecordBatch::fields
   size_t records_in_flight = 16;             // records read ahead of the caller, at most
   uint64_t max_bytes_in_flight = 256 << 20;  // read-ahead memory bound; one record may exceed it

@@ -16,15 +16,27 @@
 namespace pcr {
 
 // How ranks get equal shares when the images do not divide evenly.
+// S images, W ranks, batches of B. As torch's DistributedSampler with and
+// without drop_last.
 enum class UnevenShares : uint8_t {
-  kPad,   // every rank gets ceil(S / (W * B)) batches; the shortfall repeats the epoch's first images
-  kDrop,  // every rank gets floor(S / (W * B)) batches; the remainder sits this epoch out
+  // Every rank gets ceil(S / W) images, the last batch short when B does not
+  // divide them: at most W - 1 images of the epoch's start are repeated.
+  kPad,
+  // Every rank gets floor(S / (W * B)) full batches; the rest sits this epoch out.
+  kDrop,
 };
 
 struct EpochOptions {
   uint64_t rank = 0;        // 0..world_size-1
-  uint64_t world_size = 1;  // ranks (times data-loading workers per rank, if each reads alone)
-  uint64_t batch_size = 1;  // every batch is full
+  uint64_t world_size = 1;  // ranks
+  uint64_t batch_size = 1;  // every batch but a rank's last (kPad) is full
+  // Data-loading workers of the rank, each with its own iterator: the rank's
+  // batch b is delivered by worker b % num_workers, which reads a contiguous
+  // part of the rank's share. Taking one batch from each worker in turn (as
+  // torch's DataLoader does) gives the rank's batches in order; the rank's
+  // images and batch count do not depend on num_workers.
+  uint64_t worker = 0;       // 0..num_workers-1
+  uint64_t num_workers = 1;
   UnevenShares uneven = UnevenShares::kPad;
   bool shuffle = true;  // false: records and images in dataset order
   // Images each rank mixes across record boundaries; 0 or 1: records are
@@ -37,7 +49,8 @@ struct EpochOptions {
 struct PCR_EXPORT IterationState {
   uint64_t seed = 0;
   uint64_t epoch = 0;
-  uint64_t position = 0;  // images delivered so far in `epoch`, a multiple of batch_size
+  // Images this worker delivered so far in `epoch`: whole batches.
+  uint64_t position = 0;
 
   bool operator==(const IterationState&) const = default;
   // "seed=S epoch=E position=P"
@@ -47,7 +60,7 @@ struct PCR_EXPORT IterationState {
 
 struct SampleIteratorOptions {
   EpochOptions epoch;
-  int fidelity = 0;  // scan groups to read; 0: all
+  int fidelity = kFullFidelity;  // 1..num_scan_groups() or kFullFidelity
   // Images read beyond what the next batch needs, at most (and per engine
   // call); memory holds about shuffle_buffer + batch_size + read_ahead images.
   uint64_t read_ahead = 2048;
@@ -81,7 +94,7 @@ class PCR_EXPORT SampleIterator {
   Result<bool> Next(SampleBatch* batch);
   // The state after the last batch Next() returned.
   IterationState state() const;
-  // This rank's images and batches per epoch, from the index alone.
+  // This worker's images and batches per epoch, from the index alone.
   uint64_t num_images() const;
   uint64_t num_batches() const;
 

@@ -46,6 +46,12 @@ py::object g_not_supported_error;
   throw py::error_already_set();
 }
 
+// `value` as an unsigned option, or ValueError naming it.
+uint64_t NonNegative(int64_t value, const char* name) {
+  if (value < 0) throw py::value_error(std::string(name) + " must be at least 0, not " + std::to_string(value));
+  return static_cast<uint64_t>(value);
+}
+
 void Check(const pcr::Status& status) {
   if (!status.ok()) Raise(status);
 }
@@ -288,12 +294,12 @@ class PyImageDataset {
     return {s.label, s.key};
   }
 
-  py::bytes read(int64_t i, int fidelity, bool metadata) const {
+  py::bytes read(int64_t i, const py::object& fidelity, bool metadata) const {
     const pcr::ImageRequest request{Index(i), Fidelity(fidelity), metadata};
     return ToBytes(Unlocked([&] { return ds_->ReadImages({&request, 1}); })[0].jpeg);
   }
 
-  py::list read_many(const std::vector<int64_t>& indices, int fidelity) const {
+  py::list read_many(const std::vector<int64_t>& indices, const py::object& fidelity) const {
     std::vector<pcr::ImageRequest> requests;
     const int k = Fidelity(fidelity);
     for (int64_t i : indices) requests.push_back({Index(i), k});
@@ -319,7 +325,7 @@ class PyImageDataset {
     std::vector<uint64_t> records(count.value_or(n - first));
     for (uint64_t r = 0; r < records.size(); ++r) records[r] = first + r;
     std::vector<pcr::RecordBatch> batches =
-        Unlocked([&] { return ds_->ReadRecordBatches(records, {.fidelity = 0, .fields = fields}); });
+        Unlocked([&] { return ds_->ReadRecordBatches(records, {.fidelity = pcr::kFieldsOnly, .fields = fields}); });
     py::dict out;
     for (size_t j = 0; j < names.size(); ++j) {
       pcr::Column all(ds_->field_schema().features[fields[j]].type);
@@ -336,21 +342,22 @@ class PyImageDataset {
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
     const auto [record, row] = ds_->LocateImage(image);
     std::vector<pcr::RecordBatch> batches =
-        Unlocked([&] { return ds_->ReadRecordBatches({&record, 1}, {.fidelity = 0, .fields = fields}); });
+        Unlocked([&] { return ds_->ReadRecordBatches({&record, 1}, {.fidelity = pcr::kFieldsOnly, .fields = fields}); });
     py::dict out;
     for (size_t j = 0; j < names.size(); ++j) out[py::str(names[j])] = ColumnValue(batches[0].fields[j], row);
     return out;
   }
 
-  // One record: {"labels", "keys", "jpegs" (unless fidelity is None), "fields": {name: column}}.
-  py::dict read_record(uint64_t record, std::optional<int> fidelity, const std::vector<std::string>& names,
+  // One record: {"labels", "keys", "jpegs" (unless fidelity is 0), "fields": {name: column}}.
+  py::dict read_record(uint64_t record, const py::object& fidelity_arg, const std::vector<std::string>& names,
                        bool metadata) const {
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
     if (record >= ds_->num_records()) {
       throw py::index_error("record " + std::to_string(record) + " out of range (" +
                             std::to_string(ds_->num_records()) + " records)");
     }
-    const int k = fidelity ? Fidelity(*fidelity) : 0;
+    const int k = Fidelity(fidelity_arg, true);
+    const bool fidelity = k != pcr::kFieldsOnly;
     std::vector<pcr::RecordBatch> batches =
         Unlocked([&] {
           return ds_->ReadRecordBatches({&record, 1}, {.fidelity = k, .fields = fields, .segments = metadata});
@@ -401,14 +408,23 @@ class PyImageDataset {
     if (i < -n || i >= n) throw py::index_error("image " + std::to_string(i) + " out of range (" + std::to_string(n) + " images)");
     return static_cast<uint64_t>(i < 0 ? i + n : i);
   }
-  // 0 or None mean full fidelity.
-  int Fidelity(int k) const {
-    const int full = ds_->num_scan_groups();
-    if (k == 0) return full;
-    Check(ds_->CheckFidelity(k));
-    return k;
+
+ public:
+  // "full" or 1..num_scan_groups, and with `fields_only` 0 (no image bytes).
+  int Fidelity(const py::object& value, bool fields_only = false) const {
+    const int groups = ds_->num_scan_groups();
+    if (py::isinstance<py::str>(value) && value.cast<std::string>() == "full") return pcr::kFullFidelity;
+    if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
+      const py::int_ k = value.cast<py::int_>();
+      if (k >= py::int_(1) && k <= py::int_(groups)) return k.cast<int>();
+      if (fields_only && k.equal(py::int_(0))) return pcr::kFieldsOnly;
+    }
+    throw py::value_error("fidelity must be 1.." + std::to_string(groups) + " or 'full'" +
+                          (fields_only ? " (or 0: fields alone, no image bytes)" : "") + ", not " +
+                          std::string(py::repr(value)));
   }
 
+ private:
   std::unique_ptr<pcr::ImageDataset> ds_;
   std::string path_;
   pcr::IoEngineOptions io_;
@@ -417,22 +433,27 @@ class PyImageDataset {
 // One rank's share of an epoch in batches (pcr::SampleIterator).
 class PySampleIterator {
  public:
-  PySampleIterator(const PyImageDataset& ds, uint64_t batch_size, int fidelity, uint64_t rank, uint64_t world_size,
-                   const std::string& uneven, bool shuffle, uint64_t shuffle_buffer, uint64_t seed, uint64_t epoch,
-                   uint64_t position, uint64_t read_ahead, const std::vector<std::string>& fields)
+  PySampleIterator(const PyImageDataset& ds, int64_t batch_size, const py::object& fidelity, int64_t rank, int64_t world_size,
+                   int64_t worker, int64_t num_workers, const std::string& uneven, bool shuffle, int64_t shuffle_buffer,
+                   uint64_t seed, int64_t epoch, int64_t position, int64_t read_ahead,
+                   const std::vector<std::string>& fields)
       : fields_(fields) {
-    if (uneven != "pad" && uneven != "drop") throw py::value_error("uneven must be 'pad' or 'drop'");
+    if (uneven != "pad" && uneven != "drop") throw py::value_error("uneven must be 'pad' or 'drop', not '" + uneven + "'");
     const pcr::SampleIteratorOptions options{
-        .epoch = {.rank = rank,
-                  .world_size = world_size,
-                  .batch_size = batch_size,
+        .epoch = {.rank = NonNegative(rank, "rank"),
+                  .world_size = NonNegative(world_size, "world_size"),
+                  .batch_size = NonNegative(batch_size, "batch_size"),
+                  .worker = NonNegative(worker, "worker"),
+                  .num_workers = NonNegative(num_workers, "num_workers"),
                   .uneven = uneven == "pad" ? pcr::UnevenShares::kPad : pcr::UnevenShares::kDrop,
                   .shuffle = shuffle,
-                  .shuffle_buffer = shuffle_buffer},
-        .fidelity = fidelity,
-        .read_ahead = read_ahead,
+                  .shuffle_buffer = NonNegative(shuffle_buffer, "shuffle_buffer")},
+        .fidelity = ds.Fidelity(fidelity),
+        .read_ahead = NonNegative(read_ahead, "read_ahead"),
         .fields = fields};
-    it_ = Take(pcr::SampleIterator::Create(ds.dataset(), options, {seed, epoch, position}));
+    it_ = Take(pcr::SampleIterator::Create(
+        ds.dataset(), options,
+        {seed, NonNegative(epoch, "epoch"), NonNegative(position, "position")}));
   }
 
   // (indices, labels, jpegs): numpy uint64 and int64 arrays and a list of
@@ -610,7 +631,7 @@ class PyTable {
 
 py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t images_per_record,
                        uint64_t records_per_file, int jobs, const std::string& scan_script, bool strip_metadata,
-                       bool skip_bad, std::optional<uint64_t> shuffle, const std::string& list, bool by_content,
+                       bool skip_bad, uint64_t shuffle, bool keep_order, const std::string& list, bool by_content,
                        uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb,
                        const std::string& fields, const std::string& fields_key,
                        const std::map<std::string, std::string>& field_types,
@@ -640,7 +661,7 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                                           .shards = shards,
                                           .max_pixels = max_pixels,
                                           .memory_bytes = memory_mb << 20,
-                                          .shuffle_seed = shuffle,
+                                          .shuffle_seed = keep_order ? std::nullopt : std::optional(shuffle),
                                           .shard_index = shard,
                                           .num_shards = num_shards};
   const pcr::ConvertImagesSummary s = Unlocked([&] {
@@ -698,22 +719,23 @@ PYBIND11_MODULE(_pcr, m) {
       .def_property_readonly("classes", &PyImageDataset::classes)
       .def_property_readonly("counts", &PyImageDataset::counts)
       .def("sample", &PyImageDataset::sample, py::arg("index"))
-      .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = 0, py::arg("metadata") = false)
-      .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = 0)
+      .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = "full",
+           py::arg("metadata") = false)
+      .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = "full")
       .def_property_readonly("num_records", &PyImageDataset::num_records)
       .def_property_readonly("field_schema", &PyImageDataset::field_schema)
       .def("read_fields", &PyImageDataset::read_fields, py::arg("fields"), py::arg("first_record") = 0,
            py::arg("num_records") = py::none())
       .def("fields", &PyImageDataset::fields, py::arg("index"), py::arg("fields"))
-      .def("read_record", &PyImageDataset::read_record, py::arg("record"), py::arg("fidelity") = 0,
+      .def("read_record", &PyImageDataset::read_record, py::arg("record"), py::arg("fidelity") = "full",
            py::arg("fields") = std::vector<std::string>(), py::arg("metadata") = false)
       .def("verify", &PyImageDataset::verify);
 
   py::class_<PySampleIterator>(m, "SampleIterator")
-      .def(py::init<const PyImageDataset&, uint64_t, int, uint64_t, uint64_t, const std::string&, bool, uint64_t,
-                    uint64_t, uint64_t, uint64_t, uint64_t, const std::vector<std::string>&>(),
-           py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = 0, py::arg("rank") = 0,
-           py::arg("world_size") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
+      .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t, const std::string&, bool,
+                    int64_t, uint64_t, int64_t, int64_t, int64_t, const std::vector<std::string>&>(),
+           py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full", py::arg("rank") = 0,
+           py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
            py::arg("shuffle_buffer") = 4096, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("position") = 0,
            py::arg("read_ahead") = 2048, py::arg("fields") = std::vector<std::string>(), py::keep_alive<1, 2>())
       .def("__iter__", [](PySampleIterator& it) -> PySampleIterator& { return it; })
@@ -746,7 +768,7 @@ PYBIND11_MODULE(_pcr, m) {
   m.def("convert_images", &ConvertImages, py::arg("src"), py::arg("out"), py::kw_only(),
         py::arg("images_per_record") = 1024, py::arg("records_per_file") = 1, py::arg("jobs") = 0,
         py::arg("scan_script") = "spectral5", py::arg("strip_metadata") = false, py::arg("skip_bad") = false,
-        py::arg("shuffle") = py::none(), py::arg("list") = "", py::arg("by_content") = false,
+        py::arg("shuffle") = 0, py::arg("keep_order") = false, py::arg("list") = "", py::arg("by_content") = false,
         py::arg("shard") = 0, py::arg("num_shards") = 1, py::arg("max_pixels") = pcr::kDefaultMaxPixels,
         py::arg("memory_mb") = 0, py::arg("fields") = "", py::arg("fields_key") = "path",
         py::arg("field_types") = std::map<std::string, std::string>(),

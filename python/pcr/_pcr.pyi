@@ -1,7 +1,10 @@
-from typing import Optional, Sequence, Tuple
+from typing import Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
+
+# A fidelity: scan groups 1..k (1..num_scan_groups), or "full" for all of them.
+Fidelity = Union[int, Literal["full"]]
 
 class ImageDataset:
     """An image dataset (a directory holding dataset.pcrd, or one .pcr file).
@@ -22,10 +25,10 @@ class ImageDataset:
     @property
     def counts(self) -> dict[str, object]: ...
     def sample(self, index: int) -> Tuple[int, str]: ...
-    def read(self, index: int, fidelity: int = 0, metadata: bool = False) -> bytes:
-        """Image `index` at `fidelity` (0: full) as a standalone JPEG; with metadata, also the
+    def read(self, index: int, fidelity: Fidelity = "full", metadata: bool = False) -> bytes:
+        """Image `index` at `fidelity` as a standalone JPEG; with metadata, also the
         APPn and COM segments kept apart (EXIF, XMP, ...): at full fidelity the original's segments."""
-    def read_many(self, indices: Sequence[int], fidelity: int = 0) -> list[bytes]: ...
+    def read_many(self, indices: Sequence[int], fidelity: Fidelity = "full") -> list[bytes]: ...
     @property
     def num_records(self) -> int: ...
     @property
@@ -40,9 +43,9 @@ class ImageDataset:
         """Image `index`'s values of the fields (None where it lacks one): int, float, str, bytes
         or a list."""
     def read_record(
-        self, record: int, fidelity: Optional[int] = 0, fields: Sequence[str] = (), metadata: bool = False
+        self, record: int, fidelity: Fidelity = "full", fields: Sequence[str] = (), metadata: bool = False
     ) -> dict[str, object]:
-        """One record: labels, keys, jpegs (none with fidelity=None; 0 is full fidelity) and
+        """One record: labels, keys, jpegs (none with fidelity=0: fields alone) and
         fields, {name: column}; only the streams asked for are read."""
     def verify(self) -> dict[str, int]: ...
 
@@ -50,10 +53,14 @@ class SampleIterator:
     """One rank's share of an epoch, in batches of (indices, labels, jpegs), and with
     `fields` a fourth item, {name: [value or None per image]}.
 
-    Every rank gets len(it) batches, the same on every rank ("pad" repeats the
-    epoch's first images, "drop" leaves the rest out). Images are shuffled by
-    (seed, epoch, rank) alone, so state() resumes the iteration exactly:
-    pass its seed, epoch and position back. Iterate from one thread.
+    Every rank gets len(it) batches, the same on every rank, as torch's
+    DistributedSampler: "pad" gives each rank ceil(images / world_size)
+    images (at most world_size - 1 repeats, the last batch short), "drop"
+    only full batches. With num_workers, this iterator is worker `worker` of
+    the rank: it delivers the rank's batches worker, worker + num_workers, ...
+    Images are shuffled by (seed, epoch, rank, worker) alone, so state()
+    resumes the iteration exactly: pass its seed, epoch and position back.
+    Iterate from one thread.
     """
 
     def __init__(
@@ -61,9 +68,11 @@ class SampleIterator:
         dataset: ImageDataset,
         *,
         batch_size: int,
-        fidelity: int = 0,
+        fidelity: Fidelity = "full",
         rank: int = 0,
         world_size: int = 1,
+        worker: int = 0,
+        num_workers: int = 1,
         uneven: str = "pad",
         shuffle: bool = True,
         shuffle_buffer: int = 4096,
@@ -147,7 +156,8 @@ def convert_images(
     scan_script: str = "spectral5",
     strip_metadata: bool = False,
     skip_bad: bool = False,
-    shuffle: Optional[int] = None,
+    shuffle: int = 0,
+    keep_order: bool = False,
     list: str = "",
     by_content: bool = False,
     shard: int = 0,
@@ -163,6 +173,8 @@ def convert_images(
 ) -> dict[str, object]:
     """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out,
     with the per-image fields of the .csv or .jsonl file `fields` keyed by image path.
+    Images are written in an order shuffled by the seed `shuffle` (so records mix
+    classes), or in source order with keep_order.
     With `shards` (WebDataset tars), see convert_webdataset."""
 def convert_table(
     input: str,

@@ -13,7 +13,7 @@ from . import _pcr
 
 
 class Dataset(_data.Dataset):
-    """Images of a pcr dataset at fidelity `fidelity` (0: full).
+    """Images of a pcr dataset at fidelity `fidelity` ("full", or 1..num_scan_groups).
 
     Each item is `(image, label)`: `image` a uint8 tensor of shape 3 x H x W
     (RGB, CMYK converted as PIL converts it; "gray" gives 1 x H x W),
@@ -31,7 +31,7 @@ class Dataset(_data.Dataset):
     def __init__(
         self,
         path: str,
-        fidelity: int = 0,
+        fidelity="full",
         transform: Optional[Callable[[_torch.Tensor], _torch.Tensor]] = None,
         format: str = "rgb",
         engine: str = "auto",
@@ -41,14 +41,12 @@ class Dataset(_data.Dataset):
     ) -> None:
         self.path = path
         self.remote = remote
-        self.fidelity = fidelity
         self.fields = list(fields)
         self.transform = transform
         self.format = format
         self.engine, self.direct = engine, direct
         probe = _pcr.ImageDataset(path, engine, direct, remote)
-        if not 0 <= fidelity <= probe.num_scan_groups:
-            raise ValueError(f"fidelity {fidelity} out of range 0..{probe.num_scan_groups}")
+        self.fidelity = _fidelity(fidelity, probe.num_scan_groups)
         self._length = len(probe)
         self.classes = probe.classes
         if self.fields and len(probe):
@@ -99,6 +97,38 @@ def _mix(*values: int) -> int:
     return z
 
 
+def _check_int(name: str, value, low: int, high: Optional[int] = None) -> int:
+    """`value` if an int in low..high, else ValueError (TypeError) naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        accepted = f"at least {low}" if high is None else f"{low}..{high}"
+        raise ValueError(f"{name} must be {accepted}, not {value}")
+    return value
+
+
+def _fidelity(value, groups: int) -> int:
+    """A loader's fidelity: "full" or 1..groups, as the scan groups to read."""
+    if value == "full":
+        return groups
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= groups:
+        return value
+    raise ValueError(f"fidelity must be 1..{groups} or 'full', not {value!r}")
+
+
+def _worker_images(per_rank: int, batch_size: int, workers: int, worker: int) -> int:
+    """Images a worker delivers: the rank's batches b with b % workers == worker
+    (pcr::WorkerShare)."""
+    batches = -(-per_rank // batch_size)
+    count = batches // workers + (1 if worker < batches % workers else 0)
+    short = batches * batch_size - per_rank
+    return count * batch_size - (short if batches and worker == (batches - 1) % workers else 0)
+
+
+# Slots of ImageLoader's shared state, seen by its DataLoader workers.
+_EPOCH, _START, _WORKERS_EPOCH, _WORKERS = range(4)
+
+
 class ImageLoader(_data.IterableDataset):
     """Batches of images for training (or evaluation) straight from a pcr dataset.
 
@@ -108,37 +138,45 @@ class ImageLoader(_data.IterableDataset):
     name to a list of the batch's values (None where an image lacks one):
     captions as str, numbers, bytes, lists. Each record's field streams are
     read once, with its first image.
-    Images are read at `fidelity` (0: full) and decoded on pcr's C++ threads
-    with the crop chosen before decoding: torchvision's RandomResizedCrop(size,
-    scale, ratio) and RandomHorizontalFlip when `train`, else Resize(resize)
-    and CenterCrop(size). The next batch is read and decoded while the caller
+    Images are read at `fidelity` ("full", or 1..num_scan_groups: scan
+    groups 1..fidelity) and decoded on pcr's C++ threads with the crop chosen
+    before decoding: torchvision's RandomResizedCrop(size, scale, ratio) and
+    RandomHorizontalFlip when `train`, else Resize(resize) and
+    CenterCrop(size). The next batch is read and decoded while the caller
     works on the current one.
 
     Shares: the rank and world size come from torch.distributed when it is
-    initialised (else `rank`, `world_size`); inside a DataLoader with workers
-    each worker takes its own share (rank * workers + worker of world *
-    workers). Every rank gets the same number of batches: `uneven="pad"`
-    repeats the epoch's first images, "drop" leaves the rest out. Use it with
-    `DataLoader(loader, batch_size=None, num_workers=...)`.
+    initialised (else `rank`, `world_size`). As with DistributedSampler, every
+    rank gets len(loader) batches: `uneven="pad"` gives each rank
+    ceil(images / world_size) images, repeating at most world_size - 1 of the
+    epoch's first images, the last batch short if batch_size does not divide
+    them; "drop" gives only full batches and leaves the rest out. Use it with
+    `pcr.torch.DataLoader(loader, num_workers=...)` (or torch's DataLoader
+    with batch_size=None): each worker reads a contiguous part of the rank's
+    share and delivers every num_workers-th batch, so the rank gets the same
+    images and batch count for any number of workers.
 
-    Epochs and resume: `set_epoch(e)` before each epoch reshuffles. With no
-    workers, `state_dict()` after any batch and `load_state_dict()` on a new
-    loader made with the same arguments continue with the next unseen batch;
-    with workers pass the number of batches the DataLoader delivered,
-    `state_dict(batches=n)`, and resume with the same number of workers.
+    Epochs and resume: `set_epoch(e)` before each epoch reshuffles (workers,
+    persistent ones too, see it). `state_dict()` after any batch and
+    `load_state_dict()` on a new loader made with the same arguments continue
+    with the next unseen batch. Batches are counted where they arrive: in
+    this process without workers, by pcr.torch.DataLoader with them; with
+    torch's own DataLoader and workers, pass the number of batches it
+    delivered, `state_dict(batches=n)`. Resume with the same number of workers.
 
     Reading: `engine` is "auto" (io_uring where the kernel allows, else
     pread), "uring" or "pread"; `direct=True` opens files with O_DIRECT, so
     reads of scan groups 1..k fetch those bytes alone, with no kernel
     read-ahead into the groups after them and no page cache. `path` may be
     http(s):// or s3://, read as `remote` (a dict of RemoteOptions) says.
+    Arguments are checked here, in the calling process.
     """
 
     def __init__(
         self,
         path: str,
         batch_size: int,
-        fidelity: int = 0,
+        fidelity="full",
         *,
         train: bool = True,
         size: int = 224,
@@ -161,9 +199,24 @@ class ImageLoader(_data.IterableDataset):
         remote: Optional[dict] = None,
     ) -> None:
         super().__init__()
+        import multiprocessing
+
+        _check_int("batch_size", batch_size, 1)
+        _check_int("size", size, 1)
+        _check_int("resize", resize, 1)
+        _check_int("threads", threads, 0)
+        _check_int("seed", seed, 0, (1 << 64) - 1)
+        _check_int("shuffle_buffer", shuffle_buffer, 0)
+        _check_int("read_ahead", read_ahead, 1)
+        if world_size is not None:
+            _check_int("world_size", world_size, 1)
+        if rank is not None:
+            _check_int("rank", rank, 0, None if world_size is None else world_size - 1)
+        if uneven not in ("pad", "drop"):
+            raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.fields = list(fields)
         self.remote = remote
-        self.path, self.batch_size, self.fidelity = path, batch_size, fidelity
+        self.path, self.batch_size = path, batch_size
         self.decoder_options = dict(
             size=size,
             crop="random_resized" if train else "center",
@@ -174,23 +227,30 @@ class ImageLoader(_data.IterableDataset):
             channels_last=channels_last,
             threads=threads,
         )
-        if uneven not in ("pad", "drop"):
-            raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.seed, self.shuffle_buffer, self.uneven = seed, shuffle_buffer, uneven
         self.shuffle = train if shuffle is None else shuffle
         self.read_ahead, self.engine, self.direct = read_ahead, engine, direct
         self._rank, self._world = rank, world_size
-        self.epoch = 0
-        self._start = 0  # position (images of this share) to resume from, this epoch
-        self._delivered = 0  # batches delivered by the iteration in this process
         probe = _pcr.ImageDataset(path, engine, direct, remote)
+        self.fidelity = _fidelity(fidelity, probe.num_scan_groups)
         self._num_images = len(probe)
         if self.fields and len(probe):
             probe.fields(0, self.fields)  # refuses unknown names now
         _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
+        # Epoch, batches to resume after, and the epoch (+1) and worker count
+        # of the last iteration by DataLoader workers: shared with the
+        # workers, so set_epoch and load_state_dict reach persistent ones.
+        self._shared = multiprocessing.RawArray("q", 4)
+        self._workers_saved = None  # workers of the loaded state
+        self._counted = None  # (epoch, workers) of the batches counted in this process
+        self._delivered = 0
 
-    def _share(self) -> Tuple[int, int, int]:
-        """(rank, world size, workers) of the calling process."""
+    @property
+    def epoch(self) -> int:
+        return self._shared[_EPOCH]
+
+    def _share(self) -> Tuple[int, int]:
+        """(rank, world size) of the calling process."""
         rank, world = self._rank, self._world
         if rank is None or world is None:
             import torch.distributed as dist
@@ -199,74 +259,157 @@ class ImageLoader(_data.IterableDataset):
                 rank, world = dist.get_rank(), dist.get_world_size()
             else:
                 rank, world = rank or 0, world or 1
-        info = _data.get_worker_info()
-        if info is None:
-            return rank, world, 1
-        return rank * info.num_workers + info.id, world * info.num_workers, info.num_workers
+        if not 0 <= rank < world:
+            raise ValueError(f"rank must be 0..{world - 1} (world_size {world}), not {rank}")
+        return rank, world
+
+    def _per_rank(self, world: int) -> int:
+        if self.uneven == "pad":
+            return -(-self._num_images // world)
+        return self._num_images // (world * self.batch_size) * self.batch_size
 
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-        self._start = 0
+        self._shared[_EPOCH] = _check_int("epoch", epoch, 0)
+        self._shared[_START] = 0
+        self._workers_saved = None
 
     def __len__(self) -> int:
-        """Batches per epoch on this rank, iterated without DataLoader workers
-        (with workers, each worker's share is rounded to whole batches)."""
-        # As SampleIterator counts them, from the index alone: whole steps of
-        # world_size batches, rounded up ("pad") or down ("drop").
-        _, world, _ = self._share()
-        step = world * self.batch_size
-        if self.uneven == "pad":
-            return -(-self._num_images // step)
-        return self._num_images // step
+        """Batches per epoch on this rank, with or without DataLoader workers."""
+        _, world = self._share()
+        return -(-self._per_rank(world) // self.batch_size)
 
     def state_dict(self, batches: Optional[int] = None) -> dict:
-        """Where this epoch stands: after `batches` delivered batches (required with workers)."""
-        return {"seed": self.seed, "epoch": self.epoch,
-                "batches": self._delivered if batches is None else batches}
+        """Where this epoch stands: after the batches delivered so far, or
+        after `batches` (the count a DataLoader with workers delivered)."""
+        epoch = self.epoch
+        workers_ran = self._shared[_WORKERS_EPOCH] == epoch + 1
+        if batches is not None:
+            _check_int("batches", batches, 0, len(self))
+            workers = self._shared[_WORKERS] if workers_ran else None  # unknown: not checked on resume
+        elif self._counted is not None and self._counted[0] == epoch:
+            batches, workers = self._delivered, self._counted[1]
+        elif workers_ran:
+            raise ValueError(
+                "DataLoader workers iterated this loader, and only the DataLoader knows how many of their "
+                "batches it delivered: iterate with pcr.torch.DataLoader(loader, num_workers=...), whose "
+                "state_dict() counts them, or pass state_dict(batches=n) with the batches delivered this epoch")
+        else:
+            batches, workers = self._shared[_START], self._workers_saved
+        return {"seed": self.seed, "epoch": epoch, "batches": batches, "num_workers": workers}
 
     def load_state_dict(self, state: dict) -> None:
-        self.seed, self.epoch = state["seed"], state["epoch"]
-        self._start = state["batches"]
+        self.seed = _check_int("seed", state["seed"], 0, (1 << 64) - 1)
+        self._shared[_EPOCH] = _check_int("epoch", state["epoch"], 0)
+        self._shared[_START] = _check_int("batches", state["batches"], 0, len(self))
+        workers = state.get("num_workers")
+        self._workers_saved = None if workers is None else max(1, workers)
+        self._counted = None
+
+    def _count(self, workers: int) -> None:
+        """Starts counting delivered batches in this process (pcr.torch.DataLoader)."""
+        self._counted = (self.epoch, workers)
+        self._delivered = self._shared[_START]
 
     def __iter__(self):
-        rank, world, workers = self._share()
+        rank, world = self._share()
         info = _data.get_worker_info()
+        workers = 1 if info is None else info.num_workers
+        epoch, start = self._shared[_EPOCH], self._shared[_START]
+        saved = self._workers_saved
+        if start and saved and saved != workers:
+            raise ValueError(f"the state was saved with {saved} DataLoader worker(s) per rank (0 and 1 alike): "
+                             f"resume with num_workers={saved}, not {workers}")
+        if info is None:
+            if self._counted is None or self._counted[0] != epoch or self._counted[1] != 1:
+                self._count(1)
+            self._delivered = start
+        else:
+            self._shared[_WORKERS_EPOCH] = epoch + 1
+            self._shared[_WORKERS] = workers
         # The DataLoader takes batches from its workers in turn, worker 0
-        # first, so after n batches share w has delivered its turns w, w +
-        # workers, ... below n; on resume, worker i takes share (i + n) %
-        # workers, whose turn comes next.
-        role = 0 if info is None else (info.id + self._start) % workers
-        rank = rank - (0 if info is None else info.id) + role
-        skip = self._start // workers + (1 if role < self._start % workers else 0)
+        # first, and batch b is role b % workers's; so after `start` batches,
+        # worker i takes role (i + start) % workers, whose batch comes next.
+        role = 0 if info is None else (info.id + start) % workers
+        skip = max(0, -(-(start - role) // workers))
+        mine = _worker_images(self._per_rank(world), self.batch_size, workers, role)
+        position = min(skip * self.batch_size, mine)
         ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
         it = _pcr.SampleIterator(ds, batch_size=self.batch_size, fidelity=self.fidelity, rank=rank,
-                                 world_size=world, uneven=self.uneven, shuffle=self.shuffle,
-                                 shuffle_buffer=self.shuffle_buffer, seed=self.seed, epoch=self.epoch,
-                                 position=skip * self.batch_size, read_ahead=self.read_ahead,
+                                 world_size=world, worker=role, num_workers=workers, uneven=self.uneven,
+                                 shuffle=self.shuffle, shuffle_buffer=self.shuffle_buffer, seed=self.seed,
+                                 epoch=epoch, position=position, read_ahead=self.read_ahead,
                                  fields=self.fields)
         decoder = _pcr.BatchDecoder(**self.decoder_options)
-        self._delivered = self._start
         from concurrent.futures import ThreadPoolExecutor
 
-        def load(batch_number):
+        def load(j):  # the worker's j-th batch, the rank's batch role + j * workers
             try:
                 indices, labels, jpegs, *fields = next(it)
             except StopIteration:
                 return None
-            images = decoder.decode(jpegs, _mix(self.seed, self.epoch, rank, batch_number))
+            images = decoder.decode(jpegs, _mix(self.seed, epoch, rank, role + j * workers))
             return (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
 
         with ThreadPoolExecutor(max_workers=1) as ahead:
-            number = skip
-            pending = ahead.submit(load, number)
+            j = skip
+            pending = ahead.submit(load, j)
             while True:
                 batch = pending.result()
                 if batch is None:
                     return
-                number += 1
-                pending = ahead.submit(load, number)
-                self._delivered += 1
+                j += 1
+                pending = ahead.submit(load, j)
+                if info is None:
+                    self._delivered += 1
                 yield batch
+
+    def __getstate__(self):
+        import multiprocessing.context
+
+        state = dict(self.__dict__)
+        if multiprocessing.context.get_spawning_popen() is None:
+            state["_shared"] = list(self._shared)  # a copy, not shared
+        return state
+
+    def __setstate__(self, state):
+        import multiprocessing
+
+        if isinstance(state["_shared"], list):
+            state["_shared"] = multiprocessing.RawArray("q", state["_shared"])
+        self.__dict__.update(state)
+
+
+class DataLoader(_data.DataLoader):
+    """torch.utils.data.DataLoader over an ImageLoader (batch_size=None: the
+    loader makes the batches) that counts the batches it delivers, so that
+    `state_dict()` (its own or the loader's) is exact with workers too.
+
+    Takes DataLoader's arguments; `load_state_dict(state)` resumes the loader
+    with the next unseen batch.
+    """
+
+    def __init__(self, dataset: ImageLoader, batch_size: Optional[int] = None, **kwargs) -> None:
+        if not isinstance(dataset, ImageLoader):
+            raise TypeError("pcr.torch.DataLoader iterates a pcr.torch.ImageLoader; use torch's DataLoader for others")
+        if batch_size is not None:
+            raise ValueError("ImageLoader makes the batches: give batch_size to it, not to the DataLoader")
+        super().__init__(dataset, batch_size=None, **kwargs)
+
+    def __iter__(self):
+        if self.num_workers == 0:
+            yield from super().__iter__()  # the loader counts in this process
+            return
+        loader = self.dataset
+        loader._count(self.num_workers)
+        for batch in super().__iter__():
+            loader._delivered += 1
+            yield batch
+
+    def state_dict(self) -> dict:
+        return self.dataset.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.dataset.load_state_dict(state)
 
 
 def table_batch(table: _pcr.Table, features, first_stripe: int = 0, num_stripes: Optional[int] = None) -> dict:

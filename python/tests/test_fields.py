@@ -89,7 +89,7 @@ def test_read_record_gives_fields_with_or_without_jpegs(fields_dataset, data_dir
     r = rows(data_dir)
     assert ds.num_records == 3
     assert ds.counts["segment_bytes"] == 0  # the sample has no segments to keep apart
-    only = ds.read_record(0, fidelity=None, fields=["caption"])
+    only = ds.read_record(0, fidelity=0, fields=["caption"])
     assert "jpegs" not in only and len(only["keys"]) == 10
     full = ds.read_record(0, fields=["caption", "weight"])
     assert len(full["jpegs"]) == 10
@@ -158,14 +158,14 @@ def test_sample_iterator_and_torch_loaders_carry_fields(fields_dataset, data_dir
     it = pcr.SampleIterator(ds, batch_size=5, fidelity=1, seed=3, fields=["caption", "tags", "score"])
     seen = 0
     for indices, labels, jpegs, fields in it:
-        assert len(fields["caption"]) == len(jpegs) == 5
+        assert len(fields["caption"]) == len(jpegs) == (5 if seen < 20 else 4)
         for j, i in enumerate(indices):
             row = r[keys[i]]
             assert fields["caption"][j] == row["caption"]
             assert fields["tags"][j] == row.get("tags")
             assert fields["score"][j] == row.get("score")
         seen += len(indices)
-    assert seen == 25  # 24 images padded to whole batches
+    assert seen == 24  # the last batch short
 
     loader = pcr.torch.ImageLoader(str(fields_dataset), batch_size=4, fidelity=2, size=32, seed=1,
                                    fields=["caption", "blob"])

@@ -56,7 +56,7 @@ def test_lower_fidelity_is_a_smaller_prefix_that_decodes(sample_dataset):
 def test_read_many_equals_single_reads(sample_dataset):
     ds = pcr.ImageDataset(str(sample_dataset))
     order = [23, 0, 7, 7, -2, 12]
-    for k in (1, 3, 0):
+    for k in (1, 3, "full"):
         assert ds.read_many(order, k) == [ds.read(i, k) for i in order]
 
 
@@ -163,19 +163,23 @@ def test_bad_input_raises_the_fitting_exception(sample_dataset, data_dir, tmp_pa
 
 
 def test_conversion_options(data_dir, tmp_path):
-    pcr.convert_images(str(data_dir / "sample"), str(tmp_path / "a"), images_per_record=8)
-    plain = pcr.ImageDataset(str(tmp_path / "a"))
-    pcr.convert_images(str(data_dir / "sample"), str(tmp_path / "b"), images_per_record=8, shuffle=7, jobs=1)
-    shuffled = pcr.ImageDataset(str(tmp_path / "b"))
-    keys = [plain.sample(i)[1] for i in range(len(plain))]
-    shuffled_keys = [shuffled.sample(i)[1] for i in range(len(shuffled))]
-    assert sorted(shuffled_keys) == sorted(keys) and shuffled_keys != keys
+    def keys(out, **options):
+        pcr.convert_images(str(data_dir / "sample"), str(tmp_path / out), images_per_record=8, **options)
+        ds = pcr.ImageDataset(str(tmp_path / out))
+        return [ds.sample(i)[1] for i in range(len(ds))]
+
+    plain = keys("a", keep_order=True)
+    assert plain == sorted(plain)
+    default, again, seven = keys("b"), keys("c", jobs=1), keys("d", shuffle=7)
+    # Shuffled by default, by a fixed seed: the same for any jobs.
+    assert sorted(default) == plain and default != plain and default == again
+    assert sorted(seven) == plain and seven not in (plain, default)
     bad = tmp_path / "bad" / "c"
     shutil.copytree(data_dir / "bad", bad)
     shutil.copy(data_dir / "sample" / "textures" / "ring.jpg", bad)
     with pytest.raises(pcr.CorruptionError, match="not-a-jpeg.jpg"):
-        pcr.convert_images(str(tmp_path / "bad"), str(tmp_path / "c"))
-    summary = pcr.convert_images(str(tmp_path / "bad"), str(tmp_path / "d"), skip_bad=True)
+        pcr.convert_images(str(tmp_path / "bad"), str(tmp_path / "e"), keep_order=True)
+    summary = pcr.convert_images(str(tmp_path / "bad"), str(tmp_path / "f"), skip_bad=True)
     assert summary["images"] == 1
     assert sorted(key for key, _ in summary["skipped"]) == sorted("c/" + p.name for p in (data_dir / "bad").iterdir())
 

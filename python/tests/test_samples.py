@@ -8,7 +8,7 @@ def run(ds, **kw):
     it = pcr.SampleIterator(ds, **kw)
     batches = list(it)
     # len() counts the epoch's batches; a resumed iteration gives the rest.
-    assert len(batches) == len(it) - kw.get("position", 0) // kw["batch_size"]
+    assert len(batches) == len(it) - -(-kw.get("position", 0) // kw["batch_size"])
     return batches
 
 
@@ -20,13 +20,15 @@ def test_shares_are_equal_disjoint_and_complete(sample_dataset, world, uneven):
     shares = [[i for idx, _, _ in run(ds, batch_size=batch, rank=r, world_size=world, uneven=uneven, seed=3)
                for i in idx.tolist()] for r in range(world)]
     sizes = {len(s) for s in shares}
-    assert len(sizes) == 1 and sizes.pop() % batch == 0
+    assert len(sizes) == 1
     seen = [i for s in shares for i in s]
     if uneven == "drop":
+        assert sizes.pop() % batch == 0
         assert len(seen) == len(set(seen)) and len(seen) > len(ds) - world * batch
     else:
+        assert sizes.pop() == -(-len(ds) // world)
         assert set(seen) == set(range(len(ds)))
-        assert len(seen) - len(set(seen)) < world * batch  # only the padding repeats
+        assert len(seen) - len(set(seen)) <= world - 1  # as DistributedSampler's padding
 
 
 def test_batches_carry_the_images_they_name(sample_dataset):
@@ -67,3 +69,8 @@ def test_state_resumes_with_the_next_unseen_batch(sample_dataset):
         pcr.SampleIterator(ds, batch_size=2, rank=2, world_size=2)
     with pytest.raises(ValueError):
         pcr.SampleIterator(ds, batch_size=2, uneven="spread")
+    with pytest.raises(ValueError, match="rank must be at least 0, not -1"):
+        pcr.SampleIterator(ds, batch_size=2, rank=-1)
+    for fidelity in (0, ds.num_scan_groups + 1, "all"):
+        with pytest.raises(ValueError, match=f"fidelity must be 1..{ds.num_scan_groups} or 'full', not"):
+            pcr.SampleIterator(ds, batch_size=2, fidelity=fidelity)

@@ -3,6 +3,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import os  # noqa: E402
+import pathlib  # noqa: E402
 import shutil  # noqa: E402
 
 import pcr  # noqa: E402
@@ -62,48 +64,206 @@ def indices_of(batches, sigs):
     return [sigs[image.numpy().tobytes()] for images, _ in batches for image in images]
 
 
-def eval_loader(path, **kw):
-    return pcr.torch.ImageLoader(str(path), batch_size=4, train=False, size=16, resize=16, threads=2, **kw)
+def eval_loader(path, batch_size=4, **kw):
+    return pcr.torch.ImageLoader(str(path), batch_size=batch_size, train=False, size=16, resize=16, threads=2, **kw)
+
+
+def delivered(loader, workers):
+    """The batches a training loop gets: in this process, or through DataLoader workers."""
+    if workers == 0:
+        return list(loader)
+    return list(pcr.torch.DataLoader(loader, num_workers=workers))
 
 
 def test_loader_batches_cover_the_dataset(distinct_dataset):
     ds = pcr.ImageDataset(str(distinct_dataset))
     sigs = signatures(distinct_dataset)
-    assert len(sigs) == len(ds)  # every image is recognisable
+    assert len(sigs) == len(ds) == 23  # every image is recognisable
     loader = eval_loader(distinct_dataset)
     batches = list(loader)
-    assert len(batches) == len(loader) == (len(ds) + 3) // 4
-    for images, labels in batches:
-        assert images.dtype == torch.uint8 and images.shape == (4, 3, 16, 16)
+    assert len(batches) == len(loader) == 6
+    for n, (images, labels) in enumerate(batches):
+        assert images.dtype == torch.uint8 and images.shape == (4 if n < 5 else 3, 3, 16, 16)
         assert labels.dtype == torch.int64
     seen = indices_of(batches, sigs)
-    assert set(seen) == set(range(len(ds)))
+    assert sorted(seen) == list(range(len(ds)))  # each image once
     labels = [int(l) for _, ls in batches for l in ls]
     assert labels == [ds.sample(i)[0] for i in seen]
 
 
+@pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("uneven", ["pad", "drop"])
-def test_ranks_get_equal_disjoint_shares(distinct_dataset, uneven):
+def test_lengths_and_shares_for_any_world_and_workers(distinct_dataset, uneven, workers):
     sigs = signatures(distinct_dataset)
-    loaders = [eval_loader(distinct_dataset, rank=r, world_size=3, uneven=uneven, seed=5) for r in range(3)]
-    batches = [list(loader) for loader in loaders]
-    assert all(len(b) == len(loader) for b, loader in zip(batches, loaders))
-    shares = [indices_of(b, sigs) for b in batches]
-    assert len({len(s) for s in shares}) == 1
-    everything = [i for s in shares for i in s]
-    if uneven == "drop":
-        assert len(everything) == len(set(everything))
+    n = len(sigs)
+    for world in (1, 2, 3):
+        for batch in (4, 5):
+            shares = []
+            for rank in range(world):
+                loader = eval_loader(distinct_dataset, batch_size=batch, rank=rank, world_size=world, uneven=uneven,
+                                     seed=5)
+                batches = delivered(loader, workers)
+                assert len(batches) == len(loader)  # exact, on every rank
+                sizes = [len(labels) for _, labels in batches]
+                assert all(size == batch for size in sizes[:-1]) and 0 < sizes[-1] <= batch
+                share = indices_of(batches, sigs)
+                if workers:  # the rank's images do not depend on its workers
+                    assert sorted(share) == sorted(indices_of(list(loader), sigs))
+                shares.append(share)
+            assert len({len(s) for s in shares}) == 1
+            everything = [i for s in shares for i in s]
+            if uneven == "drop":
+                assert len(everything) == len(set(everything)) == n // (world * batch) * world * batch
+            else:
+                assert set(everything) == set(range(n))
+                assert len(everything) - n <= world - 1  # repeats, as DistributedSampler's
+
+
+@pytest.mark.parametrize("workers", [0, 2, 3])
+def test_resume_continues_with_the_next_unseen_batch(distinct_dataset, workers):
+    sigs = signatures(distinct_dataset)
+
+    def make():
+        return eval_loader(distinct_dataset, shuffle=True, seed=8, rank=1, world_size=2, batch_size=3)
+
+    whole = indices_of(delivered(make(), workers), sigs)
+    assert len(whole) == 12
+    for k in (1, 2, 3):
+        loader = make()
+        batches = pcr.torch.DataLoader(loader, num_workers=workers)
+        head = []
+        for batch in batches:
+            head += indices_of([batch], sigs)
+            if len(head) == 3 * k:
+                break
+        state = batches.state_dict()
+        assert state == loader.state_dict() and state["batches"] == k
+        resumed = make()
+        resumed.load_state_dict(state)
+        rest = indices_of(delivered(resumed, workers), sigs)
+        assert head + rest == whole  # the union is the epoch, nothing twice
+        if workers:
+            wrong = make()
+            wrong.load_state_dict(state)
+            with pytest.raises(Exception, match=f"resume with num_workers={workers}"):
+                delivered(wrong, 1)
+
+
+def test_plain_dataloader_workers_need_the_count(distinct_dataset):
+    sigs = signatures(distinct_dataset)
+    loader = eval_loader(distinct_dataset, seed=3)
+    whole = indices_of(list(torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2)), sigs)
+    head = []
+    for n, batch in enumerate(torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2)):
+        if n == 2:
+            break
+        head += indices_of([batch], sigs)
+    with pytest.raises(ValueError, match="pcr.torch.DataLoader"):
+        loader.state_dict()  # the workers' batches were counted nowhere
+    state = loader.state_dict(batches=2)
+    assert state["num_workers"] == 2
+    resumed = eval_loader(distinct_dataset, seed=3)
+    resumed.load_state_dict(state)
+    rest = indices_of(list(torch.utils.data.DataLoader(resumed, batch_size=None, num_workers=2)), sigs)
+    assert head + rest == whole
+
+
+def test_set_epoch_reaches_persistent_workers(distinct_dataset):
+    sigs = signatures(distinct_dataset)
+    loader = eval_loader(distinct_dataset, shuffle=True, seed=4)
+    batches = pcr.torch.DataLoader(loader, num_workers=2, persistent_workers=True)
+    epochs = []
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        epochs.append(indices_of(list(batches), sigs))
+    assert epochs[0] != epochs[1] and sorted(epochs[0]) == sorted(epochs[1])
+    loader.set_epoch(1)
+    assert indices_of(delivered(loader, 2), sigs) == epochs[1]
+
+
+def test_arguments_are_checked_at_construction(distinct_dataset):
+    path = str(distinct_dataset)
+    groups = pcr.ImageDataset(path).num_scan_groups
+    for fidelity in (0, groups + 1, -1, "all", None):
+        with pytest.raises(ValueError, match=f"fidelity must be 1..{groups} or 'full', not"):
+            pcr.torch.ImageLoader(path, batch_size=4, fidelity=fidelity)
+        with pytest.raises(ValueError, match="fidelity must be"):
+            pcr.torch.Dataset(path, fidelity=fidelity)
+    for kw, message in [
+        (dict(batch_size=0), "batch_size must be at least 1, not 0"),
+        (dict(world_size=0), "world_size must be at least 1, not 0"),
+        (dict(rank=-1), "rank must be at least 0, not -1"),
+        (dict(rank=2, world_size=2), "rank must be 0..1, not 2"),
+        (dict(size=0), "size must be at least 1, not 0"),
+        (dict(threads=-1), "threads must be at least 0, not -1"),
+        (dict(read_ahead=0), "read_ahead must be at least 1, not 0"),
+        (dict(uneven="spread"), "uneven must be 'pad' or 'drop'"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            pcr.torch.ImageLoader(path, **{"batch_size": 4, **kw})
+    with pytest.raises(TypeError, match="batch_size must be an int"):
+        pcr.torch.ImageLoader(path, batch_size=4.0)
+    full = pcr.torch.ImageLoader(path, batch_size=4, fidelity="full")
+    assert full.fidelity == groups
+
+
+def class_sorted_source(root, images, classes):
+    """An ImageFolder of `images` whose classes are runs of the sorted names."""
+    for c in range(classes):
+        (root / f"class{c}").mkdir(parents=True)
+    for i, image in enumerate(images):
+        shutil.copy(image, root / f"class{i * classes // len(images)}" / f"{i:04d}{image.suffix}")
+    return root
+
+
+def uniform_classes(counts, size):
+    """Distinct classes expected in `size` images drawn at random without replacement."""
+    from math import comb
+
+    total = sum(counts)
+    return sum(1 - comb(total - n, size) / comb(total, size) for n in counts)
+
+
+def classes_per_batch(path, batch_size, world, workers):
+    """(mean distinct labels per batch, what uniform sampling gives) over 3
+    epochs of every rank, read as the README's loader reads."""
+    ds = pcr.ImageDataset(str(path))
+    counts = np.bincount([ds.sample(i)[0] for i in range(len(ds))])
+    got = want = batches = 0
+    for epoch in range(3):
+        for rank in range(world):
+            loader = pcr.torch.ImageLoader(str(path), batch_size=batch_size, fidelity=1, size=16, threads=2,
+                                           rank=rank, world_size=world)
+            loader.set_epoch(epoch)
+            for _, labels in delivered(loader, workers):
+                got += len(set(labels.tolist()))
+                want += uniform_classes(counts, len(labels))
+                batches += 1
+    return got / batches, want / batches
+
+
+@pytest.mark.parametrize("source", ["sample", "corpus"])
+def test_batches_mix_classes_of_a_class_sorted_source(data_dir, tmp_path, source):
+    if source == "sample":
+        images = sorted((data_dir / "sample").rglob("*.jp*g"))
+        classes, batch = 3, 4
     else:
-        assert set(everything) == set(sigs.values())
-
-
-def test_dataloader_workers_take_their_own_shares(distinct_dataset):
-    sigs = signatures(distinct_dataset)
-    loader = eval_loader(distinct_dataset, seed=2)
-    got = list(torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2))
-    seen = indices_of(got, sigs)
-    assert set(seen) == set(sigs.values())
-    assert len(seen) - len(set(seen)) < 2 * 4
+        corpus = pathlib.Path(os.environ.get("PCR_CORPUS_DIR", "")) / "jpeg" / "neverball-textures"
+        if not corpus.is_dir():
+            pytest.skip(f"no corpus at {corpus}")
+        images = sorted(corpus.glob("*.jpg"))
+        classes, batch = 8, 16
+    src = class_sorted_source(tmp_path / "src", images, classes)
+    # The README's conversion: shuffled by default.
+    pcr.convert_images(str(src), str(tmp_path / "ds"), images_per_record=8)
+    for world in (1, 2, 3):
+        for workers in (0, 2):
+            got, want = classes_per_batch(tmp_path / "ds", batch, world, workers)
+            assert got >= 0.9 * want, f"world {world}, {workers} workers: {got:.2f} classes per batch, uniform {want:.2f}"
+    # Kept in class order, contiguous shares of three ranks hold few classes.
+    pcr.convert_images(str(src), str(tmp_path / "kept"), images_per_record=8, keep_order=True)
+    got, want = classes_per_batch(tmp_path / "kept", batch, 3, 0)
+    assert got < 0.9 * want
 
 
 def test_training_batches_are_random_but_reproducible(distinct_dataset):
@@ -129,36 +289,6 @@ def test_set_epoch_reshuffles(distinct_dataset):
     loader.set_epoch(1)
     second = indices_of(list(loader), sigs)
     assert first != second and set(first) == set(second)
-
-
-def test_resume_continues_with_the_next_unseen_batch(distinct_dataset):
-    sigs = signatures(distinct_dataset)
-    whole = indices_of(list(eval_loader(distinct_dataset, shuffle=True, seed=8)), sigs)
-    loader = eval_loader(distinct_dataset, shuffle=True, seed=8)
-    it = iter(loader)
-    head = indices_of([next(it), next(it)], sigs)
-    state = loader.state_dict()
-    assert state["batches"] == 2
-    resumed = eval_loader(distinct_dataset, shuffle=True, seed=8)
-    resumed.load_state_dict(state)
-    assert head + indices_of(list(resumed), sigs) == whole
-
-
-def test_resume_with_workers(distinct_dataset):
-    sigs = signatures(distinct_dataset)
-    make = lambda: eval_loader(distinct_dataset, shuffle=True, seed=9)  # noqa: E731
-    whole = indices_of(list(torch.utils.data.DataLoader(make(), batch_size=None, num_workers=2)), sigs)
-    head = []
-    for n, batch in enumerate(torch.utils.data.DataLoader(make(), batch_size=None, num_workers=2)):
-        if n == 3:
-            break
-        head += indices_of([batch], sigs)
-    loader = make()
-    state = loader.state_dict(batches=3)
-    resumed = make()
-    resumed.load_state_dict(state)
-    rest = indices_of(list(torch.utils.data.DataLoader(resumed, batch_size=None, num_workers=2)), sigs)
-    assert head + rest == whole
 
 
 def test_table_batches_feed_embedding_bags(tmp_path):
