@@ -54,6 +54,54 @@ std::string JournalLimitsLine(bool skip_bad, uint64_t max_pixels, uint64_t memor
          " memory " + std::to_string(memory_per_job);
 }
 
+std::string JournalOptionsLine(const JournalOptions& options) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string line = "options";
+  for (const auto& [name, value] : options) {
+    line += " " + name + "=";
+    for (const char c : value) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u <= 0x20 || u >= 0x7f || c == '%' || c == '=') {
+        line += {'%', kHex[u >> 4], kHex[u & 15]};
+      } else {
+        line += c;
+      }
+    }
+  }
+  return line;
+}
+
+std::optional<JournalOptions> ParseJournalOptionsLine(std::string_view line) {
+  if (line != "options" && !line.starts_with("options ")) return std::nullopt;
+  JournalOptions out;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t pos = 8; pos < line.size();) {
+    const size_t end = std::min(line.find(' ', pos), line.size());
+    const std::string_view pair = line.substr(pos, end - pos);
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+    std::string value;
+    for (size_t i = eq + 1; i < pair.size(); ++i) {
+      if (pair[i] != '%') {
+        value += pair[i];
+        continue;
+      }
+      if (i + 2 >= pair.size()) return std::nullopt;
+      const int hi = hex(pair[i + 1]), lo = hex(pair[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      value += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+    out.emplace_back(std::string(pair.substr(0, eq)), std::move(value));
+    pos = end + 1;
+  }
+  return out;
+}
+
 std::string EncodeJournalLines(const FinishedFile& f) {
   std::string text;
   for (const auto& [source, reason] : f.skipped) text += "skip " + std::to_string(source) + " " + reason + "\n";
@@ -82,6 +130,7 @@ std::vector<FinishedFile> DecodeJournal(std::string_view text, std::string_view 
       same_limits = line == limits_line;
       continue;
     }
+    if (line_no == 3 && ParseJournalOptionsLine(line)) continue;
     std::istringstream fields{std::string(line)};
     std::string tag;
     fields >> tag;

@@ -2,10 +2,11 @@
 // 10.1 and 10.2): file names, the plan checksum that identifies a conversion,
 // and the conversion journal.
 //
-//   Journal := FirstLine "\n" LimitsLine "\n" (SkipLine* DoneLine)*
+//   Journal := FirstLine "\n" LimitsLine "\n" [OptionsLine "\n"] (SkipLine* DoneLine)*
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -52,6 +53,12 @@ struct FinishedFile {
 
 std::string JournalFirstLine(uint64_t plan_checksum, uint64_t shard_index, uint64_t shard_count);
 std::string JournalLimitsLine(bool skip_bad, uint64_t max_pixels, uint64_t memory_per_job);
+// The options a conversion was run with, as (name, value) pairs:
+// "options name=value ...", each value percent-encoded (section 10.2).
+using JournalOptions = std::vector<std::pair<std::string, std::string>>;
+std::string JournalOptionsLine(const JournalOptions& options);
+// The pairs of an options line; nullopt when `line` is not one.
+std::optional<JournalOptions> ParseJournalOptionsLine(std::string_view line);
 // The skip lines and the done line of `file`, each ending in "\n".
 std::string EncodeJournalLines(const FinishedFile& file);
 

@@ -11,6 +11,7 @@ const char* CodeName(StatusCode code) {
     case StatusCode::kIOError: return "IO error";
     case StatusCode::kNotSupported: return "Not supported";
     case StatusCode::kNotFound: return "Not found";
+    case StatusCode::kCancelled: return "Cancelled";
   }
   return "Unknown";
 }

@@ -103,6 +103,10 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
   const bool remote = IsRemotePath(path);
   if (remote ? path.ends_with(kRecordFileExtension) : !fs::is_directory(path, ec)) {
     PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, ds->engine));
+    if (file->header().kind == FileKind::kTable) {
+      return Status::InvalidArgument(path + ": a table, not an image dataset: open it as a table (pcr::Table, "
+                                     "pcr.Table in Python)");
+    }
     if (file->header().kind != FileKind::kImages) {
       return Status::InvalidArgument(path + ": not an image file (kind " +
                                      std::to_string(static_cast<int>(file->header().kind)) + ")");
@@ -121,6 +125,14 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     if (fs::exists(fs::path(path) / kPartManifestName, ec)) {
       return Status::InvalidArgument(path + ": one part of a sharded conversion (" + kPartManifestName +
                                      "); join the parts with pcr-convert merge");
+    }
+    if (const Result<std::string> table = FindTableFile(path); table.ok()) {
+      const auto file = PcrFile::Open(*table, ds->engine);
+      if (file.ok() && (*file)->header().kind == FileKind::kTable) {
+        return Status::InvalidArgument(path + ": holds the table " + fs::path(*table).filename().string() +
+                                       ", not an image dataset: open it as a table (pcr::Table, pcr.Table in "
+                                       "Python)");
+      }
     }
     return Status::NotFound(path + ": not a pcr dataset: no " + std::string(kDatasetManifestName) +
                             " (or its conversion did not finish)");

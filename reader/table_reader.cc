@@ -81,8 +81,15 @@ Result<std::unique_ptr<Table>> Table::Rep::Open(const std::string& path, const T
     PCR_ASSIGN_OR_RETURN(t->owned_engine, MakeIoEngine(options.io));
     t->engine = t->owned_engine.get();
   }
+  const std::string not_a_table = ", not a table: open it as an image dataset (pcr::ImageDataset, "
+                                  "pcr.ImageDataset in Python)";
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(path) / kDatasetManifestName, ec)) {
+    return Status::InvalidArgument(path + ": an image dataset" + not_a_table);
+  }
   PCR_ASSIGN_OR_RETURN(const std::string file, FindTableFile(path));
   PCR_ASSIGN_OR_RETURN(t->file, PcrFile::Open(file, t->engine));
+  if (t->file->header().kind == FileKind::kImages) return Status::InvalidArgument(file + ": image records" + not_a_table);
   if (t->file->header().kind != FileKind::kTable) {
     return Status::InvalidArgument(file + ": not a table file");
   }
@@ -104,7 +111,16 @@ Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& nam
   std::vector<uint32_t> out;
   for (const std::string& n : names) {
     const auto it = by_name.find(n);
-    if (it == by_name.end()) return Status::InvalidArgument(rep_->file->path() + ": no feature '" + n + "'");
+    if (it == by_name.end()) {
+      constexpr size_t kListed = 20;
+      std::string known;
+      for (size_t f = 0; f < std::min(features.size(), kListed); ++f) {
+        known += (f ? ", " : "") + features[f].name;
+      }
+      if (features.size() > kListed) known += ", ... (" + std::to_string(features.size()) + " in all)";
+      return Status::InvalidArgument(rep_->file->path() + ": no feature '" + n + "' (features: " +
+                                     (known.empty() ? "none" : known) + ")");
+    }
     out.push_back(it->second);
   }
   return out;

@@ -48,12 +48,29 @@ check "scan script message" 'neither a built-in name' "$tmp/err"
 expect 1 "convert under a small pixel limit" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --max-pixels 1000
 check "pixel limit named" 'over the limit of 1000' "$tmp/err"
 expect 2 "convert with a zero memory budget" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --memory-mb 0
+# --help after any command prints that command's usage; a usage error says
+# what is wrong, the command's synopsis and where the options are.
+for command in images webdataset merge table reorder; do
+  expect 0 "convert $command --help" "$tools/pcr-convert" "$command" --help
+  check "convert $command --help" "^usage: pcr-convert $command " "$tmp/out"
+done
+expect 0 "convert images SRC --help" "$tools/pcr-convert" images "$data/sample" --help
+check "every option of images" '^  --keep-order +write images in source order' "$tmp/out"
+expect 2 "convert with --shuffle and --keep-order" "$tools/pcr-convert" images "$data/sample" "$tmp/x" --shuffle 3 --keep-order
+check "usage error first" '^pcr-convert: --shuffle and --keep-order exclude each other$' "$tmp/err"
+check "then the synopsis" '^usage: pcr-convert images SRC_DIR OUT_DIR' "$tmp/err"
+check "then where the options are" '^\(pcr-convert images --help gives every option\)$' "$tmp/err"
+[ "$(wc -l <"$tmp/err")" -le 10 ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: a usage error printed $(wc -l <"$tmp/err") lines"; }
+expect 0 "pcr-dump extract --help" "$tools/pcr-dump" extract "$tmp/ds" --help
+check "pcr-dump usage" '^usage: pcr-dump ' "$tmp/out"
+expect 0 "pcr-bench read --help" "$tools/pcr-bench" read --help
+check "pcr-bench usage" 'pcr-bench read PATH' "$tmp/out"
 
 mkdir -p "$tmp/mixed/ok" "$tmp/mixed/bad"
 cp "$data/sample/video/video-001.jpeg" "$tmp/mixed/ok/"
 cp "$data/bad/testorig12.jpg" "$tmp/mixed/bad/"
 expect 1 "convert with a 12-bit file" "$tools/pcr-convert" images "$tmp/mixed" "$tmp/m1"
-check "bad file named with reason" 'mixed/bad/testorig12.jpg: 12-bit JPEG is not supported' "$tmp/err"
+check "bad file named with reason and the fix" 'mixed/bad/testorig12.jpg: 12-bit JPEG is not supported.*\(--skip-bad skips it\)' "$tmp/err"
 [ ! -e "$tmp/m1/dataset.pcrd" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: failed conversion left a manifest"; }
 expect 0 "convert with --skip-bad" "$tools/pcr-convert" images "$tmp/mixed" "$tmp/m2" --skip-bad
 check "skip list" '^bad/testorig12.jpg	Not supported' "$tmp/m2/skipped.tsv"

@@ -226,9 +226,24 @@ TEST_CASE("a failed conversion resumes without redoing its finished files") {
     REQUIRE(ConvertImages(o).ok());
     CHECK(Tree(tmp / "out") == Tree(tmp / "fresh"));
   }
-  SECTION("a different conversion starts over") {
+  SECTION("a different conversion is refused, naming the option, and starts over when told") {
     o.skip_bad = true;
     o.images_per_record = 3;
+    auto refused = ConvertImages(o);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(refused.status().message(),
+               Catch::Contains("holds an interrupted conversion with --images-per-record '2' (now '3')") &&
+                   Catch::Contains("keep its 12 finished files") && Catch::Contains("--restart"));
+    for (const auto& [name, inode] : before) CHECK(Inode(tmp.path() / "out" / name) == inode);  // untouched
+    o.images_per_record = 2;
+    o.shuffle_seed = 5;
+    CHECK_THAT(ConvertImages(o).status().message(), Catch::Contains("--shuffle 'none (--keep-order)' (now '5')"));
+    o.shuffle_seed.reset();
+    fs::remove(tmp.path() / "src/zbad" / fs::directory_iterator(tmp.path() / "src/zbad")->path().filename());
+    CHECK_THAT(ConvertImages(o).status().message(), Catch::Contains("other source images (27 then, 26 now)"));
+    o.images_per_record = 3;
+    o.restart = true;
     auto other = ConvertImages(o);
     REQUIRE(other.ok());
     CHECK(other->resumed_files == 0);

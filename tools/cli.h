@@ -23,6 +23,13 @@ class Args {
   bool empty() const { return pos_ >= args_.size(); }
   const std::string& peek() const { return args_[pos_]; }
   std::string next() { return args_[pos_++]; }
+  // Whether --help or -h is among the arguments not yet read.
+  bool WantsHelp() const {
+    for (size_t i = pos_; i < args_.size(); ++i) {
+      if (args_[i] == "--help" || args_[i] == "-h") return true;
+    }
+    return false;
+  }
 
  private:
   std::vector<std::string> args_;

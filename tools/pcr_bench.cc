@@ -59,9 +59,13 @@ constexpr char kUsage[] =
     "         first record, and as a share of the time after it.\n"
     "  Each prints one JSON object.\n";
 
+// The usage, or with `why`, why and where the usage is.
 int Usage(const std::string& why) {
-  if (!why.empty()) std::fprintf(stderr, "pcr-bench: %s\n", why.c_str());
-  std::fputs(kUsage, stderr);
+  if (why.empty()) {
+    std::fputs(kUsage, stderr);
+  } else {
+    std::fprintf(stderr, "pcr-bench: %s\n(pcr-bench --help gives the usage)\n", why.c_str());
+  }
   return pcr::cli::kExitUsage;
 }
 
@@ -689,6 +693,10 @@ int main(int argc, char** argv) {
   pcr::cli::Args args(argc, argv);
   if (args.empty()) return Usage("");
   const std::string command = args.next();
+  if (args.WantsHelp()) {
+    std::fputs(kUsage, stdout);
+    return pcr::cli::kExitOk;
+  }
   if (command == "decode") return ParseDecode(args);
   if (command == "read") return ParseRead(args);
   if (command == "read-files") return ParseReadFiles(args);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "tools/cli.h"
 #include "format/file_format.h"
@@ -12,10 +13,12 @@
 
 namespace {
 
-constexpr char kUsage[] =
-    "usage: pcr-convert images SRC_DIR OUT_DIR [--list FILE | --by-content] [--images-per-record N]\n"
+// Each command's usage: the synopsis, a blank line, then every option.
+constexpr char kImagesUsage[] =
+    "pcr-convert images SRC_DIR OUT_DIR [--list FILE | --by-content] [--images-per-record N]\n"
     "                          [--records-per-file N] [--jobs N] [--scan-script NAME|FILE]\n"
     "                          [--strip-metadata] [--skip-bad] [--shuffle SEED | --keep-order]\n"
+    "                          [--restart]\n"
     "                          [--max-pixels N] [--memory-mb N] [--shard I --num-shards N]\n"
     "                          [--fields FILE [--fields-key NAME] [--field-type NAME=TYPE]...\n"
     "                           [--field-order NAME,...]] [--exif-orientation]\n"
@@ -48,23 +51,25 @@ constexpr char kUsage[] =
     "                       orientation (1..8), missing where it has none\n"
     "  --shard I --num-shards N  convert only part I (0..N-1) of the files into\n"
     "                       OUT_DIR, a part; join the N parts with merge\n"
-    "  Run again after an interruption, the same command keeps finished files.\n"
-    "\n"
-    "       pcr-convert webdataset SHARD... OUT_DIR [the options of images but --list,\n"
+    "  --restart            start over in an OUT_DIR holding an interrupted conversion\n"
+    "  Run again after an interruption, the same command keeps finished files; other\n"
+    "  options are refused, naming the one that differs, unless --restart.\n";
+constexpr char kWebdatasetUsage[] =
+    "pcr-convert webdataset SHARD... OUT_DIR [the options of images but --list,\n"
     "                          --by-content and --fields]\n"
     "\n"
     "  WebDataset tar shards (brace patterns such as shard-{000000..000099}.tar\n"
     "  expanded), read in place. A sample is the members sharing a key; it needs\n"
     "  a .jpg or .jpeg. Other members become fields named by their extension:\n"
     "  .txt a string, .cls an int64 and the label, each member of a .json object\n"
-    "  a field of its inferred type, anything else bytes.\n"
-    "\n"
-    "       pcr-convert merge OUT_DIR PART_DIR...\n"
+    "  a field of its inferred type, anything else bytes.\n";
+constexpr char kMergeUsage[] =
+    "pcr-convert merge OUT_DIR PART_DIR...\n"
     "\n"
     "  Joins the parts of a sharded conversion into the dataset OUT_DIR by hard\n"
-    "  links (same filesystem): the same bytes as converting on one machine.\n"
-    "\n"
-    "       pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
+    "  links (same filesystem): the same bytes as converting on one machine.\n";
+constexpr char kTableUsage[] =
+    "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
     "                         [--float32]\n"
     "\n"
@@ -79,17 +84,41 @@ constexpr char kUsage[] =
     "                       decimal or string_dictionary where a stream allows it;\n"
     "                       plain writes files that readers before 0.5 read\n"
     "  --popularity FILE    write the streams of these features first, most used first\n"
-    "  --float32            store floating point values as float32 (lossy)\n"
-    "\n"
-    "       pcr-convert reorder IN OUT --popularity FILE\n"
+    "  --float32            store floating point values as float32 (lossy)\n";
+constexpr char kReorderUsage[] =
+    "pcr-convert reorder IN OUT --popularity FILE\n"
     "\n"
     "  Rewrites table IN with its streams in popularity order, copying compressed\n"
     "  streams. OUT is a .pcr path or a directory. For an image dataset IN, rewrites\n"
     "  it into the directory OUT with its field streams in that order.\n";
 
+struct Command {
+  const char* name;
+  const char* usage;
+};
+constexpr Command kCommands[] = {{"images", kImagesUsage},
+                                 {"webdataset", kWebdatasetUsage},
+                                 {"merge", kMergeUsage},
+                                 {"table", kTableUsage},
+                                 {"reorder", kReorderUsage}};
+const Command* g_command = nullptr;  // the command being run
+
+// The usage of every command, or with `why`, why and the synopsis of the
+// command being run.
 int Usage(const std::string& why) {
-  if (!why.empty()) std::fprintf(stderr, "pcr-convert: %s\n", why.c_str());
-  std::fputs(kUsage, stderr);
+  if (why.empty() || g_command == nullptr) {
+    if (!why.empty()) std::fprintf(stderr, "pcr-convert: %s\n", why.c_str());
+    for (const Command& c : kCommands) {
+      const std::string_view u = c.usage;
+      std::fprintf(stderr, "%s%s", &c == kCommands ? "usage: " : "       ",
+                   std::string(u.substr(0, u.find("\n\n") + 1)).c_str());
+    }
+    std::fputs("pcr-convert COMMAND --help gives every option of COMMAND\n", stderr);
+    return pcr::cli::kExitUsage;
+  }
+  const std::string_view u = g_command->usage;
+  std::fprintf(stderr, "pcr-convert: %s\nusage: %s(pcr-convert %s --help gives every option)\n", why.c_str(),
+               std::string(u.substr(0, u.find("\n\n") + 1)).c_str(), g_command->name);
   return pcr::cli::kExitUsage;
 }
 
@@ -136,6 +165,8 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
       o.memory_bytes = n << 20;
     } else if (a == "--skip-bad") {
       o.skip_bad = true;
+    } else if (a == "--restart") {
+      o.restart = true;
     } else if (a == "--shuffle") {
       if (!number(&n)) return Usage("--shuffle needs an integer seed");
       if (keep_order) return Usage("--shuffle and --keep-order exclude each other");
@@ -333,14 +364,22 @@ int main(int argc, char** argv) {
   pcr::cli::Args args(argc, argv);
   if (args.empty()) return Usage("");
   const std::string command = args.next();
+  if (command == "--help" || command == "-h") {
+    for (const Command& c : kCommands) std::printf("%s%s", &c == kCommands ? "usage: " : "\n       ", c.usage);
+    return pcr::cli::kExitOk;
+  }
+  for (const Command& c : kCommands) {
+    if (command != c.name) continue;
+    g_command = &c;
+    if (args.WantsHelp()) {
+      std::printf("usage: %s", c.usage);
+      return pcr::cli::kExitOk;
+    }
+  }
   if (command == "images") return ConvertImagesCommand(args, false);
   if (command == "webdataset") return ConvertImagesCommand(args, true);
   if (command == "merge") return MergeCommand(args);
   if (command == "table") return ConvertTableCommand(args, false);
   if (command == "reorder") return ConvertTableCommand(args, true);
-  if (command == "--help" || command == "-h") {
-    std::fputs(kUsage, stdout);
-    return pcr::cli::kExitOk;
-  }
   return Usage("unknown command '" + command + "'");
 }

@@ -47,9 +47,13 @@ constexpr char kUsage[] =
     "       pcr-dump popularity LOG...                  aggregate table access logs into a\n"
     "                                                   popularity file (stdout)\n";
 
+// The usage, or with `why`, why and where the usage is.
 int Usage(const std::string& why) {
-  if (!why.empty()) std::fprintf(stderr, "pcr-dump: %s\n", why.c_str());
-  std::fputs(kUsage, stderr);
+  if (why.empty()) {
+    std::fputs(kUsage, stderr);
+  } else {
+    std::fprintf(stderr, "pcr-dump: %s\n(pcr-dump --help gives the usage)\n", why.c_str());
+  }
   return pcr::cli::kExitUsage;
 }
 
@@ -612,7 +616,7 @@ int main(int argc, char** argv) {
   const auto io = pcr::cli::IoOptionsFromEnvironment();
   if (!io.ok()) return Fail(io.status());
   std::string first = args.next();
-  if (first == "--help" || first == "-h") {
+  if (first == "--help" || first == "-h" || args.WantsHelp()) {
     std::fputs(kUsage, stdout);
     return pcr::cli::kExitOk;
   }

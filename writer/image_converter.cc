@@ -171,6 +171,31 @@ std::vector<SampleMetadata> Permuted(std::vector<SampleMetadata> sources, uint64
   return out;
 }
 
+// The options that decide a conversion's output, as pcr-convert spells
+// them, for the journal; `images`: the sources' count.
+JournalOptions JournalOptionsOf(const ConvertImagesOptions& o, uint64_t images) {
+  std::string shards;
+  for (const std::string& s : o.shards) shards += (shards.empty() ? "" : ",") + s;
+  std::string field_order;
+  for (const std::string& f : o.field_order) field_order += (field_order.empty() ? "" : ",") + f;
+  auto flag = [](bool b) { return std::string(b ? "yes" : "no"); };
+  return {{"images-per-record", std::to_string(o.images_per_record)},
+          {"records-per-file", std::to_string(o.records_per_file)},
+          {"scan-script", o.scan_script},
+          {"strip-metadata", flag(o.strip_metadata)},
+          {"shuffle", o.shuffle_seed ? std::to_string(*o.shuffle_seed) : "none (--keep-order)"},
+          {"list", o.list_file},
+          {"by-content", flag(o.by_content)},
+          {"fields", o.fields_file},
+          {"fields-key", o.fields_key},
+          {"field-order", field_order},
+          {"exif-orientation", flag(o.exif_orientation)},
+          {"shard", std::to_string(o.shard_index)},
+          {"num-shards", std::to_string(o.num_shards)},
+          {"shards", shards},
+          {"images", std::to_string(images)}};
+}
+
 Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, ConversionInput& input) {
   PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScanScript(options.scan_script));
   // The EXIF orientation, when asked for, is one more field.
@@ -229,13 +254,15 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
                                       .class_names = input.list.class_names,
                                       .fields_checksum = input.fields_checksum},
                                      sources);
-  const std::string first_line = JournalFirstLine(plan, options.shard_index, options.num_shards);
-  const std::string limits_line = JournalLimitsLine(options.skip_bad, options.max_pixels, topts.max_memory_bytes);
+  const JournalHeader header{
+      .first = JournalFirstLine(plan, options.shard_index, options.num_shards),
+      .limits = JournalLimitsLine(options.skip_bad, options.max_pixels, topts.max_memory_bytes),
+      .options = JournalOptionsOf(options, count)};
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(out_dir.string()));
   PCR_ASSIGN_OR_RETURN(std::vector<FinishedFile> kept,
-                       PrepareOutDir(out_dir.string(), first_line, limits_line, first_file, count));
-  PCR_ASSIGN_OR_RETURN(auto journal, JournalWriter::Create((out_dir / kConversionMarkerName).string(), first_line,
-                                                           limits_line, kept));
+                       PrepareOutDir(out_dir.string(), header, first_file, count, options.restart));
+  PCR_ASSIGN_OR_RETURN(auto journal,
+                       JournalWriter::Create((out_dir / kConversionMarkerName).string(), header, kept));
 
   ConvertImagesSummary summary;
   summary.resumed_files = kept.size();
@@ -252,14 +279,17 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
   // Batches are independent of the files, so small records still keep every job busy.
   const size_t batch = std::max<size_t>(options.images_per_record, 4 * static_cast<size_t>(jobs));
   TranscodePool pool(std::max(1, std::min<int>(jobs, static_cast<int>(std::min<uint64_t>(batch, count)))),
-                     input.reader, script, topts);
+                     input.reader, script, topts, options.cancel);
   Status failed;
   for (uint64_t b = begin; b < shard_end && failed.ok(); b += batch) {
     const uint64_t e = std::min<uint64_t>(shard_end, b + batch);
     std::vector<TranscodePool::Item> done = pool.Run(std::span(sources).subspan(b, e - b), b);
     for (uint64_t i = b; i < e && failed.ok(); ++i) {
       TranscodePool::Item& item = done[i - b];
-      if (item.image.ok()) {
+      if (!item.image.ok() && item.image.status().code() == StatusCode::kCancelled) {
+        failed = files.AdvanceTo(i);
+        if (failed.ok()) failed = item.image.status();
+      } else if (item.image.ok()) {
         progress.bytes_read += item.input_bytes;
         if (orientation_field != UINT32_MAX && item.image->orientation) {
           item.fields.push_back({.field = orientation_field, .i = *item.image->orientation});
@@ -271,7 +301,10 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
         failed = files.Skip(i, std::move(reason));
       } else {
         failed = files.AdvanceTo(i);
-        if (failed.ok()) failed = item.image.status().WithPrefix(input.describe(i));
+        if (failed.ok()) {
+          const Status& why = item.image.status();
+          failed = why.WithMessage(input.describe(i) + ": " + why.message() + " (--skip-bad skips it)");
+        }
       }
     }
     progress.images_done += e - b;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <set>
 
 #include "io/io_engine.h"
@@ -16,10 +17,9 @@ namespace pcr {
 
 namespace fs = std::filesystem;
 
-Result<std::unique_ptr<JournalWriter>> JournalWriter::Create(const std::string& path, const std::string& first_line,
-                                                             const std::string& limits_line,
+Result<std::unique_ptr<JournalWriter>> JournalWriter::Create(const std::string& path, const JournalHeader& header,
                                                              const std::vector<FinishedFile>& kept) {
-  std::string text = first_line + "\n" + limits_line + "\n";
+  std::string text = header.first + "\n" + header.limits + "\n" + JournalOptionsLine(header.options) + "\n";
   for (const FinishedFile& f : kept) text += EncodeJournalLines(f);
   PCR_RETURN_IF_ERROR(WriteTextFile(path, text));
   const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -49,9 +49,32 @@ std::optional<uint64_t> FooterIndexChecksum(const std::string& path, uint64_t si
   return (*file)->footer().index_checksum;
 }
 
-Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, const std::string& first_line,
-                                                const std::string& limits_line, uint64_t first_file,
-                                                uint64_t source_count) {
+namespace {
+
+// Why the journal `text` belongs to another conversion than `header`'s: the
+// first option that differs, or the sources.
+std::string Difference(std::string_view text, const JournalHeader& header) {
+  std::vector<std::string_view> lines;
+  for (size_t pos = 0, nl; (nl = text.find('\n', pos)) != std::string_view::npos && lines.size() < 3; pos = nl + 1) {
+    lines.push_back(text.substr(pos, nl - pos));
+  }
+  const std::optional<JournalOptions> old = lines.size() == 3 ? ParseJournalOptionsLine(lines[2]) : std::nullopt;
+  if (!old) return "another conversion (its options were not recorded)";
+  for (const auto& [name, value] : header.options) {
+    const auto it = std::find_if(old->begin(), old->end(), [&](const auto& o) { return o.first == name; });
+    const std::string before = it == old->end() ? "" : it->second;
+    if (before == value) continue;
+    if (name == "images") return "other source images (" + before + " then, " + value + " now)";
+    auto shown = [](const std::string& v) { return v.empty() ? std::string("not given") : "'" + v + "'"; };
+    return "--" + name + " " + shown(before) + " (now " + shown(value) + ")";
+  }
+  return "other source images or fields";
+}
+
+}  // namespace
+
+Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, const JournalHeader& header,
+                                                uint64_t first_file, uint64_t source_count, bool restart) {
   const fs::path dir(dir_name);
   std::error_code ec;
   for (const char* manifest : {kDatasetManifestName, kPartManifestName}) {
@@ -65,7 +88,15 @@ Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, con
     const Result<Bytes> journal = ReadRegularFile((dir / kConversionMarkerName).string());
     if (journal.ok()) {
       const std::string_view text(reinterpret_cast<const char*>(journal->data()), journal->size());
-      kept = DecodeJournal(text, first_line, limits_line, first_file, source_count);
+      if (!restart && !text.starts_with(header.first + "\n")) {
+        size_t finished = 0;
+        for (size_t pos = 0; (pos = text.find("\ndone ", pos)) != std::string_view::npos; ++pos) ++finished;
+        return Status::InvalidArgument(
+            dir_name + " holds an interrupted conversion with " + Difference(text, header) +
+            ": run it again with the same options to keep its " + std::to_string(finished) +
+            " finished files, or start over with --restart (restart=True)");
+      }
+      if (!restart) kept = DecodeJournal(text, header.first, header.limits, first_file, source_count);
     }
   }
   for (size_t i = 0; i < kept.size(); ++i) {

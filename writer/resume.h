@@ -14,13 +14,19 @@
 
 namespace pcr {
 
+// The lines a journal starts with.
+struct JournalHeader {
+  std::string first;       // FirstLine: which conversion
+  std::string limits;      // LimitsLine
+  JournalOptions options;  // OptionsLine: what it was run with, to name a difference
+};
+
 // The journal being written by one conversion. Not thread-safe.
 class JournalWriter {
  public:
-  // Starts a journal at `path` holding the two header lines and `kept`,
+  // Starts a journal at `path` holding the header lines and `kept`,
   // replacing any journal there.
-  static Result<std::unique_ptr<JournalWriter>> Create(const std::string& path, const std::string& first_line,
-                                                       const std::string& limits_line,
+  static Result<std::unique_ptr<JournalWriter>> Create(const std::string& path, const JournalHeader& header,
                                                        const std::vector<FinishedFile>& kept);
   ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
@@ -40,12 +46,13 @@ class JournalWriter {
 std::optional<uint64_t> FooterIndexChecksum(const std::string& path, uint64_t size);
 
 // Makes OUT_DIR ready and returns the finished files to keep: those a
-// journal of the same conversion (`first_line`) lists that are still whole
+// journal of the same conversion (header.first) lists that are still whole
 // on disk. Every other record file and skip list of a conversion is removed.
-// A directory with a manifest, or with .pcr files and no journal, is refused.
+// A directory with a manifest, or with .pcr files and no journal, is
+// refused; so is the journal of another conversion unless `restart`, the
+// message naming the option that differs.
 // REQUIRES: `dir` exists and its DirectoryLock is held.
-Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir, const std::string& first_line,
-                                                const std::string& limits_line, uint64_t first_file,
-                                                uint64_t source_count);
+Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir, const JournalHeader& header,
+                                                uint64_t first_file, uint64_t source_count, bool restart);
 
 }  // namespace pcr

@@ -22,8 +22,9 @@ Result<Bytes> FileSourceReader::Read(const SampleMetadata& source, uint64_t, Fie
   return data;
 }
 
-TranscodePool::TranscodePool(int jobs, const SourceReader* reader, ScanScript script, TranscodeOptions options)
-    : reader_(reader), script_(std::move(script)), options_(options) {
+TranscodePool::TranscodePool(int jobs, const SourceReader* reader, ScanScript script, TranscodeOptions options,
+                             const std::atomic<bool>* cancel)
+    : reader_(reader), script_(std::move(script)), options_(options), cancel_(cancel) {
   for (int t = 1; t < jobs; ++t) threads_.emplace_back([this] { Loop(); });
 }
 
@@ -72,6 +73,10 @@ void TranscodePool::Loop() {
 void TranscodePool::Work() {
   for (size_t i = next_++; i < sources_.size(); i = next_++) {
     Item& item = (*out_)[i];
+    if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) {
+      item.image = Status::Cancelled("conversion cancelled");
+      continue;
+    }
     Result<Bytes> data = reader_->Read(sources_[i], first_index_ + i, &item.fields);
     if (!data.ok()) {
       item.image = data.status();

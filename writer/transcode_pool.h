@@ -51,9 +51,11 @@ class TranscodePool {
   };
 
   // Transcodes what `reader` reads on `jobs` threads in all: jobs - 1 of its
-  // own and the caller's. REQUIRES: ValidateScanScript(script).ok(), `reader`
-  // outlives the pool.
-  TranscodePool(int jobs, const SourceReader* reader, ScanScript script, TranscodeOptions options);
+  // own and the caller's. Once *cancel (when given) holds true, the images
+  // not yet started answer Cancelled. REQUIRES: ValidateScanScript(script).ok(),
+  // `reader` and `cancel` outlive the pool.
+  TranscodePool(int jobs, const SourceReader* reader, ScanScript script, TranscodeOptions options,
+                const std::atomic<bool>* cancel = nullptr);
   ~TranscodePool();
   TranscodePool(const TranscodePool&) = delete;
   TranscodePool& operator=(const TranscodePool&) = delete;
@@ -69,6 +71,7 @@ class TranscodePool {
   const SourceReader* reader_;
   const ScanScript script_;
   const TranscodeOptions options_;
+  const std::atomic<bool>* cancel_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable start_;

@@ -8,6 +8,7 @@
 // other.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,6 +49,9 @@ struct ConvertImagesOptions {
   // asked for (ImageRequest::segments).
   bool strip_metadata = false;
   bool skip_bad = false;  // skip unconvertible files, listed in OUT_DIR/skipped.tsv
+  // Start over in an OUT_DIR holding an interrupted conversion, instead of
+  // keeping its finished files (same options) or refusing (other options).
+  bool restart = false;
   // Per-image fields: a .csv or .jsonl file with one row per image, keyed by
   // its path relative to src_dir in column `fields_key`. An image without a
   // row, or a row without an image, is an error (skipped and listed with
@@ -76,6 +80,10 @@ struct ConvertImagesOptions {
   uint64_t num_shards = 1;
   // Called after each batch of images, from the converting thread.
   std::function<void(const ConvertProgress&)> progress;
+  // When set, polled before each image: once it holds true, the conversion
+  // stops as a killed one does (the files finished so far stay, listed in
+  // the journal, so the same call again resumes) and returns Cancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ConvertImagesSummary {

@@ -15,3 +15,4 @@
 #include "pcr/transform.h"
 #include "pcr/types.h"
 #include "pcr/verify.h"
+#include "pcr/version.h"

@@ -19,6 +19,7 @@ enum class StatusCode : int {
   kIOError,          // the operating system refused an I/O call
   kNotSupported,     // well-formed input that pcr does not handle
   kNotFound,         // a file or dataset that does not exist
+  kCancelled,        // the caller asked the call to stop
 };
 
 class [[nodiscard]] PCR_EXPORT Status {
@@ -32,6 +33,7 @@ class [[nodiscard]] PCR_EXPORT Status {
   static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
   static Status NotSupported(std::string msg) { return {StatusCode::kNotSupported, std::move(msg)}; }
   static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
+  static Status Cancelled(std::string msg) { return {StatusCode::kCancelled, std::move(msg)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

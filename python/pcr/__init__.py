@@ -6,9 +6,56 @@ release the GIL. Errors: CorruptionError for damaged files, NotSupportedError
 for input pcr does not handle, ValueError for bad arguments, FileNotFoundError
 and OSError for I/O failures.
 """
-from ._errors import CorruptionError, NotSupportedError
-from ._pcr import BatchDecoder, ImageDataset, SampleIterator, Table, convert_images, convert_table, decode
+import sys as _sys
+import time as _time
 
+from . import _pcr
+from ._errors import CorruptionError, NotSupportedError
+from ._pcr import BatchDecoder, ImageDataset, SampleIterator, Table, __version__, convert_table, decode
+
+
+class _ProgressBar:
+    """One line on stderr: images done, bytes read, rate and time left."""
+
+    def __init__(self):
+        self._start = _time.monotonic()
+        self._shown = False
+
+    def __call__(self, p):
+        seconds = max(_time.monotonic() - self._start, 1e-3)
+        rate = (p["images_done"] - p["images_resumed"]) / seconds
+        left = (p["images_total"] - p["images_done"]) / rate if rate > 0 else float("nan")
+        left = f"{int(left) // 60}:{int(left) % 60:02d} left" if left == left else "? left"
+        _sys.stderr.write(f"\r{p['images_done']}/{p['images_total']} images, {p['bytes_read'] / 2**20:.1f} MiB read, "
+                          f"{rate:.0f} images/s, {left}  ")
+        _sys.stderr.flush()
+        self._shown = True
+
+    def close(self):
+        if self._shown:
+            _sys.stderr.write("\n")
+
+
+def convert_images(src, out, *, progress=None, **options):
+    """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out.
+
+    Takes the options of the command, as keywords (images_per_record, jobs,
+    skip_bad, shuffle, keep_order, list, fields, ...). `progress` is called
+    on this thread with {"images_done", "images_total", "images_resumed",
+    "bytes_read"} as images are converted; by default a progress line is
+    shown on stderr when it is a terminal (progress=False: never). Ctrl-C
+    stops the conversion within about a second with KeyboardInterrupt; the
+    files finished so far stay, and the same call again resumes from them.
+    Returns the summary: images, records, files, bytes in and out, skipped.
+    """
+    bar = None
+    if progress is None and _sys.stderr.isatty():
+        progress = bar = _ProgressBar()
+    try:
+        return _pcr.convert_images(src, out, progress=progress or None, **options)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def convert_webdataset(shards, out, **options):
@@ -27,6 +74,7 @@ __all__ = [
     "NotSupportedError",
     "SampleIterator",
     "Table",
+    "__version__",
     "convert_images",
     "convert_table",
     "convert_webdataset",

@@ -6,12 +6,17 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
-#include <limits>
-#include <type_traits>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,6 +42,9 @@ py::object g_not_supported_error;
       throw py::value_error(status.message());
     case pcr::StatusCode::kNotFound:
       PyErr_SetString(PyExc_FileNotFoundError, status.message().c_str());
+      throw py::error_already_set();
+    case pcr::StatusCode::kCancelled:
+      PyErr_SetString(PyExc_KeyboardInterrupt, status.message().c_str());
       throw py::error_already_set();
     case pcr::StatusCode::kIOError:
     case pcr::StatusCode::kOk:
@@ -629,14 +637,80 @@ class PyTable {
   std::unique_ptr<pcr::Table> table_;
 };
 
+// Runs `convert` on a thread of its own while the caller's thread waits with
+// the GIL released, taking it every 100 ms to run Python's signal handlers
+// (Ctrl-C: KeyboardInterrupt, which cancels the conversion and leaves it
+// resumable) and to hand the latest progress to `progress`, so that both
+// run on the caller's thread. An exception `progress` raises cancels too.
+template <typename F>
+pcr::ConvertImagesSummary ConvertCancellable(pcr::ConvertImagesOptions options, const py::object& progress,
+                                            F convert) {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::optional<pcr::ConvertProgress> latest;  // guarded by mu
+  std::optional<pcr::Result<pcr::ConvertImagesSummary>> result;  // guarded by mu
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  options.progress = [&](const pcr::ConvertProgress& p) {
+    std::lock_guard lock(mu);
+    latest = p;
+  };
+  std::optional<py::error_already_set> raised;
+  auto report = [&](const pcr::ConvertProgress& p) {  // with the GIL held
+    if (progress.is_none() || raised) return;
+    py::dict d;
+    d["images_done"] = p.images_done;
+    d["images_total"] = p.images_total;
+    d["images_resumed"] = p.images_resumed;
+    d["bytes_read"] = p.bytes_read;
+    try {
+      progress(d);
+    } catch (py::error_already_set& e) {
+      raised.emplace(std::move(e));
+      cancel = true;
+    }
+  };
+  std::optional<pcr::ConvertProgress> last;
+  {
+    py::gil_scoped_release release;
+    std::thread worker([&] {
+      auto r = convert(options);
+      std::lock_guard lock(mu);
+      result.emplace(std::move(r));
+      changed.notify_one();
+    });
+    std::unique_lock lock(mu);
+    while (!result) {
+      changed.wait_for(lock, std::chrono::milliseconds(100));
+      std::optional<pcr::ConvertProgress> p = std::exchange(latest, std::nullopt);
+      lock.unlock();
+      {
+        py::gil_scoped_acquire gil;
+        if (!raised && PyErr_CheckSignals() != 0) {
+          raised.emplace();
+          cancel = true;
+        }
+        if (p) report(*p);
+      }
+      lock.lock();
+    }
+    last = std::exchange(latest, std::nullopt);
+    lock.unlock();
+    worker.join();
+  }
+  if (last) report(*last);
+  if (raised) throw std::move(*raised);
+  return Take(std::move(*result));
+}
+
 py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t images_per_record,
                        uint64_t records_per_file, int jobs, const std::string& scan_script, bool strip_metadata,
-                       bool skip_bad, uint64_t shuffle, bool keep_order, const std::string& list, bool by_content,
+                       bool skip_bad, bool restart, uint64_t shuffle, bool keep_order, const std::string& list, bool by_content,
                        uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb,
                        const std::string& fields, const std::string& fields_key,
                        const std::map<std::string, std::string>& field_types,
                        const std::vector<std::string>& field_order, const std::vector<std::string>& shards,
-                       bool exif_orientation) {
+                       bool exif_orientation, const py::object& progress) {
   std::map<std::string, pcr::FeatureType> types;
   for (const auto& [name, type] : field_types) {
     if (!pcr::ParseFeatureTypeName(type, &types[name])) {
@@ -653,6 +727,7 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                                           .scan_script = scan_script,
                                           .strip_metadata = strip_metadata,
                                           .skip_bad = skip_bad,
+                                          .restart = restart,
                                           .fields_file = fields,
                                           .fields_key = fields_key,
                                           .field_types = std::move(types),
@@ -664,8 +739,8 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                                           .shuffle_seed = keep_order ? std::nullopt : std::optional(shuffle),
                                           .shard_index = shard,
                                           .num_shards = num_shards};
-  const pcr::ConvertImagesSummary s = Unlocked([&] {
-    return options.shards.empty() ? pcr::ConvertImages(options) : pcr::ConvertWebDataset(options);
+  const pcr::ConvertImagesSummary s = ConvertCancellable(options, progress, [](const pcr::ConvertImagesOptions& o) {
+    return o.shards.empty() ? pcr::ConvertImages(o) : pcr::ConvertWebDataset(o);
   });
   py::dict d;
   d["images"] = s.images;
@@ -675,6 +750,7 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
   d["output_bytes"] = s.output_bytes;
   d["skipped"] = s.skipped;
   d["ignored_files"] = s.ignored_files;
+  d["resumed_files"] = s.resumed_files;
   return d;
 }
 
@@ -707,6 +783,7 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
 
 PYBIND11_MODULE(_pcr, m) {
   m.doc() = "pcr: Progressive Compressed Records and feature-flattened tables";
+  m.attr("__version__") = PCR_VERSION_STRING;
   g_corruption_error = py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("CorruptionError"));
   g_not_supported_error =
       py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("NotSupportedError"));
@@ -768,11 +845,12 @@ PYBIND11_MODULE(_pcr, m) {
   m.def("convert_images", &ConvertImages, py::arg("src"), py::arg("out"), py::kw_only(),
         py::arg("images_per_record") = 1024, py::arg("records_per_file") = 1, py::arg("jobs") = 0,
         py::arg("scan_script") = "spectral5", py::arg("strip_metadata") = false, py::arg("skip_bad") = false,
-        py::arg("shuffle") = 0, py::arg("keep_order") = false, py::arg("list") = "", py::arg("by_content") = false,
+        py::arg("restart") = false, py::arg("shuffle") = 0, py::arg("keep_order") = false, py::arg("list") = "", py::arg("by_content") = false,
         py::arg("shard") = 0, py::arg("num_shards") = 1, py::arg("max_pixels") = pcr::kDefaultMaxPixels,
         py::arg("memory_mb") = 0, py::arg("fields") = "", py::arg("fields_key") = "path",
         py::arg("field_types") = std::map<std::string, std::string>(),
-        py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false);
+        py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false,
+        py::arg("progress") = py::none());
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,

@@ -1,7 +1,9 @@
-from typing import Literal, Optional, Sequence, Tuple, Union
+from typing import Callable, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
+
+__version__: str
 
 # A fidelity: scan groups 1..k (1..num_scan_groups), or "full" for all of them.
 Fidelity = Union[int, Literal["full"]]
@@ -156,6 +158,7 @@ def convert_images(
     scan_script: str = "spectral5",
     strip_metadata: bool = False,
     skip_bad: bool = False,
+    restart: bool = False,
     shuffle: int = 0,
     keep_order: bool = False,
     list: str = "",
@@ -170,6 +173,7 @@ def convert_images(
     field_order: Sequence[str] = (),
     shards: Sequence[str] = (),
     exif_orientation: bool = False,
+    progress: Optional[Callable[[dict[str, int]], None]] = None,
 ) -> dict[str, object]:
     """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out,
     with the per-image fields of the .csv or .jsonl file `fields` keyed by image path.

@@ -413,26 +413,25 @@ class DataLoader(_data.DataLoader):
 
 
 def table_batch(table: _pcr.Table, features, first_stripe: int = 0, num_stripes: Optional[int] = None) -> dict:
-    """A projection of `table` as tensors for recommendation models.
+    """A projection of `table` as tensors for recommendation models, keyed as
+    Table.read keys its arrays.
 
-    For each feature name: scalars give {"values", "mask"} (values 0 where
-    missing, mask True where present); id lists give {"ids", "offsets",
-    "mask"} with `offsets` the start of each row's ids, as
-    torch.nn.EmbeddingBag takes them, plus "weights" for scored lists;
-    strings give {"bytes", "offsets"} with one more offset than rows. The
-    tensors share pcr's arrays without a copy.
+    For each feature name, a dict of tensors: "presence" (bool, one per row:
+    False where the row lacks the feature, for every type), "values" (0
+    where missing for scalars; the concatenated ids, numbers or bytes for
+    lists and strings), and for lists and strings "offsets" (int64, one more
+    than rows: row i is values[offsets[i]:offsets[i + 1]]) and for scored
+    lists "scores". Id lists feed torch.nn.EmbeddingBag as
+    bag(t["values"], t["offsets"], per_sample_weights=t.get("scores"))
+    with include_last_offset=True. The tensors share pcr's arrays without a
+    copy.
     """
     out = {}
     for name, col in table.read(list(features), first_stripe, num_stripes).items():
-        mask = _torch.from_numpy(col["presence"])
-        values = _torch.from_numpy(col["values"])
-        if "offsets" not in col:
-            out[name] = {"values": values, "mask": mask}
-        elif values.dtype == _torch.uint8:
-            out[name] = {"bytes": values, "offsets": _torch.from_numpy(col["offsets"].view("int64"))}
-        else:
-            item = {"ids": values, "offsets": _torch.from_numpy(col["offsets"][:-1].view("int64")), "mask": mask}
-            if "scores" in col:
-                item["weights"] = _torch.from_numpy(col["scores"])
-            out[name] = item
+        item = {"presence": _torch.from_numpy(col["presence"]), "values": _torch.from_numpy(col["values"])}
+        if "offsets" in col:
+            item["offsets"] = _torch.from_numpy(col["offsets"].view("int64"))
+        if "scores" in col:
+            item["scores"] = _torch.from_numpy(col["scores"])
+        out[name] = item
     return out

@@ -45,10 +45,26 @@ def test_stripe_ranges_and_unknown_features(soybean):
     whole = t.read([name])[name]
     second = t.read([name], first_stripe=1, num_stripes=2)[name]
     assert np.array_equal(second["values"], whole["values"][100:300])
-    with pytest.raises(ValueError, match="no feature"):
+    with pytest.raises(ValueError) as refused:
         t.read(["no such feature"])
+    # The message names the feature and lists the table's, in schema order.
+    listed = ", ".join(f["name"] for f in t.schema[:20])
+    assert f"no feature 'no such feature' (features: {listed}, ... ({len(t.schema)} in all))" in str(refused.value)
     with pytest.raises(ValueError):
         t.read([name], first_stripe=99)
+
+
+def test_a_table_and_an_image_dataset_point_at_each_other(soybean, sample_dataset):
+    path, _ = soybean
+    import os
+
+    for where in (path, os.path.dirname(path)):
+        with pytest.raises(ValueError, match="not an image dataset: open it as a table .*pcr.Table"):
+            pcr.ImageDataset(where)
+    with pytest.raises(ValueError, match="an image dataset, not a table: open it as .*pcr.ImageDataset"):
+        pcr.Table(str(sample_dataset))
+    with pytest.raises(ValueError, match="image records, not a table"):
+        pcr.Table(str(next(sample_dataset.glob("*.pcr"))))
 
 
 def test_map_features(tmp_path):

@@ -302,20 +302,30 @@ def test_table_batches_feed_embedding_bags(tmp_path):
     src = tmp_path / "rows.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "out"))["path"])
-    b = pcr.torch.table_batch(t, ["label", "101", "9", "11", "name"])
+    features = ["label", "101", "9", "11", "name"]
+    b = pcr.torch.table_batch(t, features)
+    read = t.read(features)
+    for name in features:  # the keys and arrays of Table.read
+        assert set(b[name]) == set(read[name])
+        for key, array in read[name].items():
+            assert np.array_equal(b[name][key].numpy(), array.view("int64") if key == "offsets" else array)
     assert b["label"]["values"].tolist() == [1, 0, 2]
-    assert b["101"]["mask"].tolist() == [True, False, True]
-    assert b["101"]["values"][b["101"]["mask"]].tolist() == [0.25, -1.5]
+    assert b["101"]["presence"].tolist() == [True, False, True]
+    assert b["101"]["values"][b["101"]["presence"]].tolist() == [0.25, -1.5]
     ids = b["9"]
-    assert ids["ids"].tolist() == [3, 5, 1, 2] and ids["offsets"].tolist() == [0, 3, 3]
-    bag = torch.nn.EmbeddingBag(10, 4, mode="sum")
-    pooled = bag(ids["ids"], ids["offsets"])
+    assert ids["values"].tolist() == [3, 5, 1, 2] and ids["offsets"].tolist() == [0, 3, 3, 4]
+    assert ids["presence"].tolist() == [True, True, True]
+    bag = torch.nn.EmbeddingBag(10, 4, mode="sum", include_last_offset=True)
+    pooled = bag(ids["values"], ids["offsets"])
     assert pooled.shape == (3, 4)
     assert torch.allclose(pooled[0], bag.weight[[3, 5, 1]].sum(0)) and torch.all(pooled[1] == 0)
     scored = b["11"]
-    weighted = torch.nn.EmbeddingBag(10, 4, mode="sum")(scored["ids"], scored["offsets"],
-                                                        per_sample_weights=scored["weights"].float())
+    assert scored["presence"].tolist() == [True, False, True]
+    weighted = torch.nn.EmbeddingBag(10, 4, mode="sum", include_last_offset=True)(
+        scored["values"], scored["offsets"], per_sample_weights=scored["scores"].float())
     assert weighted.shape == (3, 4)
     names = b["name"]
-    data, offs = bytes(names["bytes"].numpy()), names["offsets"].tolist()
+    data, offs = bytes(names["values"].numpy()), names["offsets"].tolist()
     assert [data[offs[i]:offs[i + 1]] for i in range(3)] == [b"", b"x", b"yz"]
+    # A missing string is not an empty one.
+    assert names["presence"].tolist() == [False, True, True]
