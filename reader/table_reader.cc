@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -112,6 +113,20 @@ Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& nam
   for (const std::string& n : names) {
     const auto it = by_name.find(n);
     if (it == by_name.end()) {
+      // A name that differs only in case or punctuation is suggested.
+      auto folded = [](std::string_view s) {
+        std::string out;
+        for (const char c : s) {
+          if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+        return out;
+      };
+      for (const FeatureInfo& f : features) {
+        if (folded(f.name) == folded(n)) {
+          return Status::InvalidArgument(rep_->file->path() + ": no feature '" + n + "'; did you mean '" + f.name +
+                                         "'?");
+        }
+      }
       constexpr size_t kListed = 20;
       std::string known;
       for (size_t f = 0; f < std::min(features.size(), kListed); ++f) {

@@ -20,6 +20,7 @@
 #include "pcr/decode_iterator.h"
 #include "pcr/record_iterator.h"
 #include "reader/table_rep.h"
+#include "pcr/version.h"
 #include "tools/cli.h"
 
 namespace {
@@ -693,6 +694,10 @@ int main(int argc, char** argv) {
   pcr::cli::Args args(argc, argv);
   if (args.empty()) return Usage("");
   const std::string command = args.next();
+  if (command == "--version") {
+    std::printf("pcr-bench %s\n", PCR_VERSION_STRING);
+    return pcr::cli::kExitOk;
+  }
   if (args.WantsHelp()) {
     std::fputs(kUsage, stdout);
     return pcr::cli::kExitOk;

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "pcr/version.h"
 #include "tools/cli.h"
 #include "format/file_format.h"
 #include "format/journal.h"
@@ -364,6 +365,10 @@ int main(int argc, char** argv) {
   pcr::cli::Args args(argc, argv);
   if (args.empty()) return Usage("");
   const std::string command = args.next();
+  if (command == "--version") {
+    std::printf("pcr-convert %s\n", PCR_VERSION_STRING);
+    return pcr::cli::kExitOk;
+  }
   if (command == "--help" || command == "-h") {
     for (const Command& c : kCommands) std::printf("%s%s", &c == kCommands ? "usage: " : "\n       ", c.usage);
     return pcr::cli::kExitOk;

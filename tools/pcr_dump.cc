@@ -19,6 +19,7 @@
 #include "io/read_executor.h"
 #include "reader/table_rep.h"
 #include "pcr/verify.h"
+#include "pcr/version.h"
 #include "tools/cli.h"
 
 namespace {
@@ -616,6 +617,10 @@ int main(int argc, char** argv) {
   const auto io = pcr::cli::IoOptionsFromEnvironment();
   if (!io.ok()) return Fail(io.status());
   std::string first = args.next();
+  if (first == "--version") {
+    std::printf("pcr-dump %s\n", PCR_VERSION_STRING);
+    return pcr::cli::kExitOk;
+  }
   if (first == "--help" || first == "-h" || args.WantsHelp()) {
     std::fputs(kUsage, stdout);
     return pcr::cli::kExitOk;

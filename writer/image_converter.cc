@@ -153,9 +153,8 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file) {
 
 // Checks the options every input shares.
 Status CheckOptions(const ConvertImagesOptions& options) {
-  if (options.images_per_record == 0 || options.records_per_file == 0) {
-    return Status::InvalidArgument("--images-per-record and --records-per-file must be positive");
-  }
+  if (options.images_per_record == 0) return Status::InvalidArgument("--images-per-record must be positive, not 0");
+  if (options.records_per_file == 0) return Status::InvalidArgument("--records-per-file must be positive, not 0");
   if (options.num_shards == 0 || options.shard_index >= options.num_shards) {
     return Status::InvalidArgument("--shard must be below --num-shards");
   }

@@ -159,7 +159,8 @@ class ImageLoader(_data.IterableDataset):
     Epochs and resume: `set_epoch(e)` before each epoch reshuffles (workers,
     persistent ones too, see it). `state_dict()` after any batch and
     `load_state_dict()` on a new loader made with the same arguments continue
-    with the next unseen batch. Batches are counted where they arrive: in
+    with the next unseen batch (a later set_epoch of the state's own epoch
+    keeps that position). Batches are counted where they arrive: in
     this process without workers, by pcr.torch.DataLoader with them; with
     torch's own DataLoader and workers, pass the number of batches it
     delivered, `state_dict(batches=n)`. Resume with the same number of workers.
@@ -208,10 +209,17 @@ class ImageLoader(_data.IterableDataset):
         _check_int("seed", seed, 0, (1 << 64) - 1)
         _check_int("shuffle_buffer", shuffle_buffer, 0)
         _check_int("read_ahead", read_ahead, 1)
+        if (rank is None) != (world_size is None):
+            raise ValueError("give rank and world_size together, or neither to take them from torch.distributed "
+                             f"(rank={rank}, world_size={world_size})")
         if world_size is not None:
             _check_int("world_size", world_size, 1)
-        if rank is not None:
-            _check_int("rank", rank, 0, None if world_size is None else world_size - 1)
+            _check_int("rank", rank, 0, world_size - 1)
+        for name, value in (("train", train), ("flip", flip), ("channels_last", channels_last), ("direct", direct)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, not {value!r}")
+        if shuffle is not None and not isinstance(shuffle, bool):
+            raise TypeError(f"shuffle must be True, False or None, not {shuffle!r}")
         if uneven not in ("pad", "drop"):
             raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.fields = list(fields)
@@ -251,17 +259,13 @@ class ImageLoader(_data.IterableDataset):
 
     def _share(self) -> Tuple[int, int]:
         """(rank, world size) of the calling process."""
-        rank, world = self._rank, self._world
-        if rank is None or world is None:
-            import torch.distributed as dist
+        if self._rank is not None:
+            return self._rank, self._world
+        import torch.distributed as dist
 
-            if dist.is_available() and dist.is_initialized():
-                rank, world = dist.get_rank(), dist.get_world_size()
-            else:
-                rank, world = rank or 0, world or 1
-        if not 0 <= rank < world:
-            raise ValueError(f"rank must be 0..{world - 1} (world_size {world}), not {rank}")
-        return rank, world
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
 
     def _per_rank(self, world: int) -> int:
         if self.uneven == "pad":
@@ -269,9 +273,12 @@ class ImageLoader(_data.IterableDataset):
         return self._num_images // (world * self.batch_size) * self.batch_size
 
     def set_epoch(self, epoch: int) -> None:
-        self._shared[_EPOCH] = _check_int("epoch", epoch, 0)
-        self._shared[_START] = 0
-        self._workers_saved = None
+        """The epoch to iterate next. Another epoch than the current one starts
+        at its beginning; the epoch of a loaded state keeps its position."""
+        if _check_int("epoch", epoch, 0) != self.epoch:
+            self._shared[_EPOCH] = epoch
+            self._shared[_START] = 0
+            self._workers_saved = None
 
     def __len__(self) -> int:
         """Batches per epoch on this rank, with or without DataLoader workers."""
@@ -426,6 +433,8 @@ def table_batch(table: _pcr.Table, features, first_stripe: int = 0, num_stripes:
     with include_last_offset=True. The tensors share pcr's arrays without a
     copy.
     """
+    if isinstance(features, str):
+        raise TypeError(f"features must be a list of names, not the str {features!r}")
     out = {}
     for name, col in table.read(list(features), first_stripe, num_stripes).items():
         item = {"presence": _torch.from_numpy(col["presence"]), "values": _torch.from_numpy(col["values"])}

@@ -50,6 +50,9 @@ def test_stripe_ranges_and_unknown_features(soybean):
     # The message names the feature and lists the table's, in schema order.
     listed = ", ".join(f["name"] for f in t.schema[:20])
     assert f"no feature 'no such feature' (features: {listed}, ... ({len(t.schema)} in all))" in str(refused.value)
+    last = t.schema[-1]["name"]
+    with pytest.raises(ValueError, match=f"no feature '{last.upper()}'; did you mean '{last}'"):
+        t.read([last.upper()])
     with pytest.raises(ValueError):
         t.read([name], first_stripe=99)
 

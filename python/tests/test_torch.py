@@ -140,8 +140,11 @@ def test_resume_continues_with_the_next_unseen_batch(distinct_dataset, workers):
         assert state == loader.state_dict() and state["batches"] == k
         resumed = make()
         resumed.load_state_dict(state)
+        resumed.set_epoch(state["epoch"])  # as a training loop resuming at the state's epoch does
         rest = indices_of(delivered(resumed, workers), sigs)
         assert head + rest == whole  # the union is the epoch, nothing twice
+        resumed.set_epoch(1)
+        assert len(indices_of(delivered(resumed, workers), sigs)) == len(whole)  # a new epoch, whole
         if workers:
             wrong = make()
             wrong.load_state_dict(state)
@@ -191,9 +194,11 @@ def test_arguments_are_checked_at_construction(distinct_dataset):
             pcr.torch.Dataset(path, fidelity=fidelity)
     for kw, message in [
         (dict(batch_size=0), "batch_size must be at least 1, not 0"),
-        (dict(world_size=0), "world_size must be at least 1, not 0"),
-        (dict(rank=-1), "rank must be at least 0, not -1"),
+        (dict(rank=0, world_size=0), "world_size must be at least 1, not 0"),
+        (dict(rank=-1, world_size=2), "rank must be 0..1, not -1"),
         (dict(rank=2, world_size=2), "rank must be 0..1, not 2"),
+        (dict(rank=1), "give rank and world_size together"),
+        (dict(world_size=2), "give rank and world_size together"),
         (dict(size=0), "size must be at least 1, not 0"),
         (dict(threads=-1), "threads must be at least 0, not -1"),
         (dict(read_ahead=0), "read_ahead must be at least 1, not 0"),
@@ -203,6 +208,8 @@ def test_arguments_are_checked_at_construction(distinct_dataset):
             pcr.torch.ImageLoader(path, **{"batch_size": 4, **kw})
     with pytest.raises(TypeError, match="batch_size must be an int"):
         pcr.torch.ImageLoader(path, batch_size=4.0)
+    with pytest.raises(TypeError, match="train must be True or False, not 'no'"):
+        pcr.torch.ImageLoader(path, batch_size=4, train="no")
     full = pcr.torch.ImageLoader(path, batch_size=4, fidelity="full")
     assert full.fidelity == groups
 
