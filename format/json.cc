@@ -1,8 +1,11 @@
 #include "format/json.h"
 
+#include <locale.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace pcr {
 
@@ -256,10 +259,17 @@ bool JsonCursor::Number(JsonNumber* out) {
     out->is_int = r.ec == std::errc() && r.ptr == last;
   }
   if (out->is_int) {
-    out->d = static_cast<double>(out->i);
+    out->d = out->i == 0 && *first == '-' ? -0.0 : static_cast<double>(out->i);  // -0 keeps its sign as a double
   } else {
     const auto r = std::from_chars(first, last, out->d);
-    if (r.ec != std::errc() || r.ptr != last) return Fail("number out of range");
+    if (r.ec == std::errc::result_out_of_range) {
+      // Beyond the double range: strtod rounds to nearest (an infinity, a
+      // subnormal or a zero), in the C locale whatever the process's.
+      static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", nullptr);
+      out->d = strtod_l(std::string(first, last).c_str(), nullptr, c_locale);
+    } else if (r.ec != std::errc() || r.ptr != last) {
+      return Fail("malformed number");
+    }
   }
   out->exact = !integral || IntegerLiteralIsExact(std::string_view(first, last - first), out->d);
   pos_ = p;

@@ -204,6 +204,14 @@ expect 0 "dump a plain table's streams" "$tools/pcr-dump" streams "$tmp/tp/Soybe
 check "plain streams: stamped as before 0.5" 'Soybean.pcr: version 0\.2$' "$tmp/out"
 expect 2 "unknown encoding" "$tools/pcr-convert" table "$csv" "$tmp/tx" --encoding zip
 check "unknown encoding message" '--encoding needs auto, plain or an encoding' "$tmp/err"
+{ echo n; seq 1 200 | sed 's/^150$/abc/'; } >"$tmp/word.csv"
+expect 1 "a word among numbers" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw1"
+check "the word named, with the ways past it" "line 151, column 1: 'abc' in column 'n' is not a number.*--column-type n=string.*--on-bad-value missing" "$tmp/err"
+expect 0 "a word among numbers, as missing" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw2" --on-bad-value missing
+expect 0 "dump it" "$tools/pcr-dump" "$tmp/tw2"
+check "the column stays numeric, the word missing" '^  n +int64 +0\.9950 ' "$tmp/out"
+expect 0 "a word among numbers, declared text" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw3" --column-type n=string
+expect 2 "a bad --on-bad-value" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw4" --on-bad-value skip
 expect 2 "streams of an image dataset" "$tools/pcr-dump" streams "$tmp/ds"
 expect 0 "dump a table as JSON" "$tools/pcr-dump" "$tmp/t/Soybean.pcr" --json
 check "json feature order" '"feature_order":\["Class","date"' "$tmp/out"

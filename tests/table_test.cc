@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -442,6 +444,94 @@ TEST_CASE("a table conversion never replaces a file, nor writes a directory anot
   }
 }
 
+// 150 rows "i,i", but row 120's second cell is the word abc.
+std::string WordAmongNumbers() {
+  std::string rows;
+  for (int i = 0; i < 150; ++i) rows += std::to_string(i) + "," + (i == 120 ? "abc" : std::to_string(i)) + "\n";
+  return rows;
+}
+
+uint64_t Bits(double d) { return std::bit_cast<uint64_t>(d); }
+
+TEST_CASE("every float spelling keeps a column float, stored bit for bit") {
+  TempDir dir;
+  const std::string input = dir / "f.csv";
+  std::ofstream(input) << "x\n1.5\nnan\n-NaN\ninf\n-Infinity\n-0.0\n1e-400\n-1e-400\n5e-324\n"
+                          "2.4703282292062327e-324\n1.7976931348623159e308\n";
+  for (const char* encoding : {"auto", "plain"}) {
+    TableConvertOptions o{.input = input, .out_dir = dir / encoding};
+    o.writer.stream_encoding = encoding;
+    auto r = ConvertTable(o);
+    REQUIRE(r.ok());
+    CHECK(r->schema.features[0].type == FeatureType::kFloat64);
+    auto t = Table::Open(r->path);
+    REQUIRE(t.ok());
+    const uint32_t x = 0;
+    auto batch = (*t)->Read({&x, 1}, 0, (*t)->stripe_count());
+    REQUIRE(batch.ok());
+    const std::vector<double>& v = batch->columns[0].doubles;
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    const std::vector<uint64_t> want = {Bits(1.5), Bits(nan), Bits(-nan), Bits(inf), Bits(-inf), Bits(-0.0),
+                                        Bits(0.0), Bits(-0.0), 1, 0, Bits(inf)};
+    REQUIRE(v.size() == want.size());
+    for (size_t i = 0; i < v.size(); ++i) CHECK(Bits(v[i]) == want[i]);
+  }
+  // JSON Lines: numbers beyond the double range round as IEEE says, -0 keeps its sign.
+  const std::string jsonl = dir / "f.jsonl";
+  std::ofstream(jsonl) << "{\"dense\": {\"1\": -0}, \"x\": 1e-400}\n{\"dense\": {\"1\": 1e999}, \"x\": 0.5}\n";
+  auto r = ConvertTable({.input = jsonl, .out_dir = dir / "j"});
+  REQUIRE(r.ok());
+  auto t = Table::Open(r->path);
+  REQUIRE(t.ok());
+  const std::vector<uint32_t> both = {0, 1};
+  auto batch = (*t)->Read(both, 0, (*t)->stripe_count());
+  REQUIRE(batch.ok());
+  CHECK(Bits(batch->columns[0].doubles[0]) == Bits(-0.0));
+  CHECK(Bits(batch->columns[0].doubles[1]) == Bits(std::numeric_limits<double>::infinity()));
+  CHECK(Bits(batch->columns[1].doubles[0]) == Bits(0.0));
+}
+
+TEST_CASE("declared column types and bad values") {
+  TempDir dir;
+  const std::string input = dir / "w.csv";
+  std::ofstream(input) << "a,b\n" << WordAmongNumbers();
+  auto read = [&](const TableConvertOptions& o) {
+    auto r = ConvertTable(o);
+    REQUIRE(r.ok());
+    auto t = Table::Open(r->path);
+    REQUIRE(t.ok());
+    const std::vector<uint32_t> both = {0, 1};
+    auto batch = (*t)->Read(both, 0, (*t)->stripe_count());
+    REQUIRE(batch.ok());
+    return std::pair{r->schema, std::move(batch->columns)};
+  };
+  // The word as a missing cell.
+  {
+    const auto [schema, columns] = read({.input = input, .out_dir = dir / "missing", .on_bad_value = BadValue::kMissing});
+    CHECK(schema.features[1].type == FeatureType::kInt64);
+    CHECK(columns[1].present[120] == 0);
+    CHECK(columns[1].present[119] == 1);
+  }
+  // Declared string: every cell as text; declared float32 for a.
+  {
+    TableConvertOptions o{.input = input, .out_dir = dir / "declared"};
+    o.column_types = {{"b", FeatureType::kString}, {"a", FeatureType::kFloat32}};
+    const auto [schema, columns] = read(o);
+    CHECK(schema.features[0].type == FeatureType::kFloat32);
+    CHECK(schema.features[1].type == FeatureType::kString);
+    CHECK(columns[1].string(120) == "abc");
+    CHECK(columns[1].string(7) == "7");
+  }
+  // A declared type that a cell does not fit is named; unknown names are refused.
+  TableConvertOptions o{.input = input, .out_dir = dir / "refused"};
+  o.column_types = {{"b", FeatureType::kInt64}};
+  auto r = ConvertTable(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("line 122, column 5: 'abc' in column 'b' is not an int64"));
+  o.column_types = {{"c", FeatureType::kInt64}};
+  CHECK_THAT(ConvertTable(o).status().message(), Catch::Contains("--column-type names 'c', not a column"));
+}
+
 TEST_CASE("malformed input names line and column and leaves nothing behind") {
   const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
       {"bad.csv", "a,b\n1,\"x\n2,3\n", "line 2, column 3: quoted field is never closed"},
@@ -465,7 +555,12 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
       // Integers no double holds, in float64 features, are refused rather than rounded.
       // 99999999999999999999 overflows int64, so the column is float64, where 2^53 + 1 has no double.
       {"big.csv", "a\n1\n9007199254740993\n99999999999999999999\n",
-       "line 3, column 1: integer 9007199254740993 in float64 column 'a' has no exact double"},
+       "line 3, column 1: integer 9007199254740993 in float64 column 'a' (float64 because of 99999999999999999999 at "
+       "line 4, column 1) has no exact double: --column-type a=string keeps every digit"},
+      // One word among numbers is named, with the ways past it.
+      {"word.csv", "a,b\n" + WordAmongNumbers(),
+       "line 122, column 5: 'abc' in column 'b' is not a number, and its 149 other values are: declare "
+       "--column-type b=string to keep it as text, or pass --on-bad-value missing"},
       {"big.csv", "a,b\nx,0.5\ny,-99999999999999999999\n",
        "line 3, column 3: integer -99999999999999999999 in float64 column 'b'"},
       {"big.jsonl", "{\"a\": 1}\n{\"a\": 99999999999999999999}\n",

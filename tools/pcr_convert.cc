@@ -72,7 +72,7 @@ constexpr char kMergeUsage[] =
 constexpr char kTableUsage[] =
     "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
-    "                         [--float32]\n"
+    "                         [--float32] [--column-type NAME=TYPE]... [--on-bad-value error|missing]\n"
     "\n"
     "  INPUT is .csv (header row; column types inferred; empty and NA are missing)\n"
     "  or .jsonl (one object per line; \"dense\", \"sparse\" and \"scored\" map\n"
@@ -85,7 +85,11 @@ constexpr char kTableUsage[] =
     "                       decimal or string_dictionary where a stream allows it;\n"
     "                       plain writes files that readers before 0.5 read\n"
     "  --popularity FILE    write the streams of these features first, most used first\n"
-    "  --float32            store floating point values as float32 (lossy)\n";
+    "  --float32            store floating point values as float32 (lossy)\n"
+    "  --column-type NAME=TYPE  declare a CSV column's type: int64, float64, float32\n"
+    "                       or string (default: inferred)\n"
+    "  --on-bad-value W     a cell that is not a number in a numeric column: error\n"
+    "                       (default; names its line, column and value) or missing\n";
 constexpr char kReorderUsage[] =
     "pcr-convert reorder IN OUT --popularity FILE\n"
     "\n"
@@ -325,6 +329,18 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       }
     } else if (!reorder && a == "--float32") {
       o.float32 = true;
+    } else if (!reorder && a == "--column-type") {
+      const std::string v = args.empty() ? "" : args.next();
+      const size_t eq = v.find('=');
+      pcr::FeatureType type;
+      if (eq == std::string::npos || eq == 0 || !pcr::ParseFeatureTypeName(v.substr(eq + 1), &type)) {
+        return Usage("--column-type needs NAME=TYPE, TYPE one of int64, float64, float32, string");
+      }
+      o.column_types[v.substr(0, eq)] = type;
+    } else if (!reorder && a == "--on-bad-value") {
+      const std::string v = args.empty() ? "" : args.next();
+      if (v != "error" && v != "missing") return Usage("--on-bad-value needs error or missing");
+      o.on_bad_value = v == "error" ? pcr::BadValue::kError : pcr::BadValue::kMissing;
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
     } else {

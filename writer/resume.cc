@@ -60,7 +60,9 @@ std::string Difference(std::string_view text, const JournalHeader& header) {
   }
   const std::optional<JournalOptions> old = lines.size() == 3 ? ParseJournalOptionsLine(lines[2]) : std::nullopt;
   if (!old) return "another conversion (its options were not recorded)";
-  for (const auto& [name, value] : header.options) {
+  for (const auto& option : header.options) {
+    const std::string& name = option.first;
+    const std::string& value = option.second;
     const auto it = std::find_if(old->begin(), old->end(), [&](const auto& o) { return o.first == name; });
     const std::string before = it == old->end() ? "" : it->second;
     if (before == value) continue;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "format/json.h"
@@ -54,9 +55,27 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
     }
   }
   const size_t columns = count;
+  for (const auto& [name, type] : options.column_types) {
+    if (!names.count(name)) return Status::InvalidArgument(input + ": --column-type names '" + name + "', not a column");
+    if (type != FeatureType::kInt64 && type != FeatureType::kFloat64 && type != FeatureType::kFloat32 &&
+        type != FeatureType::kString) {
+      return Status::InvalidArgument("--column-type " + name + ": a CSV column is int64, float64, float32 or string");
+    }
+  }
 
   // Pass 1: the narrowest type holding every present cell of each column.
-  std::vector<bool> can_int(columns, true), can_float(columns, true), any(columns, false);
+  // A column of numbers with fewer than 1% other cells is numeric, those
+  // cells bad values; with more, it is a string column.
+  struct Where {
+    uint64_t line = 0, column = 0;
+    std::string text;
+  };
+  struct Seen {
+    uint64_t present = 0, numbers = 0, ints = 0;
+    std::optional<Where> first_float;  // the first number that is not an int64
+    std::optional<Where> first_other;  // the first cell that is not a number
+  };
+  std::vector<Seen> seen(columns);
   {
     CsvReader csv = header;
     while (true) {
@@ -65,19 +84,43 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
       PCR_RETURN_IF_ERROR(CheckCellCount(input, csv, cells, count, columns));
       for (size_t c = 0; c < columns; ++c) {
         if (cells[c].missing()) continue;
-        any[c] = true;
+        Seen& s = seen[c];
+        s.present++;
         int64_t i;
         double d;
-        if (can_int[c] && !ParseInt(cells[c].text, &i)) can_int[c] = false;
-        if (!can_int[c] && can_float[c] && !ParseFloat(cells[c].text, &d)) can_float[c] = false;
+        if (ParseInt(cells[c].text, &i)) {
+          s.ints++;
+          s.numbers++;
+        } else if (ParseFloat(cells[c].text, &d)) {
+          s.numbers++;
+          if (!s.first_float) s.first_float = Where{cells[c].line, cells[c].column, cells[c].text};
+        } else if (!s.first_other) {
+          s.first_other = Where{cells[c].line, cells[c].column, cells[c].text};
+        }
       }
     }
   }
   for (size_t c = 0; c < columns; ++c) {
-    features[c].type = !any[c]      ? FeatureType::kString
-                       : can_int[c] ? FeatureType::kInt64
-                       : can_float[c] ? FloatType(options.float32)
-                                      : FeatureType::kString;
+    const Seen& s = seen[c];
+    const auto declared = options.column_types.find(features[c].name);
+    if (declared != options.column_types.end()) {
+      features[c].type = declared->second;
+      continue;
+    }
+    const uint64_t others = s.present - s.numbers;
+    if (s.present == 0 || others * 100 >= s.present) {
+      features[c].type = FeatureType::kString;
+      continue;
+    }
+    features[c].type = s.ints == s.numbers ? FeatureType::kInt64 : FloatType(options.float32);
+    if (others > 0 && options.on_bad_value == BadValue::kError) {
+      const Where& w = *s.first_other;
+      return InputError(input, w.line, w.column,
+                        "'" + w.text + "' in column '" + features[c].name + "' is not a number, and its " +
+                            std::to_string(s.numbers) + " other values are: declare --column-type " +
+                            features[c].name + "=string to keep it as text, or pass --on-bad-value missing to " +
+                            "store such cells as missing (" + std::to_string(others) + " in this column)");
+    }
   }
 
   // Pass 2: write.
@@ -91,22 +134,35 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
       const std::string& t = cells[c].text;
       int64_t i = 0;
       double d = 0;
-      switch (features[c].type) {
-        case FeatureType::kInt64:
-          ParseInt(t, &i);
-          writer->AddInt64(c, i);
-          break;
-        case FeatureType::kString:
-          writer->AddString(c, t);
-          break;
-        default:
-          ParseFloat(t, &d);
-          if (features[c].type == FeatureType::kFloat64 && IsIntegerLiteral(t) && !IntegerLiteralIsExact(t, d)) {
-            return InexactInteger(input, cells[c].line, cells[c].column, t, "column '" + features[c].name + "'");
-          }
-          writer->AddFloat(c, d);
-          break;
+      const FeatureType type = features[c].type;
+      if (type == FeatureType::kString) {
+        writer->AddString(c, t);
+        continue;
       }
+      const bool fits = type == FeatureType::kInt64 ? ParseInt(t, &i) : ParseFloat(t, &d);
+      if (!fits) {
+        if (options.on_bad_value == BadValue::kMissing) continue;
+        return InputError(input, cells[c].line, cells[c].column,
+                          "'" + t + "' in column '" + features[c].name + "' is not " +
+                              (type == FeatureType::kInt64 ? "an int64" : "a number") +
+                              ", the column's declared type: pass --on-bad-value missing to store such cells "
+                              "as missing, or declare another type");
+      }
+      if (type == FeatureType::kInt64) {
+        writer->AddInt64(c, i);
+        continue;
+      }
+      if (type == FeatureType::kFloat64 && IsIntegerLiteral(t) && !IntegerLiteralIsExact(t, d)) {
+        std::string why = "column '" + features[c].name + "'";
+        if (seen[c].first_float) {
+          const Where& w = *seen[c].first_float;
+          why += " (float64 because of " + w.text + " at line " + std::to_string(w.line) + ", column " +
+                 std::to_string(w.column) + ")";
+        }
+        return InexactInteger(input, cells[c].line, cells[c].column, t, why,
+                              "--column-type " + features[c].name + "=string keeps every digit");
+      }
+      writer->AddFloat(c, d);
     }
     PCR_RETURN_IF_ERROR(writer->EndRow());
   }
@@ -229,6 +285,7 @@ class JsonlParser {
         if (!json.Literal(&k)) return Error(json);
         v->kind = k == JsonCursor::Kind::kNull ? JsonValue::kNull : JsonValue::kInt;
         v->i = k == JsonCursor::Kind::kTrue ? 1 : 0;
+        v->d = static_cast<double>(v->i);
         return Status::OK();
       default:
         return Error(json, what + ": expected a number, string, boolean or null");
@@ -376,14 +433,16 @@ Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, c
           break;
         case FeatureType::kFloat32:
         case FeatureType::kFloat64: {
-          const double d = item.value.kind == JsonValue::kInt ? static_cast<double>(item.value.i) : item.value.d;
+          const double d = item.value.d;
           const bool exact = item.value.kind == JsonValue::kInt
                                  ? IntegerLiteralIsExact(std::to_string(item.value.i), d)
                                  : item.value.exact;
           if (features[f].type == FeatureType::kFloat64 && !exact) {
             return InexactInteger(input, number, item.column, line.substr(item.column - 1, item.value.length),
-                                  item.map == MapKind::kColumn ? "column '" + item.key + "'"
-                                                               : "dense feature " + item.key);
+                                  (item.map == MapKind::kColumn ? "column '" + item.key + "'"
+                                                                : "dense feature " + item.key) +
+                                      " (float64 because some value is not an int64)",
+                                  "write it as a string to keep every digit");
           }
           writer->AddFloat(f, d);
           break;

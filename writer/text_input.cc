@@ -4,9 +4,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <locale.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "io/io_engine.h"
 
@@ -102,10 +109,9 @@ bool IsIntegerLiteral(std::string_view s) {
 }
 
 Status InexactInteger(const std::string& input, uint64_t line, uint64_t column, std::string_view integer,
-                      const std::string& what) {
+                      const std::string& what, const std::string& fix) {
   return InputError(input, line, column,
-                    "integer " + std::string(integer) + " in float64 " + what +
-                        " has no exact double (it is float64 because some value is not an int64)");
+                    "integer " + std::string(integer) + " in float64 " + what + " has no exact double: " + fix);
 }
 
 bool ParseInt(std::string_view s, int64_t* v) {
@@ -114,10 +120,28 @@ bool ParseInt(std::string_view s, int64_t* v) {
 }
 
 bool ParseFloat(std::string_view s, double* v) {
-  const size_t digit = !s.empty() && s[0] == '-' ? 1 : 0;
-  if (digit >= s.size() || !((s[digit] >= '0' && s[digit] <= '9') || s[digit] == '.')) return false;
+  const bool negative = !s.empty() && s[0] == '-';
+  std::string_view body = s.substr(!s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0);
+  auto named = [&](std::string_view name) {
+    return body.size() == name.size() &&
+           std::equal(body.begin(), body.end(), name.begin(), [](char a, char b) { return std::tolower(a) == b; });
+  };
+  if (named("nan") || named("inf") || named("infinity")) {
+    *v = std::copysign(named("nan") ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity(),
+                       negative ? -1.0 : 1.0);
+    return true;
+  }
+  if (s.starts_with('+') || body.empty() || !((body[0] >= '0' && body[0] <= '9') || body[0] == '.')) return false;
   const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  if (r.ptr != s.data() + s.size()) return false;
+  if (r.ec == std::errc()) return true;
+  if (r.ec != std::errc::result_out_of_range) return false;
+  // Beyond the double range: strtod rounds to nearest (an infinity, a
+  // subnormal or a zero), in the C locale whatever the process's.
+  static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", nullptr);
+  const std::string text(s);
+  *v = strtod_l(text.c_str(), nullptr, c_locale);
+  return true;
 }
 
 }  // namespace pcr

@@ -61,11 +61,16 @@ class CsvReader {
 
 // An optional '-' and decimal digits.
 bool IsIntegerLiteral(std::string_view s);
-// `what` names the float64 feature: "column 'a'" or "dense feature 7".
+// `what` names the float64 feature and why it is float64: "column 'a' (float64
+// because of 0.5 at line 9, column 3)" or "dense feature 7".
 Status InexactInteger(const std::string& input, uint64_t line, uint64_t column, std::string_view integer,
-                      const std::string& what);
+                      const std::string& what, const std::string& fix);
 bool ParseInt(std::string_view s, int64_t* v);
-// Decimal numbers only: no inf, nan or hexadecimal.
+// A decimal number (an optional '-', digits with an optional fraction, an
+// optional exponent; no '+', hexadecimal or spaces), or nan, inf or
+// infinity in any case with an optional sign. Rounded to nearest as IEEE 754
+// says: beyond the largest double is an infinity, below the smallest
+// subnormal a zero of the number's sign. NaN is the quiet NaN of that sign.
 bool ParseFloat(std::string_view s, double* v);
 
 }  // namespace pcr

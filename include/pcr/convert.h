@@ -167,11 +167,22 @@ struct TableWriterOptions {
   std::vector<std::string> stream_order;
 };
 
+// What a CSV conversion does with a cell that does not fit its column's
+// type (a word in a column of numbers).
+enum class BadValue : uint8_t {
+  kError,    // fail, naming the line, column and value
+  kMissing,  // store the cell as missing
+};
+
 struct TableConvertOptions {
   std::string input;    // .csv (header row) or .jsonl / .ndjson (map features)
   std::string out_dir;  // created if missing; the table is <input stem>.pcr inside
   TableWriterOptions writer;
   bool float32 = false;  // store floating point values as float32 (lossy)
+  // Declared types of CSV columns (int64, float64, float32 or string),
+  // instead of inferred ones.
+  std::map<std::string, FeatureType> column_types;
+  BadValue on_bad_value = BadValue::kError;
 };
 
 struct TableConvertReport {

@@ -756,13 +756,24 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
 
 py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t rows_per_stripe, uint64_t stripe_mb,
                       std::vector<std::string> stream_order, const std::string& popularity, bool float32,
-                      int zstd_level, const std::string& encoding) {
+                      int zstd_level, const std::string& encoding,
+                      const std::map<std::string, std::string>& column_types, const std::string& on_bad_value) {
   if (!popularity.empty()) {
     if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
     stream_order = Take(pcr::ReadPopularityFile(popularity));
   }
   if (stripe_mb == 0) throw py::value_error("stripe_mb must be positive");
   pcr::TableConvertOptions options{.input = input, .out_dir = out, .float32 = float32};
+  for (const auto& [name, type] : column_types) {
+    if (!pcr::ParseFeatureTypeName(type, &options.column_types[name])) {
+      throw py::value_error("column_types['" + name + "']: unknown type '" + type +
+                            "' (int64, float64, float32, string)");
+    }
+  }
+  if (on_bad_value != "error" && on_bad_value != "missing") {
+    throw py::value_error("on_bad_value must be 'error' or 'missing', not '" + on_bad_value + "'");
+  }
+  options.on_bad_value = on_bad_value == "error" ? pcr::BadValue::kError : pcr::BadValue::kMissing;
   options.writer.rows_per_stripe = rows_per_stripe;
   options.writer.stripe_bytes = stripe_mb << 20;
   options.writer.stream_order = std::move(stream_order);
@@ -854,5 +865,6 @@ PYBIND11_MODULE(_pcr, m) {
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,
-        py::arg("zstd_level") = 3, py::arg("encoding") = "auto");
+        py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
+        py::arg("column_types") = std::map<std::string, std::string>(), py::arg("on_bad_value") = "error");
 }

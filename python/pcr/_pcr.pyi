@@ -191,7 +191,11 @@ def convert_table(
     float32: bool = False,
     zstd_level: int = 3,
     encoding: str = "auto",
+    column_types: dict[str, str] = {},
+    on_bad_value: str = "error",
 ) -> dict[str, object]:
     """pcr-convert table: a .csv or .jsonl file into out/<stem>.pcr. `encoding` is
     "auto" (chosen per stream), "plain" (files readers before format 0.5 read),
-    or an encoding to force where a stream allows it (spec 13.5)."""
+    or an encoding to force where a stream allows it (spec 13.5). `column_types`
+    declares CSV column types ({"zip": "string"}); `on_bad_value` ("error" or
+    "missing") decides what a cell that is not a number in a numeric column does."""

@@ -134,3 +134,25 @@ def test_encodings_read_the_same_columns_and_bad_names_are_refused(data_dir, tmp
                 assert np.array_equal(want[k], got[k]), (name, k)
     with pytest.raises(Exception, match="unknown stream encoding 'zip'"):
         pcr.convert_table(src, str(tmp_path / "bad"), encoding="zip")
+
+
+def test_column_types_bad_values_and_every_float(tmp_path):
+    import struct
+
+    rows = "".join(f"{i},{'abc' if i == 150 else i},{['nan', '-inf', '-0.0', '1e-400'][i % 4]}\n" for i in range(200))
+    src = tmp_path / "w.csv"
+    src.write_text("a,b,x\n" + rows)
+    with pytest.raises(ValueError, match=r"line 152, column 5: 'abc' in column 'b' is not a number.*"
+                                         r"--column-type b=string.*--on-bad-value missing"):
+        pcr.convert_table(str(src), str(tmp_path / "refused"))
+    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "missing"), on_bad_value="missing")["path"])
+    b = t.read(["b"])["b"]
+    assert b["values"].dtype == np.int64 and not b["presence"][150] and b["presence"].sum() == 199
+    bits = [struct.unpack("<Q", struct.pack("<d", v))[0] for v in t.read(["x"])["x"]["values"][:4]]
+    assert bits == [0x7FF8000000000000, 0xFFF0000000000000, 0x8000000000000000, 0]
+    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "declared"), column_types={"b": "string", "a": "float32"})["path"])
+    assert [f["type"] for f in t.schema] == ["float32", "string", "float64"]
+    with pytest.raises(ValueError, match="column_types\\['a'\\]: unknown type 'int'"):
+        pcr.convert_table(str(src), str(tmp_path / "bad"), column_types={"a": "int"})
+    with pytest.raises(ValueError, match="on_bad_value must be 'error' or 'missing'"):
+        pcr.convert_table(str(src), str(tmp_path / "bad"), on_bad_value="skip")
