@@ -145,8 +145,9 @@ class ImageLoader(_data.IterableDataset):
     CenterCrop(size). The next batch is read and decoded while the caller
     works on the current one.
 
-    Shares: the rank and world size come from torch.distributed when it is
-    initialised (else `rank`, `world_size`). As with DistributedSampler, every
+    Shares: the rank and world size are `rank` and `world_size`, given
+    together, or else come from torch.distributed when it is initialised
+    (else 0 and 1). As with DistributedSampler, every
     rank gets len(loader) batches: `uneven="pad"` gives each rank
     ceil(images / world_size) images, repeating at most world_size - 1 of the
     epoch's first images, the last batch short if batch_size does not divide
