@@ -453,6 +453,19 @@ std::string WordAmongNumbers() {
 
 uint64_t Bits(double d) { return std::bit_cast<uint64_t>(d); }
 
+// Converts as `o` says and reads every feature of the table back.
+std::pair<TableSchema, std::vector<Column>> ConvertAndRead(const TableConvertOptions& o) {
+  auto r = ConvertTable(o);
+  REQUIRE(r.ok());
+  auto t = Table::Open(r->path);
+  REQUIRE(t.ok());
+  std::vector<uint32_t> all(r->schema.features.size());
+  for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
+  auto batch = (*t)->Read(all, 0, (*t)->stripe_count());
+  REQUIRE(batch.ok());
+  return {r->schema, std::move(batch->columns)};
+}
+
 TEST_CASE("every float spelling keeps a column float, stored bit for bit") {
   TempDir dir;
   const std::string input = dir / "f.csv";
@@ -461,15 +474,9 @@ TEST_CASE("every float spelling keeps a column float, stored bit for bit") {
   for (const char* encoding : {"auto", "plain"}) {
     TableConvertOptions o{.input = input, .out_dir = dir / encoding};
     o.writer.stream_encoding = encoding;
-    auto r = ConvertTable(o);
-    REQUIRE(r.ok());
-    CHECK(r->schema.features[0].type == FeatureType::kFloat64);
-    auto t = Table::Open(r->path);
-    REQUIRE(t.ok());
-    const uint32_t x = 0;
-    auto batch = (*t)->Read({&x, 1}, 0, (*t)->stripe_count());
-    REQUIRE(batch.ok());
-    const std::vector<double>& v = batch->columns[0].doubles;
+    const auto [schema, columns] = ConvertAndRead(o);
+    CHECK(schema.features[0].type == FeatureType::kFloat64);
+    const std::vector<double>& v = columns[0].doubles;
     const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
     const std::vector<uint64_t> want = {Bits(1.5), Bits(nan), Bits(-nan), Bits(inf), Bits(-inf), Bits(-0.0),
                                         Bits(0.0), Bits(-0.0), 1, 0, Bits(inf)};
@@ -479,35 +486,19 @@ TEST_CASE("every float spelling keeps a column float, stored bit for bit") {
   // JSON Lines: numbers beyond the double range round as IEEE says, -0 keeps its sign.
   const std::string jsonl = dir / "f.jsonl";
   std::ofstream(jsonl) << "{\"dense\": {\"1\": -0}, \"x\": 1e-400}\n{\"dense\": {\"1\": 1e999}, \"x\": 0.5}\n";
-  auto r = ConvertTable({.input = jsonl, .out_dir = dir / "j"});
-  REQUIRE(r.ok());
-  auto t = Table::Open(r->path);
-  REQUIRE(t.ok());
-  const std::vector<uint32_t> both = {0, 1};
-  auto batch = (*t)->Read(both, 0, (*t)->stripe_count());
-  REQUIRE(batch.ok());
-  CHECK(Bits(batch->columns[0].doubles[0]) == Bits(-0.0));
-  CHECK(Bits(batch->columns[0].doubles[1]) == Bits(std::numeric_limits<double>::infinity()));
-  CHECK(Bits(batch->columns[1].doubles[0]) == Bits(0.0));
+  const auto [schema, columns] = ConvertAndRead({.input = jsonl, .out_dir = dir / "j"});
+  CHECK(Bits(columns[0].doubles[0]) == Bits(-0.0));
+  CHECK(Bits(columns[0].doubles[1]) == Bits(std::numeric_limits<double>::infinity()));
+  CHECK(Bits(columns[1].doubles[0]) == Bits(0.0));
 }
 
 TEST_CASE("declared column types and bad values") {
   TempDir dir;
   const std::string input = dir / "w.csv";
   std::ofstream(input) << "a,b\n" << WordAmongNumbers();
-  auto read = [&](const TableConvertOptions& o) {
-    auto r = ConvertTable(o);
-    REQUIRE(r.ok());
-    auto t = Table::Open(r->path);
-    REQUIRE(t.ok());
-    const std::vector<uint32_t> both = {0, 1};
-    auto batch = (*t)->Read(both, 0, (*t)->stripe_count());
-    REQUIRE(batch.ok());
-    return std::pair{r->schema, std::move(batch->columns)};
-  };
   // The word as a missing cell.
   {
-    const auto [schema, columns] = read({.input = input, .out_dir = dir / "missing", .on_bad_value = BadValue::kMissing});
+    const auto [schema, columns] = ConvertAndRead({.input = input, .out_dir = dir / "missing", .on_bad_value = BadValue::kMissing});
     CHECK(schema.features[1].type == FeatureType::kInt64);
     CHECK(columns[1].present[120] == 0);
     CHECK(columns[1].present[119] == 1);
@@ -516,7 +507,7 @@ TEST_CASE("declared column types and bad values") {
   {
     TableConvertOptions o{.input = input, .out_dir = dir / "declared"};
     o.column_types = {{"b", FeatureType::kString}, {"a", FeatureType::kFloat32}};
-    const auto [schema, columns] = read(o);
+    const auto [schema, columns] = ConvertAndRead(o);
     CHECK(schema.features[0].type == FeatureType::kFloat32);
     CHECK(schema.features[1].type == FeatureType::kString);
     CHECK(columns[1].string(120) == "abc");
