@@ -521,6 +521,25 @@ TEST_CASE("declared column types and bad values") {
   CHECK_THAT(r.status().message(), Catch::Contains("line 122, column 5: 'abc' in column 'b' is not an int64"));
   o.column_types = {{"c", FeatureType::kInt64}};
   CHECK_THAT(ConvertTable(o).status().message(), Catch::Contains("--column-type names 'c', not a column"));
+  // A column without values is a string column, with a note, unless declared.
+  const std::string header_only = dir / "h.csv";
+  std::ofstream(header_only) << "a,b\n1,\n2,\n";
+  auto noted = ConvertTable({.input = header_only, .out_dir = dir / "h"});
+  REQUIRE(noted.ok());
+  CHECK(noted->schema.features[1].type == FeatureType::kString);
+  CHECK(noted->notes == std::vector<std::string>{"column 'b' has no values: stored as string (--column-type b=TYPE "
+                                                 "declares another type)"});
+  TableConvertOptions typed{.input = header_only, .out_dir = dir / "h2"};
+  typed.column_types = {{"b", FeatureType::kFloat64}};
+  auto declared = ConvertTable(typed);
+  REQUIRE(declared.ok());
+  CHECK(declared->schema.features[1].type == FeatureType::kFloat64);
+  CHECK(declared->notes.empty());
+  const std::string nulls = dir / "n.jsonl";
+  std::ofstream(nulls) << "{\"a\": 1, \"b\": null}\n";
+  auto jsonl = ConvertTable({.input = nulls, .out_dir = dir / "n"});
+  REQUIRE(jsonl.ok());
+  CHECK(jsonl->notes == std::vector<std::string>{"column 'b' has only nulls: stored as string"});
 }
 
 TEST_CASE("malformed input names line and column and leaves nothing behind") {
@@ -532,6 +551,8 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
       {"bad.csv", "a,b\n\"1\"x,2\n", "line 2, column 4: text after a closing quote"},
       {"bad.csv", "a,a\n1,2\n", "line 1, column 3: duplicate column name 'a'"},
       {"bad.csv", "", "empty file"},
+      {"bad.jsonl", "", "empty file, expected one JSON object per line"},
+      {"bad.jsonl", "\n\n", "empty file, expected one JSON object per line"},
       {"bad.jsonl", "{\"dense\": {\"1\": 2}}\n{\"dense\": {\"1\": \"x\"}}\n",
        "line 2, column 17: dense feature 1: expected a number"},
       {"bad.jsonl", "{\"sparse\": {\"3\": [1, 2.5]}}\n", "line 1, column 22: sparse feature 3: id is not an int64"},

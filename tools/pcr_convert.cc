@@ -372,6 +372,7 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
                           }();
   if (!result.ok()) return pcr::cli::ReportError("pcr-convert", result.status());
   PrintTableReport(*result);
+  for (const std::string& note : result->notes) std::fprintf(stderr, "pcr-convert: note: %s\n", note.c_str());
   return pcr::cli::kExitOk;
 }
 

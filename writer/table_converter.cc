@@ -108,6 +108,10 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
       continue;
     }
     const uint64_t others = s.present - s.numbers;
+    if (s.present == 0) {
+      report->notes.push_back("column '" + features[c].name + "' has no values: stored as string (--column-type " +
+                              features[c].name + "=TYPE declares another type)");
+    }
     if (s.present == 0 || others * 100 >= s.present) {
       features[c].type = FeatureType::kString;
       continue;
@@ -362,8 +366,10 @@ Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, c
   };
 
   // Pass 1: features in order of first appearance, and column types.
+  uint64_t rows = 0;
   PCR_RETURN_IF_ERROR(ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
     PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
+    ++rows;
     for (size_t k = 0; k < row.count; ++k) {
       const JsonRow::Item& item = row.items[k];
       if (item.map == MapKind::kDense && item.value.kind == JsonValue::kNull) continue;
@@ -413,6 +419,14 @@ Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, c
     }
     return Status::OK();
   }));
+
+  if (rows == 0) return Status::InvalidArgument(input + ": empty file, expected one JSON object per line");
+  for (size_t f = 0; f < features.size(); ++f) {
+    const JsonFeature& st = state[f];
+    if (!features[f].has_id && !st.saw_int && !st.saw_float && !st.saw_string) {
+      report->notes.push_back("column '" + features[f].name + "' has only nulls: stored as string");
+    }
+  }
 
   // Pass 2: write.
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));

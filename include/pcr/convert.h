@@ -188,6 +188,7 @@ struct TableConvertOptions {
 struct TableConvertReport {
   std::string path;  // the table written
   TableSchema schema;
+  std::vector<std::string> notes;  // choices the input left open, such as the type of a column without values
   uint64_t stripes = 0;
   uint64_t input_bytes = 0;
   uint64_t output_bytes = 0;

@@ -787,6 +787,7 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
   d["stripes"] = r.stripes;
   d["input_bytes"] = r.input_bytes;
   d["output_bytes"] = r.output_bytes;
+  d["notes"] = r.notes;
   return d;
 }
 
