@@ -5,6 +5,7 @@
 // and must equal what was written: table values exactly, images pixel for
 // pixel at full fidelity and decodable at every fidelity. Any difference
 // aborts.
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -79,12 +80,12 @@ bool IsFloat32(pcr::FeatureType t) {
   return t == pcr::FeatureType::kFloat32 || t == pcr::FeatureType::kScoredIdList32;
 }
 
-double RandomDouble(Input& in) {
-  double d;
-  const int64_t bits = in.i64();
-  std::memcpy(&d, &bits, sizeof(d));
-  return d != d ? 0.5 : d;  // NaN never compares equal; any other double round trips
-}
+// Any bit pattern: NaNs of every sign and payload, infinities and -0.0
+// round trip bit for bit (spec 13.1).
+double RandomDouble(Input& in) { return std::bit_cast<double>(in.i64()); }
+
+bool SameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+bool SameBits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
 
 Cell RandomCell(Input& in, pcr::FeatureType type) {
   if (in.below(4) == 0) return std::nullopt;
@@ -168,9 +169,9 @@ void TableRoundTrip(Input& in) {
       if (t == pcr::FeatureType::kInt64) {
         Check(c.ints[r] == (want ? std::get<int64_t>(*want) : 0), "int64 differs");
       } else if (t == pcr::FeatureType::kFloat64) {
-        Check(c.doubles[r] == (want ? std::get<double>(*want) : 0), "float64 differs");
+        Check(SameBits(c.doubles[r], want ? std::get<double>(*want) : 0.0), "float64 differs");
       } else if (t == pcr::FeatureType::kFloat32) {
-        Check(c.floats[r] == (want ? static_cast<float>(std::get<double>(*want)) : 0), "float32 differs");
+        Check(SameBits(c.floats[r], want ? static_cast<float>(std::get<double>(*want)) : 0.0f), "float32 differs");
       } else if (t == pcr::FeatureType::kString) {
         Check(c.string(r) == (want ? std::get<std::string>(*want) : std::string()), "string differs");
       } else if (IsList(t)) {
@@ -179,9 +180,9 @@ void TableRoundTrip(Input& in) {
         Check(c.offsets[r + 1] - c.offsets[r] == l.ids.size(), "list length differs");
         for (size_t i = 0; i < l.ids.size(); ++i, ++element) {
           Check(c.ints[element] == l.ids[i], "id differs");
-          if (t == pcr::FeatureType::kScoredIdList64) Check(c.doubles[element] == l.scores[i], "score differs");
+          if (t == pcr::FeatureType::kScoredIdList64) Check(SameBits(c.doubles[element], l.scores[i]), "score differs");
           if (t == pcr::FeatureType::kScoredIdList32) {
-            Check(c.floats[element] == static_cast<float>(l.scores[i]), "score differs");
+            Check(SameBits(c.floats[element], static_cast<float>(l.scores[i])), "score differs");
           }
         }
       }
