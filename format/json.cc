@@ -226,6 +226,12 @@ bool IntegerLiteralIsExact(std::string_view digits, double value) {
   return n > 0 && std::string_view(buf, static_cast<size_t>(n)) == digits;
 }
 
+double NearestDouble(std::string_view text) {
+  // strtod rounds to nearest, in the C locale whatever the process's.
+  static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", nullptr);
+  return strtod_l(std::string(text).c_str(), nullptr, c_locale);
+}
+
 bool JsonCursor::Number(JsonNumber* out) {
   SkipSpace();
   const size_t start = pos_;
@@ -263,10 +269,7 @@ bool JsonCursor::Number(JsonNumber* out) {
   } else {
     const auto r = std::from_chars(first, last, out->d);
     if (r.ec == std::errc::result_out_of_range) {
-      // Beyond the double range: strtod rounds to nearest (an infinity, a
-      // subnormal or a zero), in the C locale whatever the process's.
-      static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", nullptr);
-      out->d = strtod_l(std::string(first, last).c_str(), nullptr, c_locale);
+      out->d = NearestDouble(std::string_view(first, static_cast<size_t>(last - first)));
     } else if (r.ec != std::errc() || r.ptr != last) {
       return Fail("malformed number");
     }

@@ -44,6 +44,11 @@ struct JsonNumber {
 // True when `digits`, an optional '-' and decimal digits, is exactly `value`.
 bool IntegerLiteralIsExact(std::string_view digits, double value);
 
+// The double nearest the decimal number `text`, as IEEE 754 rounds, also
+// beyond the double range where from_chars fails: an infinity, a subnormal
+// or a zero of the number's sign. REQUIRES: `text` is a decimal number.
+double NearestDouble(std::string_view text);
+
 // Reads JSON from `text` token by token. Every method returns false on
 // malformed input, after which error() says what was expected and
 // position() is the byte offset of the fault.

@@ -127,6 +127,14 @@ int Usage(const std::string& why) {
   return pcr::cli::kExitUsage;
 }
 
+// Splits "NAME=TYPE"; false without a name or with an unknown type.
+bool NameAndType(const std::string& v, std::string* name, pcr::FeatureType* type) {
+  const size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || !pcr::ParseFeatureTypeName(v.substr(eq + 1), type)) return false;
+  *name = v.substr(0, eq);
+  return true;
+}
+
 // `images SRC_DIR OUT_DIR`, or with `webdataset`, `webdataset SHARD... OUT_DIR`.
 int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   pcr::ConvertImagesOptions o;
@@ -186,16 +194,17 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
     } else if (a == "--fields-key") {
       if (!value(&o.fields_key) || o.fields_key.empty()) return Usage("--fields-key needs a column name");
     } else if (a == "--field-type") {
-      std::string v;
-      const size_t eq = value(&v) ? v.find('=') : std::string::npos;
-      if (eq == std::string::npos || eq == 0) return Usage("--field-type needs NAME=TYPE");
+      std::string v, name;
+      if (!value(&v) || v.find('=') == std::string::npos || v.find('=') == 0) {
+        return Usage("--field-type needs NAME=TYPE");
+      }
       pcr::FeatureType type;
-      if (!pcr::ParseFeatureTypeName(v.substr(eq + 1), &type) || type == pcr::FeatureType::kScoredIdList32 ||
+      if (!NameAndType(v, &name, &type) || type == pcr::FeatureType::kScoredIdList32 ||
           type == pcr::FeatureType::kScoredIdList64) {
         return Usage("--field-type " + v + ": unknown type (int64, float64, float32, string, bytes, id_list, "
                      "float32_list, float64_list)");
       }
-      o.field_types[v.substr(0, eq)] = type;
+      o.field_types[name] = type;
     } else if (a == "--exif-orientation") {
       o.exif_orientation = true;
     } else if (a == "--field-order") {
@@ -330,13 +339,12 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
     } else if (!reorder && a == "--float32") {
       o.float32 = true;
     } else if (!reorder && a == "--column-type") {
-      const std::string v = args.empty() ? "" : args.next();
-      const size_t eq = v.find('=');
+      std::string name;
       pcr::FeatureType type;
-      if (eq == std::string::npos || eq == 0 || !pcr::ParseFeatureTypeName(v.substr(eq + 1), &type)) {
+      if (args.empty() || !NameAndType(args.next(), &name, &type)) {
         return Usage("--column-type needs NAME=TYPE, TYPE one of int64, float64, float32, string");
       }
-      o.column_types[v.substr(0, eq)] = type;
+      o.column_types[name] = type;
     } else if (!reorder && a == "--on-bad-value") {
       const std::string v = args.empty() ? "" : args.next();
       if (v != "error" && v != "missing") return Usage("--on-bad-value needs error or missing");

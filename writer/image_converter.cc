@@ -285,16 +285,14 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
     std::vector<TranscodePool::Item> done = pool.Run(std::span(sources).subspan(b, e - b), b);
     for (uint64_t i = b; i < e && failed.ok(); ++i) {
       TranscodePool::Item& item = done[i - b];
-      if (!item.image.ok() && item.image.status().code() == StatusCode::kCancelled) {
-        failed = files.AdvanceTo(i);
-        if (failed.ok()) failed = item.image.status();
-      } else if (item.image.ok()) {
+      const bool cancelled = !item.image.ok() && item.image.status().code() == StatusCode::kCancelled;
+      if (item.image.ok()) {
         progress.bytes_read += item.input_bytes;
         if (orientation_field != UINT32_MAX && item.image->orientation) {
           item.fields.push_back({.field = orientation_field, .i = *item.image->orientation});
         }
         failed = files.Add(i, sources[i], std::move(item.image).value(), item.input_bytes, std::move(item.fields));
-      } else if (options.skip_bad) {
+      } else if (options.skip_bad && !cancelled) {
         std::string reason = item.image.status().ToString();
         std::replace(reason.begin(), reason.end(), '\n', ' ');  // one line in the journal and skip list
         failed = files.Skip(i, std::move(reason));
@@ -302,7 +300,7 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
         failed = files.AdvanceTo(i);
         if (failed.ok()) {
           const Status& why = item.image.status();
-          failed = why.WithMessage(input.describe(i) + ": " + why.message() + " (--skip-bad skips it)");
+          failed = cancelled ? why : why.WithMessage(input.describe(i) + ": " + why.message() + " (--skip-bad skips it)");
         }
       }
     }

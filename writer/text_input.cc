@@ -4,17 +4,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <locale.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 
+#include "format/json.h"
 #include "io/io_engine.h"
 
 namespace pcr {
@@ -136,11 +134,7 @@ bool ParseFloat(std::string_view s, double* v) {
   if (r.ptr != s.data() + s.size()) return false;
   if (r.ec == std::errc()) return true;
   if (r.ec != std::errc::result_out_of_range) return false;
-  // Beyond the double range: strtod rounds to nearest (an infinity, a
-  // subnormal or a zero), in the C locale whatever the process's.
-  static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", nullptr);
-  const std::string text(s);
-  *v = strtod_l(text.c_str(), nullptr, c_locale);
+  *v = NearestDouble(s);
   return true;
 }
 
