@@ -328,7 +328,7 @@ Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t vers
   }
   const bool fields = kind == FileKind::kImages && version_minor >= kFieldsVersionMinor;
   const bool encodings = version_minor >= kEncodingsVersionMinor;
-  const uint8_t max_type = version_minor >= kFieldsVersionMinor ? kMaxFeatureType : kMaxFeatureType03;
+  const uint8_t max_type = MaxFeatureType(version_minor);
   if (kind == FileKind::kTable || fields) {
     std::string error;
     if (!DecodeTableSchema(&d, max_type, kind == FileKind::kTable, &index.schema, &error)) {

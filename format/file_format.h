@@ -31,7 +31,7 @@ enum class FileKind : uint8_t {
 
 inline constexpr std::array<uint8_t, 8> kFileMagic = {0x89, 'P', 'C', 'R', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint8_t kVersionMajor = 0;
-inline constexpr uint8_t kVersionMinor = 5;  // the newest minor version this code reads
+inline constexpr uint8_t kVersionMinor = 6;  // the newest minor version this code reads
 // Files are stamped with the version that defined their kind: images and
 // dataset manifests 0.1, tables 0.2, part manifests 0.3; image files with
 // fields and table files using the feature types of 0.4 are stamped 0.4;

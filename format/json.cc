@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 namespace pcr {
 
@@ -91,7 +92,8 @@ JsonCursor::Kind JsonCursor::Peek() {
     case 'n':
       return Kind::kNull;
     default:
-      return text_[pos_] == '-' || IsDigit(text_[pos_]) ? Kind::kNumber : Kind::kInvalid;
+      return text_[pos_] == '-' || IsDigit(text_[pos_]) || text_[pos_] == 'N' || text_[pos_] == 'I' ? Kind::kNumber
+                                                                                                  : Kind::kInvalid;
   }
 }
 
@@ -237,6 +239,15 @@ bool JsonCursor::Number(JsonNumber* out) {
   const size_t start = pos_;
   size_t p = pos_;
   if (p < text_.size() && text_[p] == '-') ++p;
+  for (const std::string_view name : {"NaN", "Infinity"}) {
+    if (text_.substr(p).starts_with(name) && (name[0] == 'I' || p == start)) {
+      const double v = name[0] == 'N' ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+      *out = JsonNumber{.d = p == start ? v : -v};
+      pos_ = p + name.size();
+      need_comma_ = true;
+      return true;
+    }
+  }
   if (p >= text_.size() || !IsDigit(text_[p])) return Fail("expected a number");
   if (text_[p] == '0') {
     ++p;

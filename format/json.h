@@ -68,6 +68,7 @@ class JsonCursor {
   // Inside an array: *done when its ']' was consumed, else a value follows.
   bool NextElement(bool* done);
   bool String(std::string* out);
+  // Also NaN, Infinity and -Infinity, as Python's json module writes them.
   bool Number(JsonNumber* out);
   // true, false or null.
   bool Literal(Kind* kind);

@@ -29,6 +29,8 @@ size_t ValueWidth(FeatureType type) {
     case FeatureType::kString:
     case FeatureType::kBytes:
       return 0;
+    case FeatureType::kBool:
+      return 1;
     default:
       return 8;
   }
@@ -102,6 +104,18 @@ const char* FeatureTypeName(FeatureType type) {
       return "float32_list";
     case FeatureType::kFloat64List:
       return "float64_list";
+    case FeatureType::kBool:
+      return "bool";
+    case FeatureType::kUInt64:
+      return "uint64";
+    case FeatureType::kTimestampS:
+      return "timestamp_s";
+    case FeatureType::kTimestampMs:
+      return "timestamp_ms";
+    case FeatureType::kTimestampUs:
+      return "timestamp_us";
+    case FeatureType::kTimestampNs:
+      return "timestamp_ns";
   }
   return "unknown";
 }
@@ -137,7 +151,14 @@ bool IsListType(FeatureType type) {
 }
 
 uint8_t FeatureTypeVersion(FeatureType type) {
-  return static_cast<uint8_t>(type) > kMaxFeatureType03 ? 4 : 2;
+  const auto t = static_cast<uint8_t>(type);
+  return t > kMaxFeatureType05 ? kTypesVersionMinor : t > kMaxFeatureType03 ? 4 : 2;
+}
+
+uint8_t MaxFeatureType(uint8_t version_minor) {
+  return version_minor >= kTypesVersionMinor ? kMaxFeatureType
+         : version_minor >= 4               ? kMaxFeatureType05
+                                            : kMaxFeatureType03;
 }
 
 size_t RawValueBytes(FeatureType type) {
@@ -248,6 +269,12 @@ size_t FeatureStreams::AddFloat(FeatureType type, uint32_t row, double v) {
   return 8;
 }
 
+size_t FeatureStreams::AddBool(uint32_t row, bool v) {
+  rows.push_back(row);
+  values.push_back(v ? 1 : 0);
+  return 1;
+}
+
 size_t FeatureStreams::AddString(uint32_t row, std::string_view s) {
   rows.push_back(row);
   PutFixed32(&lengths, static_cast<uint32_t>(s.size()));
@@ -322,6 +349,8 @@ ElementKind ElementKindOf(FeatureType type, StreamRole role) {
     case FeatureType::kString:
     case FeatureType::kBytes:
       return ElementKind::kStrings;
+    case FeatureType::kBool:
+      return ElementKind::kBytes;
     default:
       return ElementKind::kI64;
   }
@@ -503,14 +532,26 @@ Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan prese
   if (scalar) {
     if (!lengths.empty() || !scores.empty()) return Status::Corruption("scalar feature with list streams");
     switch (type) {
-      case FeatureType::kInt64:
-        ScatterValues(values, present, row_count, &column->ints);
-        break;
       case FeatureType::kFloat64:
         ScatterValues(values, present, row_count, &column->doubles);
         break;
-      default:
+      case FeatureType::kFloat32:
         ScatterValues(values, present, row_count, &column->floats);
+        break;
+      case FeatureType::kBool: {
+        const auto bad = std::find_if(values.begin(), values.end(), [](uint8_t b) { return b > 1; });
+        if (bad != values.end()) {
+          return Bad(StreamRole::kValues, "bool value " + std::to_string(*bad) + " at byte " +
+                                              std::to_string(bad - values.begin()) + " (0 or 1 expected)");
+        }
+        const size_t old = column->ints.size();
+        column->ints.resize(old + row_count);
+        const uint8_t* src = values.data();
+        for (uint64_t r = 0; r < row_count; ++r) column->ints[old + r] = present[r] ? *src++ : 0;
+        break;
+      }
+      default:  // int64, uint64 and timestamps: 8 bytes each
+        ScatterValues(values, present, row_count, &column->ints);
         break;
     }
     return Status::OK();

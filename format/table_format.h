@@ -15,10 +15,12 @@
 
 namespace pcr {
 
-inline constexpr uint8_t kMaxFeatureType = 10;
-// The highest FeatureType of files stamped before 0.4 (kBytes and the float
-// lists came with 0.4).
+inline constexpr uint8_t kMaxFeatureType = 16;
+// The highest FeatureType of files stamped before 0.6 (bool, uint64 and the
+// timestamps came with 0.6) and before 0.4 (kBytes and the float lists).
+inline constexpr uint8_t kMaxFeatureType05 = 10;
 inline constexpr uint8_t kMaxFeatureType03 = 7;
+inline constexpr uint8_t kTypesVersionMinor = 6;
 
 enum class StreamRole : uint8_t {
   kPresence = 0,  // bitmap of the rows holding the feature; empty when all do
@@ -37,11 +39,14 @@ const char* StreamRoleName(StreamRole role);
 bool IsListType(FeatureType type);
 // Streams of a feature of this type, in the order a writer stores them.
 std::span<const StreamRole> RolesOf(FeatureType type);
-// Bytes of one element of the raw values stream: 8 (int64, float64, list
-// ids, float64 lists), 4 (float32, float32 lists) or 1 (string and bytes).
+// Bytes of one element of the raw values stream: 8 (int64, uint64,
+// timestamps, float64, list ids, float64 lists), 4 (float32, float32 lists)
+// or 1 (bool, string and bytes).
 size_t RawValueBytes(FeatureType type);
 // The lowest version_minor of a file holding a feature of this type.
 uint8_t FeatureTypeVersion(FeatureType type);
+// The highest FeatureType a file stamped version_minor may hold.
+uint8_t MaxFeatureType(uint8_t version_minor);
 
 // TableSchema wire form (spec 13.1). DecodeTableSchema rejects duplicate
 // names, types above max_type, map features unless allow_map, and counts
@@ -75,7 +80,9 @@ struct FeatureStreams {
   // Each Add* appends the value of row `row` (above every row added since
   // Clear) and returns the raw bytes it added. REQUIRES: `type` is the
   // feature's type and has the value's form.
+  // kInt64, and the bits of kUInt64 and the ticks of timestamps.
   size_t AddInt64(uint32_t row, int64_t v);
+  size_t AddBool(uint32_t row, bool v);
   // Rounded to float for kFloat32.
   size_t AddFloat(FeatureType type, uint32_t row, double v);
   // kString and kBytes. REQUIRES: s.size() < 2^32

@@ -90,7 +90,14 @@ bool SameBits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_
 Cell RandomCell(Input& in, pcr::FeatureType type) {
   if (in.below(4) == 0) return std::nullopt;
   switch (type) {
+    case pcr::FeatureType::kBool:
+      return static_cast<int64_t>(in.below(2));
     case pcr::FeatureType::kInt64:
+    case pcr::FeatureType::kUInt64:
+    case pcr::FeatureType::kTimestampS:
+    case pcr::FeatureType::kTimestampMs:
+    case pcr::FeatureType::kTimestampUs:
+    case pcr::FeatureType::kTimestampNs:
       return in.i64();
     case pcr::FeatureType::kFloat64:
       return RandomDouble(in);
@@ -123,7 +130,13 @@ void WriteTable(const fs::path& path, const std::vector<pcr::FeatureInfo>& featu
   for (const auto& row : rows) {
     for (size_t f = 0; f < features.size(); ++f) {
       if (!row[f]) continue;
-      if (auto* i = std::get_if<int64_t>(&*row[f])) (*w)->AddInt64(f, *i);
+      if (auto* i = std::get_if<int64_t>(&*row[f])) {
+        if (features[f].type == pcr::FeatureType::kBool) {
+          (*w)->AddBool(f, *i != 0);
+        } else {
+          (*w)->AddInt64(f, *i);
+        }
+      }
       if (auto* d = std::get_if<double>(&*row[f])) (*w)->AddFloat(f, *d);
       if (auto* s = std::get_if<std::string>(&*row[f])) (*w)->AddString(f, *s);
       if (auto* l = std::get_if<IdList>(&*row[f])) (*w)->AddIdList(f, l->ids, l->scores);
@@ -137,7 +150,9 @@ void TableRoundTrip(Input& in) {
   std::vector<pcr::FeatureInfo> features(1 + in.below(6));
   for (size_t f = 0; f < features.size(); ++f) {
     features[f].name = "f" + std::to_string(f);
-    features[f].type = static_cast<pcr::FeatureType>(1 + in.below(7));
+    // Types 1..7 and 11..16: those a table writer takes one value of at a time.
+    const uint32_t t = in.below(13);
+    features[f].type = static_cast<pcr::FeatureType>(t < 7 ? 1 + t : 4 + t);
   }
   std::vector<std::vector<Cell>> rows(in.below(40));
   for (auto& row : rows) {
@@ -166,8 +181,8 @@ void TableRoundTrip(Input& in) {
     for (size_t r = 0; r < rows.size(); ++r) {
       const Cell& want = rows[r][f];
       Check(c.present[r] == (want ? 1 : 0), "presence differs");
-      if (t == pcr::FeatureType::kInt64) {
-        Check(c.ints[r] == (want ? std::get<int64_t>(*want) : 0), "int64 differs");
+      if (t == pcr::FeatureType::kInt64 || t >= pcr::FeatureType::kBool) {
+        Check(c.ints[r] == (want ? std::get<int64_t>(*want) : 0), "integer differs");
       } else if (t == pcr::FeatureType::kFloat64) {
         Check(SameBits(c.doubles[r], want ? std::get<double>(*want) : 0.0), "float64 differs");
       } else if (t == pcr::FeatureType::kFloat32) {

@@ -212,6 +212,16 @@ expect 0 "dump it" "$tools/pcr-dump" "$tmp/tw2"
 check "the column stays numeric, the word missing" '^  n +int64 +0\.9950 ' "$tmp/out"
 expect 0 "a word among numbers, declared text" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw3" --column-type n=string
 expect 2 "a bad --on-bad-value" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw4" --on-bad-value skip
+expect 2 "an unknown --column-type" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw4" --column-type n=int32
+check "the types are listed" 'TYPE one of bool, int64, uint64' "$tmp/err"
+expect 1 "a schema file that is missing" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw4" --schema "$tmp/none.json"
+check "the schema file is named" "none.json" "$tmp/err"
+printf '{"n": "timestamp"}' >"$tmp/schema.json"
+expect 1 "a declared type a cell does not fit" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw4" --schema "$tmp/schema.json"
+check "the cell, its column and the way past it" "line 151, column 1: 'abc' in column 'n' is not an ISO 8601 time .*--on-bad-value missing" "$tmp/err"
+expect 0 "--strings keeps every column as text" "$tools/pcr-convert" table "$tmp/word.csv" "$tmp/tw5" --strings
+expect 0 "dump it" "$tools/pcr-dump" "$tmp/tw5"
+check "the numbers are strings" '^  n +string ' "$tmp/out"
 expect 2 "streams of an image dataset" "$tools/pcr-dump" streams "$tmp/ds"
 expect 0 "dump a table as JSON" "$tools/pcr-dump" "$tmp/t/Soybean.pcr" --json
 check "json feature order" '"feature_order":\["Class","date"' "$tmp/out"
@@ -223,6 +233,9 @@ tr -d '"' <"$tmp/out" >"$tmp/cat.csv"
 tr -d '"' <"$csv" | sed 's/\bNA\b//g' >"$tmp/src.csv"
 if cmp -s "$tmp/cat.csv" "$tmp/src.csv"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: cat differs from the source CSV"; fi
 expect 2 "cat as yaml" "$tools/pcr-dump" cat "$tmp/t" --format yaml
+check "the formats are named" "unknown format yaml \(csv or jsonl\)" "$tmp/err"
+expect 0 "cat as JSON Lines" "$tools/pcr-dump" cat "$tmp/t" --features Class,hail --format jsonl
+check "a JSON object per row, missing as null" '^\{"Class":"2-4-d-injury","hail":null\}$' "$tmp/out"
 expect 1 "cat an unknown feature" "$tools/pcr-dump" cat "$tmp/t" --features Class,nope
 check "unknown feature named" "no feature 'nope'" "$tmp/err"
 # An image dataset's fields: every sample's key and label, in sample order.

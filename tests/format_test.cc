@@ -419,5 +419,43 @@ TEST_CASE("a zstd stream is exactly one frame") {
   CHECK_THAT(st.message(), Catch::Contains("after the zstd frame"));
 }
 
+TEST_CASE("bool values are the bytes 0 and 1; any other byte is refused with its position") {
+  FeatureStreams f;
+  f.AddBool(0, true);
+  f.AddBool(2, false);
+  f.AddBool(3, true);
+  const Bytes presence = f.Raw(StreamRole::kPresence, 4);
+  Bytes values = f.Raw(StreamRole::kValues, 4);
+  CHECK(values == Bytes{1, 0, 1});
+  Column c(FeatureType::kBool);
+  REQUIRE(DecodeFeatureStreams(FeatureType::kBool, 4, presence, {}, values, {}, &c).ok());
+  CHECK(c.ints == std::vector<int64_t>{1, 0, 0, 1});
+  CHECK(c.present == std::vector<uint8_t>{1, 0, 1, 1});
+  values[2] = 2;
+  Column bad(FeatureType::kBool);
+  const Status s = DecodeFeatureStreams(FeatureType::kBool, 4, presence, {}, values, {}, &bad);
+  CHECK(s.code() == StatusCode::kCorruption);
+  CHECK_THAT(s.message(), Catch::Contains("values stream: bool value 2 at byte 2"));
+}
+
+TEST_CASE("types of 0.6 are refused in files stamped earlier") {
+  for (const auto& [version, max] : std::vector<std::pair<uint8_t, uint8_t>>{{2, 7}, {4, 10}, {5, 10}, {6, 16}}) {
+    CHECK(MaxFeatureType(version) == max);
+  }
+  CHECK(FeatureTypeVersion(FeatureType::kBool) == kTypesVersionMinor);
+  CHECK(FeatureTypeVersion(FeatureType::kTimestampNs) == kTypesVersionMinor);
+  CHECK(FeatureTypeVersion(FeatureType::kFloat64List) == 4);
+  TableSchema schema{.row_count = 0, .features = {{.name = "t", .type = FeatureType::kTimestampMs}}};
+  Bytes b;
+  EncodeTableSchema(schema, &b);
+  for (const uint8_t version : {5, 6}) {
+    Decoder d(b);
+    TableSchema back;
+    std::string error;
+    CHECK(DecodeTableSchema(&d, MaxFeatureType(version), true, &back, &error) == (version == 6));
+    if (version == 5) CHECK(error == "feature 0 has unknown type 14");
+  }
+}
+
 }  // namespace
 }  // namespace pcr

@@ -6,6 +6,8 @@
 # usage: tests/golden_test.sh TOOLS_DIR GOLDEN_DIR
 set -euo pipefail
 tools=$(cd "$1" && pwd) golden=$(cd "$2" && pwd)
+python=${PYTHON:-/usr/bin/python3}
+same_cells="$(cd "$(dirname "$0")" && pwd)/same_cells.py"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
@@ -36,7 +38,8 @@ check "0.1 image dataset reads at every fidelity" same_images "$golden/v0.1-imag
 for t in soybean40 maps; do
   check "0.2 table $t verifies" "$tools/pcr-dump" verify "$golden/v0.2-tables/$t.pcr"
   check "0.2 table $t reads every cell" \
-    bash -c '"$1/pcr-dump" cat "$2.pcr" | cmp - "$2.expected.csv"' _ "$tools" "$golden/v0.2-tables/$t"
+    bash -c '"$1/pcr-dump" cat "$2.pcr" | "$3" "$4" - "$2.expected.csv"' _ "$tools" "$golden/v0.2-tables/$t" \
+    "$python" "$same_cells"
 done
 for p in part0 part1; do
   check "0.3 $p is refused as a dataset" refused_as_part "$golden/v0.3-parts/$p"
@@ -52,12 +55,26 @@ check "0.4 image dataset with fields verifies" "$tools/pcr-dump" verify "$golden
 check "0.4 image dataset reads at every fidelity, segments put back" \
   same_images "$golden/v0.4-fields" "$golden/v0.4-fields.sha256" --metadata
 check "0.4 image dataset reads every field" \
-  bash -c '"$1/pcr-dump" cat "$2" | cmp - "$2.expected.csv"' _ "$tools" "$golden/v0.4-fields"
+  bash -c '"$1/pcr-dump" cat "$2" | "$3" "$4" - "$2.expected.csv"' _ "$tools" "$golden/v0.4-fields" "$python" \
+  "$same_cells"
 for f in "$golden"/v0.5-tables/*.pcr; do
   t=$(basename "$f" .pcr)
   check "0.5 table $t verifies" "$tools/pcr-dump" verify "$f"
   check "0.5 table $t reads every cell" \
-    bash -c '"$1/pcr-dump" cat "$2" | cmp - "$3.expected.csv"' _ "$tools" "$f" "$golden/v0.5-tables/${t%%-*}"
+    bash -c '"$1/pcr-dump" cat "$2" | "$4" "$5" - "$3.expected.csv"' _ "$tools" "$f" "$golden/v0.5-tables/${t%%-*}" \
+    "$python" "$same_cells"
+done
+for f in "$golden"/v0.6-tables/*.pcr; do
+  t=$(basename "$f" .pcr)
+  check "0.6 table $t verifies" "$tools/pcr-dump" verify "$f"
+  check "0.6 table $t is stamped 0.6" bash -c '[ "$(od -An -tu1 -j9 -N1 "$1" | tr -d " ")" = 6 ]' _ "$f"
+  check "0.6 table $t reads every cell" \
+    bash -c '"$1/pcr-dump" cat "$2" | "$4" "$5" - "$3.expected.csv"' _ "$tools" "$f" "$golden/v0.6-tables/${t%%-*}" \
+    "$python" "$same_cells"
+done
+for t in types maps; do
+  check "0.6 table $t reads every value as JSON Lines" \
+    bash -c '"$1/pcr-dump" cat "$2.pcr" --format jsonl | cmp - "$2.expected.jsonl"' _ "$tools" "$golden/v0.6-tables/$t"
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

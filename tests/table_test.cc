@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
+#include <ctime>
 #include <limits>
 #include <cstring>
 #include <filesystem>
@@ -520,7 +522,7 @@ TEST_CASE("declared column types and bad values") {
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.status().message(), Catch::Contains("line 122, column 5: 'abc' in column 'b' is not an int64"));
   o.column_types = {{"c", FeatureType::kInt64}};
-  CHECK_THAT(ConvertTable(o).status().message(), Catch::Contains("--column-type names 'c', not a column"));
+  CHECK_THAT(ConvertTable(o).status().message(), Catch::Contains("a declared type names 'c', not a column"));
   // A column without values is a string column, with a note, unless declared.
   const std::string header_only = dir / "h.csv";
   std::ofstream(header_only) << "a,b\n1,\n2,\n";
@@ -539,7 +541,187 @@ TEST_CASE("declared column types and bad values") {
   std::ofstream(nulls) << "{\"a\": 1, \"b\": null}\n";
   auto jsonl = ConvertTable({.input = nulls, .out_dir = dir / "n"});
   REQUIRE(jsonl.ok());
-  CHECK(jsonl->notes == std::vector<std::string>{"column 'b' has only nulls: stored as string"});
+  CHECK(jsonl->notes == std::vector<std::string>{"column 'b' has only nulls: stored as string (--column-type b=TYPE "
+                                                 "declares another type)"});
+}
+
+// Seconds since the epoch of a UTC calendar time, by the C library.
+int64_t Utc(int year, int month, int day, int hour = 0, int minute = 0, int second = 0) {
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+TEST_CASE("CSV infers bool, uint64 and timestamps, stamped 0.6, and reads them back exactly") {
+  TempDir dir;
+  const std::string input = dir / "t.csv";
+  std::ofstream(input) << "uid,ok,at,fine,n\n"
+                          "1,true,2015-01-01T00:00:00,2015-01-01 00:00:00.000000001,1\n"
+                          "2,FALSE,1969-12-31 23:59:59.25,1969-12-31T23:59:59.999999999Z,2\n"
+                          "18446744073709551615,True,2016-02-29T12:00:00+01:30,,3\n"
+                          ",,2024-03-10,2024-03-10T00:00-08:00,4\n";
+  const auto [schema, c] = ConvertAndRead({.input = input, .out_dir = dir / "out"});
+  const std::vector<FeatureType> want = {FeatureType::kUInt64, FeatureType::kBool, FeatureType::kTimestampUs,
+                                         FeatureType::kTimestampNs, FeatureType::kInt64};
+  for (size_t f = 0; f < want.size(); ++f) CHECK(schema.features[f].type == want[f]);
+  CHECK(test::ReadFile(dir.path() / "out" / "t.pcr")[9] == kTypesVersionMinor);
+  CHECK(static_cast<uint64_t>(c[0].ints[2]) == std::numeric_limits<uint64_t>::max());
+  CHECK(c[0].present == std::vector<uint8_t>{1, 1, 1, 0});
+  CHECK(c[1].ints == std::vector<int64_t>{1, 0, 1, 0});
+  CHECK(c[1].present == std::vector<uint8_t>{1, 1, 1, 0});
+  CHECK(c[2].ints == std::vector<int64_t>{Utc(2015, 1, 1) * 1000000, -750000,
+                                          (Utc(2016, 2, 29, 12) - 5400) * 1000000, Utc(2024, 3, 10) * 1000000});
+  CHECK(c[3].ints[0] == Utc(2015, 1, 1) * 1000000000 + 1);
+  CHECK(c[3].ints[1] == -1);
+  CHECK(c[3].ints[3] == (Utc(2024, 3, 10) + 8 * 3600) * 1000000000);
+  // Files without the new types keep their earlier stamps.
+  const std::string plain = dir / "p.csv";
+  std::ofstream(plain) << "a\n1\n";
+  TableConvertOptions o{.input = plain, .out_dir = dir / "p"};
+  o.writer.stream_encoding = "plain";
+  REQUIRE(ConvertTable(o).ok());
+  CHECK(test::ReadFile(dir.path() / "p" / "p.pcr")[9] == kTableVersionMinor);
+}
+
+TEST_CASE("declared types: a schema file, column types over it, strings, and values they refuse") {
+  TempDir dir;
+  const std::string input = dir / "d.csv";
+  std::ofstream(input) << "id,ok,day,ms,score,hash\n"
+                          "7,yes,2020-05-06,1588723200123,0.1,5\n"
+                          "8,0,86400,2020-05-06T00:00:00.5,2,6\n";
+  const std::string schema = dir / "s.json";
+  std::ofstream(schema) << R"({"ok": "bool", "day": "timestamp_s", "ms": "timestamp_ms", "score": "float64",
+                               "id": "string", "hash": "float32"})";
+  TableConvertOptions o{.input = input, .out_dir = dir / "a", .schema_file = schema};
+  o.column_types = {{"hash", FeatureType::kUInt64}};
+  const auto [s, c] = ConvertAndRead(o);
+  CHECK(s.features[0].type == FeatureType::kString);
+  CHECK(c[0].string(1) == "8");
+  CHECK(c[1].ints == std::vector<int64_t>{1, 0});
+  CHECK(c[2].ints == std::vector<int64_t>{Utc(2020, 5, 6), 86400});  // declared: integer ticks too
+  CHECK(c[3].ints == std::vector<int64_t>{1588723200123, Utc(2020, 5, 6) * 1000 + 500});
+  CHECK(s.features[5].type == FeatureType::kUInt64);  // column_types win over the file
+  // --strings: every undeclared column is text.
+  TableConvertOptions strings{.input = input, .out_dir = dir / "strings", .strings = true};
+  const auto [s2, c2] = ConvertAndRead(strings);
+  for (const FeatureInfo& f : s2.features) CHECK(f.type == FeatureType::kString);
+  CHECK(c2[4].string(0) == "0.1");
+  // A time finer than its declared unit is a bad value, never truncated.
+  o.out_dir = dir / "fine";
+  o.column_types = {{"ms", FeatureType::kTimestampS}};
+  auto fine = ConvertTable(o);
+  REQUIRE_FALSE(fine.ok());
+  CHECK_THAT(fine.status().message(),
+             Catch::Contains("line 3, column 11: '2020-05-06T00:00:00.5' in column 'ms' is not an ISO 8601 time "
+                             "(or integer ticks) that timestamp_s holds"));
+  o.column_types = {{"ms", FeatureType::kTimestampMs}, {"day", FeatureType::kTimestampS}, {"id", FeatureType::kBool}};
+  auto notbool = ConvertTable(o);
+  REQUIRE_FALSE(notbool.ok());
+  CHECK_THAT(notbool.status().message(), Catch::Contains("line 2, column 1: '7' in column 'id' is not a bool"));
+  // Schema files that are not a JSON object of type names are refused, naming the file.
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
+           {"[1]", "a schema is a JSON object"},
+           {R"({"a": "int32"})", "'a': unknown type 'int32'"},
+           {R"({"a": 3})", "'a': expected a type name"},
+           {R"({"a": "int64")", "at offset 13: expected ',' or '}'"}}) {
+    std::ofstream(schema) << text;
+    auto r = ReadTableSchemaFile(schema);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains(schema) && Catch::Contains(want));
+  }
+}
+
+TEST_CASE("JSON Lines: booleans, uint64, times, declared map value types and strings of numbers") {
+  TempDir dir;
+  const std::string input = dir / "m.jsonl";
+  std::ofstream(input)
+      << R"({"u": 18446744073709551615, "b": true, "t": "2021-01-02T03:04:05Z", "n": 12345678901234567890, "dense": {"1": 0.1, "2": 0.5}, "scored": {"3": [[4, 0.3]]}})"
+      << "\n"
+      << R"({"u": 0, "b": false, "t": "2021-01-02T03:04:05.123456789Z", "n": 1, "dense": {"1": NaN, "2": -Infinity}})"
+      << "\n";
+  TableConvertOptions o{.input = input, .out_dir = dir / "a"};
+  o.column_types = {{"n", FeatureType::kString}, {"dense", FeatureType::kFloat32}, {"2", FeatureType::kFloat64},
+                    {"scored", FeatureType::kFloat32}};
+  const auto [s, c] = ConvertAndRead(o);
+  const std::vector<FeatureType> want = {FeatureType::kUInt64,  FeatureType::kBool,    FeatureType::kTimestampNs,
+                                         FeatureType::kString,  FeatureType::kFloat32, FeatureType::kFloat64,
+                                         FeatureType::kScoredIdList32};
+  REQUIRE(s.features.size() == want.size());
+  for (size_t f = 0; f < want.size(); ++f) CHECK(s.features[f].type == want[f]);
+  CHECK(static_cast<uint64_t>(c[0].ints[0]) == std::numeric_limits<uint64_t>::max());
+  CHECK(c[1].ints == std::vector<int64_t>{1, 0});
+  CHECK(c[2].ints[1] - c[2].ints[0] == 123456789);
+  CHECK(c[3].string(0) == "12345678901234567890");  // a declared string keeps every digit
+  CHECK(c[4].floats[0] == 0.1f);
+  CHECK(std::isnan(c[4].floats[1]));
+  CHECK(c[5].doubles[1] == -std::numeric_limits<double>::infinity());
+  CHECK(c[6].floats == std::vector<float>{0.3f});
+  // Refusals name the value and the way past it.
+  const std::vector<std::tuple<std::string, std::map<std::string, FeatureType>, std::string>> refused = {
+      {"{\"a\": true}\n{\"a\": 1}\n", {}, "line 2, column 7: column 'a' holds booleans (first true at line 1, column 7) and here numbers"},
+      {"{\"a\": -1}\n{\"a\": 18446744073709551615}\n", {}, "line 2, column 7: column 'a' holds 18446744073709551615 (above int64) and -1 (line 1, column 7"},
+      {"{\"a\": \"x\"}\n", {{"a", FeatureType::kInt64}}, "line 1, column 7: \"x\" in column 'a' is not an int64"},
+      {"{\"a\": 1}\n", {{"b", FeatureType::kIdList}}, "column 'b' declared id_list: a JSON Lines column is bool"},
+      {"{\"dense\": {\"1\": 2}}\n", {{"dense", FeatureType::kInt64}}, "dense feature 1 declared int64: dense features are float32 or float64"},
+  };
+  // A declared column no row has is kept, typed, so shards converted with one schema agree.
+  std::ofstream(input) << "{\"a\": 1}\n";
+  TableConvertOptions absent{.input = input, .out_dir = dir / "absent"};
+  absent.column_types = {{"b", FeatureType::kTimestampMs}};
+  auto kept = ConvertTable(absent);
+  REQUIRE(kept.ok());
+  REQUIRE(kept->schema.features.size() == 2);
+  CHECK(kept->schema.features[1].type == FeatureType::kTimestampMs);
+  CHECK(kept->schema.features[1].present_count == 0);
+  CHECK(kept->notes == std::vector<std::string>{"column 'b' is declared but no row has it: stored as timestamp_ms "
+                                                "without values"});
+  for (const auto& [text, types, message] : refused) {
+    INFO(text);
+    std::ofstream(input) << text;
+    TableConvertOptions r{.input = input, .out_dir = dir / "r"};
+    r.column_types = types;
+    auto result = ConvertTable(r);
+    REQUIRE_FALSE(result.ok());
+    CHECK_THAT(result.status().message(), Catch::Contains(message));
+  }
+}
+
+TEST_CASE("CSV bad values in bool and time columns are named, or missing when asked") {
+  TempDir dir;
+  std::string rows = "b,t\n";
+  for (int i = 0; i < 150; ++i) {
+    rows += (i == 100 ? std::string("maybe") : i % 2 ? "true" : "false") + "," +
+            (i == 130 ? std::string("soon") : "2020-01-01T00:00:0" + std::to_string(i % 10)) + "\n";
+  }
+  const std::string input = dir / "b.csv";
+  std::ofstream(input) << rows;
+  auto r = ConvertTable({.input = input, .out_dir = dir / "e"});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("line 102, column 1: 'maybe' in column 'b' is not true or false, "
+                                                   "unlike its 149 other values (bool)"));
+  const auto [s, c] = ConvertAndRead({.input = input, .out_dir = dir / "m", .on_bad_value = BadValue::kMissing});
+  CHECK(s.features[0].type == FeatureType::kBool);
+  CHECK(s.features[1].type == FeatureType::kTimestampUs);
+  CHECK(c[0].present[100] == 0);
+  CHECK(c[1].present[130] == 0);
+  CHECK(s.features[1].present_count == 149);
+}
+
+TEST_CASE("a column of negative integers and integers above int64 is refused, naming both") {
+  TempDir dir;
+  const std::string input = dir / "u.csv";
+  // The hash of the issue's table: no integer type holds both.
+  std::ofstream(input) << "uid\n1234567890123456789\n-5\n18446744073709551615\n";
+  auto r = ConvertTable({.input = input, .out_dir = dir / "o"});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("line 4, column 1: column 'uid' holds 18446744073709551615 (above int64) and -5 (line 3, "
+                             "column 1, below uint64): declare --column-type uid=float64 or uid=string"));
 }
 
 TEST_CASE("malformed input names line and column and leaves nothing behind") {
@@ -558,7 +740,8 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
       {"bad.jsonl", "{\"sparse\": {\"3\": [1, 2.5]}}\n", "line 1, column 22: sparse feature 3: id is not an int64"},
       {"bad.jsonl", "{\"sparse\": {\"x\": [1]}}\n", "line 1, column 18: sparse feature x: key is not an int64 feature id"},
       {"bad.jsonl", "{\"scored\": {\"3\": [[1]]}}\n", "line 1, column 22: scored feature 3: expected a numeric score"},
-      {"bad.jsonl", "{\"a\": 1}\n{\"a\": \"s\"}\n", "line 2, column 7: column 'a' holds both numbers and strings"},
+      {"bad.jsonl", "{\"a\": 1}\n{\"a\": \"s\"}\n", "line 2, column 7: column 'a' holds numbers (first 1 at line 1, column 7) and here strings: declare "
+       "--column-type a=string (or another type) or pass --strings"},
       {"bad.jsonl", "{\"a\": 1, \"a\": 2}\n", "line 1, column 15: feature 'a' appears twice in the row"},
       {"bad.jsonl", "{\"dense\": {\"5\": 1}, \"sparse\": {\"5\": [1]}}\n", "line 1, column 37: feature '5' appears both"},
       {"bad.jsonl", "{\"a\": 1}\n{\"a\": 2\n", "line 2, column 8: expected ',' or '}'"},
@@ -571,7 +754,7 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
        "line 4, column 1) has no exact double: --column-type a=string keeps every digit"},
       // One word among numbers is named, with the ways past it.
       {"word.csv", "a,b\n" + WordAmongNumbers(),
-       "line 122, column 5: 'abc' in column 'b' is not a number, and its 149 other values are: declare "
+       "line 122, column 5: 'abc' in column 'b' is not a number, unlike its 149 other values (int64): declare "
        "--column-type b=string to keep it as text, or pass --on-bad-value missing"},
       {"big.csv", "a,b\nx,0.5\ny,-99999999999999999999\n",
        "line 3, column 3: integer -99999999999999999999 in float64 column 'b'"},

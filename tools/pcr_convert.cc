@@ -72,11 +72,15 @@ constexpr char kMergeUsage[] =
 constexpr char kTableUsage[] =
     "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
-    "                         [--float32] [--column-type NAME=TYPE]... [--on-bad-value error|missing]\n"
+    "                         [--float32] [--schema FILE] [--column-type NAME=TYPE]... [--strings]\n"
+    "                         [--on-bad-value error|missing]\n"
     "\n"
-    "  INPUT is .csv (header row; column types inferred; empty and NA are missing)\n"
-    "  or .jsonl (one object per line; \"dense\", \"sparse\" and \"scored\" map\n"
-    "  feature ids to values; other keys are columns). Writes OUT_DIR/<stem>.pcr.\n"
+    "  INPUT is .csv (header row; empty and NA are missing) or .jsonl (one object\n"
+    "  per line; \"dense\", \"sparse\" and \"scored\" map feature ids to values;\n"
+    "  other keys are columns). Writes OUT_DIR/<stem>.pcr. Column types are\n"
+    "  inferred (int64, uint64, float64, bool for true/false, timestamp_us or _ns\n"
+    "  for ISO 8601 times, else string) unless declared.\n"
+
     "  --rows-per-stripe N  close a stripe after N rows (default: by size only)\n"
     "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 1024)\n"
     "  --zstd-level N       zstd level of every stream (default 3)\n"
@@ -85,11 +89,17 @@ constexpr char kTableUsage[] =
     "                       decimal or string_dictionary where a stream allows it;\n"
     "                       plain writes files that readers before 0.5 read\n"
     "  --popularity FILE    write the streams of these features first, most used first\n"
-    "  --float32            store floating point values as float32 (lossy)\n"
-    "  --column-type NAME=TYPE  declare a CSV column's type: int64, float64, float32\n"
-    "                       or string (default: inferred)\n"
-    "  --on-bad-value W     a cell that is not a number in a numeric column: error\n"
-    "                       (default; names its line, column and value) or missing\n";
+    "  --float32            store undeclared floating point values as float32 (lossy)\n"
+    "  --schema FILE        declared types, a JSON object: {\"uid\": \"uint64\",\n"
+    "                       \"date\": \"timestamp\", \"dense\": \"float32\"}\n"
+    "  --column-type NAME=TYPE  declare one type (wins over --schema). TYPE: bool,\n"
+    "                       int64, uint64, float32, float64, timestamp (= timestamp_us),\n"
+    "                       timestamp_s, timestamp_ms, timestamp_ns, string, bytes.\n"
+    "                       NAME is a column, a map feature id, or a map: dense=float32,\n"
+    "                       scored=float32 (the scores' type)\n"
+    "  --strings            undeclared columns are strings, not inferred\n"
+    "  --on-bad-value W     a cell that is not of its column's type: error (default;\n"
+    "                       names its line, column and value) or missing\n";
 constexpr char kReorderUsage[] =
     "pcr-convert reorder IN OUT --popularity FILE\n"
     "\n"
@@ -127,10 +137,13 @@ int Usage(const std::string& why) {
   return pcr::cli::kExitUsage;
 }
 
-// Splits "NAME=TYPE"; false without a name or with an unknown type.
-bool NameAndType(const std::string& v, std::string* name, pcr::FeatureType* type) {
+// Splits "NAME=TYPE"; false without a name or with an unknown type. `table`
+// takes ParseTableType's names.
+bool NameAndType(const std::string& v, std::string* name, pcr::FeatureType* type, bool table) {
   const size_t eq = v.find('=');
-  if (eq == std::string::npos || eq == 0 || !pcr::ParseFeatureTypeName(v.substr(eq + 1), type)) return false;
+  if (eq == std::string::npos || eq == 0) return false;
+  const std::string t = v.substr(eq + 1);
+  if (!(table ? pcr::ParseTableType(t, type) : pcr::ParseFeatureTypeName(t, type))) return false;
   *name = v.substr(0, eq);
   return true;
 }
@@ -199,8 +212,8 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
         return Usage("--field-type needs NAME=TYPE");
       }
       pcr::FeatureType type;
-      if (!NameAndType(v, &name, &type) || type == pcr::FeatureType::kScoredIdList32 ||
-          type == pcr::FeatureType::kScoredIdList64) {
+      if (!NameAndType(v, &name, &type, false) || type == pcr::FeatureType::kScoredIdList32 ||
+          type == pcr::FeatureType::kScoredIdList64 || type >= pcr::FeatureType::kBool) {
         return Usage("--field-type " + v + ": unknown type (int64, float64, float32, string, bytes, id_list, "
                      "float32_list, float64_list)");
       }
@@ -341,10 +354,16 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
     } else if (!reorder && a == "--column-type") {
       std::string name;
       pcr::FeatureType type;
-      if (args.empty() || !NameAndType(args.next(), &name, &type)) {
-        return Usage("--column-type needs NAME=TYPE, TYPE one of int64, float64, float32, string");
+      if (args.empty() || !NameAndType(args.next(), &name, &type, true)) {
+        return Usage("--column-type needs NAME=TYPE, TYPE one of bool, int64, uint64, float32, float64, "
+                     "timestamp, timestamp_s, timestamp_ms, timestamp_ns, string, bytes");
       }
       o.column_types[name] = type;
+    } else if (!reorder && a == "--schema") {
+      if (args.empty()) return Usage("--schema needs a file");
+      o.schema_file = args.next();
+    } else if (!reorder && a == "--strings") {
+      o.strings = true;
     } else if (!reorder && a == "--on-bad-value") {
       const std::string v = args.empty() ? "" : args.next();
       if (v != "error" && v != "missing") return Usage("--on-bad-value needs error or missing");
@@ -380,6 +399,7 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
                           }();
   if (!result.ok()) return pcr::cli::ReportError("pcr-convert", result.status());
   PrintTableReport(*result);
+  std::fflush(stdout);
   for (const std::string& note : result->notes) std::fprintf(stderr, "pcr-convert: note: %s\n", note.c_str());
   return pcr::cli::kExitOk;
 }

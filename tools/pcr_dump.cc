@@ -1,7 +1,9 @@
 // pcr-dump: inspect, verify and extract pcr files and datasets.
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -41,10 +43,15 @@ constexpr char kUsage[] =
     "                                                   write every image as OUT_DIR/<key> at scan\n"
     "                                                   group K (1..L or full); --metadata puts back\n"
     "                                                   the segments kept apart (EXIF, XMP, ...)\n"
-    "       pcr-dump cat PATH [--features A,B,...] [--format csv]\n"
+    "       pcr-dump cat PATH [--features A,B,...] [--format csv|jsonl]\n"
     "                                                   a table's features (default all), or an\n"
     "                                                   image dataset's key, label and fields\n"
-    "                                                   (default all) as CSV; bytes fields in hex\n"
+    "                                                   (default all) as CSV (missing cells empty,\n"
+    "                                                   strings quoted, a blank row NA) or JSON\n"
+    "                                                   Lines (missing null, maps as pcr-convert\n"
+    "                                                   reads them); floats read back exactly\n"
+    "                                                   (1.0, -0.0, nan), times as ISO 8601 UTC,\n"
+    "                                                   bytes in hex\n"
     "       pcr-dump popularity LOG...                  aggregate table access logs into a\n"
     "                                                   popularity file (stdout)\n";
 
@@ -425,6 +432,57 @@ void AppendNumber(T v, std::string* out) {
   out->append(buf, r.ptr);
 }
 
+// The shortest text that reads back as the same float, with ".0" when it
+// would look like an integer: 1.0, -0.0, 2.5e-08, nan, -nan, inf, -inf. In
+// JSON, NaN, Infinity and -Infinity, as Python's json module writes them.
+template <typename T>
+void AppendFloat(T v, bool json, std::string* out) {
+  if (json && !std::isfinite(v)) {
+    out->append(std::isnan(v) ? "NaN" : v < 0 ? "-Infinity" : "Infinity");
+    return;
+  }
+  const size_t start = out->size();
+  AppendNumber(v, out);
+  if (out->find_first_not_of("-0123456789", start) == std::string::npos) out->append(".0");
+}
+
+// Ticks of a timestamp type as ISO 8601 UTC text, with as many fraction
+// digits as the unit has: 2015-01-01T00:00:00.000000 for timestamp_us.
+void AppendTimestamp(int64_t ticks, pcr::FeatureType type, std::string* out) {
+  const int64_t per_second = pcr::TicksPerSecond(type);
+  int64_t seconds = ticks / per_second, fraction = ticks % per_second;
+  if (fraction < 0) {
+    fraction += per_second;
+    --seconds;
+  }
+  int64_t days = seconds / 86400, rest = seconds % 86400;
+  if (rest < 0) {
+    rest += 86400;
+    --days;
+  }
+  // The civil date of a day count (proleptic Gregorian).
+  const int64_t z = days + 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const int64_t doe = z - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const int64_t year = yoe + era * 400 + (month <= 2);
+  char buf[64];
+  int n = std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld", static_cast<long long>(year),
+                        static_cast<long long>(month), static_cast<long long>(day),
+                        static_cast<long long>(rest / 3600), static_cast<long long>(rest / 60 % 60),
+                        static_cast<long long>(rest % 60));
+  out->append(buf, static_cast<size_t>(n));
+  if (per_second > 1) {
+    const int digits = per_second == 1000 ? 3 : per_second == 1000000 ? 6 : 9;
+    n = std::snprintf(buf, sizeof(buf), ".%0*lld", digits, static_cast<long long>(fraction));
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
+
 // `s` as a quoted CSV cell, inner quotes doubled.
 void AppendQuoted(std::string_view s, std::string* out) {
   out->push_back('"');
@@ -435,85 +493,187 @@ void AppendQuoted(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
-// One cell of row r: empty when missing; strings and lists quoted.
-void AppendCell(const pcr::Column& c, uint64_t r, std::string* out) {
-  if (!c.present[r]) return;
+void AppendHex(std::string_view s, std::string* out) {
+  for (const unsigned char ch : s) {
+    out->push_back("0123456789abcdef"[ch >> 4]);
+    out->push_back("0123456789abcdef"[ch & 15]);
+  }
+}
+
+// The value of row r (present) as CSV or JSON text. Strings are quoted;
+// bytes are hex, quoted in JSON; lists are JSON arrays ([[id, score], ...]
+// for scored lists), quoted in CSV.
+void AppendValue(const pcr::Column& c, uint64_t r, bool json, std::string* out) {
   switch (c.type) {
     case pcr::FeatureType::kInt64:
       AppendNumber(c.ints[r], out);
       return;
+    case pcr::FeatureType::kUInt64:
+      AppendNumber(static_cast<uint64_t>(c.ints[r]), out);
+      return;
+    case pcr::FeatureType::kBool:
+      out->append(c.ints[r] ? "true" : "false");
+      return;
+    case pcr::FeatureType::kTimestampS:
+    case pcr::FeatureType::kTimestampMs:
+    case pcr::FeatureType::kTimestampUs:
+    case pcr::FeatureType::kTimestampNs:
+      if (json) out->push_back('"');
+      AppendTimestamp(c.ints[r], c.type, out);
+      if (json) out->push_back('"');
+      return;
     case pcr::FeatureType::kFloat64:
-      AppendNumber(c.doubles[r], out);
+      AppendFloat(c.doubles[r], json, out);
       return;
     case pcr::FeatureType::kFloat32:
-      AppendNumber(c.floats[r], out);
+      AppendFloat(c.floats[r], json, out);
       return;
     case pcr::FeatureType::kString:
-      AppendQuoted(c.string(r), out);
+      if (json) {
+        pcr::AppendJsonString(c.string(r), out);
+      } else {
+        AppendQuoted(c.string(r), out);
+      }
       return;
     case pcr::FeatureType::kBytes:
-      for (const unsigned char ch : c.string(r)) {
-        out->push_back("0123456789abcdef"[ch >> 4]);
-        out->push_back("0123456789abcdef"[ch & 15]);
-      }
+      if (json) out->push_back('"');
+      AppendHex(c.string(r), out);
+      if (json) out->push_back('"');
       return;
-    default: {
-      std::string list = "[";
-      for (uint64_t i = c.offsets[r]; i < c.offsets[r + 1]; ++i) {
-        if (i > c.offsets[r]) list += ',';
-        if (c.type == pcr::FeatureType::kIdList) {
-          AppendNumber(c.ints[i], &list);
-          continue;
-        }
-        if (c.type == pcr::FeatureType::kFloat32List) {
-          AppendNumber(c.floats[i], &list);
-          continue;
-        }
-        if (c.type == pcr::FeatureType::kFloat64List) {
-          AppendNumber(c.doubles[i], &list);
-          continue;
-        }
-        list += '[';
-        AppendNumber(c.ints[i], &list);
-        list += ',';
-        if (c.type == pcr::FeatureType::kScoredIdList64) {
-          AppendNumber(c.doubles[i], &list);
-        } else {
-          AppendNumber(c.floats[i], &list);
-        }
-        list += ']';
+    default:
+      break;
+  }
+  std::string list = "[";
+  for (uint64_t i = c.offsets[r]; i < c.offsets[r + 1]; ++i) {
+    if (i > c.offsets[r]) list += ',';
+    if (c.type == pcr::FeatureType::kIdList) {
+      AppendNumber(c.ints[i], &list);
+    } else if (c.type == pcr::FeatureType::kFloat32List) {
+      AppendFloat(c.floats[i], true, &list);
+    } else if (c.type == pcr::FeatureType::kFloat64List) {
+      AppendFloat(c.doubles[i], true, &list);
+    } else {
+      list += '[';
+      AppendNumber(c.ints[i], &list);
+      list += ',';
+      if (c.type == pcr::FeatureType::kScoredIdList64) {
+        AppendFloat(c.doubles[i], true, &list);
+      } else {
+        AppendFloat(c.floats[i], true, &list);
       }
       list += ']';
-      AppendQuoted(list, out);
     }
+  }
+  list += ']';
+  if (json) {
+    out->append(list);
+  } else {
+    AppendQuoted(list, out);
   }
 }
 
-// Rows of CSV on stdout, written in pieces of about 1 MiB.
-class CsvOut {
+// Rows of CSV or JSON Lines on stdout, written in pieces of about 1 MiB.
+//
+// CSV: a header row of quoted names; a missing cell is empty, an empty
+// string "" (strings are always quoted). A row that would be a blank line
+// (one column, missing) is NA, which CSV readers also take as missing, as
+// pcr-convert does; a blank line they skip.
+// JSON Lines: one object per row, a missing column null; map features (named
+// by their ids) inside "dense", "sparse" and "scored" objects as
+// pcr-convert reads them, missing ones left out.
+class RowsOut {
  public:
-  std::string& line() { return out_; }
+  RowsOut(bool json, std::vector<std::string> names, std::vector<const pcr::FeatureInfo*> maps)
+      : json_(json), names_(std::move(names)), maps_(std::move(maps)) {
+    if (json_) return;
+    for (size_t j = 0; j < names_.size(); ++j) {
+      if (j > 0) out_ += ',';
+      AppendQuoted(names_[j], &out_);
+    }
+    out_ += '\n';
+  }
+
+  // Cell j of the current row, which AppendValue (or the caller) writes
+  // into the returned string; missing cells are not begun.
+  std::string& Begin(size_t j) {
+    Separate(j);
+    if (json_) {
+      Key(j);
+    }
+    return out_;
+  }
+  void Missing(size_t j) {
+    if (!json_) {
+      Separate(j);
+      return;
+    }
+    if (maps_[j] != nullptr) return;
+    Separate(j);
+    Key(j);
+    out_ += "null";
+  }
   void EndRow() {
+    if (json_) {
+      if (open_map_ != nullptr) out_ += '}';
+      out_ += row_start_ == out_.size() ? "{}" : "}";
+    } else if (out_.size() == row_start_) {
+      out_ += "NA";
+    }
     out_ += '\n';
     if (out_.size() > (1 << 20)) Flush();
+    row_start_ = out_.size();
+    open_map_ = nullptr;
   }
   int Finish() {
     Flush();
     return std::fflush(stdout) == 0 ? pcr::cli::kExitOk : Fail(pcr::Status::IOError("cannot write stdout"));
   }
 
+  // The JSON object a map feature of this type sits in; null for columns.
+  static const char* MapOf(const pcr::FeatureInfo& f) {
+    if (!f.has_id) return nullptr;
+    if (f.type == pcr::FeatureType::kIdList) return "sparse";
+    if (f.type == pcr::FeatureType::kScoredIdList32 || f.type == pcr::FeatureType::kScoredIdList64) return "scored";
+    return "dense";
+  }
+
  private:
+  void Separate(size_t j) {
+    if (!json_) {
+      if (j > 0) out_ += ',';
+      return;
+    }
+    const char* map = maps_[j] != nullptr ? MapOf(*maps_[j]) : nullptr;
+    if (map != open_map_ && open_map_ != nullptr) out_ += '}';
+    out_ += out_.size() == row_start_ ? '{' : ',';
+    if (map != nullptr && map != open_map_) {
+      pcr::AppendJsonString(map, &out_);
+      out_ += ":{";
+    }
+    open_map_ = map;
+  }
+  void Key(size_t j) {
+    pcr::AppendJsonString(names_[j], &out_);
+    out_ += ':';
+  }
   void Flush() {
     std::fwrite(out_.data(), 1, out_.size(), stdout);
-    out_.clear();
+    out_.erase(0, row_start_);
+    row_start_ = out_.size();
   }
+
+  bool json_;
+  std::vector<std::string> names_;
+  std::vector<const pcr::FeatureInfo*> maps_;  // per column: its map feature, or null
   std::string out_;
+  size_t row_start_ = 0;
+  const char* open_map_ = nullptr;
 };
 
 // An image dataset's per-sample fields in sample order: `key`, `label`
-// (empty when unlabelled) and the dataset's own fields (default: all).
+// (missing when unlabelled) and the dataset's own fields (default: all).
 // Only the streams of the fields named are read.
-int CatImages(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg) {
+int CatImages(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg, bool json) {
   auto opened = pcr::ImageDataset::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
@@ -536,35 +696,43 @@ int CatImages(const std::string& path, const pcr::IoEngineOptions& io, const std
     column.push_back(static_cast<int64_t>(selection.fields.size()));
     selection.fields.push_back((*f)[0]);
   }
-  CsvOut csv;
-  for (size_t j = 0; j < names.size(); ++j) {
-    if (j > 0) csv.line() += ',';
-    AppendQuoted(names[j], &csv.line());
-  }
-  csv.EndRow();
+  RowsOut out(json, names, std::vector<const pcr::FeatureInfo*>(names.size()));
   for (uint64_t r = 0; r < ds.num_records(); ++r) {
     auto batches = ds.ReadRecordBatches({&r, 1}, selection);
     if (!batches.ok()) return Fail(batches.status());
     const pcr::RecordBatch& b = (*batches)[0];
     for (const pcr::ImageView& image : b.images) {
       for (size_t j = 0; j < names.size(); ++j) {
-        if (j > 0) csv.line() += ',';
         if (column[j] == -1) {
-          AppendQuoted(image.key, &csv.line());
+          std::string& cell = out.Begin(j);
+          if (json) {
+            pcr::AppendJsonString(image.key, &cell);
+          } else {
+            AppendQuoted(image.key, &cell);
+          }
         } else if (column[j] == -2) {
-          if (image.label >= 0) csv.line() += std::to_string(image.label);
+          if (image.label >= 0) {
+            out.Begin(j) += std::to_string(image.label);
+          } else {
+            out.Missing(j);
+          }
         } else {
-          AppendCell(b.fields[static_cast<size_t>(column[j])], image.row, &csv.line());
+          const pcr::Column& c = b.fields[static_cast<size_t>(column[j])];
+          if (c.present[image.row]) {
+            AppendValue(c, image.row, json, &out.Begin(j));
+          } else {
+            out.Missing(j);
+          }
         }
       }
-      csv.EndRow();
+      out.EndRow();
     }
   }
-  return csv.Finish();
+  return out.Finish();
 }
 
-int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg) {
-  if (!pcr::IsTablePath(path)) return CatImages(path, io, features_arg);
+int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg, bool json) {
+  if (!pcr::IsTablePath(path)) return CatImages(path, io, features_arg, json);
   auto opened = pcr::Table::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   pcr::Table& t = **opened;
@@ -576,24 +744,51 @@ int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::stri
     if (!resolved.ok()) return Fail(resolved.status());
     features = std::move(resolved).value();
   }
-  CsvOut csv;
-  for (size_t j = 0; j < features.size(); ++j) {
-    if (j > 0) csv.line() += ',';
-    AppendQuoted(t.schema().features[features[j]].name, &csv.line());
+  std::vector<std::string> names;
+  std::vector<const pcr::FeatureInfo*> maps;
+  for (const uint32_t f : features) {
+    const pcr::FeatureInfo& info = t.schema().features[f];
+    names.push_back(info.name);
+    maps.push_back(info.has_id ? &info : nullptr);
   }
-  csv.EndRow();
+  if (json) {
+    // Columns first, then each map's features together.
+    std::vector<size_t> order(features.size());
+    for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+    auto rank = [&](size_t j) {
+      const char* map = maps[j] != nullptr ? RowsOut::MapOf(*maps[j]) : "";
+      return std::string(map);
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+    std::vector<uint32_t> f2;
+    std::vector<std::string> n2;
+    std::vector<const pcr::FeatureInfo*> m2;
+    for (const size_t j : order) {
+      f2.push_back(features[j]);
+      n2.push_back(names[j]);
+      m2.push_back(maps[j]);
+    }
+    features = std::move(f2);
+    names = std::move(n2);
+    maps = std::move(m2);
+  }
+  RowsOut out(json, names, maps);
   for (size_t s = 0; s < t.stripe_count(); ++s) {
     auto batch = t.Read(features, s, 1);
     if (!batch.ok()) return Fail(batch.status());
     for (uint64_t r = 0; r < batch->rows; ++r) {
       for (size_t j = 0; j < features.size(); ++j) {
-        if (j > 0) csv.line() += ',';
-        AppendCell(batch->columns[j], r, &csv.line());
+        const pcr::Column& c = batch->columns[j];
+        if (c.present[r]) {
+          AppendValue(c, r, json, &out.Begin(j));
+        } else {
+          out.Missing(j);
+        }
       }
-      csv.EndRow();
+      out.EndRow();
     }
   }
-  return csv.Finish();
+  return out.Finish();
 }
 
 int Popularity(const std::vector<std::string>& logs) {
@@ -652,8 +847,8 @@ int main(int argc, char** argv) {
       }
     }
     if (path.empty()) return Usage("cat needs PATH");
-    if (format != "csv") return Usage("unknown format " + format + " (csv is supported)");
-    return Cat(path, *io, features);
+    if (format != "csv" && format != "jsonl") return Usage("unknown format " + format + " (csv or jsonl)");
+    return Cat(path, *io, features, format == "jsonl");
   }
   if (first == "popularity") {
     std::vector<std::string> logs;

@@ -404,7 +404,8 @@ Status AppendFieldRow(const TableSchema& schema, const FieldRow& row, uint32_t r
 
 Result<FeatureType> ParseFieldType(const std::string& name) {
   FeatureType t;
-  if (!ParseFeatureTypeName(name, &t) || t == FeatureType::kScoredIdList32 || t == FeatureType::kScoredIdList64) {
+  if (!ParseFeatureTypeName(name, &t) || t == FeatureType::kScoredIdList32 || t == FeatureType::kScoredIdList64 ||
+      static_cast<uint8_t>(t) > kMaxFeatureType05) {
     return Status::InvalidArgument("unknown field type '" + name +
                                    "' (int64, float64, float32, string, bytes, id_list, float32_list, float64_list)");
   }
@@ -436,11 +437,6 @@ uint64_t FieldsChecksum(const FieldsFile& fields, const std::vector<std::string>
 
 Result<FieldsFile> ReadFieldsFile(const std::string& path, const std::string& key_column,
                                   const std::map<std::string, FeatureType>& declared, bool float32) {
-  for (const auto& [name, type] : declared) {
-    if (type == FeatureType::kScoredIdList32 || type == FeatureType::kScoredIdList64) {
-      return Status::InvalidArgument("--field-type " + name + ": fields are not scored lists");
-    }
-  }
   return FieldsReader(path, key_column, declared, float32).Read();
 }
 

@@ -161,6 +161,12 @@ Status CheckOptions(const ConvertImagesOptions& options) {
   if (options.images_per_record > kMaxStripeRows) {
     return Status::InvalidArgument("--images-per-record must be below 2^32");
   }
+  for (const auto& [name, type] : options.field_types) {
+    if (type == FeatureType::kScoredIdList32 || type == FeatureType::kScoredIdList64 || type >= FeatureType::kBool) {
+      return Status::InvalidArgument("--field-type " + name + ": a field is int64, float64, float32, string, bytes, "
+                                     "id_list, float32_list or float64_list, not " + FeatureTypeName(type));
+    }
+  }
   return Status::OK();
 }
 

@@ -28,7 +28,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr char kTableTypeNames[] =
+    "bool, int64, uint64, float32, float64, timestamp (timestamp_us), timestamp_s, timestamp_ms, timestamp_ns, "
+    "string, bytes; for maps id_list, scored_id_list32, scored_id_list64";
+
 FeatureType FloatType(bool float32) { return float32 ? FeatureType::kFloat32 : FeatureType::kFloat64; }
+
+bool IsTimestamp(FeatureType t) { return TicksPerSecond(t) != 0; }
 
 Status CheckCellCount(const std::string& input, const CsvReader& csv, const std::vector<CsvCell>& cells,
                       size_t count, size_t want) {
@@ -38,8 +44,115 @@ Status CheckCellCount(const std::string& input, const CsvReader& csv, const std:
                     "row has " + std::to_string(count) + " cells, the header " + std::to_string(want));
 }
 
-Status ConvertCsv(const TableConvertOptions& options, std::string_view text, const std::string& out_path,
-                  TableConvertReport* report) {
+// A cell, for messages.
+struct Where {
+  uint64_t line = 0, column = 0;
+  std::string text;
+
+  bool operator<(const Where& o) const { return line != o.line ? line < o.line : column < o.column; }
+  std::string At() const { return "line " + std::to_string(line) + ", column " + std::to_string(column); }
+};
+
+void Note(std::optional<Where>* first, uint64_t line, uint64_t column, std::string_view text) {
+  if (!*first) *first = Where{line, column, std::string(text)};
+}
+
+// The earliest of some cells, if any.
+std::optional<Where> Earliest(std::initializer_list<const std::optional<Where>*> cells) {
+  std::optional<Where> best;
+  for (const std::optional<Where>* c : cells) {
+    if (*c && (!best || **c < *best)) best = **c;
+  }
+  return best;
+}
+
+// What the present values of a column look like, for inference.
+struct Votes {
+  uint64_t present = 0, ints = 0, uints = 0, floats = 0, bools = 0, timestamps = 0, others = 0;
+  int timestamp_digits = 0;  // the most fraction digits of a timestamp
+  std::optional<Where> first_negative, first_uint, first_float, first_number, first_bool, first_timestamp,
+      first_other;
+
+  uint64_t numbers() const { return ints + uints + floats; }
+  FeatureType TimestampType() const {
+    return timestamp_digits > 6 ? FeatureType::kTimestampNs : FeatureType::kTimestampUs;
+  }
+};
+
+// The type of an int-or-float column; an error when negative integers and
+// integers above INT64_MAX leave no integer type.
+Result<FeatureType> NumberType(const std::string& input, const std::string& what, const Votes& v, bool float32,
+                               const std::string& name) {
+  if (v.floats > 0) return FloatType(float32);
+  if (v.uints == 0) return FeatureType::kInt64;
+  if (!v.first_negative) return FeatureType::kUInt64;
+  const Where& u = *v.first_uint;
+  const Where& n = *v.first_negative;
+  return InputError(input, u.line, u.column,
+                    what + " holds " + u.text + " (above int64) and " + n.text + " (" + n.At() +
+                        ", below uint64): declare --column-type " + name + "=float64 or " + name + "=string");
+}
+
+// The value of CSV text `t` in a column of `type`: *i for integers, bools and
+// timestamps, *d for floats. False when it is not one. A declared type also
+// takes integer ticks as timestamps and t, f, yes, no, 1 and 0 as bools.
+bool ParseCell(FeatureType type, const std::string& t, bool declared, int64_t* i, double* d) {
+  switch (type) {
+    case FeatureType::kInt64:
+      return ParseInt(t, i);
+    case FeatureType::kUInt64: {
+      uint64_t u;
+      if (ParseInt(t, i)) return *i >= 0;
+      if (!ParseBigUInt64(t, &u)) return false;
+      *i = static_cast<int64_t>(u);
+      return true;
+    }
+    case FeatureType::kFloat32:
+    case FeatureType::kFloat64:
+      return ParseFloat(t, d);
+    case FeatureType::kBool: {
+      bool b;
+      if (!ParseBool(t, declared, &b)) return false;
+      *i = b ? 1 : 0;
+      return true;
+    }
+    default: {  // timestamps: ISO 8601 text, or integer ticks
+      TimestampText ts;
+      if (ParseTimestamp(t, &ts)) return TimestampTicks(ts, type, i);
+      return declared && ParseInt(t, i);
+    }
+  }
+}
+
+// What a declared or inferred type expects, for messages.
+std::string Expected(FeatureType type) {
+  if (IsTimestamp(type)) {
+    return std::string("an ISO 8601 time (or integer ticks) that ") + FeatureTypeName(type) + " holds";
+  }
+  switch (type) {
+    case FeatureType::kInt64:
+      return "an int64";
+    case FeatureType::kUInt64:
+      return "a uint64";
+    case FeatureType::kBool:
+      return "a bool (true, false, t, f, yes, no, 1, 0)";
+    default:
+      return "a number";
+  }
+}
+
+void Write(TableFileWriter* writer, size_t f, FeatureType type, int64_t i, double d) {
+  if (type == FeatureType::kFloat32 || type == FeatureType::kFloat64) {
+    writer->AddFloat(f, d);
+  } else if (type == FeatureType::kBool) {
+    writer->AddBool(f, i != 0);
+  } else {
+    writer->AddInt64(f, i);
+  }
+}
+
+Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
+                  std::string_view text, const std::string& out_path, TableConvertReport* report) {
   const std::string& input = options.input;
   std::vector<CsvCell> cells;
   size_t count = 0;
@@ -55,27 +168,19 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
     }
   }
   const size_t columns = count;
-  for (const auto& [name, type] : options.column_types) {
-    if (!names.count(name)) return Status::InvalidArgument(input + ": --column-type names '" + name + "', not a column");
-    if (type != FeatureType::kInt64 && type != FeatureType::kFloat64 && type != FeatureType::kFloat32 &&
-        type != FeatureType::kString) {
-      return Status::InvalidArgument("--column-type " + name + ": a CSV column is int64, float64, float32 or string");
+  for (const auto& [name, type] : declared) {
+    if (!names.count(name)) return Status::InvalidArgument(input + ": a declared type names '" + name + "', not a column");
+    if (!IsScalarType(type) && type != FeatureType::kString && type != FeatureType::kBytes) {
+      return Status::InvalidArgument(std::string("column '") + name + "' declared " + FeatureTypeName(type) +
+                                     ": a CSV column is bool, int64, uint64, float32, float64, timestamp, string "
+                                     "or bytes");
     }
   }
 
-  // Pass 1: the narrowest type holding every present cell of each column.
-  // A column of numbers with fewer than 1% other cells is numeric, those
-  // cells bad values; with more, it is a string column.
-  struct Where {
-    uint64_t line = 0, column = 0;
-    std::string text;
-  };
-  struct Seen {
-    uint64_t present = 0, numbers = 0, ints = 0;
-    std::optional<Where> first_float;  // the first number that is not an int64
-    std::optional<Where> first_other;  // the first cell that is not a number
-  };
-  std::vector<Seen> seen(columns);
+  // Pass 1: the kind of value (numbers, bools, times) that all but fewer
+  // than 1% of a column's cells are, and within numbers the narrowest type;
+  // the other cells are bad values. With no such kind, a string column.
+  std::vector<Votes> votes(columns);
   {
     CsvReader csv = header;
     while (true) {
@@ -83,47 +188,85 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
       if (!more) break;
       PCR_RETURN_IF_ERROR(CheckCellCount(input, csv, cells, count, columns));
       for (size_t c = 0; c < columns; ++c) {
-        if (cells[c].missing()) continue;
-        Seen& s = seen[c];
-        s.present++;
+        const CsvCell& cell = cells[c];
+        if (cell.missing()) continue;
+        Votes& v = votes[c];
+        v.present++;
         int64_t i;
+        uint64_t u;
         double d;
-        if (ParseInt(cells[c].text, &i)) {
-          s.ints++;
-          s.numbers++;
-        } else if (ParseFloat(cells[c].text, &d)) {
-          s.numbers++;
-          if (!s.first_float) s.first_float = Where{cells[c].line, cells[c].column, cells[c].text};
-        } else if (!s.first_other) {
-          s.first_other = Where{cells[c].line, cells[c].column, cells[c].text};
+        bool b;
+        TimestampText ts;
+        const std::string& t = cell.text;
+        if (ParseInt(t, &i)) {
+          v.ints++;
+          if (i < 0) Note(&v.first_negative, cell.line, cell.column, t);
+        } else if (ParseBigUInt64(t, &u)) {
+          v.uints++;
+          Note(&v.first_uint, cell.line, cell.column, t);
+        } else if (ParseFloat(t, &d)) {
+          v.floats++;
+          Note(&v.first_float, cell.line, cell.column, t);
+        } else if (ParseBool(t, false, &b)) {
+          v.bools++;
+          Note(&v.first_bool, cell.line, cell.column, t);
+          continue;
+        } else if (ParseTimestamp(t, &ts)) {
+          v.timestamps++;
+          v.timestamp_digits = std::max(v.timestamp_digits, ts.digits);
+          Note(&v.first_timestamp, cell.line, cell.column, t);
+          continue;
+        } else {
+          v.others++;
+          Note(&v.first_other, cell.line, cell.column, t);
+          continue;
         }
+        Note(&v.first_number, cell.line, cell.column, t);
       }
     }
   }
   for (size_t c = 0; c < columns; ++c) {
-    const Seen& s = seen[c];
-    const auto declared = options.column_types.find(features[c].name);
-    if (declared != options.column_types.end()) {
-      features[c].type = declared->second;
+    const Votes& v = votes[c];
+    const std::string& name = features[c].name;
+    const auto d = declared.find(name);
+    if (d != declared.end()) {
+      features[c].type = d->second;
       continue;
     }
-    const uint64_t others = s.present - s.numbers;
-    if (s.present == 0) {
-      report->notes.push_back("column '" + features[c].name + "' has no values: stored as string (--column-type " +
-                              features[c].name + "=TYPE declares another type)");
+    if (v.present == 0) {
+      report->notes.push_back("column '" + name + "' has no values: stored as string (--column-type " + name +
+                              "=TYPE declares another type)");
     }
-    if (s.present == 0 || others * 100 >= s.present) {
+    const auto most = [&](uint64_t n) { return v.present > 0 && (v.present - n) * 100 < v.present; };
+    std::optional<Where> bad;
+    std::string kind;
+    if (options.strings || v.present == 0) {
       features[c].type = FeatureType::kString;
-      continue;
+    } else if (most(v.numbers())) {
+      PCR_ASSIGN_OR_RETURN(features[c].type, NumberType(input, "column '" + name + "'", v, options.float32, name));
+      bad = Earliest({&v.first_bool, &v.first_timestamp, &v.first_other});
+      kind = "a number";
+    } else if (most(v.bools)) {
+      features[c].type = FeatureType::kBool;
+      bad = Earliest({&v.first_number, &v.first_timestamp, &v.first_other});
+      kind = "true or false";
+    } else if (most(v.timestamps)) {
+      features[c].type = v.TimestampType();
+      bad = Earliest({&v.first_number, &v.first_bool, &v.first_other});
+      kind = "an ISO 8601 time";
+    } else {
+      features[c].type = FeatureType::kString;
     }
-    features[c].type = s.ints == s.numbers ? FeatureType::kInt64 : FloatType(options.float32);
-    if (others > 0 && options.on_bad_value == BadValue::kError) {
-      const Where& w = *s.first_other;
-      return InputError(input, w.line, w.column,
-                        "'" + w.text + "' in column '" + features[c].name + "' is not a number, and its " +
-                            std::to_string(s.numbers) + " other values are: declare --column-type " +
-                            features[c].name + "=string to keep it as text, or pass --on-bad-value missing to " +
-                            "store such cells as missing (" + std::to_string(others) + " in this column)");
+    if (bad && options.on_bad_value == BadValue::kError) {
+      const uint64_t others = v.present - (features[c].type == FeatureType::kBool ? v.bools
+                                           : IsTimestamp(features[c].type)      ? v.timestamps
+                                                                                : v.numbers());
+      return InputError(input, bad->line, bad->column,
+                        "'" + bad->text + "' in column '" + name + "' is not " + kind + ", unlike its " +
+                            std::to_string(v.present - others) + " other values (" +
+                            FeatureTypeName(features[c].type) + "): declare --column-type " + name +
+                            "=string to keep it as text, or pass --on-bad-value missing to store such cells as "
+                            "missing (" + std::to_string(others) + " in this column)");
     }
   }
 
@@ -133,40 +276,36 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
   while (true) {
     PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
     if (!more) break;
+    PCR_RETURN_IF_ERROR(CheckCellCount(input, csv, cells, count, columns));
     for (size_t c = 0; c < columns; ++c) {
-      if (cells[c].missing()) continue;
-      const std::string& t = cells[c].text;
-      int64_t i = 0;
-      double d = 0;
+      const CsvCell& cell = cells[c];
+      if (cell.missing()) continue;
+      const std::string& t = cell.text;
       const FeatureType type = features[c].type;
-      if (type == FeatureType::kString) {
+      const std::string& name = features[c].name;
+      if (type == FeatureType::kString || type == FeatureType::kBytes) {
         writer->AddString(c, t);
         continue;
       }
-      const bool fits = type == FeatureType::kInt64 ? ParseInt(t, &i) : ParseFloat(t, &d);
-      if (!fits) {
+      int64_t i = 0;
+      double d = 0;
+      if (!ParseCell(type, t, declared.count(name) != 0, &i, &d)) {
         if (options.on_bad_value == BadValue::kMissing) continue;
-        return InputError(input, cells[c].line, cells[c].column,
-                          "'" + t + "' in column '" + features[c].name + "' is not " +
-                              (type == FeatureType::kInt64 ? "an int64" : "a number") +
-                              ", the column's declared type: pass --on-bad-value missing to store such cells "
-                              "as missing, or declare another type");
-      }
-      if (type == FeatureType::kInt64) {
-        writer->AddInt64(c, i);
-        continue;
+        return InputError(input, cell.line, cell.column,
+                          "'" + t + "' in column '" + name + "' is not " + Expected(type) + " (the column is " +
+                              FeatureTypeName(type) + "): pass --on-bad-value missing to store such cells as "
+                              "missing, or declare another type with --column-type " + name + "=TYPE");
       }
       if (type == FeatureType::kFloat64 && IsIntegerLiteral(t) && !IntegerLiteralIsExact(t, d)) {
-        std::string why = "column '" + features[c].name + "'";
-        if (seen[c].first_float) {
-          const Where& w = *seen[c].first_float;
-          why += " (float64 because of " + w.text + " at line " + std::to_string(w.line) + ", column " +
-                 std::to_string(w.column) + ")";
+        std::string why = "column '" + name + "'";
+        if (votes[c].first_float) {
+          const Where& w = *votes[c].first_float;
+          why += " (float64 because of " + w.text + " at " + w.At() + ")";
         }
-        return InexactInteger(input, cells[c].line, cells[c].column, t, why,
-                              "--column-type " + features[c].name + "=string keeps every digit");
+        return InexactInteger(input, cell.line, cell.column, t, why,
+                              "--column-type " + name + "=string keeps every digit");
       }
-      writer->AddFloat(c, d);
+      Write(writer.get(), c, type, i, d);
     }
     PCR_RETURN_IF_ERROR(writer->EndRow());
   }
@@ -180,12 +319,12 @@ Status ConvertCsv(const TableConvertOptions& options, std::string_view text, con
 enum class MapKind { kColumn, kDense, kSparse, kScored };
 
 struct JsonValue {
-  enum Kind { kInt, kFloat, kString, kNull } kind = kNull;
-  int64_t i = 0;
-  double d = 0;
-  bool exact = true;  // d is the number as written
-  size_t length = 0;  // of the number's text
-  std::string s;
+  enum Kind { kInt, kFloat, kString, kBool, kNull } kind = kNull;
+  int64_t i = 0;          // kInt; kBool: 0 or 1
+  double d = 0;           // kInt and kFloat
+  bool exact = true;      // d is the number as written
+  std::string_view text;  // a number as written; valid while its line is
+  std::string s;          // kString
 };
 
 // What one row holds, in the order of its text.
@@ -272,7 +411,7 @@ class JsonlParser {
       case JsonCursor::Kind::kNumber: {
         const size_t at = json.position();
         if (!json.Number(&n)) return Error(json);
-        v->length = json.position() - at;
+        v->text = json.text().substr(at, json.position() - at);
         v->kind = n.is_int ? JsonValue::kInt : JsonValue::kFloat;
         v->i = n.i;
         v->d = n.d;
@@ -287,9 +426,8 @@ class JsonlParser {
       case JsonCursor::Kind::kFalse:
       case JsonCursor::Kind::kNull:
         if (!json.Literal(&k)) return Error(json);
-        v->kind = k == JsonCursor::Kind::kNull ? JsonValue::kNull : JsonValue::kInt;
+        v->kind = k == JsonCursor::Kind::kNull ? JsonValue::kNull : JsonValue::kBool;
         v->i = k == JsonCursor::Kind::kTrue ? 1 : 0;
-        v->d = static_cast<double>(v->i);
         return Status::OK();
       default:
         return Error(json, what + ": expected a number, string, boolean or null");
@@ -347,14 +485,138 @@ class JsonlParser {
   uint64_t line_ = 0;
 };
 
+// JSON text of a scalar, for messages.
+std::string JsonText(const JsonValue& v) {
+  switch (v.kind) {
+    case JsonValue::kString: {
+      std::string out;
+      AppendJsonString(v.s, &out);
+      return out;
+    }
+    case JsonValue::kBool:
+      return v.i ? "true" : "false";
+    case JsonValue::kNull:
+      return "null";
+    default:
+      return std::string(v.text);
+  }
+}
+
+// The value of JSON `v` as `type`: *i for integers, bools and timestamps, *d
+// for floats, *s for strings. False when it is not one. `lenient` (a declared
+// type, or --strings) also takes integer ticks as timestamps and numbers and
+// booleans as their text in string columns.
+bool JsonCell(FeatureType type, const JsonValue& v, bool lenient, int64_t* i, double* d, std::string* s) {
+  switch (type) {
+    case FeatureType::kInt64:
+      *i = v.i;
+      return v.kind == JsonValue::kInt;
+    case FeatureType::kUInt64: {
+      uint64_t u;
+      *i = v.i;
+      if (v.kind == JsonValue::kInt) return v.i >= 0;
+      if (v.kind != JsonValue::kFloat || !ParseBigUInt64(v.text, &u)) return false;
+      *i = static_cast<int64_t>(u);
+      return true;
+    }
+    case FeatureType::kFloat32:
+    case FeatureType::kFloat64:
+      *d = v.d;
+      return v.kind == JsonValue::kInt || v.kind == JsonValue::kFloat;
+    case FeatureType::kBool:
+      *i = v.i;
+      return v.kind == JsonValue::kBool;
+    case FeatureType::kString:
+    case FeatureType::kBytes:
+      if (v.kind == JsonValue::kString) {
+        *s = v.s;
+        return true;
+      }
+      if (!lenient) return false;
+      *s = JsonText(v);
+      return true;
+    default: {  // timestamps
+      TimestampText ts;
+      if (v.kind == JsonValue::kString) return ParseTimestamp(v.s, &ts) && TimestampTicks(ts, type, i);
+      *i = v.i;
+      return lenient && v.kind == JsonValue::kInt;
+    }
+  }
+}
+
+// Votes of a JSON Lines column, by JSON kind.
+struct JsonVotes : Votes {
+  uint64_t strings = 0;
+  std::optional<Where> first_string;
+};
+
 struct JsonFeature {
   size_t index = 0;
   uint64_t last_line = 0;
-  bool saw_int = false, saw_float = false, saw_string = false;
+  MapKind map = MapKind::kColumn;
+  JsonVotes votes;
 };
 
-Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, const std::string& out_path,
-                    TableConvertReport* report) {
+// The type of an undeclared JSON Lines column from its values.
+Result<FeatureType> JsonColumnType(const std::string& input, const std::string& name, const JsonVotes& v,
+                                   bool float32) {
+  const uint64_t kinds = (v.strings > 0) + (v.bools > 0) + (v.numbers() > 0);
+  if (kinds > 1) {
+    const std::optional<Where> firsts[] = {v.first_string, v.first_bool, v.first_number};
+    const char* names[] = {"strings", "booleans", "numbers"};
+    size_t a = 3, b = 3;  // the kinds first seen, in order
+    for (size_t k = 0; k < 3; ++k) {
+      if (!firsts[k]) continue;
+      if (a == 3 || *firsts[k] < *firsts[a]) {
+        b = a;
+        a = k;
+      } else if (b == 3 || *firsts[k] < *firsts[b]) {
+        b = k;
+      }
+    }
+    const Where& at = *firsts[b];
+    return InputError(input, at.line, at.column,
+                      "column '" + name + "' holds " + names[a] + " (first " + firsts[a]->text + " at " +
+                          firsts[a]->At() + ") and here " + names[b] + ": declare --column-type " + name +
+                          "=string (or another type) or pass --strings");
+  }
+  if (v.strings > 0) return v.timestamps == v.strings ? v.TimestampType() : FeatureType::kString;
+  if (v.bools > 0) return FeatureType::kBool;
+  if (v.numbers() > 0) return NumberType(input, "column '" + name + "'", v, float32, name);
+  return FeatureType::kString;
+}
+
+const char* MapName(MapKind map) {
+  return map == MapKind::kDense ? "dense" : map == MapKind::kSparse ? "sparse" : map == MapKind::kScored ? "scored" : "";
+}
+
+// The type of a map feature: declared for the feature (by its id) or for its
+// map, else the map's default.
+Result<FeatureType> MapFeatureType(MapKind map, const std::string& name, const std::map<std::string, FeatureType>& declared,
+                                   bool float32) {
+  auto d = declared.find(name);
+  if (d == declared.end()) d = declared.find(MapName(map));
+  if (d == declared.end()) {
+    return map == MapKind::kDense    ? FloatType(float32)
+           : map == MapKind::kSparse ? FeatureType::kIdList
+           : float32                 ? FeatureType::kScoredIdList32
+                                     : FeatureType::kScoredIdList64;
+  }
+  const FeatureType t = d->second;
+  const bool is_float = t == FeatureType::kFloat32 || t == FeatureType::kFloat64;
+  if (map == MapKind::kDense && is_float) return t;
+  if (map == MapKind::kSparse && t == FeatureType::kIdList) return t;
+  if (map == MapKind::kScored) {
+    if (t == FeatureType::kFloat32 || t == FeatureType::kScoredIdList32) return FeatureType::kScoredIdList32;
+    if (t == FeatureType::kFloat64 || t == FeatureType::kScoredIdList64) return FeatureType::kScoredIdList64;
+  }
+  return Status::InvalidArgument(std::string(MapName(map)) + " feature " + name + " declared " + FeatureTypeName(t) +
+                                 ": dense features are float32 or float64, sparse ones id_list, and scored ones "
+                                 "float32 or float64 (their scores' type)");
+}
+
+Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
+                    std::string_view text, const std::string& out_path, TableConvertReport* report) {
   const std::string& input = options.input;
   JsonlParser parser(input);
   JsonRow row;
@@ -365,7 +627,7 @@ Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, c
     return item.map == MapKind::kColumn ? item.key : std::to_string(item.id);
   };
 
-  // Pass 1: features in order of first appearance, and column types.
+  // Pass 1: features in order of first appearance, and what their values are.
   uint64_t rows = 0;
   PCR_RETURN_IF_ERROR(ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
     PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
@@ -373,63 +635,105 @@ Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, c
     for (size_t k = 0; k < row.count; ++k) {
       const JsonRow::Item& item = row.items[k];
       if (item.map == MapKind::kDense && item.value.kind == JsonValue::kNull) continue;
-      if (item.map == MapKind::kColumn && item.value.kind == JsonValue::kNull) {
-        if (!by_name.count(item.key)) {
-          by_name.emplace(item.key, features.size());
-          features.push_back({.name = item.key, .type = FeatureType::kString});
-          state.push_back({.index = features.size() - 1});
-        }
-        state[by_name[item.key]].last_line = number;
-        continue;
-      }
       const std::string name = name_of(item);
-      const FeatureType type = item.map == MapKind::kColumn   ? FeatureType::kString
-                               : item.map == MapKind::kDense  ? FloatType(options.float32)
-                               : item.map == MapKind::kSparse ? FeatureType::kIdList
-                               : options.float32              ? FeatureType::kScoredIdList32
-                                                              : FeatureType::kScoredIdList64;
       auto [it, added] = by_name.emplace(name, features.size());
       if (added) {
-        features.push_back({.name = name, .type = type, .has_id = item.map != MapKind::kColumn, .id = item.id});
-        state.push_back({.index = features.size() - 1});
+        features.push_back({.name = name, .has_id = item.map != MapKind::kColumn, .id = item.id});
+        state.push_back({.index = features.size() - 1, .map = item.map});
       }
-      FeatureInfo& f = features[it->second];
       JsonFeature& st = state[it->second];
-      const bool column = item.map == MapKind::kColumn;
-      if (f.has_id == column || (!column && f.type != type)) {
+      if (st.map != item.map) {
         return InputError(input, number, item.column,
                           "feature '" + name + "' appears both as " +
-                              (f.has_id ? std::string("a map feature") : std::string("a column")) +
-                              " of another kind and here");
+                              (st.map == MapKind::kColumn ? std::string("a column")
+                                                          : std::string("a ") + MapName(st.map) + " feature") +
+                              " and here as " +
+                              (item.map == MapKind::kColumn ? std::string("a column")
+                                                            : std::string("a ") + MapName(item.map) + " feature"));
       }
       if (st.last_line == number) {
         return InputError(input, number, item.column, "feature '" + name + "' appears twice in the row");
       }
       st.last_line = number;
-      if (!column) continue;
-      st.saw_int |= item.value.kind == JsonValue::kInt;
-      st.saw_float |= item.value.kind == JsonValue::kFloat;
-      st.saw_string |= item.value.kind == JsonValue::kString;
-      if (st.saw_string && (st.saw_int || st.saw_float)) {
-        return InputError(input, number, item.column, "column '" + name + "' holds both numbers and strings");
+      if (item.map != MapKind::kColumn || item.value.kind == JsonValue::kNull) continue;
+      JsonVotes& v = st.votes;
+      const JsonValue& value = item.value;
+      const std::string_view shown = value.kind == JsonValue::kString ? std::string_view(value.s) : value.text;
+      v.present++;
+      uint64_t u;
+      TimestampText ts;
+      switch (value.kind) {
+        case JsonValue::kString:
+          v.strings++;
+          Note(&v.first_string, number, item.column, JsonText(value));
+          if (ParseTimestamp(value.s, &ts)) {
+            v.timestamps++;
+            v.timestamp_digits = std::max(v.timestamp_digits, ts.digits);
+          }
+          continue;
+        case JsonValue::kBool:
+          v.bools++;
+          Note(&v.first_bool, number, item.column, JsonText(value));
+          continue;
+        case JsonValue::kInt:
+          v.ints++;
+          if (value.i < 0) Note(&v.first_negative, number, item.column, shown);
+          break;
+        default:
+          if (ParseBigUInt64(value.text, &u)) {
+            v.uints++;
+            Note(&v.first_uint, number, item.column, shown);
+          } else {
+            v.floats++;
+            Note(&v.first_float, number, item.column, shown);
+          }
+          break;
       }
-      f.type = st.saw_string ? FeatureType::kString
-               : st.saw_float ? FloatType(options.float32)
-                              : FeatureType::kInt64;
+      Note(&v.first_number, number, item.column, shown);
     }
     return Status::OK();
   }));
-
   if (rows == 0) return Status::InvalidArgument(input + ": empty file, expected one JSON object per line");
+
+  // A declared column that no row has is kept, typed and without values, so
+  // that files converted with one schema have the same features.
+  for (const auto& [name, type] : declared) {
+    if (by_name.count(name) || name == "dense" || name == "sparse" || name == "scored") continue;
+    by_name.emplace(name, features.size());
+    features.push_back({.name = name});
+    state.push_back({.index = features.size() - 1});
+    report->notes.push_back("column '" + name + "' is declared but no row has it: stored as " +
+                            FeatureTypeName(type) + " without values");
+  }
   for (size_t f = 0; f < features.size(); ++f) {
     const JsonFeature& st = state[f];
-    if (!features[f].has_id && !st.saw_int && !st.saw_float && !st.saw_string) {
-      report->notes.push_back("column '" + features[f].name + "' has only nulls: stored as string");
+    FeatureInfo& info = features[f];
+    if (st.map != MapKind::kColumn) {
+      PCR_ASSIGN_OR_RETURN(info.type, MapFeatureType(st.map, info.name, declared, options.float32));
+      continue;
+    }
+    const auto d = declared.find(info.name);
+    if (d != declared.end()) {
+      if (!IsScalarType(d->second) && d->second != FeatureType::kString && d->second != FeatureType::kBytes) {
+        return Status::InvalidArgument("column '" + info.name + "' declared " + FeatureTypeName(d->second) +
+                                       ": a JSON Lines column is bool, int64, uint64, float32, float64, timestamp, "
+                                       "string or bytes");
+      }
+      info.type = d->second;
+    } else if (options.strings) {
+      info.type = FeatureType::kString;
+    } else {
+      PCR_ASSIGN_OR_RETURN(info.type, JsonColumnType(input, info.name, st.votes, options.float32));
+      if (st.votes.present == 0) {
+        report->notes.push_back("column '" + info.name + "' has only nulls: stored as string (--column-type " +
+                                info.name + "=TYPE declares another type)");
+      }
     }
   }
 
   // Pass 2: write.
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));
+  std::string s;
   PCR_RETURN_IF_ERROR(ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
     PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
     for (size_t k = 0; k < row.count; ++k) {
@@ -438,33 +742,40 @@ Status ConvertJsonl(const TableConvertOptions& options, std::string_view text, c
         continue;
       }
       const size_t f = by_name.at(name_of(item));
-      switch (features[f].type) {
-        case FeatureType::kInt64:
-          writer->AddInt64(f, item.value.i);
-          break;
-        case FeatureType::kString:
-          writer->AddString(f, item.value.s);
-          break;
-        case FeatureType::kFloat32:
-        case FeatureType::kFloat64: {
-          const double d = item.value.d;
-          const bool exact = item.value.kind == JsonValue::kInt
-                                 ? IntegerLiteralIsExact(std::to_string(item.value.i), d)
-                                 : item.value.exact;
-          if (features[f].type == FeatureType::kFloat64 && !exact) {
-            return InexactInteger(input, number, item.column, line.substr(item.column - 1, item.value.length),
-                                  (item.map == MapKind::kColumn ? "column '" + item.key + "'"
-                                                                : "dense feature " + item.key) +
-                                      " (float64 because some value is not an int64)",
-                                  "write it as a string to keep every digit");
-          }
-          writer->AddFloat(f, d);
-          break;
-        }
-        default:
-          writer->AddIdList(f, item.ids, item.scores);
-          break;
+      const FeatureInfo& info = features[f];
+      if (item.map == MapKind::kSparse || item.map == MapKind::kScored) {
+        writer->AddIdList(f, item.ids, item.scores);
+        continue;
       }
+      const std::string what = item.map == MapKind::kColumn ? "column '" + item.key + "'" : "dense feature " + item.key;
+      int64_t i = 0;
+      double d = 0;
+      const bool lenient = declared.count(info.name) != 0 || options.strings;
+      if (!JsonCell(info.type, item.value, lenient, &i, &d, &s)) {
+        if (options.on_bad_value == BadValue::kMissing) continue;
+        return InputError(input, number, item.column,
+                          JsonText(item.value) + " in " + what + " is not " +
+                              (info.type == FeatureType::kString || info.type == FeatureType::kBytes
+                                   ? std::string("a string")
+                                   : Expected(info.type)) +
+                              " (it is " + FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
+                              "such values as missing, or declare another type with --column-type " + info.name +
+                              "=TYPE");
+      }
+      if (info.type == FeatureType::kString || info.type == FeatureType::kBytes) {
+        writer->AddString(f, s);
+        continue;
+      }
+      if (info.type == FeatureType::kFloat64 && !item.value.exact) {
+        std::string why = what;
+        if (state[f].votes.first_float) {
+          const Where& w = *state[f].votes.first_float;
+          why += " (float64 because of " + w.text + " at " + w.At() + ")";
+        }
+        return InexactInteger(input, number, item.column, item.value.text, why,
+                              "declare --column-type " + info.name + "=string (or uint64) to keep every digit");
+      }
+      Write(writer.get(), f, info.type, i, d);
     }
     return writer->EndRow();
   }));
@@ -501,10 +812,46 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   report.input_bytes = in->text().size();
   std::string_view text = in->text();
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  PCR_RETURN_IF_ERROR(csv ? ConvertCsv(options, text, report.path, &report)
-                          : ConvertJsonl(options, text, report.path, &report));
+  std::map<std::string, FeatureType> declared;
+  if (!options.schema_file.empty()) {
+    PCR_ASSIGN_OR_RETURN(declared, ReadTableSchemaFile(options.schema_file));
+  }
+  for (const auto& [name, type] : options.column_types) declared[name] = type;
+  PCR_RETURN_IF_ERROR(csv ? ConvertCsv(options, declared, text, report.path, &report)
+                          : ConvertJsonl(options, declared, text, report.path, &report));
   report.output_bytes = fs::file_size(report.path, ec);
   return report;
+}
+
+bool ParseTableType(std::string_view name, FeatureType* type) {
+  if (name == "timestamp") {
+    *type = FeatureType::kTimestampUs;
+    return true;
+  }
+  return ParseFeatureTypeName(name, type);
+}
+
+Result<std::map<std::string, FeatureType>> ReadTableSchemaFile(const std::string& path) {
+  PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(path));
+  std::string_view text = in->text();
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  JsonCursor json(text);
+  std::map<std::string, FeatureType> types;
+  auto fail = [&](const std::string& what) {
+    return Status::InvalidArgument(path + ": at offset " + std::to_string(json.position()) + ": " +
+                                   (what.empty() ? json.error() : what));
+  };
+  if (json.Peek() != JsonCursor::Kind::kObject || !json.BeginObject()) {
+    return fail("a schema is a JSON object of column names to types, such as {\"uid\": \"uint64\"}");
+  }
+  std::string name, type;
+  bool done;
+  while (json.NextMember(&name, &done) && !done) {
+    if (json.Peek() != JsonCursor::Kind::kString || !json.String(&type)) return fail("'" + name + "': expected a type name");
+    if (!ParseTableType(type, &types[name])) return fail("'" + name + "': unknown type '" + type + "' (" + kTableTypeNames + ")");
+  }
+  if (!json.error().empty() || !json.End()) return fail("");
+  return types;
 }
 
 Result<std::vector<std::string>> ReadPopularityFile(const std::string& path) {

@@ -36,7 +36,7 @@ Result<std::unique_ptr<TableFileWriter>> TableFileWriter::Create(const std::stri
   PCR_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
   uint8_t version = kTableVersionMinor;
   for (const FeatureInfo& f : features) version = std::max(version, FeatureTypeVersion(f.type));
-  if (choice.force != StreamEncoding::kPlain) version = kEncodingsVersionMinor;
+  if (choice.force != StreamEncoding::kPlain) version = std::max(version, kEncodingsVersionMinor);
   Bytes header;
   FileHeader{.kind = FileKind::kTable, .version_minor = version}.EncodeTo(&header);
   PCR_RETURN_IF_ERROR(file->Append(header));
@@ -57,6 +57,11 @@ TableFileWriter::TableFileWriter(std::unique_ptr<AtomicFile> file, std::vector<F
 void TableFileWriter::AddInt64(size_t feature, int64_t v) {
   Counted(feature, 1);
   stripe_bytes_ += 4 + streams_[feature].AddInt64(stripe_rows_, v);
+}
+
+void TableFileWriter::AddBool(size_t feature, bool v) {
+  Counted(feature, 1);
+  stripe_bytes_ += 4 + streams_[feature].AddBool(stripe_rows_, v);
 }
 
 void TableFileWriter::AddFloat(size_t feature, double v) {

@@ -30,7 +30,9 @@ class TableFileWriter {
   // Values of the current row. Each feature gets at most one value per row;
   // features not given a value are missing from the row. The file is
   // stamped with the lowest version holding every feature's type.
+  // kInt64, and the bits of kUInt64 and the ticks of timestamp features.
   void AddInt64(size_t feature, int64_t v);
+  void AddBool(size_t feature, bool v);
   // Stored as float for kFloat32 features.
   void AddFloat(size_t feature, double v);
   // kString and kBytes features.

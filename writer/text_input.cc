@@ -138,4 +138,110 @@ bool ParseFloat(std::string_view s, double* v) {
   return true;
 }
 
+bool ParseBigUInt64(std::string_view s, uint64_t* v) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && s[0] != '-' && s[0] != '+' && r.ec == std::errc() && r.ptr == s.data() + s.size() &&
+         *v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+}
+
+bool ParseBool(std::string_view s, bool loose, bool* v) {
+  auto is = [&](std::string_view word) {
+    return s.size() == word.size() &&
+           std::equal(s.begin(), s.end(), word.begin(), [](char a, char b) { return std::tolower(a) == b; });
+  };
+  if (is("true") || (loose && (is("t") || is("yes") || s == "1"))) {
+    *v = true;
+    return true;
+  }
+  if (is("false") || (loose && (is("f") || is("no") || s == "0"))) {
+    *v = false;
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Reads exactly n digits at s[*pos].
+bool Digits(std::string_view s, size_t* pos, int n, int64_t* v) {
+  if (*pos + n > s.size()) return false;
+  *v = 0;
+  for (int k = 0; k < n; ++k) {
+    const char c = s[*pos + k];
+    if (c < '0' || c > '9') return false;
+    *v = *v * 10 + (c - '0');
+  }
+  *pos += n;
+  return true;
+}
+
+// Days from 1970-01-01 to year-month-day of the proleptic Gregorian calendar.
+int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+bool LeapYear(int64_t y) { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); }
+
+}  // namespace
+
+bool ParseTimestamp(std::string_view s, TimestampText* t) {
+  size_t p = 0;
+  int64_t year, month, day, hour = 0, minute = 0, second = 0;
+  if (!Digits(s, &p, 4, &year) || p >= s.size() || s[p++] != '-' || !Digits(s, &p, 2, &month) ||
+      p >= s.size() || s[p++] != '-' || !Digits(s, &p, 2, &day)) {
+    return false;
+  }
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12 || day < 1 || day > kDays[month - 1] + (month == 2 && LeapYear(year))) return false;
+  t->nanos = 0;
+  t->digits = 0;
+  if (p < s.size() && (s[p] == 'T' || s[p] == 't' || s[p] == ' ')) {
+    ++p;
+    if (!Digits(s, &p, 2, &hour) || p >= s.size() || s[p++] != ':' || !Digits(s, &p, 2, &minute)) return false;
+    if (p < s.size() && s[p] == ':') {
+      ++p;
+      if (!Digits(s, &p, 2, &second)) return false;
+      if (p < s.size() && s[p] == '.') {
+        ++p;
+        while (p < s.size() && s[p] >= '0' && s[p] <= '9') {
+          if (++t->digits > 9) return false;
+          t->nanos = t->nanos * 10 + (s[p++] - '0');
+        }
+        if (t->digits == 0) return false;
+        for (int k = t->digits; k < 9; ++k) t->nanos *= 10;
+      }
+    }
+    if (hour > 23 || minute > 59 || second > 59) return false;
+  }
+  int64_t offset = 0;
+  if (p < s.size() && (s[p] == 'Z' || s[p] == 'z')) {
+    ++p;
+  } else if (p < s.size() && (s[p] == '+' || s[p] == '-')) {
+    const int64_t sign = s[p++] == '-' ? -1 : 1;
+    int64_t oh, om = 0;
+    if (!Digits(s, &p, 2, &oh)) return false;
+    if (p < s.size() && s[p] == ':') ++p;
+    if (p < s.size() && !Digits(s, &p, 2, &om)) return false;
+    if (oh > 23 || om > 59) return false;
+    offset = sign * (oh * 3600 + om * 60);
+  }
+  if (p != s.size()) return false;
+  t->seconds = DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset;
+  return true;
+}
+
+bool TimestampTicks(const TimestampText& t, FeatureType type, int64_t* ticks) {
+  const int64_t per_second = TicksPerSecond(type);
+  const int64_t nanos_per_tick = 1000000000 / per_second;
+  if (t.nanos % nanos_per_tick != 0) return false;
+  int64_t whole;
+  return !__builtin_mul_overflow(t.seconds, per_second, &whole) &&
+         !__builtin_add_overflow(whole, t.nanos / nanos_per_tick, ticks);
+}
+
 }  // namespace pcr

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pcr/status.h"
+#include "pcr/types.h"
 
 namespace pcr {
 
@@ -72,5 +73,24 @@ bool ParseInt(std::string_view s, int64_t* v);
 // says: beyond the largest double is an infinity, below the smallest
 // subnormal a zero of the number's sign. NaN is the quiet NaN of that sign.
 bool ParseFloat(std::string_view s, double* v);
+
+// Decimal digits of an integer above INT64_MAX that fits uint64 (smaller
+// ones are int64).
+bool ParseBigUInt64(std::string_view s, uint64_t* v);
+// true or false in any case; with `loose`, also t, f, yes, no, 1 and 0.
+bool ParseBool(std::string_view s, bool loose, bool* v);
+
+// ISO 8601 text: a date YYYY-MM-DD, optionally followed by 'T' or a space,
+// hh:mm, optionally :ss and a fraction of up to 9 digits, then optionally Z
+// or an offset +hh:mm, +hhmm or +hh. Without an offset the time is UTC.
+struct TimestampText {
+  int64_t seconds = 0;  // since 1970-01-01T00:00:00Z
+  int64_t nanos = 0;    // 0..999999999
+  int digits = 0;       // of the fraction as written
+};
+bool ParseTimestamp(std::string_view s, TimestampText* t);
+// `t` in ticks of `type` (a timestamp type); false when the text has more
+// fraction digits than the unit holds or the ticks overflow int64.
+bool TimestampTicks(const TimestampText& t, FeatureType type, int64_t* ticks);
 
 }  // namespace pcr

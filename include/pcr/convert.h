@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -178,12 +179,24 @@ struct TableConvertOptions {
   std::string input;    // .csv (header row) or .jsonl / .ndjson (map features)
   std::string out_dir;  // created if missing; the table is <input stem>.pcr inside
   TableWriterOptions writer;
-  bool float32 = false;  // store floating point values as float32 (lossy)
-  // Declared types of CSV columns (int64, float64, float32 or string),
-  // instead of inferred ones.
+  bool float32 = false;  // store undeclared floating point values as float32 (lossy)
+  // Declared types instead of inferred ones, by column name: bool, int64,
+  // uint64, float32, float64, the timestamps, string or bytes. In JSON Lines
+  // also by map feature id, or by map ("dense": float32 or float64,
+  // "scored": float32 or float64 for the scores) for every feature of it.
   std::map<std::string, FeatureType> column_types;
+  // A JSON file of more declared types, {"name": "type", ...} (see
+  // ReadTableSchemaFile); column_types win over it.
+  std::string schema_file;
+  bool strings = false;  // undeclared columns are strings, not inferred
   BadValue on_bad_value = BadValue::kError;
 };
+
+// FeatureTypeName's names, and "timestamp" for timestamp_us.
+PCR_EXPORT bool ParseTableType(std::string_view name, FeatureType* type);
+// A schema file: one JSON object of names to type names (ParseTableType).
+// Errors name the file and the offset at fault.
+PCR_EXPORT Result<std::map<std::string, FeatureType>> ReadTableSchemaFile(const std::string& path);
 
 struct TableConvertReport {
   std::string path;  // the table written

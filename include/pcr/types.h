@@ -55,13 +55,42 @@ enum class FeatureType : uint8_t {
   kBytes = 8,           // one byte string per row, not text (format 0.4)
   kFloat32List = 9,     // a list of IEEE floats per row (format 0.4)
   kFloat64List = 10,    // a list of IEEE doubles per row (format 0.4)
+  kBool = 11,           // false or true per row (format 0.6)
+  kUInt64 = 12,         // one uint64 per row (format 0.6)
+  kTimestampS = 13,     // seconds since 1970-01-01T00:00:00 UTC, an int64 per row (format 0.6)
+  kTimestampMs = 14,    // the same in milliseconds (format 0.6)
+  kTimestampUs = 15,    // the same in microseconds (format 0.6)
+  kTimestampNs = 16,    // the same in nanoseconds (format 0.6)
 };
 
 // "int64", "float64", "float32", "string", "id_list", "scored_id_list64",
-// "scored_id_list32", "bytes", "float32_list", "float64_list".
+// "scored_id_list32", "bytes", "float32_list", "float64_list", "bool",
+// "uint64", "timestamp_s", "timestamp_ms", "timestamp_us", "timestamp_ns".
 PCR_EXPORT const char* FeatureTypeName(FeatureType type);
 // The type FeatureTypeName calls `name`; false for any other name.
 PCR_EXPORT bool ParseFeatureTypeName(std::string_view name, FeatureType* type);
+
+// One value per row (int64, float64, float32, bool, uint64, timestamps),
+// rather than a string or a list.
+constexpr bool IsScalarType(FeatureType t) {
+  return t == FeatureType::kInt64 || t == FeatureType::kFloat64 || t == FeatureType::kFloat32 ||
+         (t >= FeatureType::kBool && t <= FeatureType::kTimestampNs);
+}
+// Ticks per second of a timestamp type; 0 for any other type.
+constexpr int64_t TicksPerSecond(FeatureType t) {
+  switch (t) {
+    case FeatureType::kTimestampS:
+      return 1;
+    case FeatureType::kTimestampMs:
+      return 1000;
+    case FeatureType::kTimestampUs:
+      return 1000000;
+    case FeatureType::kTimestampNs:
+      return 1000000000;
+    default:
+      return 0;
+  }
+}
 
 struct FeatureInfo {
   std::string name;  // unique in the schema; a map feature's name is its id in decimal
@@ -86,14 +115,16 @@ struct Column {
   FeatureType type = FeatureType::kInt64;
   uint64_t rows = 0;
   std::vector<uint8_t> present;   // per row: 1 when the row holds the feature
-  std::vector<int64_t> ints;      // kInt64: per row (0 if missing); id lists: the ids
+  // kInt64, kBool (0 or 1), kUInt64 (its bits), timestamps (ticks): per row
+  // (0 if missing); id lists: the ids
+  std::vector<int64_t> ints;
   std::vector<double> doubles;    // kFloat64: per row; kScoredIdList64: per id; kFloat64List: the values
   std::vector<float> floats;      // kFloat32: per row; kScoredIdList32: per id; kFloat32List: the values
   std::vector<uint64_t> offsets;  // strings, bytes and lists: row r is [offsets[r], offsets[r + 1])
   std::string bytes;              // kString, kBytes: the values back to back
 
   explicit Column(FeatureType t = FeatureType::kInt64) : type(t) {
-    if (t != FeatureType::kInt64 && t != FeatureType::kFloat64 && t != FeatureType::kFloat32) offsets.push_back(0);
+    if (!IsScalarType(t)) offsets.push_back(0);
   }
   std::string_view string(uint64_t row) const {
     return std::string_view(bytes).substr(offsets[row], offsets[row + 1] - offsets[row]);

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <condition_variable>
 #include <limits>
@@ -166,6 +167,12 @@ py::list SchemaList(const pcr::TableSchema& schema) {
   return out;
 }
 
+// numpy's dtype of a timestamp type: datetime64[s], [ms], [us] or [ns].
+std::string DatetimeDtype(pcr::FeatureType type) {
+  const char* name = pcr::FeatureTypeName(type);
+  return std::string("datetime64[") + (std::strchr(name, '_') + 1) + "]";
+}
+
 // {"presence": bool[rows], "values": ..., ["offsets": ...], ["scores": ...]}
 py::dict ColumnDict(pcr::Column&& c) {
   py::dict d;
@@ -201,6 +208,18 @@ py::dict ColumnDict(pcr::Column&& c) {
     case pcr::FeatureType::kFloat64List:
       d["values"] = Own(std::move(c.doubles));
       break;
+    case pcr::FeatureType::kBool:
+      d["values"] = Own(std::move(c.ints)).attr("astype")("bool");
+      return d;
+    case pcr::FeatureType::kUInt64:
+      d["values"] = Own(std::move(c.ints)).attr("view")("uint64");
+      return d;
+    case pcr::FeatureType::kTimestampS:
+    case pcr::FeatureType::kTimestampMs:
+    case pcr::FeatureType::kTimestampUs:
+    case pcr::FeatureType::kTimestampNs:
+      d["values"] = Own(std::move(c.ints)).attr("view")(DatetimeDtype(c.type));
+      return d;
   }
   d["offsets"] = Own(std::move(c.offsets));
   return d;
@@ -218,6 +237,15 @@ py::object ColumnValue(const pcr::Column& c, uint64_t row) {
       return py::float_(c.doubles[row]);
     case pcr::FeatureType::kFloat32:
       return py::float_(c.floats[row]);
+    case pcr::FeatureType::kBool:
+      return py::bool_(c.ints[row] != 0);
+    case pcr::FeatureType::kUInt64:
+      return py::int_(static_cast<uint64_t>(c.ints[row]));
+    case pcr::FeatureType::kTimestampS:
+    case pcr::FeatureType::kTimestampMs:
+    case pcr::FeatureType::kTimestampUs:
+    case pcr::FeatureType::kTimestampNs:
+      return py::module_::import("numpy").attr("datetime64")(c.ints[row], std::strchr(pcr::FeatureTypeName(c.type), '_') + 1);
     case pcr::FeatureType::kString: {
       const std::string_view v = c.string(row);
       PyObject* str = PyUnicode_DecodeUTF8(v.data(), static_cast<py::ssize_t>(v.size()), "surrogateescape");
@@ -757,19 +785,29 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
 py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t rows_per_stripe, uint64_t stripe_mb,
                       std::vector<std::string> stream_order, const std::string& popularity, bool float32,
                       int zstd_level, const std::string& encoding,
-                      const std::map<std::string, std::string>& column_types, const std::string& on_bad_value) {
+                      const std::map<std::string, std::string>& column_types, const py::object& schema,
+                      bool strings, const std::string& on_bad_value) {
   if (!popularity.empty()) {
     if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
     stream_order = Take(pcr::ReadPopularityFile(popularity));
   }
   if (stripe_mb == 0) throw py::value_error("stripe_mb must be positive");
-  pcr::TableConvertOptions options{.input = input, .out_dir = out, .float32 = float32};
-  for (const auto& [name, type] : column_types) {
-    if (!pcr::ParseFeatureTypeName(type, &options.column_types[name])) {
-      throw py::value_error("column_types['" + name + "']: unknown type '" + type +
-                            "' (int64, float64, float32, string)");
+  pcr::TableConvertOptions options{.input = input, .out_dir = out, .float32 = float32, .strings = strings};
+  auto declare = [&](const std::map<std::string, std::string>& types, const char* what) {
+    for (const auto& [name, type] : types) {
+      if (!pcr::ParseTableType(type, &options.column_types[name])) {
+        throw py::value_error(std::string(what) + "['" + name + "']: unknown type '" + type +
+                              "' (bool, int64, uint64, float32, float64, timestamp, timestamp_s, timestamp_ms, "
+                              "timestamp_ns, string, bytes; for maps id_list, scored_id_list32, scored_id_list64)");
+      }
     }
+  };
+  if (py::isinstance<py::dict>(schema)) {
+    declare(schema.cast<std::map<std::string, std::string>>(), "schema");
+  } else if (!schema.is_none()) {
+    options.schema_file = py::str(py::module_::import("os").attr("fspath")(schema));
   }
+  declare(column_types, "column_types");
   if (on_bad_value != "error" && on_bad_value != "missing") {
     throw py::value_error("on_bad_value must be 'error' or 'missing', not '" + on_bad_value + "'");
   }
@@ -867,5 +905,6 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,
         py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
-        py::arg("column_types") = std::map<std::string, std::string>(), py::arg("on_bad_value") = "error");
+        py::arg("column_types") = std::map<std::string, std::string>(), py::arg("schema") = py::none(),
+        py::arg("strings") = false, py::arg("on_bad_value") = "error");
 }

@@ -1,3 +1,4 @@
+import os
 from typing import Callable, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -146,7 +147,11 @@ class Table:
     def num_stripes(self) -> int: ...
     def read(
         self, features: Sequence[str], first_stripe: int = 0, num_stripes: Optional[int] = None
-    ) -> dict[str, dict[str, npt.NDArray]]: ...
+    ) -> dict[str, dict[str, npt.NDArray]]:
+        """Each feature's "presence" (bool per row) and "values": int64, uint64, bool, float32,
+        float64 or datetime64[s|ms|us|ns] per row (zero where missing); strings, bytes and lists
+        add "offsets" (rows + 1) into "values" (uint8 bytes, or the list elements), scored lists
+        "scores"."""
 
 def convert_images(
     src: str,
@@ -192,10 +197,16 @@ def convert_table(
     zstd_level: int = 3,
     encoding: str = "auto",
     column_types: dict[str, str] = {},
+    schema: str | os.PathLike[str] | dict[str, str] | None = None,
+    strings: bool = False,
     on_bad_value: str = "error",
 ) -> dict[str, object]:
     """pcr-convert table: a .csv or .jsonl file into out/<stem>.pcr. `encoding` is
     "auto" (chosen per stream), "plain" (files readers before format 0.5 read),
-    or an encoding to force where a stream allows it (spec 13.5). `column_types`
-    declares CSV column types ({"zip": "string"}); `on_bad_value` ("error" or
-    "missing") decides what a cell that is not a number in a numeric column does."""
+    or an encoding to force where a stream allows it (spec 13.5). `schema` (a
+    JSON file's path, or a dict) and `column_types` (which wins) declare types
+    by column name, map feature id, or map ("dense"/"scored": "float32"):
+    bool, int64, uint64, float32, float64, timestamp (timestamp_us),
+    timestamp_s, timestamp_ms, timestamp_ns, string, bytes. `strings` makes
+    undeclared columns strings. `on_bad_value` ("error" or "missing") decides
+    what a cell that does not fit its column's type does."""

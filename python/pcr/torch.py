@@ -6,6 +6,7 @@ DataLoader and transforms.
 """
 from typing import Callable, Optional, Sequence, Tuple
 
+import numpy as _np
 import torch as _torch
 import torch.utils.data as _data
 
@@ -431,14 +432,18 @@ def table_batch(table: _pcr.Table, features, first_stripe: int = 0, num_stripes:
     than rows: row i is values[offsets[i]:offsets[i + 1]]) and for scored
     lists "scores". Id lists feed torch.nn.EmbeddingBag as
     bag(t["values"], t["offsets"], per_sample_weights=t.get("scores"))
-    with include_last_offset=True. The tensors share pcr's arrays without a
-    copy.
+    with include_last_offset=True. Timestamps are int64 ticks of their unit,
+    and uint64 values int64 tensors of the same bits (torch has no uint64).
+    The tensors share pcr's arrays without a copy.
     """
     if isinstance(features, str):
         raise TypeError(f"features must be a list of names, not the str {features!r}")
     out = {}
     for name, col in table.read(list(features), first_stripe, num_stripes).items():
-        item = {"presence": _torch.from_numpy(col["presence"]), "values": _torch.from_numpy(col["values"])}
+        values = col["values"]
+        if values.dtype.kind in "Mu" and values.dtype != _np.uint8:
+            values = values.view("int64")
+        item = {"presence": _torch.from_numpy(col["presence"]), "values": _torch.from_numpy(values)}
         if "offsets" in col:
             item["offsets"] = _torch.from_numpy(col["offsets"].view("int64"))
         if "scores" in col:

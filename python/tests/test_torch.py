@@ -336,3 +336,25 @@ def test_table_batches_feed_embedding_bags(tmp_path):
     assert [data[offs[i]:offs[i + 1]] for i in range(3)] == [b"", b"x", b"yz"]
     # A missing string is not an empty one.
     assert names["presence"].tolist() == [False, True, True]
+
+
+def test_table_batches_of_declared_float32_scores_and_new_types(tmp_path):
+    import json
+
+    rows = [
+        {"uid": 18446744073709551615, "ok": True, "at": "2021-01-01T00:00:00Z", "scored": {"11": [[3, 0.5], [8, 1.5]]}},
+        {"uid": 5, "ok": False, "at": "2021-01-01T00:00:01.25Z", "scored": {"11": [[4, 2.0]]}},
+    ]
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "out"), column_types={"scored": "float32"})["path"])
+    b = pcr.torch.table_batch(t, ["uid", "ok", "at", "11"])
+    scored = b["11"]
+    assert scored["scores"].dtype == torch.float32
+    # float32 scores go to EmbeddingBag as they are.
+    pooled = torch.nn.EmbeddingBag(10, 4, mode="sum", include_last_offset=True)(
+        scored["values"], scored["offsets"], per_sample_weights=scored["scores"])
+    assert pooled.shape == (2, 4)
+    assert b["ok"]["values"].dtype == torch.bool and b["ok"]["values"].tolist() == [True, False]
+    assert b["uid"]["values"].tolist() == [-1, 5]  # the uint64's bits
+    assert b["at"]["values"].tolist() == [1609459200000000, 1609459201250000]  # microseconds

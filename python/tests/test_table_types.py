@@ -1,0 +1,279 @@
+"""Table types that never degrade. A generated table of NaN, infinities, -0.0,
+subnormals, uint64 hashes, int64 extremes, bools, timestamps and strings is
+converted from CSV and from JSON Lines; every value reads back as Python and
+numpy parse its text, as DuckDB reads the same CSV where DuckDB has the type,
+and as `pcr-dump cat` prints it (CSV and JSON Lines)."""
+import csv
+import io
+import json
+import math
+import os
+import pathlib
+import random
+import re
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+import pcr
+
+SPECIAL_FLOATS = ["nan", "-nan", "NaN", "inf", "-inf", "Infinity", "-Infinity", "-0.0", "0.0", "5e-324",
+                  "2.4703282292062327e-324", "1e-400", "-1e-400", "1.7976931348623159e308",
+                  "1.7976931348623157e308", "2.2250738585072014e-308", "1e308", "1.0"]
+ROWS = 3000
+COLUMNS = ["f", "h", "i", "b", "t", "s"]
+
+
+def float_bits(x):
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def generated_rows(seed=33):
+    """Rows of text cells; None is a missing cell."""
+    rng = random.Random(seed)
+    lo = int(np.datetime64("1900-01-01T00:00:00", "us").astype(np.int64))
+    hi = int(np.datetime64("2200-01-01T00:00:00", "us").astype(np.int64))
+    rows = []
+    for r in range(ROWS):
+        if r % 4 == 0:
+            f = rng.choice(SPECIAL_FLOATS)
+        else:
+            f = repr(struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0])
+        row = {
+            "f": f,
+            "h": str(rng.getrandbits(64) | (1 << 63) if r == 1 else rng.getrandbits(64)),
+            "i": str(rng.choice([-(2 ** 63), 2 ** 63 - 1, 0, rng.randint(-(2 ** 63), 2 ** 63 - 1)])),
+            "b": rng.choice(["true", "false", "TRUE", "False"]),
+            "t": str(np.datetime64(rng.randint(lo, hi), "us")),
+            "s": rng.choice(["a", "b,c", 'q"uote', "multi\nline", "\u00fcn\u00efcode", " pad "]) + str(r),
+        }
+        for name in COLUMNS:
+            if rng.random() < 0.1:
+                row[name] = None
+        rows.append(row)
+    return rows
+
+
+def python_value(name, text):
+    """What the cell's text denotes, by Python's and numpy's own parsers."""
+    if name == "f":
+        return float(text)
+    if name in ("h", "i"):
+        return int(text)
+    if name == "b":
+        return text.lower() == "true"
+    if name == "t":
+        return int(np.datetime64(text, "us").astype(np.int64))
+    return text
+
+
+def table_values(table, name):
+    """Column `name` of the table as Python values, None where missing."""
+    col = table.read([name])[name]
+    present, values = col["presence"], col["values"]
+    if name == "s":
+        raw, offsets = values.tobytes(), col["offsets"]
+        out = [raw[offsets[r]:offsets[r + 1]].decode() for r in range(len(present))]
+    elif name == "t":
+        assert values.dtype == np.dtype("datetime64[us]")
+        out = values.astype(np.int64).tolist()
+    else:
+        out = values.tolist()
+    return [v if p else None for v, p in zip(out, present)]
+
+
+def same(name, got, want, nan_sign=True):
+    if want is None or got is None:
+        return got is None and want is None
+    if name == "f":
+        if math.isnan(want) and not nan_sign:
+            return math.isnan(got)
+        return float_bits(got) == float_bits(want)
+    return got == want
+
+
+def check_column(name, got, rows, nan_sign=True):
+    assert len(got) == len(rows)
+    for r, (g, row) in enumerate(zip(got, rows)):
+        want = None if row[name] is None else python_value(name, row[name])
+        assert same(name, g, want, nan_sign), f"column {name}, row {r}: {g!r}, text {row[name]!r}"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("types")
+    rows = generated_rows()
+    path = tmp / "gen.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(COLUMNS)
+        for row in rows:
+            w.writerow(["" if row[c] is None else row[c] for c in COLUMNS])
+    report = pcr.convert_table(str(path), str(tmp / "csv"), rows_per_stripe=700)
+    return tmp, rows, path, pcr.Table(report["path"]), report["path"]
+
+
+def test_csv_inference_keeps_every_value(generated):
+    _, rows, _, table, table_path = generated
+    types = {f["name"]: f["type"] for f in table.schema}
+    assert types == {"f": "float64", "h": "uint64", "i": "int64", "b": "bool", "t": "timestamp_us", "s": "string"}
+    for name in COLUMNS:
+        check_column(name, table_values(table, name), rows)
+    assert table.read(["h"])["h"]["values"].dtype == np.uint64
+    assert table.read(["b"])["b"]["values"].dtype == np.bool_
+
+
+def test_json_lines_read_the_same_values(generated):
+    tmp, rows, _, _, _ = generated
+    path = tmp / "gen.jsonl"
+    with open(path, "w") as f:
+        for row in rows:
+            obj = {}
+            for name in COLUMNS:
+                text = row[name]
+                if text is None:
+                    obj[name] = None
+                elif name in ("f", "h", "i", "b"):
+                    obj[name] = python_value(name, text)  # json writes NaN, Infinity, -0.0 and big ints
+                else:
+                    obj[name] = text
+            f.write(json.dumps(obj) + "\n")
+    table = pcr.Table(pcr.convert_table(str(path), str(tmp / "jsonl"))["path"])
+    types = {f["name"]: f["type"] for f in table.schema}
+    assert types == {"f": "float64", "h": "uint64", "i": "int64", "b": "bool", "t": "timestamp_us", "s": "string"}
+    for name in COLUMNS:
+        # JSON has one NaN: the sign of -nan does not survive json.dumps.
+        check_column(name, table_values(table, name), rows, nan_sign=False)
+
+
+def duckdb_command():
+    """node and a NODE_PATH where @duckdb/node-api resolves, or None."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    paths = [p for p in os.environ.get("NODE_PATH", "").split(":") if p]
+    npm = shutil.which("npm")
+    if npm:
+        root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True).stdout.strip()
+        if root:
+            paths.append(root)
+    env = dict(os.environ, NODE_PATH=":".join(paths))
+    probe = subprocess.run([node, "-e", "require.resolve('@duckdb/node-api')"], env=env, capture_output=True)
+    return ([node], env) if probe.returncode == 0 else None
+
+
+def test_values_equal_duckdbs_reading_of_the_same_csv(generated):
+    command = duckdb_command()
+    if command is None:
+        pytest.skip("DuckDB for node (npm install -g @duckdb/node-api) is not installed")
+    tmp, rows, path, table, _ = generated
+    node, env = command
+    types = {"f": "DOUBLE", "h": "UBIGINT", "i": "BIGINT", "b": "BOOLEAN", "t": "TIMESTAMP", "s": "VARCHAR"}
+    script = os.path.join(os.path.dirname(__file__), "duckdb_read.js")
+    out = subprocess.run(node + [script, str(path), json.dumps(types)], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    duck = json.loads(out.stdout)
+    for name in COLUMNS:
+        ours = table_values(table, name)
+        theirs = duck[name]
+        assert len(theirs) == len(ours)
+        for r, (a, d) in enumerate(zip(ours, theirs)):
+            if d is None or a is None:
+                assert a is None and d is None, f"{name} row {r}: {a!r} vs DuckDB {d!r}"
+            elif name == "f":
+                assert (math.isnan(a) and d == "nan") or format(float_bits(a), "016x") == d, f"row {r}: {a!r}, {d}"
+            elif name == "b":
+                assert str(a).lower() == d
+            else:
+                assert str(a) == d, f"{name} row {r}: {a!r} vs DuckDB {d!r}"
+
+
+def pcr_dump(*args):
+    tools = os.environ.get("PCR_TOOLS_DIR")
+    if not tools:
+        pytest.skip("PCR_TOOLS_DIR (the build's tools directory) is not set")
+    out = subprocess.run([os.path.join(tools, "pcr-dump"), *args], capture_output=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.decode()
+
+
+def test_dump_cat_csv_reads_back_as_the_same_values(generated):
+    _, rows, _, table, table_path = generated
+    printed = list(csv.reader(io.StringIO(pcr_dump("cat", table_path), newline="")))
+    assert printed[0] == COLUMNS
+    for j, name in enumerate(COLUMNS):
+        cells = [row[j] for row in printed[1:]]
+        check_column(name, [None if c == "" else python_value(name, c) for c in cells], rows)
+
+
+def test_dump_cat_json_lines_keeps_types(generated):
+    _, rows, _, table, table_path = generated
+    lines = pcr_dump("cat", table_path, "--format", "jsonl").splitlines()
+    assert len(lines) == ROWS
+    objects = [json.loads(line) for line in lines]
+    for name in COLUMNS:
+        got = [o[name] for o in objects]
+        if name == "t":
+            got = [None if g is None else python_value("t", g) for g in got]
+        check_column(name, got, rows, nan_sign=False)
+    # Floats stay floats (1.0, not 1), integers stay integers.
+    assert all(isinstance(o["f"], float) for o in objects if o["f"] is not None)
+    assert all(isinstance(o["h"], int) and isinstance(o["i"], int) for o in objects if o["h"] is not None
+               and o["i"] is not None)
+
+
+def test_dump_cat_tells_missing_from_empty_and_keeps_one_column_rows(tmp_path):
+    src = tmp_path / "one.csv"
+    src.write_text('s,x\n"",1.0\n,-0.0\nabc,\n,\n')
+    path = pcr.convert_table(str(src), str(tmp_path / "out"))["path"]
+    assert pcr_dump("cat", path) == '"s","x"\n"",1.0\n,-0.0\n"abc",\n,\n'
+    # One column: a row without a value is NA (a blank line readers skip).
+    assert pcr_dump("cat", path, "--features", "s") == '"s"\n""\nNA\n"abc"\nNA\n'
+    assert pcr_dump("cat", path, "--format", "jsonl") == (
+        '{"s":"","x":1.0}\n{"s":null,"x":-0.0}\n{"s":"abc","x":null}\n{"s":null,"x":null}\n')
+    try:
+        import pandas
+    except ImportError:
+        return
+    frame = pandas.read_csv(io.StringIO(pcr_dump("cat", path, "--features", "s")))
+    assert len(frame) == 4
+
+
+def test_declared_types_in_python(tmp_path):
+    src = tmp_path / "d.csv"
+    src.write_text("a,b,c\n1,2020-01-02,x\n2,,y\n")
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"a": "float32", "b": "timestamp_s"}')
+    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "file"), schema=str(schema))["path"])
+    assert [f["type"] for f in t.schema] == ["float32", "timestamp_s", "string"]
+    assert t.read(["b"])["b"]["values"][0] == np.datetime64("2020-01-02", "s")
+    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "dict"), schema={"a": "uint64"},
+                                    column_types={"a": "string"}, strings=False)["path"])
+    assert [f["type"] for f in t.schema] == ["string", "timestamp_us", "string"]
+    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "strings"), strings=True)["path"])
+    assert [f["type"] for f in t.schema] == ["string", "string", "string"]
+    with pytest.raises(ValueError, match="unknown type 'int32'"):
+        pcr.convert_table(str(src), str(tmp_path / "bad"), column_types={"a": "int32"})
+    (tmp_path / "bad.json").write_text('{"a": int64}')
+    with pytest.raises(ValueError, match="bad.json: at offset 6"):
+        pcr.convert_table(str(src), str(tmp_path / "bad"), schema=str(tmp_path / "bad.json"))
+
+
+def test_the_readme_schema_example_runs_as_written(tmp_path):
+    tools = os.environ.get("PCR_TOOLS_DIR")
+    if not tools:
+        pytest.skip("PCR_TOOLS_DIR (the build's tools directory) is not set")
+    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```\n(.*?)```", readme, re.S) if b.lstrip().startswith("echo '{"))
+    # Run from a directory where build/tools and tests/data are those of this build.
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "tools").symlink_to(tools)
+    (tmp_path / "tests").symlink_to(pathlib.Path(__file__).parents[2] / "tests")
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    types = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines()[5:] if len(line.split()) == 6}
+    assert types["capitalTotal"] == "uint64" and types["make"] == "float32" and types["capitalLong"] == "float64"
+    assert types["type"] == "string" and types["capitalAve"] == "float64"
