@@ -628,7 +628,8 @@ TEST_CASE("declared types: a schema file, column types over it, strings, and val
            {"[1]", "a schema is a JSON object"},
            {R"({"a": "int32"})", "'a': unknown type 'int32'"},
            {R"({"a": 3})", "'a': expected a type name"},
-           {R"({"a": "int64")", "at offset 13: expected ',' or '}'"}}) {
+           {R"({"a": "int64")", "at offset 13: expected ',' or '}'"},
+           {R"({"a": "int64", "a": "bool"})", "'a' is named twice"}}) {
     std::ofstream(schema) << text;
     auto r = ReadTableSchemaFile(schema);
     REQUIRE_FALSE(r.ok());
@@ -721,7 +722,70 @@ TEST_CASE("a column of negative integers and integers above int64 is refused, na
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.status().message(),
              Catch::Contains("line 4, column 1: column 'uid' holds 18446744073709551615 (above int64) and -5 (line 3, "
-                             "column 1, below uint64): declare --column-type uid=float64 or uid=string"));
+                             "column 1, below uint64), which no integer type holds both of: declare --column-type "
+                             "uid=string to keep them as text"));
+}
+
+TEST_CASE("what --on-bad-value missing stores as missing, and why a column is string, are noted") {
+  TempDir dir;
+  // 300 times and one impossible date, in JSON Lines.
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "{\"t\": \"2020-01-0" + std::to_string(1 + i % 9) + "\", \"b\": 1}\n";
+  text += "{\"t\": \"2023-02-29\", \"b\": 9007199254740993}\n";
+  const std::string jsonl = dir / "t.jsonl";
+  std::ofstream(jsonl) << text;
+  auto refused = ConvertTable({.input = jsonl, .out_dir = dir / "e"});
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains("line 301, column 7: \"2023-02-29\" in column 't' is not an ISO 8601 time, unlike its 300 "
+                             "other values"));
+  TableConvertOptions o{.input = jsonl, .out_dir = dir / "m", .on_bad_value = BadValue::kMissing};
+  o.column_types = {{"b", FeatureType::kFloat64}};
+  auto r = ConvertTable(o);
+  REQUIRE(r.ok());
+  CHECK(r->schema.features[0].type == FeatureType::kTimestampUs);
+  CHECK(r->schema.features[0].present_count == 300);
+  CHECK(r->schema.features[1].present_count == 300);  // the integer no double holds
+  CHECK(r->notes == std::vector<std::string>{
+                        "column 't': 1 value not timestamp_us stored as missing (first \"2023-02-29\" at line 301, "
+                        "column 7)",
+                        "column 'b': 1 value not float64 stored as missing (first 9007199254740993 at line 301, "
+                        "column 26)"});
+  // A declared bool in JSON Lines takes 0, 1 and the words it names.
+  std::ofstream(jsonl) << "{\"a\": true}\n{\"a\": 1}\n{\"a\": \"no\"}\n";
+  TableConvertOptions b{.input = jsonl, .out_dir = dir / "b"};
+  b.column_types = {{"a", FeatureType::kBool}};
+  const auto [bs, bc] = ConvertAndRead(b);
+  CHECK(bc[0].ints == std::vector<int64_t>{1, 1, 0});
+  // Most cells numbers, but too many others to call bad values: string, with a note.
+  const std::string csv = dir / "s.csv";
+  std::ofstream(csv) << "n,m\n1,2\n2,x\n3,4\nabc,5\n\n";  // a blank last line is no row
+  auto s = ConvertTable({.input = csv, .out_dir = dir / "s"});
+  REQUIRE(s.ok());
+  CHECK(s->schema.row_count == 4);
+  CHECK(s->notes == std::vector<std::string>{
+                        "column 'n' is stored as string: 1 of its 4 values are not numbers (first 'abc' at line 5, "
+                        "column 1); declare its type and pass --on-bad-value missing to store those as missing",
+                        "column 'm' is stored as string: 1 of its 4 values are not numbers (first 'x' at line 3, "
+                        "column 3); declare its type and pass --on-bad-value missing to store those as missing"});
+}
+
+TEST_CASE("times beyond year 9999 and before year 0 read as ISO 8601 expanded years") {
+  TempDir dir;
+  const std::string input = dir / "y.csv";
+  std::ofstream(input) << "t\n+10000-01-01T00:00:00\n-0001-12-31T23:59:59\n+292277026596-12-04T15:30:07\n"
+                          "2000-01-01\n";
+  TableConvertOptions o{.input = input, .out_dir = dir / "o"};
+  o.column_types = {{"t", FeatureType::kTimestampS}};
+  const auto [s, c] = ConvertAndRead(o);
+  CHECK(c[0].ints[0] == Utc(10000, 1, 1));
+  CHECK(c[0].ints[1] == Utc(-1, 12, 31, 23, 59, 59));
+  CHECK(c[0].ints[2] == std::numeric_limits<int64_t>::max());
+  std::ofstream(input) << "t\n+292277026596-12-04T15:30:08\n";
+  o.out_dir = dir / "over";
+  auto over = ConvertTable(o);
+  REQUIRE_FALSE(over.ok());
+  CHECK_THAT(over.status().message(), Catch::Contains("is not an ISO 8601 time"));
 }
 
 TEST_CASE("malformed input names line and column and leaves nothing behind") {

@@ -137,10 +137,10 @@ int Usage(const std::string& why) {
   return pcr::cli::kExitUsage;
 }
 
-// Splits "NAME=TYPE"; false without a name or with an unknown type. `table`
+// Splits "NAME=TYPE" at its last '='; false without a name or with an unknown type. `table`
 // takes ParseTableType's names.
 bool NameAndType(const std::string& v, std::string* name, pcr::FeatureType* type, bool table) {
-  const size_t eq = v.find('=');
+  const size_t eq = v.rfind('=');  // a name may hold '=', a type never does
   if (eq == std::string::npos || eq == 0) return false;
   const std::string t = v.substr(eq + 1);
   if (!(table ? pcr::ParseTableType(t, type) : pcr::ParseFeatureTypeName(t, type))) return false;

@@ -36,6 +36,8 @@ constexpr char kUsage[] =
     "                                                   speedup, SSIM, MS-SSIM and PSNR against\n"
     "                                                   full fidelity over N images (default 100)\n"
     "       pcr-dump verify PATH                        check every checksum\n"
+    "       pcr-dump schema PATH                        a table's types as a --schema file of\n"
+    "                                                   pcr-convert table\n"
     "       pcr-dump streams PATH                       every stream of a table: its encoding\n"
     "                                                   (nested ones too) and its bytes raw,\n"
     "                                                   encoded and stored\n"
@@ -186,6 +188,23 @@ int TableSummary(const std::string& path, const pcr::IoEngineOptions& io, bool j
 
 // Every stream of a table, stripe by stripe: its encoding tree and its bytes
 // raw, encoded (before zstd) and stored.
+// A table's types as a schema file for pcr-convert table --schema: one JSON
+// object of feature names (map features by id) to type names.
+int TableSchemaFile(const std::string& path, const pcr::IoEngineOptions& io) {
+  auto opened = pcr::Table::Open(path, {.io = io});
+  if (!opened.ok()) return Fail(opened.status());
+  std::string out = "{";
+  for (const pcr::FeatureInfo& f : (*opened)->schema().features) {
+    if (out.size() > 1) out += ", ";
+    pcr::AppendJsonString(f.name, &out);
+    out += ": ";
+    pcr::AppendJsonString(pcr::FeatureTypeName(f.type), &out);
+  }
+  out += "}\n";
+  std::fputs(out.c_str(), stdout);
+  return std::fflush(stdout) == 0 ? pcr::cli::kExitOk : Fail(pcr::Status::IOError("cannot write stdout"));
+}
+
 int TableStreams(const std::string& path, const pcr::IoEngineOptions& io) {
   auto opened = pcr::Table::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
@@ -447,7 +466,8 @@ void AppendFloat(T v, bool json, std::string* out) {
 }
 
 // Ticks of a timestamp type as ISO 8601 UTC text, with as many fraction
-// digits as the unit has: 2015-01-01T00:00:00.000000 for timestamp_us.
+// digits as the unit has: 2015-01-01T00:00:00.000000 for timestamp_us,
+// +10000-01-01T00:00:00 beyond year 9999.
 void AppendTimestamp(int64_t ticks, pcr::FeatureType type, std::string* out) {
   const int64_t per_second = pcr::TicksPerSecond(type);
   int64_t seconds = ticks / per_second, fraction = ticks % per_second;
@@ -471,7 +491,11 @@ void AppendTimestamp(int64_t ticks, pcr::FeatureType type, std::string* out) {
   const int64_t month = mp < 10 ? mp + 3 : mp - 9;
   const int64_t year = yoe + era * 400 + (month <= 2);
   char buf[64];
-  int n = std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld", static_cast<long long>(year),
+  // Years beyond 0000..9999 as ISO 8601 expanded years: a sign, at least 4 digits.
+  const bool expanded = year < 0 || year > 9999;
+  int n = std::snprintf(buf, sizeof(buf), expanded ? "%+05lld-%02lld-%02lldT%02lld:%02lld:%02lld"
+                                                   : "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld",
+                        static_cast<long long>(year),
                         static_cast<long long>(month), static_cast<long long>(day),
                         static_cast<long long>(rest / 3600), static_cast<long long>(rest / 60 % 60),
                         static_cast<long long>(rest % 60));
@@ -500,9 +524,9 @@ void AppendHex(std::string_view s, std::string* out) {
   }
 }
 
-// The value of row r (present) as CSV or JSON text. Strings are quoted;
-// bytes are hex, quoted in JSON; lists are JSON arrays ([[id, score], ...]
-// for scored lists), quoted in CSV.
+// The value of row r (present) as CSV or JSON text. Strings and bytes (in
+// hex) are quoted; lists are JSON arrays ([[id, score], ...] for scored
+// lists), quoted in CSV.
 void AppendValue(const pcr::Column& c, uint64_t r, bool json, std::string* out) {
   switch (c.type) {
     case pcr::FeatureType::kInt64:
@@ -535,10 +559,10 @@ void AppendValue(const pcr::Column& c, uint64_t r, bool json, std::string* out) 
         AppendQuoted(c.string(r), out);
       }
       return;
-    case pcr::FeatureType::kBytes:
-      if (json) out->push_back('"');
+    case pcr::FeatureType::kBytes:  // quoted, so that no bytes differ from missing ones
+      out->push_back('"');
       AppendHex(c.string(r), out);
-      if (json) out->push_back('"');
+      out->push_back('"');
       return;
     default:
       break;
@@ -591,6 +615,7 @@ class RowsOut {
       AppendQuoted(names_[j], &out_);
     }
     out_ += '\n';
+    row_start_ = out_.size();
   }
 
   // Cell j of the current row, which AppendValue (or the caller) writes
@@ -616,13 +641,13 @@ class RowsOut {
     if (json_) {
       if (open_map_ != nullptr) out_ += '}';
       out_ += row_start_ == out_.size() ? "{}" : "}";
-    } else if (out_.size() == row_start_) {
+    } else if (out_.size() == row_start_ && names_.size() == 1) {
       out_ += "NA";
     }
     out_ += '\n';
+    open_map_ = nullptr;
     if (out_.size() > (1 << 20)) Flush();
     row_start_ = out_.size();
-    open_map_ = nullptr;
   }
   int Finish() {
     Flush();
@@ -656,10 +681,10 @@ class RowsOut {
     pcr::AppendJsonString(names_[j], &out_);
     out_ += ':';
   }
+  // Writes the rows ended so far.
   void Flush() {
     std::fwrite(out_.data(), 1, out_.size(), stdout);
-    out_.erase(0, row_start_);
-    row_start_ = out_.size();
+    out_.clear();
   }
 
   bool json_;
@@ -744,6 +769,11 @@ int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::stri
     if (!resolved.ok()) return Fail(resolved.status());
     features = std::move(resolved).value();
   }
+  for (size_t j = 0; j < features.size(); ++j) {
+    if (std::find(features.begin(), features.begin() + j, features[j]) != features.begin() + j) {
+      return Usage("--features names '" + t.schema().features[features[j]].name + "' twice");
+    }
+  }
   std::vector<std::string> names;
   std::vector<const pcr::FeatureInfo*> maps;
   for (const uint32_t f : features) {
@@ -825,6 +855,13 @@ int main(int argc, char** argv) {
     const std::string path = args.next();
     if (!args.empty()) return Usage("unexpected argument " + args.peek());
     return Verify(path, *io);
+  }
+  if (first == "schema") {
+    if (args.empty()) return Usage("schema needs PATH");
+    const std::string path = args.next();
+    if (!args.empty()) return Usage("unexpected argument " + args.peek());
+    if (!pcr::IsTablePath(path)) return Usage("schema needs a table");
+    return TableSchemaFile(path, *io);
   }
   if (first == "streams") {
     if (args.empty()) return Usage("streams needs PATH");

@@ -44,6 +44,12 @@ Status CheckCellCount(const std::string& input, const CsvReader& csv, const std:
                     "row has " + std::to_string(count) + " cells, the header " + std::to_string(want));
 }
 
+// A blank line in a CSV of several columns, which can be no row of it, is
+// skipped, as pandas and DuckDB skip it; with one column it is a missing cell.
+bool BlankLine(const std::vector<CsvCell>& cells, size_t count, size_t columns) {
+  return columns > 1 && count == 1 && cells[0].text.empty() && !cells[0].quoted;
+}
+
 // A cell, for messages.
 struct Where {
   uint64_t line = 0, column = 0;
@@ -90,7 +96,8 @@ Result<FeatureType> NumberType(const std::string& input, const std::string& what
   const Where& n = *v.first_negative;
   return InputError(input, u.line, u.column,
                     what + " holds " + u.text + " (above int64) and " + n.text + " (" + n.At() +
-                        ", below uint64): declare --column-type " + name + "=float64 or " + name + "=string");
+                        ", below uint64), which no integer type holds both of: declare --column-type " + name +
+                        "=string to keep them as text");
 }
 
 // The value of CSV text `t` in a column of `type`: *i for integers, bools and
@@ -151,6 +158,29 @@ void Write(TableFileWriter* writer, size_t f, FeatureType type, int64_t i, doubl
   }
 }
 
+// Values --on-bad-value missing stored as missing, per feature, for notes.
+class MissingNotes {
+ public:
+  explicit MissingNotes(size_t features) : count_(features), first_(features) {}
+  // `text` as the message shows it: 'abc' for CSV, JSON text for JSON Lines.
+  void Add(size_t f, uint64_t line, uint64_t column, const std::string& text) {
+    ++count_[f];
+    Note(&first_[f], line, column, text);
+  }
+  void Report(const std::vector<FeatureInfo>& features, TableConvertReport* report) const {
+    for (size_t f = 0; f < count_.size(); ++f) {
+      if (count_[f] == 0) continue;
+      report->notes.push_back("column '" + features[f].name + "': " + std::to_string(count_[f]) +
+                              (count_[f] == 1 ? " value" : " values") + " not " + FeatureTypeName(features[f].type) +
+                              " stored as missing (first " + first_[f]->text + " at " + first_[f]->At() + ")");
+    }
+  }
+
+ private:
+  std::vector<uint64_t> count_;
+  std::vector<std::optional<Where>> first_;
+};
+
 Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
                   std::string_view text, const std::string& out_path, TableConvertReport* report) {
   const std::string& input = options.input;
@@ -186,6 +216,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
     while (true) {
       PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
       if (!more) break;
+      if (BlankLine(cells, count, columns)) continue;
       PCR_RETURN_IF_ERROR(CheckCellCount(input, csv, cells, count, columns));
       for (size_t c = 0; c < columns; ++c) {
         const CsvCell& cell = cells[c];
@@ -256,6 +287,19 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
       kind = "an ISO 8601 time";
     } else {
       features[c].type = FeatureType::kString;
+      const uint64_t typed = std::max({v.numbers(), v.bools, v.timestamps});
+      if (typed * 2 > v.present) {
+        const bool numbers = typed == v.numbers(), bools = !numbers && typed == v.bools;
+        const std::optional<Where> first =
+            numbers ? Earliest({&v.first_bool, &v.first_timestamp, &v.first_other})
+            : bools ? Earliest({&v.first_number, &v.first_timestamp, &v.first_other})
+                    : Earliest({&v.first_number, &v.first_bool, &v.first_other});
+        report->notes.push_back("column '" + name + "' is stored as string: " + std::to_string(v.present - typed) +
+                                " of its " + std::to_string(v.present) + " values are not " +
+                                (numbers ? "numbers" : bools ? "true or false" : "times") +
+                                (first ? " (first '" + first->text + "' at " + first->At() + ")" : std::string()) +
+                                "; declare its type and pass --on-bad-value missing to store those as missing");
+      }
     }
     if (bad && options.on_bad_value == BadValue::kError) {
       const uint64_t others = v.present - (features[c].type == FeatureType::kBool ? v.bools
@@ -272,10 +316,12 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
 
   // Pass 2: write.
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));
+  MissingNotes dropped(columns);
   CsvReader csv = header;
   while (true) {
     PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
     if (!more) break;
+    if (BlankLine(cells, count, columns)) continue;
     PCR_RETURN_IF_ERROR(CheckCellCount(input, csv, cells, count, columns));
     for (size_t c = 0; c < columns; ++c) {
       const CsvCell& cell = cells[c];
@@ -290,25 +336,34 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
       int64_t i = 0;
       double d = 0;
       if (!ParseCell(type, t, declared.count(name) != 0, &i, &d)) {
-        if (options.on_bad_value == BadValue::kMissing) continue;
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped.Add(c, cell.line, cell.column, "'" + t + "'");
+          continue;
+        }
         return InputError(input, cell.line, cell.column,
                           "'" + t + "' in column '" + name + "' is not " + Expected(type) + " (the column is " +
                               FeatureTypeName(type) + "): pass --on-bad-value missing to store such cells as "
                               "missing, or declare another type with --column-type " + name + "=TYPE");
       }
       if (type == FeatureType::kFloat64 && IsIntegerLiteral(t) && !IntegerLiteralIsExact(t, d)) {
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped.Add(c, cell.line, cell.column, "'" + t + "'");
+          continue;
+        }
         std::string why = "column '" + name + "'";
         if (votes[c].first_float) {
           const Where& w = *votes[c].first_float;
           why += " (float64 because of " + w.text + " at " + w.At() + ")";
         }
         return InexactInteger(input, cell.line, cell.column, t, why,
-                              "--column-type " + name + "=string keeps every digit");
+                              "--column-type " + name + "=string keeps every digit, --on-bad-value missing "
+                              "stores such cells as missing");
       }
       Write(writer.get(), c, type, i, d);
     }
     PCR_RETURN_IF_ERROR(writer->EndRow());
   }
+  dropped.Report(features, report);
   PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
   report->stripes = writer->stripe_count();
   return Status::OK();
@@ -523,9 +578,16 @@ bool JsonCell(FeatureType type, const JsonValue& v, bool lenient, int64_t* i, do
     case FeatureType::kFloat64:
       *d = v.d;
       return v.kind == JsonValue::kInt || v.kind == JsonValue::kFloat;
-    case FeatureType::kBool:
-      *i = v.i;
-      return v.kind == JsonValue::kBool;
+    case FeatureType::kBool: {
+      bool b = false;
+      if (v.kind == JsonValue::kBool || (lenient && v.kind == JsonValue::kInt && (v.i == 0 || v.i == 1))) {
+        *i = v.i;
+        return true;
+      }
+      if (!lenient || v.kind != JsonValue::kString || !ParseBool(v.s, true, &b)) return false;
+      *i = b ? 1 : 0;
+      return true;
+    }
     case FeatureType::kString:
     case FeatureType::kBytes:
       if (v.kind == JsonValue::kString) {
@@ -558,8 +620,9 @@ struct JsonFeature {
 };
 
 // The type of an undeclared JSON Lines column from its values.
-Result<FeatureType> JsonColumnType(const std::string& input, const std::string& name, const JsonVotes& v,
-                                   bool float32) {
+Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std::string& name, const JsonVotes& v,
+                                   TableConvertReport* report) {
+  const std::string& input = options.input;
   const uint64_t kinds = (v.strings > 0) + (v.bools > 0) + (v.numbers() > 0);
   if (kinds > 1) {
     const std::optional<Where> firsts[] = {v.first_string, v.first_bool, v.first_number};
@@ -580,9 +643,29 @@ Result<FeatureType> JsonColumnType(const std::string& input, const std::string& 
                           firsts[a]->At() + ") and here " + names[b] + ": declare --column-type " + name +
                           "=string (or another type) or pass --strings");
   }
-  if (v.strings > 0) return v.timestamps == v.strings ? v.TimestampType() : FeatureType::kString;
+  if (v.strings > 0) {
+    // Times, but for fewer than 1% bad values, as in CSV.
+    const uint64_t others = v.strings - v.timestamps;
+    if (others == 0) return v.TimestampType();
+    if (others * 100 < v.strings) {
+      if (options.on_bad_value == BadValue::kMissing) return v.TimestampType();
+      const Where& w = *v.first_other;
+      return InputError(input, w.line, w.column,
+                        w.text + " in column '" + name + "' is not an ISO 8601 time, unlike its " +
+                            std::to_string(v.timestamps) + " other values: declare --column-type " + name +
+                            "=string to keep it as text, or pass --on-bad-value missing to store such values as "
+                            "missing (" + std::to_string(others) + " in this column)");
+    }
+    if (v.timestamps * 2 > v.strings) {
+      report->notes.push_back("column '" + name + "' is stored as string: " + std::to_string(others) + " of its " +
+                              std::to_string(v.strings) + " values are not times (first " + v.first_other->text +
+                              " at " + v.first_other->At() + "); declare its type and pass --on-bad-value missing "
+                              "to store those as missing");
+    }
+    return FeatureType::kString;
+  }
   if (v.bools > 0) return FeatureType::kBool;
-  if (v.numbers() > 0) return NumberType(input, "column '" + name + "'", v, float32, name);
+  if (v.numbers() > 0) return NumberType(input, "column '" + name + "'", v, options.float32, name);
   return FeatureType::kString;
 }
 
@@ -669,6 +752,8 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
           if (ParseTimestamp(value.s, &ts)) {
             v.timestamps++;
             v.timestamp_digits = std::max(v.timestamp_digits, ts.digits);
+          } else {
+            Note(&v.first_other, number, item.column, JsonText(value));
           }
           continue;
         case JsonValue::kBool:
@@ -723,7 +808,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
     } else if (options.strings) {
       info.type = FeatureType::kString;
     } else {
-      PCR_ASSIGN_OR_RETURN(info.type, JsonColumnType(input, info.name, st.votes, options.float32));
+      PCR_ASSIGN_OR_RETURN(info.type, JsonColumnType(options, info.name, st.votes, report));
       if (st.votes.present == 0) {
         report->notes.push_back("column '" + info.name + "' has only nulls: stored as string (--column-type " +
                                 info.name + "=TYPE declares another type)");
@@ -733,6 +818,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
 
   // Pass 2: write.
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));
+  MissingNotes dropped(features.size());
   std::string s;
   PCR_RETURN_IF_ERROR(ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
     PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
@@ -752,7 +838,10 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
       double d = 0;
       const bool lenient = declared.count(info.name) != 0 || options.strings;
       if (!JsonCell(info.type, item.value, lenient, &i, &d, &s)) {
-        if (options.on_bad_value == BadValue::kMissing) continue;
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped.Add(f, number, item.column, JsonText(item.value));
+          continue;
+        }
         return InputError(input, number, item.column,
                           JsonText(item.value) + " in " + what + " is not " +
                               (info.type == FeatureType::kString || info.type == FeatureType::kBytes
@@ -767,18 +856,27 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
         continue;
       }
       if (info.type == FeatureType::kFloat64 && !item.value.exact) {
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped.Add(f, number, item.column, std::string(item.value.text));
+          continue;
+        }
         std::string why = what;
         if (state[f].votes.first_float) {
           const Where& w = *state[f].votes.first_float;
           why += " (float64 because of " + w.text + " at " + w.At() + ")";
         }
         return InexactInteger(input, number, item.column, item.value.text, why,
-                              "declare --column-type " + info.name + "=string (or uint64) to keep every digit");
+                              item.map == MapKind::kColumn
+                                  ? "declare --column-type " + info.name + "=string to keep every digit, or pass "
+                                    "--on-bad-value missing to store such values as missing"
+                                  : "dense values are floats: keep such a value in a column declared string or "
+                                    "uint64, or pass --on-bad-value missing to store it as missing");
       }
       Write(writer.get(), f, info.type, i, d);
     }
     return writer->EndRow();
   }));
+  dropped.Report(features, report);
   PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
   report->stripes = writer->stripe_count();
   return Status::OK();
@@ -847,6 +945,7 @@ Result<std::map<std::string, FeatureType>> ReadTableSchemaFile(const std::string
   std::string name, type;
   bool done;
   while (json.NextMember(&name, &done) && !done) {
+    if (types.count(name)) return fail("'" + name + "' is named twice");
     if (json.Peek() != JsonCursor::Kind::kString || !json.String(&type)) return fail("'" + name + "': expected a type name");
     if (!ParseTableType(type, &types[name])) return fail("'" + name + "': unknown type '" + type + "' (" + kTableTypeNames + ")");
   }

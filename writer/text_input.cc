@@ -192,8 +192,17 @@ bool LeapYear(int64_t y) { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); 
 bool ParseTimestamp(std::string_view s, TimestampText* t) {
   size_t p = 0;
   int64_t year, month, day, hour = 0, minute = 0, second = 0;
-  if (!Digits(s, &p, 4, &year) || p >= s.size() || s[p++] != '-' || !Digits(s, &p, 2, &month) ||
-      p >= s.size() || s[p++] != '-' || !Digits(s, &p, 2, &day)) {
+  // Years beyond 0000..9999 carry a sign and more digits (ISO 8601 expanded).
+  const bool signed_year = !s.empty() && (s[0] == '+' || s[0] == '-');
+  if (signed_year) ++p;
+  const size_t year_digits = std::min<size_t>(s.find('-', p), s.size()) - p;
+  if (year_digits < 4 || year_digits > (signed_year ? 12 : 4) ||
+      !Digits(s, &p, static_cast<int>(year_digits), &year)) {
+    return false;
+  }
+  if (signed_year && s[0] == '-') year = -year;
+  if (p >= s.size() || s[p++] != '-' || !Digits(s, &p, 2, &month) || p >= s.size() || s[p++] != '-' ||
+      !Digits(s, &p, 2, &day)) {
     return false;
   }
   static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -231,8 +240,9 @@ bool ParseTimestamp(std::string_view s, TimestampText* t) {
     offset = sign * (oh * 3600 + om * 60);
   }
   if (p != s.size()) return false;
-  t->seconds = DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset;
-  return true;
+  int64_t seconds;
+  return !__builtin_mul_overflow(DaysFromCivil(year, month, day), 86400, &seconds) &&
+         !__builtin_add_overflow(seconds, hour * 3600 + minute * 60 + second - offset, &t->seconds);
 }
 
 bool TimestampTicks(const TimestampText& t, FeatureType type, int64_t* ticks) {

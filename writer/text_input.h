@@ -80,7 +80,8 @@ bool ParseBigUInt64(std::string_view s, uint64_t* v);
 // true or false in any case; with `loose`, also t, f, yes, no, 1 and 0.
 bool ParseBool(std::string_view s, bool loose, bool* v);
 
-// ISO 8601 text: a date YYYY-MM-DD, optionally followed by 'T' or a space,
+// ISO 8601 text: a date YYYY-MM-DD (a year beyond 0000..9999 as + or -
+// and 4 to 12 digits), optionally followed by 'T' or a space,
 // hh:mm, optionally :ss and a fraction of up to 9 digits, then optionally Z
 // or an offset +hh:mm, +hhmm or +hh. Without an offset the time is UTC.
 struct TimestampText {

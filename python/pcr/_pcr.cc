@@ -804,6 +804,10 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
   };
   if (py::isinstance<py::dict>(schema)) {
     declare(schema.cast<std::map<std::string, std::string>>(), "schema");
+  } else if (!schema.is_none() && !py::isinstance<py::str>(schema) &&
+             !py::hasattr(schema, "__fspath__")) {
+    throw py::type_error("schema must be a dict of names to types or a JSON file's path, not " +
+                         std::string(py::str(schema.get_type().attr("__name__"))));
   } else if (!schema.is_none()) {
     options.schema_file = py::str(py::module_::import("os").attr("fspath")(schema));
   }
