@@ -667,7 +667,7 @@ TEST_CASE("JSON Lines: booleans, uint64, times, declared map value types and str
       {"{\"a\": true}\n{\"a\": 1}\n", {}, "line 2, column 7: column 'a' holds booleans (first true at line 1, column 7) and here numbers"},
       {"{\"a\": -1}\n{\"a\": 18446744073709551615}\n", {}, "line 2, column 7: column 'a' holds 18446744073709551615 (above int64) and -1 (line 1, column 7"},
       {"{\"a\": \"x\"}\n", {{"a", FeatureType::kInt64}}, "line 1, column 7: \"x\" in column 'a' is not an int64"},
-      {"{\"a\": 1}\n", {{"b", FeatureType::kIdList}}, "column 'b' declared id_list: a JSON Lines column is bool"},
+      {"{\"a\": 1}\n", {{"b", FeatureType::kScoredIdList64}}, "column 'b' declared scored_id_list64: a JSON Lines column is bool"},
       {"{\"dense\": {\"1\": 2}}\n", {{"dense", FeatureType::kInt64}}, "dense feature 1 declared int64: dense features are float32 or float64"},
   };
   // A declared column no row has is kept, typed, so shards converted with one schema agree.
@@ -788,6 +788,44 @@ TEST_CASE("times beyond year 9999 and before year 0 read as ISO 8601 expanded ye
   CHECK_THAT(over.status().message(), Catch::Contains("is not an ISO 8601 time"));
 }
 
+TEST_CASE("list columns: JSON Lines arrays of numbers, and declared CSV columns of JSON arrays") {
+  TempDir dir;
+  const std::string jsonl = dir / "l.jsonl";
+  std::ofstream(jsonl) << "{\"ids\": [3, -1, 9007199254740993], \"w\": [0.5, -0.0], \"e\": []}\n"
+                          "{\"ids\": [], \"w\": [1, NaN], \"e\": null}\n";
+  const auto [s, c] = ConvertAndRead({.input = jsonl, .out_dir = dir / "j"});
+  CHECK(s.features[0].type == FeatureType::kIdList);
+  CHECK(s.features[1].type == FeatureType::kFloat64List);
+  CHECK(s.features[2].type == FeatureType::kIdList);
+  CHECK(c[0].ints == std::vector<int64_t>{3, -1, 9007199254740993});
+  CHECK(c[0].offsets == std::vector<uint64_t>{0, 3, 3});
+  CHECK(Bits(c[1].doubles[1]) == Bits(-0.0));
+  CHECK(std::isnan(c[1].doubles[3]));
+  CHECK(c[2].present == std::vector<uint8_t>{1, 0});
+  TableConvertOptions f32{.input = jsonl, .out_dir = dir / "f32"};
+  f32.column_types = {{"w", FeatureType::kFloat32List}};
+  const auto [s2, c2] = ConvertAndRead(f32);
+  CHECK(s2.features[1].type == FeatureType::kFloat32List);
+  CHECK(c2[1].floats[0] == 0.5f);
+  // CSV cells hold lists as pcr-dump cat prints them, when declared.
+  const std::string csv = dir / "l.csv";
+  std::ofstream(csv) << "ids,w\n\"[1,2]\",\"[2.5, 1e-400]\"\n,\"[]\"\n";
+  TableConvertOptions o{.input = csv, .out_dir = dir / "c"};
+  o.column_types = {{"ids", FeatureType::kIdList}, {"w", FeatureType::kFloat64List}};
+  const auto [s3, c3] = ConvertAndRead(o);
+  CHECK(c3[0].ints == std::vector<int64_t>{1, 2});
+  CHECK(c3[0].present == std::vector<uint8_t>{1, 0});
+  CHECK(c3[1].doubles == std::vector<double>{2.5, 0.0});
+  CHECK(c3[1].offsets == std::vector<uint64_t>{0, 2, 2});
+  std::ofstream(csv) << "ids\n\"[1,2.5]\"\n";
+  o.column_types = {{"ids", FeatureType::kIdList}};
+  o.out_dir = dir / "bad";
+  auto bad = ConvertTable(o);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(),
+             Catch::Contains("line 2, column 1: '[1,2.5]' in column 'ids' is not a JSON array of int64 ids"));
+}
+
 TEST_CASE("malformed input names line and column and leaves nothing behind") {
   const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
       {"bad.csv", "a,b\n1,\"x\n2,3\n", "line 2, column 3: quoted field is never closed"},
@@ -810,7 +848,8 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
       {"bad.jsonl", "{\"dense\": {\"5\": 1}, \"sparse\": {\"5\": [1]}}\n", "line 1, column 37: feature '5' appears both"},
       {"bad.jsonl", "{\"a\": 1}\n{\"a\": 2\n", "line 2, column 8: expected ',' or '}'"},
       {"bad.jsonl", "[1]\n", "line 1, column 1: a row must be a JSON object"},
-      {"bad.jsonl", "{\"a\": [1]}\n", "line 1, column 7: column 'a': expected a number, string, boolean or null"},
+      {"bad.jsonl", "{\"a\": [1, \"x\"]}\n", "line 1, column 11: column 'a': expected an array of numbers"},
+      {"bad.jsonl", "{\"a\": {}}\n", "line 1, column 7: column 'a': expected a number, string, boolean, array of numbers or null"},
       // Integers no double holds, in float64 features, are refused rather than rounded.
       // 99999999999999999999 overflows int64, so the column is float64, where 2^53 + 1 has no double.
       {"big.csv", "a\n1\n9007199254740993\n99999999999999999999\n",

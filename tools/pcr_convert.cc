@@ -94,7 +94,8 @@ constexpr char kTableUsage[] =
     "                       \"date\": \"timestamp\", \"dense\": \"float32\"}\n"
     "  --column-type NAME=TYPE  declare one type (wins over --schema). TYPE: bool,\n"
     "                       int64, uint64, float32, float64, timestamp (= timestamp_us),\n"
-    "                       timestamp_s, timestamp_ms, timestamp_ns, string, bytes.\n"
+    "                       timestamp_s, timestamp_ms, timestamp_ns, string, bytes,\n"
+    "                       id_list, float32_list, float64_list (JSON arrays of numbers).\n"
     "                       NAME is a column, a map feature id, or a map: dense=float32,\n"
     "                       scored=float32 (the scores' type)\n"
     "  --strings            undeclared columns are strings, not inferred\n"
@@ -356,7 +357,8 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       pcr::FeatureType type;
       if (args.empty() || !NameAndType(args.next(), &name, &type, true)) {
         return Usage("--column-type needs NAME=TYPE, TYPE one of bool, int64, uint64, float32, float64, "
-                     "timestamp, timestamp_s, timestamp_ms, timestamp_ns, string, bytes");
+                     "timestamp, timestamp_s, timestamp_ms, timestamp_ns, string, bytes, id_list, float32_list, "
+                     "float64_list");
       }
       o.column_types[name] = type;
     } else if (!reorder && a == "--schema") {

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 constexpr char kTableTypeNames[] =
     "bool, int64, uint64, float32, float64, timestamp (timestamp_us), timestamp_s, timestamp_ms, timestamp_ns, "
-    "string, bytes; for maps id_list, scored_id_list32, scored_id_list64";
+    "string, bytes, id_list, float32_list, float64_list; for maps also scored_id_list32, scored_id_list64";
 
 FeatureType FloatType(bool float32) { return float32 ? FeatureType::kFloat32 : FeatureType::kFloat64; }
 
@@ -158,6 +158,65 @@ void Write(TableFileWriter* writer, size_t f, FeatureType type, int64_t i, doubl
   }
 }
 
+// A JSON array of numbers, as a list column's value.
+struct NumberList {
+  std::vector<double> values;  // every element
+  std::vector<int64_t> ints;   // every element, while all are int64 literals
+  bool all_int = true;
+  bool exact = true;  // no integer literal that its double does not hold
+
+  void Clear() {
+    values.clear();
+    ints.clear();
+    all_int = exact = true;
+  }
+};
+
+// Reads a JSON array of numbers at the cursor into `list`; false with the
+// cursor's error, or `*what` set, when it is not one.
+bool ReadNumberList(JsonCursor& json, NumberList* list, std::string* what) {
+  list->Clear();
+  bool done;
+  if (json.Peek() != JsonCursor::Kind::kArray || !json.BeginArray()) {
+    *what = "expected an array of numbers";
+    return false;
+  }
+  while (json.NextElement(&done) && !done) {
+    JsonNumber n;
+    if (json.Peek() != JsonCursor::Kind::kNumber || !json.Number(&n)) {
+      *what = "expected an array of numbers";
+      return false;
+    }
+    list->values.push_back(n.d);
+    list->all_int &= n.is_int;
+    list->exact &= n.exact;
+    if (list->all_int) list->ints.push_back(n.i);
+  }
+  return json.error().empty();
+}
+
+bool IsColumnListType(FeatureType t) {
+  return t == FeatureType::kIdList || t == FeatureType::kFloat32List || t == FeatureType::kFloat64List;
+}
+
+// Writes `list` to a list feature of `type`; false when the list does not fit
+// it (an id list of other than int64 literals). Sets *inexact for an integer
+// a float64 list cannot hold.
+bool WriteList(TableFileWriter* writer, size_t f, FeatureType type, const NumberList& list, bool* inexact) {
+  *inexact = false;
+  if (type == FeatureType::kIdList) {
+    if (!list.all_int) return false;
+    writer->AddIdList(f, list.ints, {});
+    return true;
+  }
+  if (type == FeatureType::kFloat64List && !list.exact) {
+    *inexact = true;
+    return false;
+  }
+  writer->AddFloatList(f, list.values);
+  return true;
+}
+
 // Values --on-bad-value missing stored as missing, per feature, for notes.
 class MissingNotes {
  public:
@@ -200,10 +259,11 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
   const size_t columns = count;
   for (const auto& [name, type] : declared) {
     if (!names.count(name)) return Status::InvalidArgument(input + ": a declared type names '" + name + "', not a column");
-    if (!IsScalarType(type) && type != FeatureType::kString && type != FeatureType::kBytes) {
+    if (!IsScalarType(type) && type != FeatureType::kString && type != FeatureType::kBytes &&
+        !IsColumnListType(type)) {
       return Status::InvalidArgument(std::string("column '") + name + "' declared " + FeatureTypeName(type) +
-                                     ": a CSV column is bool, int64, uint64, float32, float64, timestamp, string "
-                                     "or bytes");
+                                     ": a CSV column is bool, int64, uint64, float32, float64, timestamp, string, "
+                                     "bytes, id_list, float32_list or float64_list");
     }
   }
 
@@ -317,6 +377,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
   // Pass 2: write.
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));
   MissingNotes dropped(columns);
+  NumberList list;
   CsvReader csv = header;
   while (true) {
     PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
@@ -332,6 +393,26 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
       if (type == FeatureType::kString || type == FeatureType::kBytes) {
         writer->AddString(c, t);
         continue;
+      }
+      if (IsColumnListType(type)) {  // a JSON array of numbers, as pcr-dump cat prints lists
+        JsonCursor json(t);
+        std::string why;
+        bool inexact = false;
+        if (ReadNumberList(json, &list, &why) && json.End() && WriteList(writer.get(), c, type, list, &inexact)) {
+          continue;
+        }
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped.Add(c, cell.line, cell.column, "'" + t + "'");
+          continue;
+        }
+        return InputError(input, cell.line, cell.column,
+                          "'" + t + "' in column '" + name + "' is not " +
+                              (inexact ? "a list of floats: an integer in it has no exact double"
+                                       : type == FeatureType::kIdList ? "a JSON array of int64 ids"
+                                                                     : "a JSON array of numbers") +
+                              " (the column is " + FeatureTypeName(type) + "): pass --on-bad-value missing to "
+                              "store such cells as missing, or declare another type with --column-type " + name +
+                              "=TYPE");
       }
       int64_t i = 0;
       double d = 0;
@@ -374,12 +455,13 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
 enum class MapKind { kColumn, kDense, kSparse, kScored };
 
 struct JsonValue {
-  enum Kind { kInt, kFloat, kString, kBool, kNull } kind = kNull;
+  enum Kind { kInt, kFloat, kString, kBool, kNull, kList } kind = kNull;
   int64_t i = 0;          // kInt; kBool: 0 or 1
   double d = 0;           // kInt and kFloat
   bool exact = true;      // d is the number as written
   std::string_view text;  // a number as written; valid while its line is
   std::string s;          // kString
+  NumberList list;        // kList
 };
 
 // What one row holds, in the order of its text.
@@ -484,8 +566,16 @@ class JsonlParser {
         v->kind = k == JsonCursor::Kind::kNull ? JsonValue::kNull : JsonValue::kBool;
         v->i = k == JsonCursor::Kind::kTrue ? 1 : 0;
         return Status::OK();
+      case JsonCursor::Kind::kArray: {
+        std::string why;
+        v->kind = JsonValue::kList;
+        const size_t at = json.position();
+        if (!ReadNumberList(json, &v->list, &why)) return Error(json, why.empty() ? "" : what + ": " + why);
+        v->text = json.text().substr(at, json.position() - at);
+        return Status::OK();
+      }
       default:
-        return Error(json, what + ": expected a number, string, boolean or null");
+        return Error(json, what + ": expected a number, string, boolean, array of numbers or null");
     }
   }
 
@@ -608,8 +698,9 @@ bool JsonCell(FeatureType type, const JsonValue& v, bool lenient, int64_t* i, do
 
 // Votes of a JSON Lines column, by JSON kind.
 struct JsonVotes : Votes {
-  uint64_t strings = 0;
-  std::optional<Where> first_string;
+  uint64_t strings = 0, lists = 0;
+  bool list_floats = false;  // some list element is not an int64 literal
+  std::optional<Where> first_string, first_list;
 };
 
 struct JsonFeature {
@@ -623,17 +714,17 @@ struct JsonFeature {
 Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std::string& name, const JsonVotes& v,
                                    TableConvertReport* report) {
   const std::string& input = options.input;
-  const uint64_t kinds = (v.strings > 0) + (v.bools > 0) + (v.numbers() > 0);
+  const uint64_t kinds = (v.strings > 0) + (v.bools > 0) + (v.numbers() > 0) + (v.lists > 0);
   if (kinds > 1) {
-    const std::optional<Where> firsts[] = {v.first_string, v.first_bool, v.first_number};
-    const char* names[] = {"strings", "booleans", "numbers"};
-    size_t a = 3, b = 3;  // the kinds first seen, in order
-    for (size_t k = 0; k < 3; ++k) {
+    const std::optional<Where> firsts[] = {v.first_string, v.first_bool, v.first_number, v.first_list};
+    const char* names[] = {"strings", "booleans", "numbers", "arrays"};
+    size_t a = 4, b = 4;  // the kinds first seen, in order
+    for (size_t k = 0; k < 4; ++k) {
       if (!firsts[k]) continue;
-      if (a == 3 || *firsts[k] < *firsts[a]) {
+      if (a == 4 || *firsts[k] < *firsts[a]) {
         b = a;
         a = k;
-      } else if (b == 3 || *firsts[k] < *firsts[b]) {
+      } else if (b == 4 || *firsts[k] < *firsts[b]) {
         b = k;
       }
     }
@@ -665,6 +756,11 @@ Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std
     return FeatureType::kString;
   }
   if (v.bools > 0) return FeatureType::kBool;
+  if (v.lists > 0) {
+    return !v.list_floats    ? FeatureType::kIdList
+           : options.float32 ? FeatureType::kFloat32List
+                             : FeatureType::kFloat64List;
+  }
   if (v.numbers() > 0) return NumberType(input, "column '" + name + "'", v, options.float32, name);
   return FeatureType::kString;
 }
@@ -760,6 +856,11 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
           v.bools++;
           Note(&v.first_bool, number, item.column, JsonText(value));
           continue;
+        case JsonValue::kList:
+          v.lists++;
+          v.list_floats |= !value.list.all_int;
+          Note(&v.first_list, number, item.column, std::string(value.text.substr(0, 40)));
+          continue;
         case JsonValue::kInt:
           v.ints++;
           if (value.i < 0) Note(&v.first_negative, number, item.column, shown);
@@ -799,10 +900,11 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
     }
     const auto d = declared.find(info.name);
     if (d != declared.end()) {
-      if (!IsScalarType(d->second) && d->second != FeatureType::kString && d->second != FeatureType::kBytes) {
+      if (!IsScalarType(d->second) && d->second != FeatureType::kString && d->second != FeatureType::kBytes &&
+          !IsColumnListType(d->second)) {
         return Status::InvalidArgument("column '" + info.name + "' declared " + FeatureTypeName(d->second) +
                                        ": a JSON Lines column is bool, int64, uint64, float32, float64, timestamp, "
-                                       "string or bytes");
+                                       "string, bytes, id_list, float32_list or float64_list");
       }
       info.type = d->second;
     } else if (options.strings) {
@@ -834,6 +936,24 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
         continue;
       }
       const std::string what = item.map == MapKind::kColumn ? "column '" + item.key + "'" : "dense feature " + item.key;
+      if (IsColumnListType(info.type)) {
+        bool inexact = false;
+        if (item.value.kind == JsonValue::kList && WriteList(writer.get(), f, info.type, item.value.list, &inexact)) {
+          continue;
+        }
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped.Add(f, number, item.column, JsonText(item.value));
+          continue;
+        }
+        return InputError(input, number, item.column,
+                          JsonText(item.value) + " in " + what + " is not " +
+                              (inexact ? "a list of floats: an integer in it has no exact double"
+                                       : info.type == FeatureType::kIdList ? "an array of int64 ids"
+                                                                          : "an array of numbers") +
+                              " (it is " + FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
+                              "such values as missing, or declare another type with --column-type " + info.name +
+                              "=TYPE");
+      }
       int64_t i = 0;
       double d = 0;
       const bool lenient = declared.count(info.name) != 0 || options.strings;

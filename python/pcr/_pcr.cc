@@ -798,7 +798,8 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
       if (!pcr::ParseTableType(type, &options.column_types[name])) {
         throw py::value_error(std::string(what) + "['" + name + "']: unknown type '" + type +
                               "' (bool, int64, uint64, float32, float64, timestamp, timestamp_s, timestamp_ms, "
-                              "timestamp_ns, string, bytes; for maps id_list, scored_id_list32, scored_id_list64)");
+                              "timestamp_ns, string, bytes, id_list, float32_list, float64_list; for maps also "
+                              "scored_id_list32, scored_id_list64)");
       }
     }
   };
