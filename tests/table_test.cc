@@ -617,8 +617,8 @@ TEST_CASE("declared types: a schema file, column types over it, strings, and val
   auto fine = ConvertTable(o);
   REQUIRE_FALSE(fine.ok());
   CHECK_THAT(fine.status().message(),
-             Catch::Contains("line 3, column 11: '2020-05-06T00:00:00.5' in column 'ms' is not an ISO 8601 time "
-                             "(or integer ticks) that timestamp_s holds"));
+             Catch::Contains("line 3, column 11: '2020-05-06T00:00:00.5' in column 'ms' has more fraction digits "
+                             "than timestamp_s holds"));
   o.column_types = {{"ms", FeatureType::kTimestampMs}, {"day", FeatureType::kTimestampS}, {"id", FeatureType::kBool}};
   auto notbool = ConvertTable(o);
   REQUIRE_FALSE(notbool.ok());
@@ -824,6 +824,64 @@ TEST_CASE("list columns: JSON Lines arrays of numbers, and declared CSV columns 
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(),
              Catch::Contains("line 2, column 1: '[1,2.5]' in column 'ids' is not a JSON array of int64 ids"));
+}
+
+TEST_CASE("numbers padded with spaces or signed with + are numbers; strings keep their text") {
+  TempDir dir;
+  const std::string input = dir / "p.csv";
+  // STAR.csv pads its numbers (" 7"); pandas and DuckDB read them as numbers.
+  std::ofstream(input) << "n,f,b,t,s\n 7,+1.5,\" true\",\" 2020-01-01 \",\" x\"\n+8 ,\t-2e3,false,+10000-01-01,y\n";
+  const auto [s, c] = ConvertAndRead({.input = input, .out_dir = dir / "o"});
+  CHECK(s.features[0].type == FeatureType::kInt64);
+  CHECK(c[0].ints == std::vector<int64_t>{7, 8});
+  CHECK(c[1].doubles == std::vector<double>{1.5, -2000});
+  CHECK(s.features[2].type == FeatureType::kBool);
+  CHECK(s.features[3].type == FeatureType::kTimestampUs);
+  CHECK(c[3].ints[1] == Utc(10000, 1, 1) * 1000000);
+  CHECK(c[4].string(0) == " x");
+}
+
+TEST_CASE("a time beyond timestamp_ns in a column that needs nanoseconds is refused, saying why") {
+  TempDir dir;
+  const std::string input = dir / "n.csv";
+  std::ofstream(input) << "t\n2000-01-01T00:00:00.123456789\n3000-01-01\n";
+  auto r = ConvertTable({.input = input, .out_dir = dir / "o"});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("line 3, column 1: 3000-01-01 in column 't' is beyond the years timestamp_ns holds (1677 "
+                             "to 2262), which 2000-01-01T00:00:00.123456789 at line 2, column 1 needs"));
+  // Declared units say which limit a time breaks.
+  TableConvertOptions o{.input = input, .out_dir = dir / "d"};
+  o.column_types = {{"t", FeatureType::kTimestampUs}};
+  auto finer = ConvertTable(o);
+  REQUIRE_FALSE(finer.ok());
+  CHECK_THAT(finer.status().message(),
+             Catch::Contains("'2000-01-01T00:00:00.123456789' in column 't' has more fraction digits than "
+                             "timestamp_us holds"));
+  std::ofstream(input) << "t\n3000-01-01\n";
+  o.column_types = {{"t", FeatureType::kTimestampNs}};
+  o.out_dir = dir / "e";
+  auto beyond = ConvertTable(o);
+  REQUIRE_FALSE(beyond.ok());
+  CHECK_THAT(beyond.status().message(),
+             Catch::Contains("'3000-01-01' in column 't' is beyond the years timestamp_ns holds"));
+}
+
+TEST_CASE("declared JSON Lines number columns read strings that hold numbers") {
+  TempDir dir;
+  const std::string input = dir / "s.jsonl";
+  std::ofstream(input) << "{\"a\": \"580\", \"b\": \" 2.5\", \"c\": \"9007199254740993\"}\n{\"a\": 3, \"b\": 1, \"c\": 1}\n";
+  TableConvertOptions o{.input = input, .out_dir = dir / "o", .on_bad_value = BadValue::kMissing};
+  o.column_types = {{"a", FeatureType::kInt64}, {"b", FeatureType::kFloat32}, {"c", FeatureType::kFloat64}};
+  auto r = ConvertTable(o);
+  REQUIRE(r.ok());
+  auto t = Table::Open(r->path);
+  REQUIRE(t.ok());
+  auto b = (*t)->Read(AllFeatures(**t), 0, 1);
+  REQUIRE(b.ok());
+  CHECK(b->columns[0].ints == std::vector<int64_t>{580, 3});
+  CHECK(b->columns[1].floats == std::vector<float>{2.5f, 1.0f});
+  CHECK(b->columns[2].present == std::vector<uint8_t>{0, 1});  // no double holds it: not rounded
 }
 
 TEST_CASE("malformed input names line and column and leaves nothing behind") {

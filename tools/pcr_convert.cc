@@ -402,7 +402,9 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
   if (!result.ok()) return pcr::cli::ReportError("pcr-convert", result.status());
   PrintTableReport(*result);
   std::fflush(stdout);
-  for (const std::string& note : result->notes) std::fprintf(stderr, "pcr-convert: note: %s\n", note.c_str());
+  for (const std::string& note : result->notes) {
+    std::fprintf(stderr, "pcr-convert: note: %s: %s\n", positional[0].c_str(), note.c_str());
+  }
   return pcr::cli::kExitOk;
 }
 

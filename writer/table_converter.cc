@@ -74,15 +74,26 @@ std::optional<Where> Earliest(std::initializer_list<const std::optional<Where>*>
 
 // What the present values of a column look like, for inference.
 struct Votes {
-  uint64_t present = 0, ints = 0, uints = 0, floats = 0, bools = 0, timestamps = 0, others = 0;
+  uint64_t present = 0, ints = 0, uints = 0, floats = 0, bools = 0, timestamps = 0;
   int timestamp_digits = 0;  // the most fraction digits of a timestamp
   std::optional<Where> first_negative, first_uint, first_float, first_number, first_bool, first_timestamp,
       first_other;
+  std::optional<Where> first_ns, first_beyond_ns;  // a time with over 6 fraction digits; one outside timestamp_ns
+
+  // timestamp_us, or timestamp_ns for times with more than 6 fraction
+  // digits; an error when some time is then beyond timestamp_ns's range.
+  Result<FeatureType> TimestampOf(const std::string& input, const std::string& name) const {
+    if (timestamp_digits <= 6) return FeatureType::kTimestampUs;
+    if (!first_beyond_ns) return FeatureType::kTimestampNs;
+    const Where& w = *first_beyond_ns;
+    return InputError(input, w.line, w.column,
+                      w.text + " in column '" + name + "' is beyond the years timestamp_ns holds (1677 to 2262), "
+                      "which " + first_ns->text + " at " + first_ns->At() + " needs for its nanoseconds: declare "
+                      "--column-type " + name + "=string to keep the text, or " + name + "=timestamp_us if no time "
+                      "has more than 6 fraction digits");
+  }
 
   uint64_t numbers() const { return ints + uints + floats; }
-  FeatureType TimestampType() const {
-    return timestamp_digits > 6 ? FeatureType::kTimestampNs : FeatureType::kTimestampUs;
-  }
 };
 
 // The type of an int-or-float column; an error when negative integers and
@@ -100,10 +111,27 @@ Result<FeatureType> NumberType(const std::string& input, const std::string& what
                         "=string to keep them as text");
 }
 
-// The value of CSV text `t` in a column of `type`: *i for integers, bools and
-// timestamps, *d for floats. False when it is not one. A declared type also
-// takes integer ticks as timestamps and t, f, yes, no, 1 and 0 as bools.
-bool ParseCell(FeatureType type, const std::string& t, bool declared, int64_t* i, double* d) {
+// A CSV cell's text as a number, bool or time is read: without the spaces
+// and tabs around it (" 7", as fixed-width exports pad), and for numbers
+// without a '+' before a digit or point, as pandas and DuckDB read them.
+std::string_view Trim(std::string_view t) {
+  const size_t first = t.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return t.substr(first, t.find_last_not_of(" \t") - first + 1);
+}
+std::string_view NumberText(std::string_view t) {
+  t = Trim(t);
+  if (t.size() > 1 && t[0] == '+' && (std::isdigit(static_cast<unsigned char>(t[1])) || t[1] == '.')) {
+    t.remove_prefix(1);
+  }
+  return t;
+}
+
+// The value of CSV text `cell` in a column of `type`: *i for integers, bools
+// and timestamps, *d for floats. False when it is not one. A declared type
+// also takes integer ticks as timestamps and t, f, yes, no, 1 and 0 as bools.
+bool ParseCell(FeatureType type, std::string_view cell, bool declared, int64_t* i, double* d) {
+  const std::string_view t = type == FeatureType::kBool || IsTimestamp(type) ? Trim(cell) : NumberText(cell);
   switch (type) {
     case FeatureType::kInt64:
       return ParseInt(t, i);
@@ -126,7 +154,7 @@ bool ParseCell(FeatureType type, const std::string& t, bool declared, int64_t* i
     default: {  // timestamps: ISO 8601 text, or integer ticks
       TimestampText ts;
       if (ParseTimestamp(t, &ts)) return TimestampTicks(ts, type, i);
-      return declared && ParseInt(t, i);
+      return declared && ParseInt(NumberText(t), i);
     }
   }
 }
@@ -146,6 +174,19 @@ std::string Expected(FeatureType type) {
     default:
       return "a number";
   }
+}
+
+// Why `text` is no value of `type`, for messages: "is not a number", or for
+// a time, "is finer than timestamp_s holds" or "is beyond the years ...".
+std::string WhyNot(FeatureType type, std::string_view text) {
+  TimestampText ts;
+  if (IsTimestamp(type) && ParseTimestamp(Trim(text), &ts)) {
+    if (ts.nanos % (1000000000 / TicksPerSecond(type)) != 0) {
+      return std::string("has more fraction digits than ") + FeatureTypeName(type) + " holds";
+    }
+    return std::string("is beyond the years ") + FeatureTypeName(type) + " holds";
+  }
+  return "is not " + Expected(type);
 }
 
 void Write(TableFileWriter* writer, size_t f, FeatureType type, int64_t i, double d) {
@@ -263,7 +304,8 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
         !IsColumnListType(type)) {
       return Status::InvalidArgument(std::string("column '") + name + "' declared " + FeatureTypeName(type) +
                                      ": a CSV column is bool, int64, uint64, float32, float64, timestamp, string, "
-                                     "bytes, id_list, float32_list or float64_list");
+                                     "bytes, id_list, float32_list or float64_list (map features, scored lists "
+                                     "among them, are JSON Lines input: pcr-dump cat --format jsonl writes it)");
     }
   }
 
@@ -288,7 +330,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
         double d;
         bool b;
         TimestampText ts;
-        const std::string& t = cell.text;
+        const std::string_view t = NumberText(cell.text), trimmed = Trim(cell.text);
         if (ParseInt(t, &i)) {
           v.ints++;
           if (i < 0) Note(&v.first_negative, cell.line, cell.column, t);
@@ -298,21 +340,25 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
         } else if (ParseFloat(t, &d)) {
           v.floats++;
           Note(&v.first_float, cell.line, cell.column, t);
-        } else if (ParseBool(t, false, &b)) {
+        } else if (ParseBool(trimmed, false, &b)) {
           v.bools++;
-          Note(&v.first_bool, cell.line, cell.column, t);
+          Note(&v.first_bool, cell.line, cell.column, cell.text);
           continue;
-        } else if (ParseTimestamp(t, &ts)) {
+        } else if (ParseTimestamp(trimmed, &ts)) {
           v.timestamps++;
           v.timestamp_digits = std::max(v.timestamp_digits, ts.digits);
-          Note(&v.first_timestamp, cell.line, cell.column, t);
+          int64_t ns;
+          if (!TimestampTicks(ts, FeatureType::kTimestampNs, &ns)) {
+            Note(&v.first_beyond_ns, cell.line, cell.column, cell.text);
+          }
+          if (ts.digits > 6) Note(&v.first_ns, cell.line, cell.column, cell.text);
+          Note(&v.first_timestamp, cell.line, cell.column, cell.text);
           continue;
         } else {
-          v.others++;
-          Note(&v.first_other, cell.line, cell.column, t);
+          Note(&v.first_other, cell.line, cell.column, cell.text);
           continue;
         }
-        Note(&v.first_number, cell.line, cell.column, t);
+        Note(&v.first_number, cell.line, cell.column, cell.text);
       }
     }
   }
@@ -342,7 +388,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
       bad = Earliest({&v.first_number, &v.first_timestamp, &v.first_other});
       kind = "true or false";
     } else if (most(v.timestamps)) {
-      features[c].type = v.TimestampType();
+      PCR_ASSIGN_OR_RETURN(features[c].type, v.TimestampOf(input, name));
       bad = Earliest({&v.first_number, &v.first_bool, &v.first_other});
       kind = "an ISO 8601 time";
     } else {
@@ -422,11 +468,11 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
           continue;
         }
         return InputError(input, cell.line, cell.column,
-                          "'" + t + "' in column '" + name + "' is not " + Expected(type) + " (the column is " +
+                          "'" + t + "' in column '" + name + "' " + WhyNot(type, t) + " (the column is " +
                               FeatureTypeName(type) + "): pass --on-bad-value missing to store such cells as "
                               "missing, or declare another type with --column-type " + name + "=TYPE");
       }
-      if (type == FeatureType::kFloat64 && IsIntegerLiteral(t) && !IntegerLiteralIsExact(t, d)) {
+      if (type == FeatureType::kFloat64 && IsIntegerLiteral(NumberText(t)) && !IntegerLiteralIsExact(NumberText(t), d)) {
         if (options.on_bad_value == BadValue::kMissing) {
           dropped.Add(c, cell.line, cell.column, "'" + t + "'");
           continue;
@@ -649,9 +695,17 @@ std::string JsonText(const JsonValue& v) {
 
 // The value of JSON `v` as `type`: *i for integers, bools and timestamps, *d
 // for floats, *s for strings. False when it is not one. `lenient` (a declared
-// type, or --strings) also takes integer ticks as timestamps and numbers and
-// booleans as their text in string columns.
+// type, or --strings) also takes integer ticks as timestamps, numbers and
+// booleans as their text in string columns, and strings holding numbers in
+// number columns.
 bool JsonCell(FeatureType type, const JsonValue& v, bool lenient, int64_t* i, double* d, std::string* s) {
+  const bool number = type == FeatureType::kInt64 || type == FeatureType::kUInt64 || type == FeatureType::kFloat32 ||
+                      type == FeatureType::kFloat64;
+  if (number && lenient && v.kind == JsonValue::kString) {  // "580", as a quoted CSV number reads
+    const std::string_view t = NumberText(v.s);
+    return ParseCell(type, t, true, i, d) &&
+           !(type == FeatureType::kFloat64 && IsIntegerLiteral(t) && !IntegerLiteralIsExact(t, *d));
+  }
   switch (type) {
     case FeatureType::kInt64:
       *i = v.i;
@@ -737,9 +791,9 @@ Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std
   if (v.strings > 0) {
     // Times, but for fewer than 1% bad values, as in CSV.
     const uint64_t others = v.strings - v.timestamps;
-    if (others == 0) return v.TimestampType();
+    if (others == 0) return v.TimestampOf(input, name);
     if (others * 100 < v.strings) {
-      if (options.on_bad_value == BadValue::kMissing) return v.TimestampType();
+      if (options.on_bad_value == BadValue::kMissing) return v.TimestampOf(input, name);
       const Where& w = *v.first_other;
       return InputError(input, w.line, w.column,
                         w.text + " in column '" + name + "' is not an ISO 8601 time, unlike its " +
@@ -848,6 +902,11 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
           if (ParseTimestamp(value.s, &ts)) {
             v.timestamps++;
             v.timestamp_digits = std::max(v.timestamp_digits, ts.digits);
+            int64_t ns;
+            if (!TimestampTicks(ts, FeatureType::kTimestampNs, &ns)) {
+              Note(&v.first_beyond_ns, number, item.column, JsonText(value));
+            }
+            if (ts.digits > 6) Note(&v.first_ns, number, item.column, JsonText(value));
           } else {
             Note(&v.first_other, number, item.column, JsonText(value));
           }
@@ -963,10 +1022,10 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
           continue;
         }
         return InputError(input, number, item.column,
-                          JsonText(item.value) + " in " + what + " is not " +
+                          JsonText(item.value) + " in " + what + " " +
                               (info.type == FeatureType::kString || info.type == FeatureType::kBytes
-                                   ? std::string("a string")
-                                   : Expected(info.type)) +
+                                   ? std::string("is not a string")
+                                   : WhyNot(info.type, item.value.kind == JsonValue::kString ? item.value.s : "")) +
                               " (it is " + FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
                               "such values as missing, or declare another type with --column-type " + info.name +
                               "=TYPE");

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <regex>
 #include <chrono>
 #include <condition_variable>
 #include <limits>
@@ -782,6 +783,20 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
   return d;
 }
 
+// pcr-convert's options in a table conversion's messages, as convert_table
+// spells them: --column-type a=string is column_types={'a': 'string'}.
+std::string PythonSpelling(const std::string& message) {
+  static const std::regex kColumnType("--column-type (\\S+)=(\\w+)");
+  std::string out = std::regex_replace(message, kColumnType, "column_types={'$1': '$2'}");
+  for (const auto& [flag, argument] : {std::pair<std::string, std::string>{"--on-bad-value missing", "on_bad_value='missing'"},
+                                       {"--strings", "strings=True"}}) {
+    for (size_t at = out.find(flag); at != std::string::npos; at = out.find(flag, at + argument.size())) {
+      out.replace(at, flag.size(), argument);
+    }
+  }
+  return out;
+}
+
 py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t rows_per_stripe, uint64_t stripe_mb,
                       std::vector<std::string> stream_order, const std::string& popularity, bool float32,
                       int zstd_level, const std::string& encoding,
@@ -822,7 +837,13 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
   options.writer.stream_order = std::move(stream_order);
   options.writer.zstd_level = zstd_level;
   options.writer.stream_encoding = encoding;
-  const pcr::TableConvertReport r = Unlocked([&] { return pcr::ConvertTable(options); });
+  pcr::Result<pcr::TableConvertReport> converted = [&] {
+    py::gil_scoped_release release;
+    return pcr::ConvertTable(options);
+  }();
+  if (!converted.ok()) Raise(converted.status().WithMessage(PythonSpelling(converted.status().message())));
+  pcr::TableConvertReport& r = *converted;
+  for (std::string& note : r.notes) note = PythonSpelling(note);
   py::dict d;
   d["path"] = r.path;
   d["rows"] = r.schema.row_count;

@@ -142,10 +142,13 @@ def test_column_types_bad_values_and_every_float(tmp_path):
     rows = "".join(f"{i},{'abc' if i == 150 else i},{['nan', '-inf', '-0.0', '1e-400'][i % 4]}\n" for i in range(200))
     src = tmp_path / "w.csv"
     src.write_text("a,b,x\n" + rows)
+    # Python's message names convert_table's arguments, not pcr-convert's options.
     with pytest.raises(ValueError, match=r"line 152, column 5: 'abc' in column 'b' is not a number.*"
-                                         r"--column-type b=string.*--on-bad-value missing"):
+                                         r"column_types=\{'b': 'string'\}.*on_bad_value='missing'"):
         pcr.convert_table(str(src), str(tmp_path / "refused"))
-    t = pcr.Table(pcr.convert_table(str(src), str(tmp_path / "missing"), on_bad_value="missing")["path"])
+    report = pcr.convert_table(str(src), str(tmp_path / "missing"), on_bad_value="missing")
+    assert report["notes"] == ["column 'b': 1 value not int64 stored as missing (first 'abc' at line 152, column 5)"]
+    t = pcr.Table(report["path"])
     b = t.read(["b"])["b"]
     assert b["values"].dtype == np.int64 and not b["presence"][150] and b["presence"].sum() == 199
     bits = [struct.unpack("<Q", struct.pack("<d", v))[0] for v in t.read(["x"])["x"]["values"][:4]]
