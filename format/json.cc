@@ -36,19 +36,59 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 }  // namespace
 
+namespace {
+
+// Bytes of the well-formed UTF-8 sequence at the start of `s` (RFC 3629: no
+// overlong forms, surrogates or code points above U+10FFFF); 0 if none.
+size_t Utf8Length(std::string_view s) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;  // bounds of the second byte
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (s.size() < n || b(1) < lo || b(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    if (b(i) < 0x80 || b(i) > 0xbf) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
 void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  char buf[8];
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
     if (c == '"' || c == '\\') {
       out->push_back('\\');
-      out->push_back(ch);
+      out->push_back(s[i++]);
     } else if (c < 0x20) {
-      char buf[8];
       std::snprintf(buf, sizeof(buf), "\\u%04x", c);
       out->append(buf);
+      ++i;
+    } else if (const size_t n = Utf8Length(s.substr(i)); n > 0) {
+      out->append(s.substr(i, n));
+      i += n;
     } else {
-      out->push_back(ch);
+      // A byte of no UTF-8 character: a lone surrogate, as Python's
+      // surrogateescape spells it, which String() reads back as the byte.
+      std::snprintf(buf, sizeof(buf), "\\udc%02x", c);
+      out->append(buf);
+      ++i;
     }
   }
   out->push_back('"');
@@ -202,6 +242,9 @@ bool JsonCursor::String(std::string* out) {
           pos_ += 2;
           if (!hex4(&low) || low < 0xdc00 || low >= 0xe000) return Fail("unpaired surrogate");
           cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+        } else if (cp >= 0xdc80 && cp < 0xdd00) {
+          out->push_back(static_cast<char>(cp - 0xdc00));  // a byte of no UTF-8 character, escaped
+          break;
         } else if (cp >= 0xdc00 && cp < 0xe000) {
           return Fail("unpaired surrogate");
         }

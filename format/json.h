@@ -29,7 +29,9 @@ Status ForEachJsonLine(std::string_view text, Fn fn) {
   return Status::OK();
 }
 
-// Appends `s` as a JSON string literal.
+// Appends `s` as a JSON string literal. A byte that is no part of a UTF-8
+// character is written as the lone surrogate \udcXX (Python's
+// surrogateescape), which JsonCursor::String reads back as the byte.
 void AppendJsonString(std::string_view s, std::string* out);
 
 struct JsonNumber {
@@ -67,6 +69,7 @@ class JsonCursor {
   bool BeginArray();
   // Inside an array: *done when its ']' was consumed, else a value follows.
   bool NextElement(bool* done);
+  // Also \udc80..\udcff alone, as the byte 80..ff (see AppendJsonString).
   bool String(std::string* out);
   // Also NaN, Infinity and -Infinity, as Python's json module writes them.
   bool Number(JsonNumber* out);

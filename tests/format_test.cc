@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include "format/checksum.h"
 #include "format/coding.h"
 #include "format/file_format.h"
 #include "format/journal.h"
+#include "format/json.h"
 #include "format/scan_script.h"
 #include "format/table_format.h"
 #include "io/pcr_file.h"
@@ -455,6 +458,24 @@ TEST_CASE("types of 0.6 are refused in files stamped earlier") {
     CHECK(DecodeTableSchema(&d, MaxFeatureType(version), true, &back, &error) == (version == 6));
     if (version == 5) CHECK(error == "feature 0 has unknown type 14");
   }
+}
+
+TEST_CASE("any bytes written as a JSON string read back as the same bytes") {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 2000; ++round) {
+    std::string bytes(rng() % 24, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng() % 4 == 0 ? 0x80 + rng() % 0x80 : rng() % 256);
+    std::string json;
+    AppendJsonString(bytes, &json);
+    for (const char c : json) CHECK(static_cast<unsigned char>(c) >= 0x20);
+    JsonCursor cursor(json);
+    std::string back;
+    REQUIRE(cursor.String(&back));
+    CHECK(back == bytes);
+  }
+  std::string json;
+  AppendJsonString("\xc3\xa9\xed\xa0\x80\xf4\x90\x80\x80", &json);  // é, a surrogate, above U+10FFFF
+  CHECK(json == "\"\xc3\xa9\\udced\\udca0\\udc80\\udcf4\\udc90\\udc80\\udc80\"");
 }
 
 }  // namespace

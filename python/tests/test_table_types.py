@@ -306,3 +306,16 @@ def test_cat_with_its_schema_converts_back_to_the_same_table(name, fmt, data_dir
     back = str(tmp_path / "out" / "back.pcr")
     assert pcr_dump("cat", back, "--features", features, "--format", fmt) == text
     assert json.loads(pcr_dump("schema", back)) == want
+
+
+def test_json_lines_of_bytes_that_are_no_utf8_read_back(tmp_path):
+    src = tmp_path / "u.csv"
+    src.write_bytes(b's\n"\xff\xfeok\xc3\xa9\xed\xa0\x80"\nplain\n')
+    path = pcr.convert_table(str(src), str(tmp_path / "a"))["path"]
+    text = pcr_dump("cat", path, "--format", "jsonl")
+    # Python's json reads it; surrogateescape gives the bytes back.
+    values = [json.loads(line)["s"].encode("utf-8", "surrogateescape") for line in text.splitlines()]
+    assert values == [b"\xff\xfeok\xc3\xa9\xed\xa0\x80", b"plain"]
+    (tmp_path / "u.jsonl").write_text(text, encoding="utf-8", errors="surrogateescape")
+    back = pcr.convert_table(str(tmp_path / "u.jsonl"), str(tmp_path / "b"))["path"]
+    assert pcr_dump("cat", back, "--format", "jsonl") == text
