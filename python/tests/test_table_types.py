@@ -270,7 +270,7 @@ def test_the_readme_schema_example_runs_as_written(tmp_path):
     block = next(b for b in re.findall(r"```\n(.*?)```", readme, re.S) if b.lstrip().startswith("echo '{"))
     # Run from a directory where build/tools and tests/data are those of this build.
     (tmp_path / "build").mkdir()
-    (tmp_path / "build" / "tools").symlink_to(tools)
+    (tmp_path / "build" / "tools").symlink_to(os.path.abspath(tools))
     (tmp_path / "tests").symlink_to(pathlib.Path(__file__).parents[2] / "tests")
     out = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
