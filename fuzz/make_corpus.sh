@@ -97,4 +97,19 @@ printf '{"score": 0.5, "n": 2, "ids": [1, 2], "box": [0.5, 1], "s": "x", "o": {"
 tar --format=ustar --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$tmp/wds" -cf "$out/webdataset/one-sample.tar" \
   000.jpg 000.txt 000.cls 000.json
 head -c 1500 "$out/webdataset/one-sample.tar" >"$out/webdataset/cut.tar"
+# coefficients: a mode byte (bit 0: transcode, bit 1: with spectral rather
+# than spectral5, the rest: which prefix), then JPEG bytes; pcr's own
+# full-fidelity output as it is, so that mutations reach the decoder's parser.
+mkdir -p "$out/coefficients" "$tmp/csrc/c"
+mk() { { printf "$1"; cat "$2"; } >"$out/coefficients/$3"; }
+mk '\x00' "$data/sample/misc/restarts.jpg" as-is-restarts.jpg
+mk '\x01' "$data/sample/misc/jpg-size-1x1.jpg" spectral5-1x1.jpg
+mk '\x11' "$data/sample/misc/testimggray.jpg" spectral5-gray-fidelity5.jpg
+mk '\x07' "$data/sample/video/video-001.q50.422.jpeg" spectral-422-fidelity2.jpg
+mk '\x13' "$data/sample/video/video-001.q50.440.jpeg" spectral-440-fidelity5.jpg
+cp "$data/sample/video/video-001.q50.444.jpeg" "$data/sample/misc/testimggray.jpg" "$tmp/csrc/c/"
+"$convert" images "$tmp/csrc" "$tmp/cpcr" --scan-script spectral5 --strip-metadata --keep-order >/dev/null
+"$build/tools/pcr-dump" extract "$tmp/cpcr" "$tmp/cfull" --fidelity full >/dev/null
+mk '\x00' "$tmp/cfull/c/video-001.q50.444.jpeg" pcr-444-as-is.jpg
+mk '\x00' "$tmp/cfull/c/testimggray.jpg" pcr-gray-as-is.jpg
 echo "seed corpora written to $out"

@@ -14,6 +14,7 @@
 #include "tests/image_util.h"
 #include "test_util.h"
 #include "pcr/convert.h"
+#include "jpeg/coefficients.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -91,6 +92,44 @@ TEST_CASE("every valid 8-bit corpus JPEG converts losslessly; the rest are refus
   }
   std::printf("corpus: %zu transcodes verified pixel-exact, %zu refusals\n", converted, refused);
   CHECK(converted >= 400);
+}
+
+TEST_CASE("pcr's entropy decoder gives libjpeg-turbo's coefficients for every corpus image pcr converts") {
+  const fs::path root = fs::path(CorpusDir()) / "jpeg";
+  ProgressiveCoefficientDecoder pcr_decoder;
+  LibjpegCoefficientReader libjpeg;
+  size_t handled = 0, not_handled = 0, refused = 0;
+  auto compare = [&](const Bytes& jpeg) {
+    const CoefficientComparison c = CompareCoefficientDecoders(jpeg, pcr_decoder, libjpeg);
+    INFO("pcr: " << c.pcr.message << "; libjpeg-turbo: " << c.libjpeg.message);
+    CHECK(c.mismatch.empty());
+    if (c.pcr.ok()) {
+      ++handled;
+    } else if (c.pcr.kind == CoefficientOutcome::kNotHandled) {
+      ++not_handled;
+    } else {
+      ++refused;
+    }
+  };
+  for (const std::string name : {"spectral5", "spectral"}) {
+    const ScanScript script = *BuiltinScanScript(name);
+    for (const char* dir : {"golang", "libjpeg-turbo", "jpeg-decoder-reftest", "neverball-textures", "malformed"}) {
+      for (const fs::path& file : FilesUnder(root / dir, false)) {
+        INFO(file.string() << " with " << name);
+        const Bytes original = ReadFile(file);
+        if (name == "spectral5") compare(original);  // as it is
+        auto t = TranscodeToScanGroups(original, script);
+        if (!t.ok()) continue;
+        for (int k = 1; k <= script.group_count(); ++k) {
+          INFO("fidelity " << k);
+          compare(t->AtFidelity(k));
+        }
+      }
+    }
+  }
+  std::printf("entropy decoder: %zu decodes equal libjpeg-turbo's, %zu not handled, %zu refused as it does\n",
+              handled, not_handled, refused);
+  CHECK(handled >= 2000);
 }
 
 TEST_CASE("malformed JPEGs are refused or converted exactly, never a crash") {

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <string>
 
+#include "jpeg/coefficients.h"
 #include "reader/image_dataset_rep.h"
 #include "pcr/decode.h"
 #include "pcr/decode_iterator.h"
@@ -38,6 +39,12 @@ constexpr char kUsage[] =
     "         threads, and with --src the original JPEGs (SRC_DIR/<key>) in the same run\n"
     "         on as many threads; R rounds (default 3) each decode every set in turn\n"
     "         and the best round counts. Prints images/s and the ratio to the originals.\n"
+    "       pcr-bench coefficients PATH --src SRC_DIR [--threads N] [--rounds R] [--min-seconds S]\n"
+    "         Decodes the coefficients of every image of PATH at full fidelity with\n"
+    "         pcr's entropy decoder and with libjpeg-turbo's jpeg_read_coefficients,\n"
+    "         compares them block by block, and times both and jpeg_read_coefficients\n"
+    "         on the original JPEGs (SRC_DIR/<key>) over the images pcr's decoder\n"
+    "         handles; the best of R rounds counts. Exits 1 if any image mismatches.\n"
     "       pcr-bench read PATH --fidelity K|full [--engine uring|pread] [--direct]\n"
     "                 [--queue-depth N] [--mode records|random] [--count N] [--seed S]\n"
     "                 [--records-in-flight N] [--max-mbps N] [--threads N] [--fields A,B,...]\n"
@@ -192,6 +199,128 @@ int Decode(const DecodeArgs& a) {
   }
   j.EndArray().EndObject();
   std::printf("%s\n", j.str().c_str());
+  return pcr::cli::kExitOk;
+}
+
+// Runs decode(image, thread) over all `images` repeatedly for at least
+// min_seconds on `threads` threads; images per second, or the first failure.
+template <typename Decode>
+pcr::Result<double> Rate(const std::vector<pcr::Bytes>& images, double min_seconds, int threads, Decode decode) {
+  std::atomic<uint64_t> done{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  pcr::Status error;
+  const auto start = Clock::now();
+  auto work = [&](int t) {
+    do {
+      for (size_t i = static_cast<size_t>(t); i < images.size() && !failed; i += static_cast<size_t>(threads)) {
+        pcr::Status s = decode(images[i], t, i);
+        if (!s.ok()) {
+          std::lock_guard lock(mu);
+          error = std::move(s);
+          failed = true;
+          return;
+        }
+        done++;
+      }
+    } while (!failed && std::chrono::duration<double>(Clock::now() - start).count() < min_seconds);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+  for (std::thread& th : pool) th.join();
+  if (failed) return error;
+  return done / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int Coefficients(const DecodeArgs& a) {
+  auto opened = pcr::ImageDataset::Open(a.path, {.io = a.io});
+  if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
+  const pcr::ImageDataset& ds = **opened;
+  const int full = ds.num_scan_groups();
+  // Full-fidelity images and their originals, and which pcr's decoder handles.
+  std::vector<pcr::Bytes> images, originals;
+  std::vector<std::string> names;
+  uint64_t total = 0, mismatches = 0, not_handled = 0, refused = 0;
+  std::string first_mismatch, first_not_handled;
+  pcr::ProgressiveCoefficientDecoder pcr_decoder;
+  pcr::LibjpegCoefficientReader libjpeg;
+  for (uint64_t r = 0; r < ds.num_records(); ++r) {
+    auto record = ds.ReadRecord(r, full);
+    if (!record.ok()) return pcr::cli::ReportError("pcr-bench", record.status());
+    for (pcr::Image& img : *record) {
+      const std::string name = ds.rep().DescribeImage(total++);
+      const pcr::CoefficientComparison c = pcr::CompareCoefficientDecoders(img.jpeg, pcr_decoder, libjpeg);
+      if (!c.mismatch.empty()) {
+        if (mismatches++ == 0) first_mismatch = name + ": " + c.mismatch;
+        continue;
+      }
+      if (c.pcr.kind == pcr::CoefficientOutcome::kNotHandled) {
+        if (not_handled++ == 0) first_not_handled = name + ": " + c.pcr.message;
+        continue;
+      }
+      if (!c.pcr.ok()) {
+        ++refused;  // corrupt, and refused alike by both
+        continue;
+      }
+      const std::string path = (fs::path(a.src) / img.key).string();
+      auto original = pcr::ReadRegularFile(path);
+      if (!original.ok()) return pcr::cli::ReportError("pcr-bench", original.status());
+      originals.push_back(std::move(original).value());
+      images.push_back(std::move(img.jpeg));
+      names.push_back(name);
+    }
+  }
+  const int threads = a.threads;
+  std::vector<std::unique_ptr<pcr::ProgressiveCoefficientDecoder>> decoders;
+  std::vector<std::unique_ptr<pcr::LibjpegCoefficientReader>> readers;
+  for (int t = 0; t < threads; ++t) {
+    decoders.push_back(std::make_unique<pcr::ProgressiveCoefficientDecoder>());
+    readers.push_back(std::make_unique<pcr::LibjpegCoefficientReader>());
+  }
+  auto with_pcr = [&](const pcr::Bytes& jpeg, int t, size_t i) {
+    pcr::ProgressiveCoefficientDecoder& d = *decoders[static_cast<size_t>(t)];
+    uint64_t rows = 0;
+    pcr::CoefficientOutcome o = d.Open(jpeg);
+    if (o.ok()) o = d.Decode([&rows](int, int, const int16_t*) { ++rows; });
+    return o.ok() ? pcr::Status::OK() : pcr::Status::Corruption(names[i] + ": " + o.message);
+  };
+  auto with_libjpeg = [&](const pcr::Bytes& jpeg, int t, size_t i) {
+    const pcr::CoefficientOutcome o = readers[static_cast<size_t>(t)]->Read(jpeg, false, nullptr);
+    return o.ok() ? pcr::Status::OK() : pcr::Status::Corruption(names[i] + ": " + o.message);
+  };
+  // Each round times every set once in turn; the best round counts.
+  double best[3] = {0, 0, 0};
+  const std::vector<pcr::Bytes>* sets[3] = {&images, &images, &originals};
+  for (int round = 0; round < a.rounds && !images.empty(); ++round) {
+    for (int i = 0; i < 3; ++i) {
+      auto rate = i == 0 ? Rate(*sets[i], a.min_seconds / a.rounds, threads, with_pcr)
+                         : Rate(*sets[i], a.min_seconds / a.rounds, threads, with_libjpeg);
+      if (!rate.ok()) return pcr::cli::ReportError("pcr-bench", rate.status());
+      best[i] = std::max(best[i], *rate);
+    }
+  }
+  uint64_t pcr_bytes = 0, original_bytes = 0;
+  for (const pcr::Bytes& b : images) pcr_bytes += b.size();
+  for (const pcr::Bytes& b : originals) original_bytes += b.size();
+  Json j;
+  j.BeginObject().Key("bench").String("coefficients").Key("images").Uint(total);
+  j.Key("scan_script").String(ds.scan_script().name).Key("threads").Uint(threads).Key("rounds").Uint(a.rounds);
+  j.Key("mismatches").Uint(mismatches).Key("not_handled").Uint(not_handled).Key("refused").Uint(refused);
+  if (!first_mismatch.empty()) j.Key("first_mismatch").String(first_mismatch);
+  if (!first_not_handled.empty()) j.Key("first_not_handled").String(first_not_handled);
+  j.Key("timed_images").Uint(images.size()).Key("pcr_bytes").Uint(pcr_bytes).Key("original_bytes").Uint(original_bytes);
+  j.Key("pcr_images_per_s").Double(best[0]).Key("libjpeg_images_per_s").Double(best[1]);
+  j.Key("originals_images_per_s").Double(best[2]);
+  if (best[1] > 0) j.Key("pcr_vs_libjpeg").Double(best[0] / best[1]);
+  if (best[2] > 0) j.Key("pcr_vs_originals").Double(best[0] / best[2]);
+  j.EndObject();
+  std::printf("%s\n", j.str().c_str());
+  if (mismatches > 0) {
+    std::fprintf(stderr, "pcr-bench: %llu of %llu images decode to other coefficients than libjpeg-turbo's; "
+                 "the first: %s\n", static_cast<unsigned long long>(mismatches),
+                 static_cast<unsigned long long>(total), first_mismatch.c_str());
+    return pcr::cli::kExitBadInput;
+  }
   return pcr::cli::kExitOk;
 }
 
@@ -367,7 +496,7 @@ int ReadFiles(const std::vector<std::string>& paths, bool direct, double max_mbp
   return pcr::cli::kExitOk;
 }
 
-int ParseDecode(pcr::cli::Args& args) {
+int ParseDecode(pcr::cli::Args& args, bool coefficients) {
   DecodeArgs d;
   {
     auto io = pcr::cli::IoOptionsFromEnvironment();
@@ -379,11 +508,11 @@ int ParseDecode(pcr::cli::Args& args) {
     uint64_t n = 0;
     if (a == "--src" && !args.empty()) {
       d.src = args.next();
-    } else if (a == "--fidelity" && !args.empty()) {
+    } else if (a == "--fidelity" && !args.empty() && !coefficients) {
       d.fidelity = args.next();
     } else if (a == "--min-seconds" && !args.empty()) {
       d.min_seconds = std::atof(args.next().c_str());
-    } else if (a == "--scale" && !args.empty()) {
+    } else if (a == "--scale" && !args.empty() && !coefficients) {
       std::string v = args.next();
       if (v.starts_with("1/")) v = v.substr(2);
       if (!pcr::cli::ParseUint(v, &n) || (n != 1 && n != 2 && n != 4 && n != 8)) {
@@ -402,8 +531,12 @@ int ParseDecode(pcr::cli::Args& args) {
       d.path = a;
     }
   }
-  if (d.path.empty()) return Usage("decode needs PATH");
-  return Decode(d);
+  if (!coefficients) {
+    if (d.path.empty()) return Usage("decode needs PATH");
+    return Decode(d);
+  }
+  if (d.path.empty() || d.src.empty()) return Usage("coefficients needs PATH and --src SRC_DIR");
+  return Coefficients(d);
 }
 
 int ParseRead(pcr::cli::Args& args) {
@@ -702,7 +835,8 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return pcr::cli::kExitOk;
   }
-  if (command == "decode") return ParseDecode(args);
+  if (command == "decode") return ParseDecode(args, false);
+  if (command == "coefficients") return ParseDecode(args, true);
   if (command == "read") return ParseRead(args);
   if (command == "read-files") return ParseReadFiles(args);
   if (command == "table") return ParseTable(args);
