@@ -39,12 +39,17 @@ struct RawTable {
   uint8_t values[256] = {};
 };
 
+// fast_value entries: value << 16 | kFastEob | run << 8 | bits used.
+constexpr int32_t kFastEob = 1 << 12;
+
 // A decoding table: the next kFastBits bits give the code length and symbol
-// (fast), and for AC tables the whole coefficient where its value bits fit
-// (fast_ac); longer codes go through maxcode as in the JPEG standard (F.2.2.3).
+// (fast), and where the value bits fit too, the symbol's whole meaning
+// (fast_value): a DC difference, an AC coefficient after its run, or the end
+// of the block; longer codes go through maxcode as in the
+// JPEG standard (F.2.2.3).
 struct HuffTable {
-  uint16_t fast[1 << kFastBits];   // length << 8 | symbol; 0: longer code
-  int32_t fast_ac[1 << kFastBits];  // value << 16 | run << 8 | bits used; 0: none
+  uint16_t fast[1 << kFastBits];       // length << 8 | symbol; 0: longer code
+  int32_t fast_value[1 << kFastBits];  // 0: none
   int32_t maxcode[18];
   int32_t valoffset[17];
   uint8_t values[256];
@@ -91,7 +96,7 @@ bool BuildTable(const RawTable& raw, bool dc, HuffTable* t) {
     }
   }
   std::memset(t->fast, 0, sizeof(t->fast));
-  std::memset(t->fast_ac, 0, sizeof(t->fast_ac));
+  std::memset(t->fast_value, 0, sizeof(t->fast_value));
   for (int i = 0; i < count; ++i) {
     const int len = size[i];
     if (len > kFastBits) break;
@@ -101,10 +106,14 @@ bool BuildTable(const RawTable& raw, bool dc, HuffTable* t) {
     for (uint32_t j = 0; j < (1u << spare); ++j) {
       const uint32_t idx = first | j;
       t->fast[idx] = static_cast<uint16_t>(len << 8 | sym);
-      const int run = sym >> 4, s = sym & 15;
-      if (!dc && s != 0 && len + s <= kFastBits) {
+      const int run = dc ? 0 : sym >> 4, s = dc ? sym : sym & 15;
+      if (s != 0 && len + s <= kFastBits) {
         const uint32_t r = (idx >> (spare - s)) & ((1u << s) - 1);
-        t->fast_ac[idx] = static_cast<int32_t>(static_cast<uint32_t>(Extend(r, s)) << 16) | run << 8 | (len + s);
+        t->fast_value[idx] = static_cast<int32_t>(static_cast<uint32_t>(Extend(r, s)) << 16) | run << 8 | (len + s);
+      } else if (dc && s == 0) {
+        t->fast_value[idx] = len;
+      } else if (!dc && sym == 0x00) {
+        t->fast_value[idx] = kFastEob | len;
       }
     }
   }
@@ -228,7 +237,7 @@ struct ProgressiveCoefficientDecoder::State {
   }
   bool StartSegment(Scan& sc, size_t segment);
   bool DecodeDcMcu(Scan& sc, int mcu_x, int mcu_row, int* dc_overflow);
-  bool DecodeAcBlock(Scan& sc, int16_t* block);
+  bool DecodeAcBlocks(Scan& sc, int16_t* blocks, int n);
 };
 
 ProgressiveCoefficientDecoder::ProgressiveCoefficientDecoder() : s_(std::make_unique<State>()) {}
@@ -509,12 +518,18 @@ bool ProgressiveCoefficientDecoder::State::DecodeDcMcu(Scan& sc, int mcu_x, int 
     for (int y = 0; y < bv && good; ++y) {
       for (int x = 0; x < bh; ++x) {
         br.Ensure(32);
-        const int s = DecodeSymbol(br, t);
-        if (s < 0) {
-          good = false;
-          break;
+        int diff;
+        if (const int32_t f = t.fast_value[br.Peek(kFastBits)]; f != 0) {
+          br.Skip(f & 0xff);
+          diff = f >> 16;
+        } else {
+          const int s = DecodeSymbol(br, t);
+          if (s < 0) {
+            good = false;
+            break;
+          }
+          diff = s ? Extend(br.Get(s), s) : 0;
         }
-        const int diff = s ? Extend(br.Get(s), s) : 0;
         if ((last >= 0 && diff > INT_MAX - last) || (last < 0 && diff < INT_MIN - last)) {
           *dc_overflow = 1;
           good = false;
@@ -530,45 +545,48 @@ bool ProgressiveCoefficientDecoder::State::DecodeDcMcu(Scan& sc, int mcu_x, int 
   return good;
 }
 
-// One block of an AC scan; false on a bad code.
-bool ProgressiveCoefficientDecoder::State::DecodeAcBlock(Scan& sc, int16_t* block) {
-  if (sc.eobrun > 0) {
-    --sc.eobrun;
-    return true;
-  }
-  BitReader br = sc.br;  // a local copy stays in registers
+// `n` consecutive blocks of an AC scan; false on a bad code.
+bool ProgressiveCoefficientDecoder::State::DecodeAcBlocks(Scan& sc, int16_t* blocks, int n) {
+  BitReader br = sc.br;  // local copies stay in registers
+  unsigned eobrun = sc.eobrun;
   const HuffTable& t = sc.ac;
-  const int se = sc.se;
-  for (int k = sc.ss; k <= se; ++k) {
-    br.Ensure(32);
-    const int32_t f = t.fast_ac[br.Peek(kFastBits)];
-    if (f != 0) {
-      k += (f >> 8) & 15;
-      block[kNaturalOrder[static_cast<size_t>(k)]] = static_cast<int16_t>(f >> 16);
-      br.Skip(f & 0xff);
+  const int ss = sc.ss, se = sc.se;
+  bool good = true;
+  for (int b = 0; b < n && good; ++b, blocks += 64) {
+    if (eobrun > 0) {
+      --eobrun;
       continue;
     }
-    const int sym = DecodeSymbol(br, t);
-    if (sym < 0) {
-      sc.br = br;
-      return false;
-    }
-    int r = sym >> 4;
-    const int s = sym & 15;
-    if (s) {
-      k += r;
-      block[kNaturalOrder[static_cast<size_t>(k)]] = static_cast<int16_t>(Extend(br.Get(s), s));
-    } else if (r == 15) {
-      k += 15;
-    } else {
-      unsigned run = 1u << r;
-      if (r) run += br.Get(r);
-      sc.eobrun = run - 1;
-      break;
+    for (int k = ss; k <= se; ++k) {
+      br.Ensure(32);
+      const int32_t f = t.fast_value[br.Peek(kFastBits)];
+      if (f != 0) {
+        br.Skip(f & 0xff);
+        if (f & kFastEob) break;
+        k += (f >> 8) & 15;
+        blocks[kNaturalOrder[static_cast<size_t>(k)]] = static_cast<int16_t>(f >> 16);
+        continue;
+      }
+      const int sym = DecodeSymbol(br, t);
+      if (sym < 0) {
+        good = false;
+        break;
+      }
+      const int r = sym >> 4, s = sym & 15;
+      if (s) {
+        k += r;
+        blocks[kNaturalOrder[static_cast<size_t>(k)]] = static_cast<int16_t>(Extend(br.Get(s), s));
+      } else if (r == 15) {
+        k += 15;
+      } else {
+        eobrun = (1u << r) - 1 + br.Get(r);
+        break;
+      }
     }
   }
   sc.br = br;
-  return true;
+  sc.eobrun = eobrun;
+  return good;
 }
 
 CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row) {
@@ -600,63 +618,75 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row) 
     st.scans[s].done = false;
     st.StartSegment(st.scans[s], 0);
   }
-  // Before each MCU of scan s: crosses a restart boundary if due. False
-  // when the scan stopped.
-  auto before_mcu = [&](size_t s) {
+  // How many MCUs scan s may decode before its next restart marker, after
+  // crossing one if due; 0 when the scan stopped.
+  auto mcus_before_restart = [&](size_t s) -> unsigned {
     Scan& sc = st.scans[s];
-    if (sc.restart_interval == 0) return true;
+    if (sc.restart_interval == 0) return UINT_MAX;
     if (sc.restarts_to_go == 0) {
       // Bytes left before the RSTn: libjpeg reports them when it has not read
       // up to the marker, which it may have done for up to 8 of them.
       if (const uint64_t extra = sc.br.unused_bytes(); extra > 8) {
         report(s, CoefficientOutcome::kWarning, extraneous(extra, 0xd0 + static_cast<int>(sc.segment & 7)));
-        return false;
+        return 0;
       } else if (extra > 0) {
         report(s, CoefficientOutcome::kNotHandled, "bytes after the last code before a restart marker");
-        return false;
+        return 0;
       }
       st.StartSegment(sc, sc.segment + 1);
     }
-    --sc.restarts_to_go;
-    return true;
+    return sc.restarts_to_go;
+  };
+  // After decoding MCUs of scan s: stops the scan at a problem.
+  auto check = [&](size_t s, bool good, int overflow) {
+    const Scan& sc = st.scans[s];
+    if (sc.br.overran()) {
+      report(s, CoefficientOutcome::kWarning, sc.ends_at_file_end ? kEndOfFile : kHitMarker);
+    } else if (!good) {
+      report(s, overflow ? CoefficientOutcome::kError : CoefficientOutcome::kWarning,
+             overflow ? "DCT coefficient out of range" : kBadCode);
+    }
+  };
+  // Decodes MCUs [0, count) of scan s, `run(x, n)` decoding n from x, in runs
+  // that end at restart markers.
+  auto decode_mcus = [&](size_t s, int count, auto run) {
+    Scan& sc = st.scans[s];
+    for (int x = 0; x < count && !sc.done;) {
+      const unsigned allowed = mcus_before_restart(s);
+      if (allowed == 0) break;
+      const int n = static_cast<int>(std::min<unsigned>(allowed, static_cast<unsigned>(count - x)));
+      if (sc.restart_interval) sc.restarts_to_go -= static_cast<unsigned>(n);
+      int overflow = 0;
+      check(s, run(x, n, &overflow), overflow);
+      x += n;
+    }
   };
   for (int m = 0; m < st.imcu_rows && problem_scan > 0; ++m) {
     for (size_t s = 0; s < std::min(num_scans, problem_scan); ++s) {
       Scan& sc = st.scans[s];
       if (sc.done) continue;
       if (sc.ss == 0 && sc.ncomp > 1) {
-        for (int x = 0; x < st.mcus_per_row; ++x) {
-          if (!before_mcu(s)) break;
-          int overflow = 0;
-          const bool good = st.DecodeDcMcu(sc, x, 0, &overflow);
-          if (sc.br.overran()) {
-            report(s, CoefficientOutcome::kWarning, sc.ends_at_file_end ? kEndOfFile : kHitMarker);
-          } else if (!good) {
-            report(s, overflow ? CoefficientOutcome::kError : CoefficientOutcome::kWarning,
-                   overflow ? "DCT coefficient out of range" : kBadCode);
+        decode_mcus(s, st.mcus_per_row, [&](int x0, int n, int* overflow) {
+          for (int x = x0; x < x0 + n; ++x) {
+            if (!st.DecodeDcMcu(sc, x, 0, overflow)) return false;
           }
-          if (sc.done) break;
-        }
+          return true;
+        });
         continue;
       }
       const int c = sc.comp[0];
       const auto& comp = f.components[static_cast<size_t>(c)];
       const int r_end = std::min((m + 1) * comp.v, comp.height_in_blocks);
       for (int r = m * comp.v; r < r_end && !sc.done; ++r) {
-        int16_t* base = st.rows[c].data() + static_cast<size_t>(r - m * comp.v) * st.padded_width[c] * 64;
-        for (int x = 0; x < comp.width_in_blocks; ++x) {
-          if (!before_mcu(s)) break;
-          int overflow = 0;
-          const bool good = sc.ss == 0 ? st.DecodeDcMcu(sc, x, r - m * comp.v, &overflow)
-                                       : st.DecodeAcBlock(sc, base + static_cast<size_t>(x) * 64);
-          if (sc.br.overran()) {
-            report(s, CoefficientOutcome::kWarning, sc.ends_at_file_end ? kEndOfFile : kHitMarker);
-          } else if (!good) {
-            report(s, overflow ? CoefficientOutcome::kError : CoefficientOutcome::kWarning,
-                   overflow ? "DCT coefficient out of range" : kBadCode);
+        const int y = r - m * comp.v;
+        int16_t* base = st.rows[c].data() + static_cast<size_t>(y) * st.padded_width[c] * 64;
+        decode_mcus(s, comp.width_in_blocks, [&](int x0, int n, int* overflow) {
+          if (sc.ss != 0) return st.DecodeAcBlocks(sc, base + static_cast<size_t>(x0) * 64, n);
+          for (int x = x0; x < x0 + n; ++x) {
+            if (!st.DecodeDcMcu(sc, x, y, overflow)) return false;
           }
-          if (sc.done) break;
-        }
+          return true;
+        });
       }
     }
     for (int c = 0; c < f.num_components; ++c) {

@@ -154,6 +154,16 @@ expect 1 "decode bench with a bad original" "$tools/pcr-bench" decode "$tmp/ds" 
   --min-seconds 0 --rounds 1
 check "bad original named" "^pcr-bench: (Corruption|Not supported): .*src-bad/textures/ring.jpg: " "$tmp/err"
 
+# pcr's entropy decoder against libjpeg-turbo on every image of a dataset.
+expect 0 "coefficients bench" "$tools/pcr-bench" coefficients "$tmp/ds" --src "$data/sample" --min-seconds 0 --rounds 1
+check "coefficients compared" '"images":24,.*"mismatches":0,"not_handled":[1-9]' "$tmp/out"
+check "coefficients timed" '"pcr_images_per_s":[0-9.]+,"libjpeg_images_per_s":[0-9.]+,"originals_images_per_s":[0-9.]+' "$tmp/out"
+expect 2 "coefficients bench without --src" "$tools/pcr-bench" coefficients "$tmp/ds"
+check "coefficients usage" 'coefficients needs PATH and --src SRC_DIR' "$tmp/err"
+expect 1 "coefficients bench with a bad original" "$tools/pcr-bench" coefficients "$tmp/ds" --src "$tmp/src-bad" \
+  --min-seconds 0 --rounds 1
+check "bad original named by coefficients" "^pcr-bench: .*src-bad/textures/ring.jpg: " "$tmp/err"
+
 # Non-regular files are refused, never waited on; missing things say why.
 for name in records-00001.pcr dataset.pcrd; do
   rm -rf "$tmp/fifo" && cp -r "$tmp/ds" "$tmp/fifo" && rm "$tmp/fifo/$name" && mkfifo "$tmp/fifo/$name"

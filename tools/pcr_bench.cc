@@ -239,7 +239,7 @@ int Coefficients(const DecodeArgs& a) {
   const int full = ds.num_scan_groups();
   // Full-fidelity images and their originals, and which pcr's decoder handles.
   std::vector<pcr::Bytes> images, originals;
-  std::vector<std::string> names;
+  std::vector<std::string> names, paths;
   uint64_t total = 0, mismatches = 0, not_handled = 0, refused = 0;
   std::string first_mismatch, first_not_handled;
   pcr::ProgressiveCoefficientDecoder pcr_decoder;
@@ -268,6 +268,7 @@ int Coefficients(const DecodeArgs& a) {
       originals.push_back(std::move(original).value());
       images.push_back(std::move(img.jpeg));
       names.push_back(name);
+      paths.push_back(path);
     }
   }
   const int threads = a.threads;
@@ -284,17 +285,21 @@ int Coefficients(const DecodeArgs& a) {
     if (o.ok()) o = d.Decode([&rows](int, int, const int16_t*) { ++rows; });
     return o.ok() ? pcr::Status::OK() : pcr::Status::Corruption(names[i] + ": " + o.message);
   };
-  auto with_libjpeg = [&](const pcr::Bytes& jpeg, int t, size_t i) {
-    const pcr::CoefficientOutcome o = readers[static_cast<size_t>(t)]->Read(jpeg, false, nullptr);
-    return o.ok() ? pcr::Status::OK() : pcr::Status::Corruption(names[i] + ": " + o.message);
+  auto with_libjpeg = [&](const std::vector<std::string>& what) {
+    return [&readers, names = &what](const pcr::Bytes& jpeg, int t, size_t i) {
+      const pcr::CoefficientOutcome o = readers[static_cast<size_t>(t)]->Read(jpeg, false, nullptr);
+      return o.ok() ? pcr::Status::OK() : pcr::Status::Corruption((*names)[i] + ": " + o.message);
+    };
   };
   // Each round times every set once in turn; the best round counts.
   double best[3] = {0, 0, 0};
   const std::vector<pcr::Bytes>* sets[3] = {&images, &images, &originals};
   for (int round = 0; round < a.rounds && !images.empty(); ++round) {
     for (int i = 0; i < 3; ++i) {
-      auto rate = i == 0 ? Rate(*sets[i], a.min_seconds / a.rounds, threads, with_pcr)
-                         : Rate(*sets[i], a.min_seconds / a.rounds, threads, with_libjpeg);
+      const double seconds = a.min_seconds / a.rounds;
+      auto rate = i == 0   ? Rate(*sets[i], seconds, threads, with_pcr)
+                  : i == 1 ? Rate(*sets[i], seconds, threads, with_libjpeg(names))
+                           : Rate(*sets[i], seconds, threads, with_libjpeg(paths));
       if (!rate.ok()) return pcr::cli::ReportError("pcr-bench", rate.status());
       best[i] = std::max(best[i], *rate);
     }
