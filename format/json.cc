@@ -2,6 +2,7 @@
 
 #include <locale.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -130,10 +131,12 @@ JsonCursor::Kind JsonCursor::Peek() {
     case 'f':
       return Kind::kFalse;
     case 'n':
-      return Kind::kNull;
+      return NamedFloatLength(text_.substr(pos_)) > 0 ? Kind::kNumber : Kind::kNull;
     default:
-      return text_[pos_] == '-' || IsDigit(text_[pos_]) || text_[pos_] == 'N' || text_[pos_] == 'I' ? Kind::kNumber
-                                                                                                  : Kind::kInvalid;
+      return text_[pos_] == '-' || text_[pos_] == '+' || IsDigit(text_[pos_]) ||
+                     NamedFloatLength(text_.substr(pos_)) > 0
+                 ? Kind::kNumber
+                 : Kind::kInvalid;
   }
 }
 
@@ -277,20 +280,32 @@ double NearestDouble(std::string_view text) {
   return strtod_l(std::string(text).c_str(), nullptr, c_locale);
 }
 
+size_t NamedFloatLength(std::string_view text) {
+  for (const std::string_view name : {"infinity", "inf", "nan"}) {
+    if (text.size() < name.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < name.size() && same; ++i) same = (text[i] | 0x20) == name[i];
+    if (same && (text.size() == name.size() || !std::isalnum(static_cast<unsigned char>(text[name.size()])))) {
+      return name.size();
+    }
+  }
+  return 0;
+}
+
 bool JsonCursor::Number(JsonNumber* out) {
   SkipSpace();
   const size_t start = pos_;
   size_t p = pos_;
-  if (p < text_.size() && text_[p] == '-') ++p;
-  for (const std::string_view name : {"NaN", "Infinity"}) {
-    if (text_.substr(p).starts_with(name) && (name[0] == 'I' || p == start)) {
-      const double v = name[0] == 'N' ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-      *out = JsonNumber{.d = p == start ? v : -v};
-      pos_ = p + name.size();
-      need_comma_ = true;
-      return true;
-    }
+  if (p < text_.size() && (text_[p] == '-' || text_[p] == '+')) ++p;
+  if (const size_t n = NamedFloatLength(text_.substr(p)); n > 0) {
+    const double v = n == 3 && (text_[p] | 0x20) == 'n' ? std::numeric_limits<double>::quiet_NaN()
+                                                        : std::numeric_limits<double>::infinity();
+    *out = JsonNumber{.d = std::copysign(v, text_[start] == '-' ? -1.0 : 1.0)};
+    pos_ = p + n;
+    need_comma_ = true;
+    return true;
   }
+  if (p > start && text_[start] == '+') return Fail("expected a number: '+' only before nan, inf or infinity");
   if (p >= text_.size() || !IsDigit(text_[p])) return Fail("expected a number");
   if (text_[p] == '0') {
     ++p;

@@ -51,6 +51,10 @@ bool IntegerLiteralIsExact(std::string_view digits, double value);
 // or a zero of the number's sign. REQUIRES: `text` is a decimal number.
 double NearestDouble(std::string_view text);
 
+// The length of the nan, inf or infinity (any case) that `text` starts with,
+// as a whole word; 0 when it starts with none.
+size_t NamedFloatLength(std::string_view text);
+
 // Reads JSON from `text` token by token. Every method returns false on
 // malformed input, after which error() says what was expected and
 // position() is the byte offset of the fault.
@@ -71,7 +75,9 @@ class JsonCursor {
   bool NextElement(bool* done);
   // Also \udc80..\udcff alone, as the byte 80..ff (see AppendJsonString).
   bool String(std::string* out);
-  // Also NaN, Infinity and -Infinity, as Python's json module writes them.
+  // Also NaN, Infinity and -Infinity, as Python's json module writes them,
+  // and the spellings CSV cells take: nan, inf and infinity in any case,
+  // after an optional '-' or '+' (a NaN keeps its sign).
   bool Number(JsonNumber* out);
   // true, false or null.
   bool Literal(Kind* kind);

@@ -492,6 +492,73 @@ TEST_CASE("every float spelling keeps a column float, stored bit for bit") {
   CHECK(Bits(columns[0].doubles[0]) == Bits(-0.0));
   CHECK(Bits(columns[0].doubles[1]) == Bits(std::numeric_limits<double>::infinity()));
   CHECK(Bits(columns[1].doubles[0]) == Bits(0.0));
+  // JSON Lines take the CSV spellings too, in any case and with either sign.
+  std::ofstream(jsonl) << "{\"x\": 1.5}\n{\"x\": nan}\n{\"x\": -NaN}\n{\"x\": inf}\n{\"x\": +Infinity}\n"
+                          "{\"x\": -INF}\n{\"x\": Infinity}\n{\"x\": +nan}\n";
+  const auto [spelled_schema, spelled] = ConvertAndRead({.input = jsonl, .out_dir = dir / "spelled"});
+  CHECK(spelled_schema.features[0].type == FeatureType::kFloat64);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<uint64_t> want = {Bits(1.5), Bits(nan), Bits(-nan), Bits(inf), Bits(inf), Bits(-inf), Bits(inf),
+                                      Bits(nan)};
+  REQUIRE(spelled[0].doubles.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) CHECK(Bits(spelled[0].doubles[i]) == want[i]);
+  std::ofstream(jsonl) << "{\"x\": +1}\n";
+  auto plus = ConvertTable({.input = jsonl, .out_dir = dir / "plus"});
+  REQUIRE_FALSE(plus.ok());
+  CHECK_THAT(plus.status().message(), Catch::Contains("line 1, column 7: ") && Catch::Contains("'+' only before nan"));
+}
+
+TEST_CASE("a few values of another JSON kind among many are bad values, named or missing when asked") {
+  TempDir dir;
+  const std::string input = dir / "k.jsonl";
+  for (const bool string_first : {false, true}) {
+    INFO("the string " << (string_first ? "first" : "last"));
+    std::string text = string_first ? "{\"a\": \"abc\"}\n" : "";
+    for (int i = 0; i < 200; ++i) text += "{\"a\": " + std::to_string(i) + "}\n";
+    if (!string_first) text += "{\"a\": \"abc\"}\n";
+    std::ofstream(input) << text;
+    auto r = ConvertTable({.input = input, .out_dir = dir / "e"});
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(),
+               Catch::Contains(std::string("line ") + (string_first ? "1" : "201") +
+                               ", column 7: \"abc\" in column 'a' is a string, unlike its 200 other values (numbers): "
+                               "pass --on-bad-value missing"));
+    const auto [s, c] = ConvertAndRead({.input = input, .out_dir = dir / (string_first ? "m1" : "m2"),
+                                        .on_bad_value = BadValue::kMissing});
+    CHECK(s.features[0].type == FeatureType::kInt64);
+    CHECK(s.features[0].present_count == 200);
+    CHECK(c[0].present[string_first ? 0 : 200] == 0);
+  }
+  // Kinds that are both common stay an error, which --on-bad-value does not pass.
+  std::ofstream(input) << "{\"a\": \"x\"}\n{\"a\": 1}\n";
+  auto both = ConvertTable({.input = input, .out_dir = dir / "b", .on_bad_value = BadValue::kMissing});
+  REQUIRE_FALSE(both.ok());
+  CHECK_THAT(both.status().message(), Catch::Contains("column 'a' holds strings (first \"x\" at line 1, column 7) "
+                                                      "and here numbers"));
+  // A wrong type in a column is "the column is", a map feature's "the feature is".
+  std::ofstream(input) << "{\"a\": \"x\"}\n";
+  TableConvertOptions declared{.input = input, .out_dir = dir / "d"};
+  declared.column_types = {{"a", FeatureType::kInt64}};
+  auto wrong = ConvertTable(declared);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK_THAT(wrong.status().message(), Catch::Contains("\"x\" in column 'a' is not an int64 (the column is int64)"));
+}
+
+TEST_CASE("messages show a long cell's start and length, not the whole cell") {
+  TempDir dir;
+  const std::string digits(200000, '7');
+  const std::string csv = dir / "l.csv", jsonl = dir / "l.jsonl";
+  std::string rows = "x\n";
+  for (int i = 0; i < 300; ++i) rows += "1.5\n";
+  std::ofstream(csv) << rows << digits << "\n";
+  std::ofstream(jsonl) << "{\"x\": 1.5}\n{\"x\": " << digits << "}\n";
+  for (const std::string& input : {csv, jsonl}) {
+    INFO(input);
+    auto r = ConvertTable({.input = input, .out_dir = dir / "o"});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().size() < 1000);
+    CHECK_THAT(r.status().message(), Catch::Contains(std::string(60, '7') + "... (200000 bytes)"));
+  }
 }
 
 TEST_CASE("declared column types and bad values") {
@@ -666,7 +733,7 @@ TEST_CASE("JSON Lines: booleans, uint64, times, declared map value types and str
   const std::vector<std::tuple<std::string, std::map<std::string, FeatureType>, std::string>> refused = {
       {"{\"a\": true}\n{\"a\": 1}\n", {}, "line 2, column 7: column 'a' holds booleans (first true at line 1, column 7) and here numbers"},
       {"{\"a\": -1}\n{\"a\": 18446744073709551615}\n", {}, "line 2, column 7: column 'a' holds 18446744073709551615 (above int64) and -1 (line 1, column 7"},
-      {"{\"a\": \"x\"}\n", {{"a", FeatureType::kInt64}}, "line 1, column 7: \"x\" in column 'a' is not an int64"},
+      {"{\"a\": \"x\"}\n", {{"a", FeatureType::kInt64}}, "line 1, column 7: \"x\" in column 'a' is not an int64 (the column is int64)"},
       {"{\"a\": 1}\n", {{"b", FeatureType::kScoredIdList64}}, "column 'b' declared scored_id_list64: a JSON Lines column is bool"},
       {"{\"dense\": {\"1\": 2}}\n", {{"dense", FeatureType::kInt64}}, "dense feature 1 declared int64: dense features are float32 or float64"},
   };
@@ -723,7 +790,28 @@ TEST_CASE("a column of negative integers and integers above int64 is refused, na
   CHECK_THAT(r.status().message(),
              Catch::Contains("line 4, column 1: column 'uid' holds 18446744073709551615 (above int64) and -5 (line 3, "
                              "column 1, below uint64), which no integer type holds both of: declare --column-type "
-                             "uid=string to keep them as text"));
+                             "uid=string to keep them as text, or uid=uint64 or uid=int64 with --on-bad-value missing"));
+  // Many hashes and one negative value: the negative value breaks the rule.
+  std::string hashes = "id,uid\n";
+  for (int i = 0; i < 1000; ++i) hashes += std::to_string(i) + "," + std::to_string(18446744073709551615ull - i) + "\n";
+  hashes += "1000,-1\n";
+  std::ofstream(input) << hashes;
+  r = ConvertTable({.input = input, .out_dir = dir / "h"});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("line 1002, column 6: column 'uid' holds -1 (below uint64) and 18446744073709551615 "
+                             "(line 2, column 3, above int64)"));
+  TableConvertOptions declared{.input = input, .out_dir = dir / "d", .on_bad_value = BadValue::kMissing};
+  declared.column_types = {{"uid", FeatureType::kUInt64}};
+  const auto [s, c] = ConvertAndRead(declared);
+  CHECK(s.features[1].type == FeatureType::kUInt64);
+  CHECK(s.features[1].present_count == 1000);
+  CHECK(c[1].present[1000] == 0);
+  // An integer that makes its own column float64 is not blamed on itself.
+  std::ofstream(input) << "x\n-9223372036854775809\n";
+  r = ConvertTable({.input = input, .out_dir = dir / "self"});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("in float64 column 'x' (float64 because no integer type holds it)"));
 }
 
 TEST_CASE("what --on-bad-value missing stores as missing, and why a column is string, are noted") {

@@ -97,7 +97,8 @@ constexpr char kTableUsage[] =
     "                       timestamp_s, timestamp_ms, timestamp_ns, string, bytes,\n"
     "                       id_list, float32_list, float64_list (JSON arrays of numbers).\n"
     "                       NAME is a column, a map feature id, or a map: dense=float32,\n"
-    "                       scored=float32 (the scores' type)\n"
+    "                       scored=float32 (the scores' type); map features also take\n"
+    "                       id_list (sparse) and scored_id_list32, scored_id_list64 (scored)\n"
     "  --strings            undeclared columns are strings, not inferred\n"
     "  --on-bad-value W     a cell that is not of its column's type: error (default;\n"
     "                       names its line, column and value) or missing\n";

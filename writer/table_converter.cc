@@ -41,7 +41,9 @@ Status CheckCellCount(const std::string& input, const CsvReader& csv, const std:
   if (count == want) return Status::OK();
   const CsvCell& at = cells[std::min(count, want) - 1];
   return InputError(input, csv.record_line(), at.column,
-                    "row has " + std::to_string(count) + " cells, the header " + std::to_string(want));
+                    "row has " + std::to_string(count) + " cells, the header " + std::to_string(want) +
+                        ": every row needs a cell per column, and a cell holding a comma, quote or line break "
+                        "must be in double quotes (RFC 4180)");
 }
 
 // A blank line in a CSV of several columns, which can be no row of it, is
@@ -60,7 +62,7 @@ struct Where {
 };
 
 void Note(std::optional<Where>* first, uint64_t line, uint64_t column, std::string_view text) {
-  if (!*first) *first = Where{line, column, std::string(text)};
+  if (!*first) *first = Where{line, column, Shown(text)};
 }
 
 // The earliest of some cells, if any.
@@ -96,6 +98,14 @@ struct Votes {
   uint64_t numbers() const { return ints + uints + floats; }
 };
 
+// Why an inexact integer's column at (line, column) is float64, for messages.
+std::string FloatBecause(const std::optional<Where>& first_float, uint64_t line, uint64_t column) {
+  if (!first_float) return "";
+  const Where& w = *first_float;
+  if (w.line == line && w.column == column) return " (float64 because no integer type holds it)";
+  return " (float64 because of " + w.text + " at " + w.At() + ")";
+}
+
 // The type of an int-or-float column; an error when negative integers and
 // integers above INT64_MAX leave no integer type.
 Result<FeatureType> NumberType(const std::string& input, const std::string& what, const Votes& v, bool float32,
@@ -103,12 +113,16 @@ Result<FeatureType> NumberType(const std::string& input, const std::string& what
   if (v.floats > 0) return FloatType(float32);
   if (v.uints == 0) return FeatureType::kInt64;
   if (!v.first_negative) return FeatureType::kUInt64;
-  const Where& u = *v.first_uint;
-  const Where& n = *v.first_negative;
-  return InputError(input, u.line, u.column,
-                    what + " holds " + u.text + " (above int64) and " + n.text + " (" + n.At() +
-                        ", below uint64), which no integer type holds both of: declare --column-type " + name +
-                        "=string to keep them as text");
+  // The later of the two cells is the one that leaves no integer type.
+  const bool negative_later = *v.first_uint < *v.first_negative;
+  const Where& at = negative_later ? *v.first_negative : *v.first_uint;
+  const Where& other = negative_later ? *v.first_uint : *v.first_negative;
+  return InputError(input, at.line, at.column,
+                    what + " holds " + at.text + (negative_later ? " (below uint64)" : " (above int64)") + " and " +
+                        other.text + " (" + other.At() + (negative_later ? ", above int64" : ", below uint64") +
+                        "), which no integer type holds both of: declare --column-type " + name +
+                        "=string to keep them as text, or " + name + "=uint64 or " + name +
+                        "=int64 with --on-bad-value missing to store the values the type cannot hold as missing");
 }
 
 // A CSV cell's text as a number, bool or time is read: without the spaces
@@ -299,7 +313,13 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
   }
   const size_t columns = count;
   for (const auto& [name, type] : declared) {
-    if (!names.count(name)) return Status::InvalidArgument(input + ": a declared type names '" + name + "', not a column");
+    if (!names.count(name)) {
+      std::string list;
+      for (size_t c = 0; c < std::min<size_t>(count, 10); ++c) list += (c ? ", " : "") + features[c].name;
+      if (count > 10) list += ", ... (" + std::to_string(count) + " columns)";
+      return Status::InvalidArgument(input + ": a declared type names '" + name + "', not a column (the columns: " +
+                                     list + "): remove it from --schema or --column-type");
+    }
     if (!IsScalarType(type) && type != FeatureType::kString && type != FeatureType::kBytes &&
         !IsColumnListType(type)) {
       return Status::InvalidArgument(std::string("column '") + name + "' declared " + FeatureTypeName(type) +
@@ -452,7 +472,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
           continue;
         }
         return InputError(input, cell.line, cell.column,
-                          "'" + t + "' in column '" + name + "' is not " +
+                          "'" + Shown(t) + "' in column '" + name + "' is not " +
                               (inexact ? "a list of floats: an integer in it has no exact double"
                                        : type == FeatureType::kIdList ? "a JSON array of int64 ids"
                                                                      : "a JSON array of numbers") +
@@ -468,7 +488,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
           continue;
         }
         return InputError(input, cell.line, cell.column,
-                          "'" + t + "' in column '" + name + "' " + WhyNot(type, t) + " (the column is " +
+                          "'" + Shown(t) + "' in column '" + name + "' " + WhyNot(type, t) + " (the column is " +
                               FeatureTypeName(type) + "): pass --on-bad-value missing to store such cells as "
                               "missing, or declare another type with --column-type " + name + "=TYPE");
       }
@@ -477,11 +497,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
           dropped.Add(c, cell.line, cell.column, "'" + t + "'");
           continue;
         }
-        std::string why = "column '" + name + "'";
-        if (votes[c].first_float) {
-          const Where& w = *votes[c].first_float;
-          why += " (float64 because of " + w.text + " at " + w.At() + ")";
-        }
+        const std::string why = "column '" + name + "'" + FloatBecause(votes[c].first_float, cell.line, cell.column);
         return InexactInteger(input, cell.line, cell.column, t, why,
                               "--column-type " + name + "=string keeps every digit, --on-bad-value missing "
                               "stores such cells as missing");
@@ -768,10 +784,35 @@ struct JsonFeature {
 Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std::string& name, const JsonVotes& v,
                                    TableConvertReport* report) {
   const std::string& input = options.input;
-  const uint64_t kinds = (v.strings > 0) + (v.bools > 0) + (v.numbers() > 0) + (v.lists > 0);
+  const uint64_t counts[] = {v.strings, v.bools, v.numbers(), v.lists};
+  const uint64_t kinds = (counts[0] > 0) + (counts[1] > 0) + (counts[2] > 0) + (counts[3] > 0);
   if (kinds > 1) {
     const std::optional<Where> firsts[] = {v.first_string, v.first_bool, v.first_number, v.first_list};
     const char* names[] = {"strings", "booleans", "numbers", "arrays"};
+    const char* one[] = {"a string", "a boolean", "a number", "an array"};
+    const size_t most = static_cast<size_t>(std::max_element(std::begin(counts), std::end(counts)) - counts);
+    const uint64_t present = counts[0] + counts[1] + counts[2] + counts[3];
+    // A few values of other kinds among many of one, as in CSV: bad values.
+    if ((present - counts[most]) * 100 < present) {
+      if (options.on_bad_value == BadValue::kMissing) {
+        JsonVotes only = v;  // typed by the many; the few are stored as missing
+        if (most != 0) only.strings = only.timestamps = 0;
+        if (most != 1) only.bools = 0;
+        if (most != 2) only.ints = only.uints = only.floats = 0;
+        if (most != 3) only.lists = 0;
+        return JsonColumnType(options, name, only, report);
+      }
+      size_t bad = 4;
+      for (size_t k = 0; k < 4; ++k) {
+        if (k != most && firsts[k] && (bad == 4 || *firsts[k] < *firsts[bad])) bad = k;
+      }
+      const Where& at = *firsts[bad];
+      return InputError(input, at.line, at.column,
+                        Shown(at.text) + " in column '" + name + "' is " + one[bad] + ", unlike its " +
+                            std::to_string(counts[most]) + " other values (" + names[most] +
+                            "): pass --on-bad-value missing to store such values as missing, or declare "
+                            "--column-type " + name + "=string (or pass --strings) to keep every value as text");
+    }
     size_t a = 4, b = 4;  // the kinds first seen, in order
     for (size_t k = 0; k < 4; ++k) {
       if (!firsts[k]) continue;
@@ -784,7 +825,7 @@ Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std
     }
     const Where& at = *firsts[b];
     return InputError(input, at.line, at.column,
-                      "column '" + name + "' holds " + names[a] + " (first " + firsts[a]->text + " at " +
+                      "column '" + name + "' holds " + names[a] + " (first " + Shown(firsts[a]->text) + " at " +
                           firsts[a]->At() + ") and here " + names[b] + ": declare --column-type " + name +
                           "=string (or another type) or pass --strings");
   }
@@ -885,7 +926,8 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
                                                             : std::string("a ") + MapName(item.map) + " feature"));
       }
       if (st.last_line == number) {
-        return InputError(input, number, item.column, "feature '" + name + "' appears twice in the row");
+        return InputError(input, number, item.column,
+                          "feature '" + name + "' appears twice in the row: a row holds each feature once");
       }
       st.last_line = number;
       if (item.map != MapKind::kColumn || item.value.kind == JsonValue::kNull) continue;
@@ -918,7 +960,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
         case JsonValue::kList:
           v.lists++;
           v.list_floats |= !value.list.all_int;
-          Note(&v.first_list, number, item.column, std::string(value.text.substr(0, 40)));
+          Note(&v.first_list, number, item.column, value.text);
           continue;
         case JsonValue::kInt:
           v.ints++;
@@ -1005,11 +1047,12 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
           continue;
         }
         return InputError(input, number, item.column,
-                          JsonText(item.value) + " in " + what + " is not " +
+                          Shown(JsonText(item.value)) + " in " + what + " is not " +
                               (inexact ? "a list of floats: an integer in it has no exact double"
                                        : info.type == FeatureType::kIdList ? "an array of int64 ids"
                                                                           : "an array of numbers") +
-                              " (it is " + FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
+                              " (" + (item.map == MapKind::kColumn ? "the column" : "the feature") + " is " +
+                              FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
                               "such values as missing, or declare another type with --column-type " + info.name +
                               "=TYPE");
       }
@@ -1022,11 +1065,12 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
           continue;
         }
         return InputError(input, number, item.column,
-                          JsonText(item.value) + " in " + what + " " +
+                          Shown(JsonText(item.value)) + " in " + what + " " +
                               (info.type == FeatureType::kString || info.type == FeatureType::kBytes
                                    ? std::string("is not a string")
                                    : WhyNot(info.type, item.value.kind == JsonValue::kString ? item.value.s : "")) +
-                              " (it is " + FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
+                              " (" + (item.map == MapKind::kColumn ? "the column" : "the feature") + " is " +
+                              FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
                               "such values as missing, or declare another type with --column-type " + info.name +
                               "=TYPE");
       }
@@ -1039,11 +1083,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
           dropped.Add(f, number, item.column, std::string(item.value.text));
           continue;
         }
-        std::string why = what;
-        if (state[f].votes.first_float) {
-          const Where& w = *state[f].votes.first_float;
-          why += " (float64 because of " + w.text + " at " + w.At() + ")";
-        }
+        const std::string why = what + FloatBecause(state[f].votes.first_float, number, item.column);
         return InexactInteger(input, number, item.column, item.value.text, why,
                               item.map == MapKind::kColumn
                                   ? "declare --column-type " + info.name + "=string to keep every digit, or pass "

@@ -44,6 +44,11 @@ Status InputError(const std::string& input, uint64_t line, uint64_t column, cons
                                  std::to_string(column) + ": " + what);
 }
 
+std::string Shown(std::string_view text) {
+  if (text.size() <= 80) return std::string(text);
+  return std::string(text.substr(0, 60)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
   if (pos_ >= text_.size()) return false;
   record_line_ = line_;
@@ -109,7 +114,7 @@ bool IsIntegerLiteral(std::string_view s) {
 Status InexactInteger(const std::string& input, uint64_t line, uint64_t column, std::string_view integer,
                       const std::string& what, const std::string& fix) {
   return InputError(input, line, column,
-                    "integer " + std::string(integer) + " in float64 " + what + " has no exact double: " + fix);
+                    "integer " + Shown(integer) + " in float64 " + what + " has no exact double: " + fix);
 }
 
 bool ParseInt(std::string_view s, int64_t* v) {

@@ -30,6 +30,10 @@ class MappedInput {
 
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what);
 
+// A cell's text for a message: whole up to 80 bytes, else its first 60 and
+// its length.
+std::string Shown(std::string_view text);
+
 // CSV (RFC 4180).
 struct CsvCell {
   std::string text;

@@ -819,7 +819,15 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
     }
   };
   if (py::isinstance<py::dict>(schema)) {
-    declare(schema.cast<std::map<std::string, std::string>>(), "schema");
+    std::map<std::string, std::string> types;
+    for (const auto& [key, value] : schema.cast<py::dict>()) {
+      if (!py::isinstance<py::str>(key) || !py::isinstance<py::str>(value)) {
+        throw py::value_error("schema maps names (str) to type names (str), not " +
+                              std::string(py::str(py::repr(key))) + ": " + std::string(py::str(py::repr(value))));
+      }
+      types[key.cast<std::string>()] = value.cast<std::string>();
+    }
+    declare(types, "schema");
   } else if (!schema.is_none() && !py::isinstance<py::str>(schema) &&
              !py::hasattr(schema, "__fspath__")) {
     throw py::type_error("schema must be a dict of names to types or a JSON file's path, not " +

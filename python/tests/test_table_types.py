@@ -257,6 +257,8 @@ def test_declared_types_in_python(tmp_path):
     assert [f["type"] for f in t.schema] == ["string", "string", "string"]
     with pytest.raises(ValueError, match="unknown type 'int32'"):
         pcr.convert_table(str(src), str(tmp_path / "bad"), column_types={"a": "int32"})
+    with pytest.raises(ValueError, match="schema maps names \\(str\\) to type names \\(str\\), not 'a': 5"):
+        pcr.convert_table(str(src), str(tmp_path / "bad"), schema={"a": 5})
     (tmp_path / "bad.json").write_text('{"a": int64}')
     with pytest.raises(ValueError, match="bad.json: at offset 6"):
         pcr.convert_table(str(src), str(tmp_path / "bad"), schema=str(tmp_path / "bad.json"))
