@@ -77,34 +77,26 @@ int Usage(const std::string& why) {
   return pcr::cli::kExitUsage;
 }
 
-// Decodes all `images` repeatedly for at least min_seconds on `threads`
-// threads, each with its own reused decoder and buffer; images per second.
-// A decode error is prefixed with names[i], what image i is.
-pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, const std::vector<std::string>& names,
-                               int scale, double min_seconds, int threads) {
-  std::atomic<uint64_t> decoded{0};
+// Runs decode(image, thread) over all `images` repeatedly for at least
+// min_seconds on `threads` threads; images per second, or the first failure.
+template <typename Decode>
+pcr::Result<double> Rate(const std::vector<pcr::Bytes>& images, double min_seconds, int threads, Decode decode) {
+  std::atomic<uint64_t> done{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
   pcr::Status error;
   const auto start = Clock::now();
   auto work = [&](int t) {
-    pcr::JpegDecoder decoder;
-    std::vector<uint8_t> buffer;
-    const pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = false};
     do {
       for (size_t i = static_cast<size_t>(t); i < images.size() && !failed; i += static_cast<size_t>(threads)) {
-        auto shape = decoder.Shape(images[i], options);
-        if (shape.ok()) {
-          if (buffer.size() < shape->bytes()) buffer.resize(shape->bytes());
-          shape = decoder.Decode(images[i], options, buffer);
-        }
-        if (!shape.ok()) {
+        pcr::Status s = decode(images[i], t, i);
+        if (!s.ok()) {
           std::lock_guard lock(mu);
-          error = shape.status().WithPrefix(names[i]);
+          error = std::move(s);
           failed = true;
           return;
         }
-        decoded++;
+        done++;
       }
     } while (!failed && std::chrono::duration<double>(Clock::now() - start).count() < min_seconds);
   };
@@ -112,7 +104,28 @@ pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, const std:
   for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
   for (std::thread& th : pool) th.join();
   if (failed) return error;
-  return decoded / std::chrono::duration<double>(Clock::now() - start).count();
+  return done / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Decodes all `images` repeatedly for at least min_seconds on `threads`
+// threads, each with its own reused decoder and buffer; images per second.
+// A decode error is prefixed with names[i], what image i is.
+pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, const std::vector<std::string>& names,
+                               int scale, double min_seconds, int threads) {
+  std::vector<std::unique_ptr<pcr::JpegDecoder>> decoders;
+  for (int t = 0; t < threads; ++t) decoders.push_back(std::make_unique<pcr::JpegDecoder>());
+  std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(threads));
+  const pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = false};
+  return Rate(images, min_seconds, threads, [&](const pcr::Bytes& jpeg, int t, size_t i) {
+    pcr::JpegDecoder& decoder = *decoders[static_cast<size_t>(t)];
+    std::vector<uint8_t>& buffer = buffers[static_cast<size_t>(t)];
+    auto shape = decoder.Shape(jpeg, options);
+    if (shape.ok()) {
+      if (buffer.size() < shape->bytes()) buffer.resize(shape->bytes());
+      shape = decoder.Decode(jpeg, options, buffer);
+    }
+    return shape.ok() ? pcr::Status::OK() : shape.status().WithPrefix(names[i]);
+  });
 }
 
 struct DecodeArgs {
@@ -200,36 +213,6 @@ int Decode(const DecodeArgs& a) {
   j.EndArray().EndObject();
   std::printf("%s\n", j.str().c_str());
   return pcr::cli::kExitOk;
-}
-
-// Runs decode(image, thread) over all `images` repeatedly for at least
-// min_seconds on `threads` threads; images per second, or the first failure.
-template <typename Decode>
-pcr::Result<double> Rate(const std::vector<pcr::Bytes>& images, double min_seconds, int threads, Decode decode) {
-  std::atomic<uint64_t> done{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  pcr::Status error;
-  const auto start = Clock::now();
-  auto work = [&](int t) {
-    do {
-      for (size_t i = static_cast<size_t>(t); i < images.size() && !failed; i += static_cast<size_t>(threads)) {
-        pcr::Status s = decode(images[i], t, i);
-        if (!s.ok()) {
-          std::lock_guard lock(mu);
-          error = std::move(s);
-          failed = true;
-          return;
-        }
-        done++;
-      }
-    } while (!failed && std::chrono::duration<double>(Clock::now() - start).count() < min_seconds);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-  for (std::thread& th : pool) th.join();
-  if (failed) return error;
-  return done / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 int Coefficients(const DecodeArgs& a) {
