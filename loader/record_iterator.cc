@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "format/permutation.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/record_reads.h"
 
 namespace pcr {
 
@@ -54,7 +54,7 @@ Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDatase
   PCR_ASSIGN_OR_RETURN(std::vector<uint32_t> fields, dataset.ResolveFields(o.fields));
   auto rep = std::make_unique<Rep>(dataset, o);
   rep->selection_ = {.fidelity = o.fidelity, .fields = std::move(fields)};
-  rep->per_record_ = dataset.rep().StreamsPerRecord(rep->selection_);
+  rep->per_record_ = StreamsPerRecord(dataset, rep->selection_);
   rep->thread_ = std::thread(&Rep::ReadAhead, rep.get());
   return std::unique_ptr<RecordIterator>(new RecordIterator(std::move(rep)));
 }
@@ -124,7 +124,7 @@ void RecordIterator::Rep::ReadAhead() {
       }
     }
     if (!streams) streams = std::make_shared<ReadBatch>();
-    const Status read = dataset_.rep().ReadRecordStreams(batch, selection_, streams.get());
+    const Status read = ReadRecordStreams(dataset_, batch, selection_, streams.get());
     std::lock_guard<std::mutex> lock(mu_);
     if (!read.ok()) {
       error_ = read;
@@ -145,7 +145,7 @@ Result<bool> RecordIterator::Rep::Next(RecordBatch* batch) {
   Ready ready = std::move(ready_.front());
   ready_.pop_front();
   lock.unlock();
-  const Status parsed = dataset_.rep().ParseRecord(ready.record, selection_,
+  const Status parsed = ParseRecord(dataset_, ready.record, selection_,
                                                    ready.streams->spans(ready.first, per_record_), batch);
   lock.lock();
   ++delivered_;

@@ -8,7 +8,7 @@
 
 #include "format/table_format.h"
 #include "loader/epoch.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/record_reads.h"
 
 namespace pcr {
 
@@ -87,7 +87,7 @@ SampleIterator::Rep::Rep(const ImageDataset& dataset, const SampleIteratorOption
       fidelity_(dataset.ScanGroups(options.fidelity)),
       position_(start.position) {
   std::vector<uint64_t> sizes(dataset.num_records());
-  for (uint64_t r = 0; r < sizes.size(); ++r) sizes[r] = dataset.rep().record(r).image_count;
+  for (uint64_t r = 0; r < sizes.size(); ++r) sizes[r] = RecordImageCount(dataset, r);
   plan_ = PlanRankEpoch(sizes, options.epoch, seed_, epoch_);
   delivered_at_.resize(plan_.order.size());
   needed_.resize(plan_.order.size());

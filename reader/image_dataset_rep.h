@@ -1,5 +1,5 @@
-// The inside of an ImageDataset, for the layers above the reader: its files,
-// its engine, where records lie, and the two halves of a record read.
+// The inside of an ImageDataset, for reader/'s own units only: its files, its
+// engine, where records lie, and the two halves of a record read.
 #pragma once
 
 #include <atomic>
@@ -12,15 +12,10 @@
 #include "io/pcr_file.h"
 #include "io/read_executor.h"
 #include "pcr/image_dataset.h"
+#include "reader/inspect.h"
+#include "reader/internals.h"
 
 namespace pcr {
-
-struct RecordLocation {
-  size_t file = 0;
-  size_t stripe = 0;
-  uint64_t first_image = 0;  // dataset-wide index of the record's first image
-  uint64_t image_count = 0;
-};
 
 struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   // Opens `path` reading through `engine` (not owned; nullptr: an engine of

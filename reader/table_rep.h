@@ -1,4 +1,4 @@
-// The inside of a Table, for the layers above the reader.
+// The inside of a Table, for reader/'s own units only.
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include "io/io_engine.h"
 #include "io/pcr_file.h"
 #include "pcr/table.h"
+#include "reader/internals.h"
 
 namespace pcr {
 

@@ -4,8 +4,7 @@
 
 #include "format/file_format.h"
 #include "io/read_executor.h"
-#include "reader/image_dataset_rep.h"
-#include "reader/table_rep.h"
+#include "reader/inspect.h"
 
 namespace pcr {
 
@@ -49,7 +48,7 @@ void VerifyTable(const std::string& path, const IoEngineOptions& io, VerifyRepor
     report->errors.push_back(table.status().ToString());
     return;
   }
-  VerifyFile(*(*table)->rep().engine, *(*table)->rep().file, report);
+  VerifyFile(TableEngine(**table), TableFile(**table), report);
   std::vector<uint32_t> all((*table)->schema().features.size());
   for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
   for (size_t s = 0; s < (*table)->stripe_count(); ++s) {
@@ -73,7 +72,7 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
     report.errors.push_back(ds.status().ToString());
     return report;
   }
-  for (const auto& file : (*ds)->rep().files) VerifyFile(*(*ds)->rep().engine, *file, &report);
+  for (const auto& file : DatasetFiles(**ds)) VerifyFile(DatasetEngine(**ds), *file, &report);
   // Every field of every record is decoded, and every image's segments put
   // back, as a reader does.
   RecordSelection all{.fidelity = 1, .segments = (*ds)->counts().segment_bytes > 0};

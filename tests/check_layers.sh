@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Fails when a file includes a header of a layer above or beside its own
 # (DESIGN: format/ <- io/, jpeg/ <- reader/, writer/ <- loader/ <- tools/;
-# include/pcr/ includes only itself, python/ only include/pcr/). Run by the
-# build, so such an include stops it.
+# include/pcr/ includes only itself, python/ only include/pcr/), or a header
+# private to another folder: reader/'s insides (*_rep.h, internals.h) only
+# from reader/, its facade for tools (inspect.h) only from tools/, tests/,
+# fuzz/ and bench/. Run by the build, so such an include stops it.
 # usage: tests/check_layers.sh SOURCE_DIR STAMP
 set -euo pipefail
 src=$1 stamp=$2
+below_tools="format io jpeg reader writer loader pcr"
 declare -A allowed=(
   [include/pcr]="pcr"
   [format]="format pcr"
@@ -14,16 +17,34 @@ declare -A allowed=(
   [reader]="format io reader pcr"
   [writer]="format io jpeg writer pcr"
   [loader]="format io jpeg reader loader pcr"
+  [tools]="$below_tools tools"
+  [fuzz]="$below_tools fuzz"
+  [bench]="$below_tools bench"
+  [tests]="$below_tools tools tests"
   [python]="pcr"
+)
+# Headers only some folders may include, and which.
+declare -A private=(
+  ['reader/[a-z_]+_rep\.h']="reader"
+  ['reader/internals\.h']="reader"
+  ['reader/inspect\.h']="reader tools tests fuzz bench"
 )
 bad=0
 for dir in "${!allowed[@]}"; do
+  [ -d "$src/$dir" ] || continue
   while IFS=: read -r file line include; do
     layer=$(sed -E 's/#include ["<]([a-z]+)\/.*/\1/' <<<"$include")
     if ! grep -qw "$layer" <<<"${allowed[$dir]}"; then
       echo "$file:$line: $dir/ may not include $layer/ ($include)" >&2
       bad=1
     fi
+    path=$(sed -E 's/#include ["<]([^">]+)[">]/\1/' <<<"$include")
+    for header in "${!private[@]}"; do
+      if grep -qxE "$header" <<<"$path" && ! grep -qw "$dir" <<<"${private[$header]}"; then
+        echo "$file:$line: $dir/ may not include $path: it is for $(sed 's| |/, |g' <<<"${private[$header]}")/ only" >&2
+        bad=1
+      fi
+    done
   done < <(grep -rnoE '#include ["<](format|io|jpeg|reader|writer|loader|tools|tests|fuzz|bench|pcr)/[^">]+[">]' \
              "$src/$dir" --include='*.h' --include='*.cc' || true)
 done

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "pcr/decode.h"
 #include "tests/csv_check.h"
 #include "tests/image_util.h"

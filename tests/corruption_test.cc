@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "format/checksum.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "pcr/decode.h"
 #include "tools/quality.h"
 #include "pcr/record_iterator.h"
@@ -109,7 +109,7 @@ TEST_CASE("a corrupt stream error names file, stripe, stream and offset") {
   SmallFile f;
   auto ds = ImageDataset::Open(f.path, {.io = test::Io()});
   REQUIRE(ds.ok());
-  const StripeInfo& stripe = (*ds)->rep().files[0]->index().stripes[1];
+  const StripeInfo& stripe = DatasetFiles(**ds)[0]->index().stripes[1];
   const uint64_t at = stripe.stream_offset(2) + 1;
   Bytes bad = f.bytes;
   bad[at] ^= 0xff;

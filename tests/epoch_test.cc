@@ -7,7 +7,7 @@
 
 #include "format/permutation.h"
 #include "loader/epoch.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "pcr/sample_iterator.h"
 #include "test_util.h"
 #include "pcr/convert.h"
@@ -231,7 +231,7 @@ std::vector<SampleBatch> Drain(const ImageDataset& ds, const SampleIteratorOptio
 TEST_CASE("the iterator delivers each rank's planned images, read from the records") {
   SampleDataset ds;
   std::vector<uint64_t> sizes;
-  for (uint64_t r = 0; r < (*ds).num_records(); ++r) sizes.push_back((*ds).rep().record(r).image_count);
+  for (uint64_t r = 0; r < (*ds).num_records(); ++r) sizes.push_back(DatasetRecord(*ds, r).image_count);
   for (uint64_t world : {1, 3, 5}) {
     for (int fidelity : {1, kFullFidelity}) {
       for (uint64_t workers : {1, 2}) {
@@ -310,7 +310,7 @@ TEST_CASE("counts come from the manifest and indexes without reading a record") 
               .ok());
   auto engine = MakeIoEngine({});
   REQUIRE(engine.ok());
-  auto indexes = ImageDataset::Rep::Open(tmp / "ds", {}, engine->get(), false);
+  auto indexes = OpenImageDataset(tmp / "ds", {}, engine->get(), false);
   REQUIRE(indexes.ok());
   const DatasetCounts counts_value = (*indexes)->counts();
   const DatasetCounts* counts = &counts_value;
@@ -318,7 +318,7 @@ TEST_CASE("counts come from the manifest and indexes without reading a record") 
   uint64_t expected = std::filesystem::file_size(tmp.path() / "ds" / kDatasetManifestName);
   auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
-  for (const auto& f : (*ds)->rep().files) expected += kFileHeaderSize + kFooterSize + f->footer().index_length;
+  for (const auto& f : DatasetFiles(**ds)) expected += kFileHeaderSize + kFooterSize + f->footer().index_length;
   CHECK((*engine)->counters().bytes_read == expected);
 
   CHECK(counts->images == 24);
@@ -334,7 +334,7 @@ TEST_CASE("counts come from the manifest and indexes without reading a record") 
     CHECK(counts->BytesAtFidelity(k) == bytes);
   }
   uint64_t file_bytes = 0;
-  for (const auto& f : (*ds)->rep().files) file_bytes += f->size();
+  for (const auto& f : DatasetFiles(**ds)) file_bytes += f->size();
   CHECK(counts->file_bytes == file_bytes);
 }
 

@@ -10,7 +10,7 @@
 #include "pcr/convert.h"
 #include "pcr/decode.h"
 #include "pcr/verify.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "tests/image_util.h"
 #include "writer/file_writer.h"
 #include "writer/transcode.h"
@@ -68,7 +68,7 @@ TEST_CASE("a converted dataset reads back at every fidelity") {
         CHECK(DecodeJpeg(single->jpeg).ok());
         auto rec = (*ds)->ReadRecord(r, k);
         REQUIRE(rec.ok());
-        CHECK(rec->at(image - (*ds)->rep().record(r).first_image).jpeg == single->jpeg);
+        CHECK(rec->at(image - DatasetRecord(**ds, r).first_image).jpeg == single->jpeg);
       }
       ++image;
     }
@@ -101,7 +101,7 @@ struct CountedSample {
     auto e = MakeIoEngine(test::Io());
     REQUIRE(e.ok());
     engine = std::move(e).value();
-    auto opened = ImageDataset::Rep::Open(tmp / "ds", {}, engine.get());
+    auto opened = OpenImageDataset(tmp / "ds", {}, engine.get());
     REQUIRE(opened.ok());
     ds = std::move(opened).value();
   }
@@ -147,7 +147,7 @@ TEST_CASE("batched image reads coalesce, and match single reads") {
   const int L = (*ds)->num_scan_groups();
   // Every image of record 1 at fidelity k: the chunks tile streams 1..k, one read.
   for (int k = 1; k <= L; ++k) {
-    const RecordLocation& rec = (*ds)->rep().record(1);
+    const RecordLocation& rec = DatasetRecord(**ds, 1);
     std::vector<ImageRequest> whole;
     for (uint64_t i = rec.first_image + rec.image_count; i-- > rec.first_image;) whole.push_back({i, k});
     const IoCounters before = engine->counters();

@@ -25,6 +25,8 @@ includedir=$(pkg-config --variable=includedir pcr)  # under the sysroot
 soname=$(objdump -p "$libdir/libpcr.so" | awk '/SONAME/ {print $2}')
 [[ "$soname" == libpcr.so.[0-9]* ]] || { echo "FAIL: SONAME '$soname'"; exit 1; }
 
+# The public headers give no way into a class's private parts.
+if grep -n 'rep()\|Rep&' "$includedir"/pcr/*.h; then echo "FAIL: a public header exposes its Rep"; exit 1; fi
 for h in "$includedir"/pcr/*.h; do
   echo "#include <pcr/$(basename "$h")>" |
     c++ -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$includedir" -x c++ - ||

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "tools/quality.h"
 #include "test_util.h"
 #include "pcr/convert.h"

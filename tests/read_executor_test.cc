@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "io/read_executor.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "tests/image_util.h"
 
 namespace pcr {
@@ -25,11 +25,11 @@ struct Opened {
     auto e = MakeIoEngine(io);
     REQUIRE(e.ok());
     engine = std::move(e).value();
-    auto opened = ImageDataset::Rep::Open(tmp / "ds", {}, engine.get());
+    auto opened = OpenImageDataset(tmp / "ds", {}, engine.get());
     REQUIRE(opened.ok());
     ds = std::move(opened).value();
   }
-  const std::vector<std::unique_ptr<PcrFile>>& files() const { return ds->rep().files; }
+  const std::vector<std::unique_ptr<PcrFile>>& files() const { return DatasetFiles(*ds); }
 };
 
 ByteSpan BytesOf(const Bytes& file, const ReadRange& r) { return ByteSpan(file).subspan(r.offset, r.length); }
@@ -86,9 +86,9 @@ TEST_CASE("a corrupt stream read in a batch names its file, stripe and stream") 
     bytes[at] ^= 0x10;
     test::WriteFile(path, bytes);
   }
-  auto ds = ImageDataset::Rep::Open(o.tmp / "ds", {}, o.engine.get());
+  auto ds = OpenImageDataset(o.tmp / "ds", {}, o.engine.get());
   REQUIRE(ds.ok());
-  const auto& files = (*ds)->rep().files;
+  const auto& files = DatasetFiles(**ds);
   const std::vector<ReadRange> ranges = {StreamRange(*files[0], 0, 3), StreamRange(*files[1], 0, 3),
                                          StreamRange(*files[1], 0, 4)};
   ReadBatch batch;

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "pcr/record_iterator.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "test_util.h"
 #include "pcr/convert.h"
 
@@ -107,8 +107,8 @@ TEST_CASE("a seed shuffles records and the images inside them, reproducibly") {
 TEST_CASE("a read error ends the iteration with the error") {
   Sample s;
   // Damage record 4's group-1 stream on disk after opening.
-  const PcrFile& file = *s.ds->rep().files[s.ds->rep().record(4).file];
-  const uint64_t at = file.index().stripes[s.ds->rep().record(4).stripe].stream_offset(1);
+  const PcrFile& file = *DatasetFiles(*s.ds)[DatasetRecord(*s.ds, 4).file];
+  const uint64_t at = file.index().stripes[DatasetRecord(*s.ds, 4).stripe].stream_offset(1);
   Bytes bytes = test::ReadFile(file.path());
   bytes[at] ^= 0xff;
   test::WriteFile(file.path(), bytes);
@@ -160,7 +160,7 @@ TEST_CASE("iterating through an O_DIRECT engine gives the same records") {
   Sample s;
   auto engine = MakeIoEngine({.direct = true, .max_io_bytes = 8192});
   REQUIRE(engine.ok());
-  auto direct = ImageDataset::Rep::Open(s.tmp / "ds", {}, engine->get());
+  auto direct = OpenImageDataset(s.tmp / "ds", {}, engine->get());
   REQUIRE(direct.ok());
   for (int k : {1, s.ds->num_scan_groups()}) {
     auto it = RecordIterator::Create(**direct, {.fidelity = k, .records_in_flight = 3});
@@ -176,7 +176,7 @@ TEST_CASE("iterating through an O_DIRECT engine gives the same records") {
   }
   // Bytes read beyond those requested are alignment padding only.
   CHECK((*engine)->counters().bytes_read <= (*direct)->bytes_requested() + 2 * kDirectAlignment *
-                                                 (2 * s.ds->num_records() + 1 + s.ds->rep().files.size() * 3));
+                                                 (2 * s.ds->num_records() + 1 + DatasetFiles(*s.ds).size() * 3));
 }
 
 }  // namespace

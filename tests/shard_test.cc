@@ -10,7 +10,7 @@
 #include <fstream>
 #include <map>
 
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "pcr/verify.h"
 #include "test_util.h"
 #include "format/journal.h"

@@ -17,7 +17,7 @@
 #include <variant>
 
 #include "format/popularity.h"
-#include "reader/table_rep.h"
+#include "reader/inspect.h"
 #include "pcr/verify.h"
 #include "tests/csv_check.h"
 #include "tests/test_util.h"
@@ -299,7 +299,7 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
     auto check_order = [&](const std::string& path) {
       auto r = Table::Open(path, {.io = test::Io()});
       REQUIRE(r.ok());
-      for (const StripeInfo& s : (*r)->rep().file->index().stripes) {
+      for (const StripeInfo& s : TableFile(**r).index().stripes) {
         std::vector<std::string> firsts;
         for (const TableStream& ts : s.table_streams) {
           const std::string& name = (*r)->schema().features[ts.feature].name;

@@ -10,7 +10,7 @@
 #include "pcr/convert.h"
 #include "pcr/decode.h"
 #include "pcr/verify.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "tests/image_util.h"
 #include "writer/transcode.h"
 

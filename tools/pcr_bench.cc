@@ -16,12 +16,11 @@
 #include <string>
 
 #include "jpeg/coefficients.h"
-#include "reader/image_dataset_rep.h"
 #include "pcr/decode.h"
 #include "pcr/decode_iterator.h"
 #include "pcr/record_iterator.h"
-#include "reader/table_rep.h"
 #include "pcr/version.h"
+#include "reader/inspect.h"
 #include "tools/cli.h"
 
 namespace {
@@ -182,7 +181,7 @@ int Decode(const DecodeArgs& a) {
       if (!images.ok()) return pcr::cli::ReportError("pcr-bench", images.status());
       for (pcr::Image& img : *images) {
         bytes.back() += img.jpeg.size();
-        names.back().push_back(ds.rep().DescribeImage(sets.back().size()) + " at fidelity " + std::to_string(k));
+        names.back().push_back(pcr::DescribeImage(ds, sets.back().size()) + " at fidelity " + std::to_string(k));
         sets.back().push_back(std::move(img.jpeg));
       }
     }
@@ -231,7 +230,7 @@ int Coefficients(const DecodeArgs& a) {
     auto record = ds.ReadRecord(r, full);
     if (!record.ok()) return pcr::cli::ReportError("pcr-bench", record.status());
     for (pcr::Image& img : *record) {
-      const std::string name = ds.rep().DescribeImage(total++);
+      const std::string name = pcr::DescribeImage(ds, total++);
       const pcr::CoefficientComparison c = pcr::CompareCoefficientDecoders(img.jpeg, pcr_decoder, libjpeg);
       if (!c.mismatch.empty()) {
         if (mismatches++ == 0) first_mismatch = name + ": " + c.mismatch;
@@ -327,7 +326,7 @@ struct ReadArgs {
 int Read(const ReadArgs& a) {
   auto engine = pcr::MakeIoEngine(a.io);
   if (!engine.ok()) return pcr::cli::ReportError("pcr-bench", engine.status());
-  auto opened = pcr::ImageDataset::Rep::Open(a.path, {}, engine->get());
+  auto opened = pcr::OpenImageDataset(a.path, {}, engine->get());
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
   uint64_t k = 0;
@@ -613,7 +612,7 @@ int TableBench(const TableArgs& a) {
   auto engine = pcr::MakeIoEngine(a.io);
   if (!engine.ok()) return pcr::cli::ReportError("pcr-bench", engine.status());
   const auto start = Clock::now();
-  auto opened = pcr::Table::Rep::Open(a.path, {.coalesce = a.coalesce}, engine->get());
+  auto opened = pcr::OpenTable(a.path, {.coalesce = a.coalesce}, engine->get());
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   pcr::Table& t = **opened;
   auto features = t.Resolve(a.features);

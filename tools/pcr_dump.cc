@@ -16,10 +16,9 @@
 
 #include "format/json.h"
 #include "format/popularity.h"
-#include "reader/image_dataset_rep.h"
+#include "reader/inspect.h"
 #include "tools/quality.h"
 #include "io/read_executor.h"
-#include "reader/table_rep.h"
 #include "pcr/verify.h"
 #include "pcr/version.h"
 #include "tools/cli.h"
@@ -111,7 +110,7 @@ int TableSummary(const std::string& path, const pcr::IoEngineOptions& io, bool j
   if (!opened.ok()) return Fail(opened.status());
   const pcr::Table& t = **opened;
   const pcr::TableSchema& schema = t.schema();
-  const auto& stripes = t.rep().file->index().stripes;
+  const auto& stripes = pcr::TableFile(t).index().stripes;
   std::vector<uint64_t> bytes(schema.features.size()), raw(schema.features.size());
   for (const pcr::StripeInfo& s : stripes) {
     for (size_t k = 0; k < s.streams.size(); ++k) {
@@ -124,10 +123,10 @@ int TableSummary(const std::string& path, const pcr::IoEngineOptions& io, bool j
   if (json) {
     Json j;
     j.BeginObject()
-        .Key("path").String(t.rep().file->path())
+        .Key("path").String(pcr::TableFile(t).path())
         .Key("rows").Uint(schema.row_count)
         .Key("stripes").Uint(stripes.size())
-        .Key("file_bytes").Uint(t.rep().file->size())
+        .Key("file_bytes").Uint(pcr::TableFile(t).size())
         .Key("features").BeginArray();
     for (size_t f = 0; f < schema.features.size(); ++f) {
       const pcr::FeatureInfo& fi = schema.features[f];
@@ -154,9 +153,9 @@ int TableSummary(const std::string& path, const pcr::IoEngineOptions& io, bool j
     std::printf("%s\n", j.str().c_str());
     return pcr::cli::kExitOk;
   }
-  std::printf("%s\n", t.rep().file->path().c_str());
+  std::printf("%s\n", pcr::TableFile(t).path().c_str());
   std::printf("  rows      %llu in %zu stripes, %llu bytes\n", static_cast<unsigned long long>(schema.row_count),
-              stripes.size(), static_cast<unsigned long long>(t.rep().file->size()));
+              stripes.size(), static_cast<unsigned long long>(pcr::TableFile(t).size()));
   std::printf("  features  %zu\n\n", schema.features.size());
   std::printf("  %-24s %-16s %9s %11s %12s %12s\n", "feature", "type", "coverage", "mean_length", "bytes",
               "raw_bytes");
@@ -208,8 +207,7 @@ int TableSchemaFile(const std::string& path, const pcr::IoEngineOptions& io) {
 int TableStreams(const std::string& path, const pcr::IoEngineOptions& io) {
   auto opened = pcr::Table::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
-  const pcr::Table::Rep& rep = (*opened)->rep();
-  const pcr::PcrFile& file = *rep.file;
+  const pcr::PcrFile& file = pcr::TableFile(**opened);
   const pcr::TableSchema& schema = file.index().schema;
   std::printf("%s: version %d.%d\n", file.path().c_str(), file.header().version_major, file.header().version_minor);
   std::printf("  %-24s %-9s %12s %12s %12s  %s\n", "feature", "stream", "raw", "encoded", "stored", "encoding");
@@ -220,7 +218,7 @@ int TableStreams(const std::string& path, const pcr::IoEngineOptions& io) {
     std::printf("  stripe %zu, %llu rows\n", s, static_cast<unsigned long long>(stripe.row_count));
     std::vector<pcr::ReadRange> ranges;
     for (size_t k = 0; k < stripe.streams.size(); ++k) ranges.push_back(pcr::StreamRange(file, s, k));
-    pcr::Status st = pcr::ExecuteReads(*rep.engine, ranges, {}, &batch);
+    pcr::Status st = pcr::ExecuteReads(pcr::TableEngine(**opened), ranges, {}, &batch);
     if (!st.ok()) return Fail(st.WithPrefix(path));
     for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
       const pcr::TableStream& t = stripe.table_streams[k];
@@ -279,7 +277,7 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
   uint64_t total = 0;
   for (uint64_t b : bytes) total += b;
   uint64_t file_bytes = 0;
-  for (const auto& f : ds.rep().files) file_bytes += f->size();
+  for (const auto& f : pcr::DatasetFiles(ds)) file_bytes += f->size();
   const uint64_t n = ds.num_images();
 
   if (json) {
@@ -288,7 +286,7 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
         .Key("path").String(path)
         .Key("images").Uint(n)
         .Key("records").Uint(ds.num_records())
-        .Key("files").Uint(ds.rep().files.size())
+        .Key("files").Uint(pcr::DatasetFiles(ds).size())
         .Key("scan_groups").Uint(ds.num_scan_groups())
         .Key("scan_script").String(ds.scan_script().name)
         .Key("classes").Uint(ds.class_names().size())
@@ -337,7 +335,7 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
   std::printf("%s\n", path.c_str());
   std::printf("  images       %llu\n", static_cast<unsigned long long>(n));
   std::printf("  records      %llu in %zu files, %llu bytes\n",
-              static_cast<unsigned long long>(ds.num_records()), ds.rep().files.size(),
+              static_cast<unsigned long long>(ds.num_records()), pcr::DatasetFiles(ds).size(),
               static_cast<unsigned long long>(file_bytes));
   std::printf("  classes      %zu\n", ds.class_names().size());
   std::printf("  scan groups  %d (script %s)\n\n", ds.num_scan_groups(), ds.scan_script().name.c_str());
@@ -365,11 +363,11 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
     }
   }
   if (quality) PrintQuality(*quality);
-  if (ds.rep().files.size() == 1) {
-    PrintStructure(*ds.rep().files[0]);
+  if (pcr::DatasetFiles(ds).size() == 1) {
+    PrintStructure(*pcr::DatasetFiles(ds)[0]);
   } else {
     std::printf("\n  %-24s %12s %8s %8s\n", "file", "bytes", "images", "records");
-    for (const auto& f : ds.rep().files) {
+    for (const auto& f : pcr::DatasetFiles(ds)) {
       uint64_t images = 0;
       for (const auto& s : f->index().stripes) images += s.image_count;
       std::printf("  %-24s %12llu %8llu %8zu\n", fs::path(f->path()).filename().c_str(),

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <thread>
 
+#include "reader/inspect.h"
+
 namespace pcr {
 namespace {
 
@@ -262,7 +264,7 @@ Result<QualityReport> MeasureFidelityQuality(const ImageDataset& dataset, uint64
       DecodedImage full;
       for (int k = groups; k >= 1; --k) {
         const std::string where =
-            dataset.rep().DescribeImage(requests[j * groups].image) + " at fidelity " + std::to_string(k);
+            DescribeImage(dataset, requests[j * groups].image) + " at fidelity " + std::to_string(k);
         auto at_k = DecodeJpeg(chunk[k - 1].jpeg);
         if (!at_k.ok()) return at_k.status().WithPrefix(where);
         if (k == groups) full = *at_k;

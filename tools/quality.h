@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include "pcr/status.h"
-#include "reader/image_dataset_rep.h"
 #include "pcr/decode.h"
+#include "pcr/image_dataset.h"
+#include "pcr/status.h"
 
 namespace pcr {
 

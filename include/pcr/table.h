@@ -78,11 +78,11 @@ class PCR_EXPORT Table {
   // What the table's engine did: reads, I/Os and bytes actually read.
   IoCounters io_counters() const;
 
-  // pcr's own layers reach the file and engine through this; not part of the API.
-  struct Rep;
-  const Rep& rep() const { return *rep_; }
-
  private:
+  // reader/ holds the definition; its internal headers give pcr's own layers
+  // what they need of it.
+  friend struct ReaderInternals;
+  struct Rep;
   explicit Table(std::unique_ptr<Rep> rep);
   std::unique_ptr<Rep> rep_;
 };

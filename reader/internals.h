@@ -1,0 +1,19 @@
+// How reader/'s own units reach the inside of an ImageDataset or a Table,
+// which the public headers keep private. Only reader/ includes this and the
+// *_rep.h headers (tests/check_layers.sh); the layers above use
+// reader/record_reads.h (loader/) and reader/inspect.h (tools and tests).
+#pragma once
+
+#include "pcr/image_dataset.h"
+#include "pcr/table.h"
+
+namespace pcr {
+
+struct ReaderInternals {
+  using DatasetRep = ImageDataset::Rep;
+  using TableRep = Table::Rep;
+  static const DatasetRep& Of(const ImageDataset& dataset) { return *dataset.rep_; }
+  static const TableRep& Of(const Table& table) { return *table.rep_; }
+};
+
+}  // namespace pcr

@@ -1,0 +1,25 @@
+#include "reader/record_reads.h"
+
+#include "reader/image_dataset_rep.h"
+
+namespace pcr {
+
+size_t StreamsPerRecord(const ImageDataset& dataset, const RecordSelection& selection) {
+  return ReaderInternals::Of(dataset).StreamsPerRecord(selection);
+}
+
+Status ReadRecordStreams(const ImageDataset& dataset, std::span<const uint64_t> records,
+                         const RecordSelection& selection, ReadBatch* out) {
+  return ReaderInternals::Of(dataset).ReadRecordStreams(records, selection, out);
+}
+
+Status ParseRecord(const ImageDataset& dataset, uint64_t record, const RecordSelection& selection,
+                   std::span<const ByteSpan> streams, RecordBatch* batch) {
+  return ReaderInternals::Of(dataset).ParseRecord(record, selection, streams, batch);
+}
+
+uint64_t RecordImageCount(const ImageDataset& dataset, uint64_t record) {
+  return ReaderInternals::Of(dataset).record(record).image_count;
+}
+
+}  // namespace pcr

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# tests/check_layers.sh passes the tree as it is and refuses each include
+# planted into a copy of one of its files.
+# usage: layers_test.sh SOURCE_DIR
+set -u
+src=$1
+check="$src/tests/check_layers.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+if bash "$check" "$src" "$tmp/stamp" 2>"$tmp/err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL: the tree itself is refused:"
+  cat "$tmp/err"
+fi
+# plant FILE INCLUDE MESSAGE: a copy of FILE's folder with INCLUDE added to
+# FILE must be refused with MESSAGE.
+plant() {
+  local file=$1 include=$2 message=$3 dir
+  dir=$(dirname "$file")
+  rm -rf "$tmp/tree" && mkdir -p "$tmp/tree/$dir" && cp -r "$src/$dir/." "$tmp/tree/$dir/"
+  sed -i "1a #include \"$include\"" "$tmp/tree/$file"
+  if bash "$check" "$tmp/tree" "$tmp/stamp" 2>"$tmp/err"; then
+    failed=$((failed + 1))
+    echo "FAIL: $include in $file is not refused"
+  elif grep -qF "$file:2: $message" "$tmp/err"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $include in $file: expected '$file:2: $message', got:"
+    cat "$tmp/err"
+  fi
+}
+plant tools/pcr_dump.cc reader/image_dataset_rep.h "tools/ may not include reader/image_dataset_rep.h: it is for reader/ only"
+plant tests/table_test.cc reader/table_rep.h "tests/ may not include reader/table_rep.h: it is for reader/ only"
+plant loader/record_iterator.cc reader/inspect.h "loader/ may not include reader/inspect.h: it is for reader/, tools/, tests/, fuzz/, bench/ only"
+plant loader/record_iterator.cc reader/internals.h "loader/ may not include reader/internals.h: it is for reader/ only"
+plant fuzz/transcode_fuzz.cc tools/cli.h "fuzz/ may not include tools/ (#include \"tools/cli.h\")"
+plant bench/make_table.cc tests/test_util.h "bench/ may not include tests/"
+plant python/pcr/_pcr.cc reader/inspect.h "python/ may not include reader/"
+plant format/json.cc io/pcr_file.h "format/ may not include io/"
+plant writer/table_writer.cc reader/inspect.h "writer/ may not include reader/"
+plant include/pcr/table.h format/coding.h "include/pcr/ may not include format/"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
