@@ -127,15 +127,6 @@ void InitCurl() {
 
 }  // namespace
 
-bool IsRemotePath(std::string_view path) {
-  return path.starts_with("http://") || path.starts_with("https://") || path.starts_with("s3://");
-}
-
-std::string JoinRemotePath(std::string_view base, std::string_view name) {
-  while (base.ends_with('/') && !base.ends_with("://")) base.remove_suffix(1);
-  return std::string(base) + "/" + std::string(name);
-}
-
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& options) {
   InitCurl();
   std::unique_ptr<HttpClient> c(new HttpClient(options));

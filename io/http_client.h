@@ -26,11 +26,6 @@ namespace http_internal {
 struct Transfer;
 }  // namespace http_internal
 
-// True for "http://", "https://" and "s3://" paths.
-bool IsRemotePath(std::string_view path);
-// `base` joined with `name` by one '/'.
-std::string JoinRemotePath(std::string_view base, std::string_view name);
-
 // One range of one object to read into `out` (length bytes).
 struct RemoteRead {
   std::string_view path;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "io/io_engine_internal.h"
+#include "io/remote_path.h"
 
 namespace pcr {
 

@@ -5,26 +5,10 @@
 #include <filesystem>
 
 #include "format/checksum.h"
-#include "io/http_client.h"
 
 namespace pcr {
 
 namespace fs = std::filesystem;
-
-Result<std::string> FindTableFile(const std::string& path) {
-  std::error_code ec;
-  if (IsRemotePath(path) || !fs::is_directory(path, ec)) return path;
-  std::vector<std::string> found;
-  for (const auto& e : fs::directory_iterator(path, ec)) {
-    if (e.path().extension() == kRecordFileExtension) found.push_back(e.path().string());
-  }
-  if (ec) return Status::IOError("cannot list " + path + ": " + ec.message());
-  if (found.size() != 1) {
-    return Status::InvalidArgument(path + ": expected one table (.pcr) file, found " +
-                                   std::to_string(found.size()));
-  }
-  return found[0];
-}
 
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
   PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));

@@ -10,10 +10,6 @@
 
 namespace pcr {
 
-// `path` if it is not a directory, else the one .pcr file in it;
-// InvalidArgument when the directory holds none or several.
-Result<std::string> FindTableFile(const std::string& path);
-
 // Thread safety: after Open, every method may be called from several threads.
 class PcrFile {
  public:

@@ -1,15 +1,12 @@
 #include "reader/image_dataset_rep.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 
 #include "format/segments.h"
-#include "io/http_client.h"
+#include "io/location.h"
 #include "format/table_stripe.h"
 
 
@@ -99,9 +96,8 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     PCR_ASSIGN_OR_RETURN(ds->owned_engine, MakeIoEngine(options.io));
     ds->engine = ds->owned_engine.get();
   }
-  std::error_code ec;
-  const bool remote = IsRemotePath(path);
-  if (remote ? path.ends_with(kRecordFileExtension) : !fs::is_directory(path, ec)) {
+  PCR_ASSIGN_OR_RETURN(const Location where, pcr::Locate(path));
+  if (!where.directory) {
     PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, ds->engine));
     if (file->header().kind == FileKind::kTable) {
       return Status::InvalidArgument(path + ": a table, not an image dataset: open it as a table (pcr::Table, "
@@ -117,16 +113,14 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
     return dataset;
   }
-  const std::string manifest_path =
-      remote ? JoinRemotePath(path, kDatasetManifestName) : (fs::path(path) / kDatasetManifestName).string();
-  struct stat st;
-  if (!remote && stat(manifest_path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return Status::IOError(manifest_path + ": cannot open: " + std::strerror(errno));
-    if (fs::exists(fs::path(path) / kPartManifestName, ec)) {
+  const bool remote = where.remote;
+  const std::string manifest_path = where.Join(kDatasetManifestName);
+  if (!where.dataset_manifest) {
+    if (where.part_manifest) {
       return Status::InvalidArgument(path + ": one part of a sharded conversion (" + kPartManifestName +
                                      "); join the parts with pcr-convert merge");
     }
-    if (const Result<std::string> table = FindTableFile(path); table.ok()) {
+    if (const Result<std::string> table = where.TableFile(); table.ok()) {
       const auto file = PcrFile::Open(*table, ds->engine);
       if (file.ok() && (*file)->header().kind == FileKind::kTable) {
         return Status::InvalidArgument(path + ": holds the table " + fs::path(*table).filename().string() +
@@ -154,8 +148,7 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
   // at the manifest's sizes, with no request of their own to open them.
   std::vector<std::unique_ptr<RandomAccessFile>> rafs;
   for (const DatasetFileEntry& entry : m.files) {
-    const std::string fpath =
-        remote ? JoinRemotePath(path, entry.name) : (fs::path(path) / entry.name).string();
+    const std::string fpath = where.Join(entry.name);
     PCR_ASSIGN_OR_RETURN(auto raf, remote ? ds->engine->OpenKnownSize(fpath, entry.size) : ds->engine->Open(fpath));
     rafs.push_back(std::move(raf));
   }

@@ -12,6 +12,7 @@
 
 #include "format/popularity.h"
 #include "format/table_stripe.h"
+#include "io/location.h"
 #include "io/read_executor.h"
 
 namespace pcr {
@@ -46,22 +47,15 @@ std::shared_ptr<AccessLogSink> FileAccessLog(std::string path) {
   return std::make_shared<FileAccessLogSink>(std::move(path));
 }
 
-bool IsTablePath(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    if (std::filesystem::exists(std::filesystem::path(path) / kDatasetManifestName, ec)) return false;
-    auto file = FindTableFile(path);
-    return file.ok() && IsTablePath(*file);
-  }
-  auto engine = MakeIoEngine({.kind = IoEngineKind::kPread});
-  if (!engine.ok()) return false;
-  auto file = (*engine)->Open(path);
-  if (!file.ok() || (*file)->size() < kFileHeaderSize) return false;
-  Bytes head(kFileHeaderSize);
-  ReadRequest read{file->get(), 0, head.size(), head.data()};
-  if (!(*engine)->Read({&read, 1}).ok()) return false;
-  auto h = FileHeader::DecodeFrom(head);
-  return h.ok() && h->kind == FileKind::kTable;
+Result<bool> IsTablePath(const std::string& path, const IoEngineOptions& io) {
+  PCR_ASSIGN_OR_RETURN(const Location where, Locate(path));
+  if (where.dataset_manifest) return false;
+  const Result<std::string> file = where.TableFile();
+  if (!file.ok()) return false;
+  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
+  // A file that is no pcr file is no table; opening it says why.
+  const Result<FileKind> kind = ReadFileKind(*file, *engine);
+  return kind.ok() && *kind == FileKind::kTable;
 }
 
 Table::Table(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
@@ -84,11 +78,9 @@ Result<std::unique_ptr<Table>> Table::Rep::Open(const std::string& path, const T
   }
   const std::string not_a_table = ", not a table: open it as an image dataset (pcr::ImageDataset, "
                                   "pcr.ImageDataset in Python)";
-  std::error_code ec;
-  if (std::filesystem::exists(std::filesystem::path(path) / kDatasetManifestName, ec)) {
-    return Status::InvalidArgument(path + ": an image dataset" + not_a_table);
-  }
-  PCR_ASSIGN_OR_RETURN(const std::string file, FindTableFile(path));
+  PCR_ASSIGN_OR_RETURN(const Location where, Locate(path));
+  if (where.dataset_manifest && !where.remote) return Status::InvalidArgument(path + ": an image dataset" + not_a_table);
+  PCR_ASSIGN_OR_RETURN(const std::string file, where.TableFile());
   PCR_ASSIGN_OR_RETURN(t->file, PcrFile::Open(file, t->engine));
   if (t->file->header().kind == FileKind::kImages) return Status::InvalidArgument(file + ": image records" + not_a_table);
   if (t->file->header().kind != FileKind::kTable) {

@@ -61,7 +61,12 @@ void VerifyTable(const std::string& path, const IoEngineOptions& io, VerifyRepor
 
 VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
   VerifyReport report;
-  if (IsTablePath(path)) {
+  const Result<bool> table = IsTablePath(path, io);
+  if (!table.ok()) {
+    report.errors.push_back(table.status().ToString());
+    return report;
+  }
+  if (*table) {
     VerifyTable(path, io, &report);
     return report;
   }

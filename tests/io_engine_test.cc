@@ -7,10 +7,12 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include "io/io_engine.h"
+#include "io/location.h"
 #include "test_util.h"
 
 namespace pcr {
@@ -273,6 +275,56 @@ TEST_CASE("without io_uring the automatic engine falls back to pread with a note
   auto forced = MakeIoEngine({.kind = IoEngineKind::kUring}, {.refuse_uring = true});
   REQUIRE_FALSE(forced.ok());
   CHECK(forced.status().code() == StatusCode::kNotSupported);
+}
+
+TEST_CASE("Locate tells files, datasets, parts and table directories apart, local and remote") {
+  const std::string golden = test::DataDir() + "/golden";
+  auto dataset = Locate(golden + "/v0.1-images");
+  REQUIRE(dataset.ok());
+  CHECK(dataset->directory);
+  CHECK(dataset->dataset_manifest);
+  CHECK_FALSE(dataset->part_manifest);
+  CHECK(dataset->pcr_files == std::vector<std::string>{golden + "/v0.1-images/records-00000.pcr",
+                                                        golden + "/v0.1-images/records-00001.pcr"});
+  CHECK(dataset->Join("dataset.pcrd") == golden + "/v0.1-images/dataset.pcrd");
+  CHECK_THAT(dataset->TableFile().status().message(), Catch::Contains("expected one table (.pcr) file, found 2"));
+  auto part = Locate(golden + "/v0.3-parts/part0");
+  REQUIRE(part.ok());
+  CHECK(part->part_manifest);
+  CHECK_FALSE(part->dataset_manifest);
+
+  TempDir tmp;
+  fs::copy_file(golden + "/v0.6-tables/maps.pcr", tmp / "t.pcr");
+  auto table_dir = Locate(tmp.path().string());
+  REQUIRE(table_dir.ok());
+  CHECK_FALSE(table_dir->dataset_manifest);
+  CHECK(table_dir->TableFile().value() == tmp / "t.pcr");
+  auto file = Locate(tmp / "t.pcr");
+  REQUIRE(file.ok());
+  CHECK_FALSE(file->directory);
+  CHECK(file->TableFile().value() == tmp / "t.pcr");
+  auto missing = Locate(tmp / "none");
+  REQUIRE(missing.ok());
+  CHECK_FALSE(missing->directory);
+
+  auto remote_file = Locate("s3://bucket/x/t.pcr");
+  REQUIRE(remote_file.ok());
+  CHECK(remote_file->remote);
+  CHECK_FALSE(remote_file->directory);
+  auto remote_dataset = Locate("https://host/data/ds/");
+  REQUIRE(remote_dataset.ok());
+  CHECK(remote_dataset->directory);
+  CHECK(remote_dataset->dataset_manifest);
+  CHECK(remote_dataset->Join("dataset.pcrd") == "https://host/data/ds/dataset.pcrd");
+
+  auto engine = MakeIoEngine({.kind = IoEngineKind::kPread});
+  REQUIRE(engine.ok());
+  CHECK(ReadFileKind(tmp / "t.pcr", **engine).value() == FileKind::kTable);
+  CHECK(ReadFileKind(golden + "/v0.1-images/records-00000.pcr", **engine).value() == FileKind::kImages);
+  std::ofstream(tmp / "x.pcr") << "not a pcr file, though long enough to hold a header of one";
+  const auto bad = ReadFileKind(tmp / "x.pcr", **engine);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::StartsWith(tmp / "x.pcr"));
 }
 
 }  // namespace

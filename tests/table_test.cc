@@ -1222,5 +1222,19 @@ TEST_CASE("table stream damage behind re-fixed checksums is refused or decodes")
   CHECK(decoded > 0);
 }
 
+TEST_CASE("IsTablePath: table files and directories holding one, not image datasets or other files") {
+  const std::string golden = test::DataDir() + "/golden";
+  CHECK(IsTablePath(golden + "/v0.6-tables/maps.pcr").value());
+  CHECK_FALSE(IsTablePath(golden + "/v0.6-tables").value());  // several tables
+  CHECK_FALSE(IsTablePath(golden + "/v0.1-images").value());
+  CHECK_FALSE(IsTablePath(golden + "/v0.1-images/records-00000.pcr").value());
+  TempDir dir;
+  std::filesystem::copy_file(golden + "/v0.6-tables/maps.pcr", dir / "t.pcr");
+  CHECK(IsTablePath(dir.path().string(), {.kind = IoEngineKind::kPread}).value());
+  std::ofstream(dir / "notes.txt") << "a file that is no pcr file";
+  CHECK_FALSE(IsTablePath(dir / "notes.txt").value());
+  CHECK_FALSE(IsTablePath(dir / "absent.pcr").value());
+}
+
 }  // namespace
 }  // namespace pcr

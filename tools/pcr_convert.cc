@@ -10,6 +10,7 @@
 #include "tools/cli.h"
 #include "format/file_format.h"
 #include "format/journal.h"
+#include "io/location.h"
 #include "pcr/convert.h"
 
 namespace {
@@ -386,13 +387,17 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
   }
   auto io = pcr::cli::IoOptionsFromEnvironment();
   if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
-  if (reorder && std::filesystem::exists(std::filesystem::path(positional[0]) / pcr::kDatasetManifestName)) {
-    auto images = pcr::ReorderImageFields(positional[0], positional[1], o.writer.stream_order, *io);
-    if (!images.ok()) return pcr::cli::ReportError("pcr-convert", images.status());
-    std::printf("%llu images in %llu records (%llu files), fields reordered into %s\n",
-                static_cast<unsigned long long>(images->images), static_cast<unsigned long long>(images->records),
-                static_cast<unsigned long long>(images->files), positional[1].c_str());
-    return pcr::cli::kExitOk;
+  if (reorder) {
+    const auto input = pcr::Locate(positional[0]);
+    if (!input.ok()) return pcr::cli::ReportError("pcr-convert", input.status());
+    if (input->dataset_manifest) {
+      auto images = pcr::ReorderImageFields(positional[0], positional[1], o.writer.stream_order, *io);
+      if (!images.ok()) return pcr::cli::ReportError("pcr-convert", images.status());
+      std::printf("%llu images in %llu records (%llu files), fields reordered into %s\n",
+                  static_cast<unsigned long long>(images->images), static_cast<unsigned long long>(images->records),
+                  static_cast<unsigned long long>(images->files), positional[1].c_str());
+      return pcr::cli::kExitOk;
+    }
   }
   auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order, *io)
                         : [&] {

@@ -259,7 +259,9 @@ void PrintQuality(const pcr::QualityReport& q) {
 
 int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
             std::optional<uint64_t> quality_sample) {
-  if (pcr::IsTablePath(path)) {
+  const pcr::Result<bool> table = pcr::IsTablePath(path, io);
+  if (!table.ok()) return Fail(table.status());
+  if (*table) {
     if (quality_sample) return Usage("--quality needs an image dataset, not a table");
     return TableSummary(path, io, json);
   }
@@ -755,7 +757,9 @@ int CatImages(const std::string& path, const pcr::IoEngineOptions& io, const std
 }
 
 int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg, bool json) {
-  if (!pcr::IsTablePath(path)) return CatImages(path, io, features_arg, json);
+  const pcr::Result<bool> table = pcr::IsTablePath(path, io);
+  if (!table.ok()) return Fail(table.status());
+  if (!*table) return CatImages(path, io, features_arg, json);
   auto opened = pcr::Table::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   pcr::Table& t = **opened;
@@ -858,14 +862,14 @@ int main(int argc, char** argv) {
     if (args.empty()) return Usage("schema needs PATH");
     const std::string path = args.next();
     if (!args.empty()) return Usage("unexpected argument " + args.peek());
-    if (fs::exists(path) && !pcr::IsTablePath(path)) return Usage("schema needs a table");
+    if (const auto table = pcr::IsTablePath(path, *io); table.ok() && !*table) return Usage("schema needs a table");
     return TableSchemaFile(path, *io);
   }
   if (first == "streams") {
     if (args.empty()) return Usage("streams needs PATH");
     const std::string path = args.next();
     if (!args.empty()) return Usage("unexpected argument " + args.peek());
-    if (fs::exists(path) && !pcr::IsTablePath(path)) return Usage("streams needs a table");
+    if (const auto table = pcr::IsTablePath(path, *io); table.ok() && !*table) return Usage("streams needs a table");
     return TableStreams(path, *io);
   }
   if (first == "cat") {

@@ -7,6 +7,7 @@
 #include "format/table_stripe.h"
 #include "io/read_executor.h"
 #include "pcr/convert.h"
+#include "io/location.h"
 #include "io/pcr_file.h"
 #include "writer/file_writer.h"
 #include "writer/table_writer.h"
@@ -81,7 +82,8 @@ Result<ConvertImagesSummary> ReorderImageFields(const std::string& input, const 
                                                 const std::vector<std::string>& stream_order,
                                                 const IoEngineOptions& io) {
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
-  const std::string manifest_path = (fs::path(input) / kDatasetManifestName).string();
+  PCR_ASSIGN_OR_RETURN(const Location where, Locate(input));
+  const std::string manifest_path = where.Join(kDatasetManifestName);
   PCR_ASSIGN_OR_RETURN(auto in_manifest, PcrFile::Open(manifest_path, engine.get()));
   if (in_manifest->header().kind != FileKind::kDataset) {
     return Status::InvalidArgument(manifest_path + ": not a dataset manifest");

@@ -10,6 +10,7 @@
 
 #include "format/journal.h"
 #include "io/io_engine.h"
+#include "io/location.h"
 #include "io/pcr_file.h"
 #include "writer/file_writer.h"
 #include "writer/resume.h"
@@ -22,10 +23,10 @@ namespace {
 
 // The part manifest of PART_DIR, checked like any pcr file.
 Result<PartManifest> ReadPartManifest(const fs::path& part_dir) {
-  const fs::path path = part_dir / kPartManifestName;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    if (fs::exists(part_dir / kDatasetManifestName, ec)) {
+  PCR_ASSIGN_OR_RETURN(const Location where, Locate(part_dir.string()));
+  const fs::path path = where.Join(kPartManifestName);
+  if (!where.part_manifest) {
+    if (where.dataset_manifest) {
       return Status::InvalidArgument(part_dir.string() + ": a whole dataset, not a part of a sharded conversion");
     }
     return Status::InvalidArgument(part_dir.string() + ": no " + kPartManifestName +

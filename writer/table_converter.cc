@@ -17,6 +17,7 @@
 #include "format/json.h"
 #include "format/popularity.h"
 #include "format/table_stripe.h"
+#include "io/location.h"
 #include "io/pcr_file.h"
 #include "io/read_executor.h"
 #include "writer/file_writer.h"
@@ -1186,7 +1187,8 @@ namespace pcr {
 Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
                                         const std::vector<std::string>& stream_order, const IoEngineOptions& io) {
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
-  PCR_ASSIGN_OR_RETURN(const std::string input_file, FindTableFile(input));
+  PCR_ASSIGN_OR_RETURN(const Location where, Locate(input));
+  PCR_ASSIGN_OR_RETURN(const std::string input_file, where.TableFile());
   PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(input_file, engine.get()));
   const PcrFile& in = *file;
   if (in.header().kind != FileKind::kTable) return Status::InvalidArgument(input_file + ": not a table file");

@@ -43,8 +43,10 @@ struct TableReaderOptions {
 
 // True when `path` is a table file, or a directory without a dataset
 // manifest holding exactly one .pcr file, a table file (so Table::Open, not
-// ImageDataset::Open, should read it).
-PCR_EXPORT bool IsTablePath(const std::string& path);
+// ImageDataset::Open, should read it), read through an engine made from
+// `io`. False for anything else, a file that is no pcr file among them
+// (opening it says why); an error when the path cannot be looked at.
+PCR_EXPORT Result<bool> IsTablePath(const std::string& path, const IoEngineOptions& io = {});
 
 // Columns of a projection over consecutive stripes, in projection order.
 struct TableBatch {
