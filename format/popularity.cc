@@ -1,6 +1,7 @@
 #include "format/popularity.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "format/json.h"
 
@@ -104,6 +105,24 @@ std::vector<std::string> PopularityOrder(std::vector<PopularityEntry> entries) {
   names.reserve(entries.size());
   for (PopularityEntry& e : entries) names.push_back(std::move(e.feature));
   return names;
+}
+
+std::vector<uint32_t> StreamOrder(const std::vector<FeatureInfo>& features,
+                                  const std::vector<std::string>& names) {
+  std::unordered_map<std::string_view, uint32_t> by_name;
+  for (uint32_t f = 0; f < features.size(); ++f) by_name.emplace(features[f].name, f);
+  std::vector<uint32_t> order;
+  std::vector<bool> placed(features.size(), false);
+  for (const std::string& name : names) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end() || placed[it->second]) continue;
+    placed[it->second] = true;
+    order.push_back(it->second);
+  }
+  for (uint32_t f = 0; f < features.size(); ++f) {
+    if (!placed[f]) order.push_back(f);
+  }
+  return order;
 }
 
 }  // namespace pcr

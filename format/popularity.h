@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pcr/status.h"
+#include "pcr/types.h"
 
 namespace pcr {
 
@@ -31,5 +32,10 @@ std::string FormatPopularity(const std::map<std::string, uint64_t>& counts);
 Result<std::vector<PopularityEntry>> ParsePopularity(std::string_view text);
 // Feature names by decreasing count; equal counts keep their order in the file.
 std::vector<std::string> PopularityOrder(std::vector<PopularityEntry> entries);
+
+// The order writers lay out the streams of `features` in: the indices of
+// `names` first, in their order, then every other feature in schema order.
+std::vector<uint32_t> StreamOrder(const std::vector<FeatureInfo>& features,
+                                  const std::vector<std::string>& names);
 
 }  // namespace pcr

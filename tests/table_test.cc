@@ -21,7 +21,7 @@
 #include "pcr/verify.h"
 #include "tests/csv_check.h"
 #include "tests/test_util.h"
-#include "writer/file_writer.h"
+#include "writer/atomic_file.h"
 #include "writer/table_writer.h"
 #include "pcr/convert.h"
 

@@ -4,13 +4,13 @@
 #include <limits>
 
 #include "format/checksum.h"
+#include "format/popularity.h"
 #include "format/table_stripe.h"
 #include "io/read_executor.h"
 #include "pcr/convert.h"
 #include "io/location.h"
 #include "io/pcr_file.h"
 #include "writer/file_writer.h"
-#include "writer/table_writer.h"
 
 namespace pcr {
 

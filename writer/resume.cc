@@ -11,7 +11,7 @@
 
 #include "io/io_engine.h"
 #include "io/pcr_file.h"
-#include "writer/file_writer.h"
+#include "writer/atomic_file.h"
 
 namespace pcr {
 

@@ -20,7 +20,7 @@
 #include "io/location.h"
 #include "io/pcr_file.h"
 #include "io/read_executor.h"
-#include "writer/file_writer.h"
+#include "writer/atomic_file.h"
 #include "writer/text_input.h"
 
 namespace pcr {

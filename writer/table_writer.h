@@ -10,14 +10,9 @@
 
 #include "format/file_format.h"
 #include "pcr/convert.h"
-#include "writer/file_writer.h"
+#include "writer/atomic_file.h"
 
 namespace pcr {
-
-// Features are written in the order of `order`: the indices of `names`
-// first, in their order, then every other feature in schema order.
-std::vector<uint32_t> StreamOrder(const std::vector<FeatureInfo>& features,
-                                  const std::vector<std::string>& names);
 
 class TableFileWriter {
  public:
