@@ -28,12 +28,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     transcoded = t->AtFidelity(1 + (mode >> 2) % script.group_count());
     jpeg = transcoded;
   }
-  // Bound the work: libjpeg-turbo holds the whole frame's coefficients.
+  // Bound the work: libjpeg-turbo, and the comparison, hold the whole
+  // frame's coefficients, of the frame each decoder reads.
+  constexpr uint64_t kMaxPixels = uint64_t{1} << 22;
   pcr::JpegDecoder header;
   auto shape = header.Shape(jpeg, {.warnings_are_errors = false});
-  if (shape.ok() && uint64_t(shape->width) * shape->height > (uint64_t{1} << 22)) return 0;
+  if (shape.ok() && uint64_t(shape->width) * shape->height > kMaxPixels) return 0;
   static pcr::ProgressiveCoefficientDecoder pcr_decoder;
   static pcr::LibjpegCoefficientReader libjpeg;
+  if (pcr_decoder.Open(jpeg).ok() && uint64_t(pcr_decoder.frame().width) * pcr_decoder.frame().height > kMaxPixels) {
+    return 0;
+  }
   const pcr::CoefficientComparison c = pcr::CompareCoefficientDecoders(jpeg, pcr_decoder, libjpeg);
   if (!c.mismatch.empty()) {
     std::fprintf(stderr, "%s\npcr: %s\nlibjpeg-turbo: %s\n", c.mismatch.c_str(), c.pcr.message.c_str(),
