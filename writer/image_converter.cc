@@ -201,10 +201,26 @@ JournalOptions JournalOptionsOf(const ConvertImagesOptions& o, uint64_t images) 
           {"images", std::to_string(images)}};
 }
 
-Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, ConversionInput& input) {
-  PCR_ASSIGN_OR_RETURN(ScanScript script, LoadScanScript(options.scan_script));
-  // The EXIF orientation, when asked for, is one more field.
-  uint32_t orientation_field = UINT32_MAX;
+namespace {
+
+// What a conversion decides before its first image: the scan script, the
+// files of its shard, the jobs and their memory, and the plan's checksum.
+struct ConversionSetup {
+  ScanScript script;
+  uint32_t orientation_field = UINT32_MAX;  // the EXIF orientation's field, if asked for
+  uint64_t per_file = 0;                    // images per file
+  uint64_t first_file = 0, end_file = 0;    // the shard's files
+  bool part = false;                        // one shard of several
+  int jobs = 1;
+  TranscodeOptions transcode;
+  uint64_t checksum = 0;
+};
+
+// Checks the fields against the options (adding the EXIF orientation field
+// to input.fields when asked for) and lays out the conversion.
+Result<ConversionSetup> SetUpConversion(const ConvertImagesOptions& options, ConversionInput& input) {
+  ConversionSetup plan;
+  PCR_ASSIGN_OR_RETURN(plan.script, LoadScanScript(options.scan_script));
   if (options.exif_orientation) {
     if (options.strip_metadata) return Status::InvalidArgument("--exif-orientation needs the metadata --strip-metadata drops");
     for (const FeatureInfo& f : input.fields.features) {
@@ -213,78 +229,63 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
                                        ", the name --exif-orientation gives");
       }
     }
-    orientation_field = static_cast<uint32_t>(input.fields.features.size());
+    plan.orientation_field = static_cast<uint32_t>(input.fields.features.size());
     input.fields.features.push_back({.name = kExifOrientationField, .type = FeatureType::kInt64});
-    Bytes plan;
-    PutFixed64(&plan, input.fields_checksum);
-    PutLengthPrefixed(&plan, kExifOrientationField);
-    input.fields_checksum = Checksum64(plan);
+    Bytes fields;
+    PutFixed64(&fields, input.fields_checksum);
+    PutLengthPrefixed(&fields, kExifOrientationField);
+    input.fields_checksum = Checksum64(fields);
   }
-  std::vector<SampleMetadata>& sources = input.list.sources;
-  const IgnoredFiles& ignored = input.list.ignored;
   for (const std::string& name : options.field_order) {
     const auto& f = input.fields.features;
     if (std::none_of(f.begin(), f.end(), [&](const FeatureInfo& i) { return i.name == name; })) {
       return Status::InvalidArgument("--field-order names '" + name + "', which is not a field");
     }
   }
-  const FieldWriterOptions field_options{.stream_order = options.field_order};
 
   // Source i goes to record i / images_per_record, file i / per_file.
-  const uint64_t count = sources.size();
-  uint64_t per_file = 0;
-  if (__builtin_mul_overflow(options.images_per_record, options.records_per_file, &per_file)) per_file = count;
-  per_file = std::min(per_file, count);
-  const uint64_t file_count = (count + per_file - 1) / per_file;
-  const uint64_t first_file = file_count * options.shard_index / options.num_shards;
-  const uint64_t end_file = file_count * (options.shard_index + 1) / options.num_shards;
-  const bool part = options.num_shards > 1;
+  const uint64_t count = input.list.sources.size();
+  if (__builtin_mul_overflow(options.images_per_record, options.records_per_file, &plan.per_file)) plan.per_file = count;
+  plan.per_file = std::min(plan.per_file, count);
+  const uint64_t file_count = (count + plan.per_file - 1) / plan.per_file;
+  plan.first_file = file_count * options.shard_index / options.num_shards;
+  plan.end_file = file_count * (options.shard_index + 1) / options.num_shards;
+  plan.part = options.num_shards > 1;
 
-  const int jobs = options.jobs > 0 ? options.jobs
-                                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  plan.jobs = options.jobs > 0 ? options.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   uint64_t memory = options.memory_bytes;
   if (memory == 0) {
     const uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    memory = std::min<uint64_t>(static_cast<uint64_t>(jobs) << 30, std::max<uint64_t>(ram / 2, uint64_t{1} << 30));
+    memory = std::min<uint64_t>(static_cast<uint64_t>(plan.jobs) << 30, std::max<uint64_t>(ram / 2, uint64_t{1} << 30));
   }
-  const TranscodeOptions topts{.keep_metadata = !options.strip_metadata,
-                               .max_memory_bytes = static_cast<size_t>(memory / static_cast<uint64_t>(jobs)),
-                               .max_pixels = options.max_pixels};
+  plan.transcode = {.keep_metadata = !options.strip_metadata,
+                    .max_memory_bytes = static_cast<size_t>(memory / static_cast<uint64_t>(plan.jobs)),
+                    .max_pixels = options.max_pixels};
+  plan.checksum = PlanChecksum({.images_per_record = options.images_per_record,
+                                .records_per_file = options.records_per_file,
+                                .strip_metadata = options.strip_metadata,
+                                .script = plan.script,
+                                .class_names = input.list.class_names,
+                                .fields_checksum = input.fields_checksum},
+                               input.list.sources);
+  return plan;
+}
 
-  const fs::path out_dir(options.out_dir);
-  const uint64_t plan = PlanChecksum({.images_per_record = options.images_per_record,
-                                      .records_per_file = options.records_per_file,
-                                      .strip_metadata = options.strip_metadata,
-                                      .script = script,
-                                      .class_names = input.list.class_names,
-                                      .fields_checksum = input.fields_checksum},
-                                     sources);
-  const JournalHeader header{
-      .first = JournalFirstLine(plan, options.shard_index, options.num_shards),
-      .limits = JournalLimitsLine(options.skip_bad, options.max_pixels, topts.max_memory_bytes),
-      .options = JournalOptionsOf(options, count)};
-  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(out_dir.string()));
-  PCR_ASSIGN_OR_RETURN(std::vector<FinishedFile> kept,
-                       PrepareOutDir(out_dir.string(), header, first_file, count, options.restart));
-  PCR_ASSIGN_OR_RETURN(auto journal,
-                       JournalWriter::Create((out_dir / kConversionMarkerName).string(), header, kept));
-
-  ConvertImagesSummary summary;
-  summary.resumed_files = kept.size();
-  summary.ignored_files = ignored.count;
-  summary.ignored_examples = ignored.examples;
-  FileAssembler files(out_dir, script, input.fields, field_options, options.images_per_record, per_file,
-                      journal.get(), first_file, std::move(kept));
-
-  const uint64_t shard_begin = first_file * per_file;
-  const uint64_t shard_end = std::min(count, end_file * per_file);
+// Transcodes the shard's sources from the first one not yet in a finished
+// file, in batches on plan.jobs threads, into `files`.
+Status TranscodeShard(const ConvertImagesOptions& options, const ConversionInput& input, const ConversionSetup& plan,
+                      FileAssembler& files) {
+  const std::vector<SampleMetadata>& sources = input.list.sources;
+  const uint64_t count = sources.size();
+  const uint64_t shard_begin = plan.first_file * plan.per_file;
+  const uint64_t shard_end = std::min(count, plan.end_file * plan.per_file);
   ConvertProgress progress{.images_total = shard_end - shard_begin};
-  const uint64_t begin = std::min(shard_end, files.next_file() * per_file);
+  const uint64_t begin = std::min(shard_end, files.next_file() * plan.per_file);
   progress.images_done = progress.images_resumed = begin - shard_begin;
   // Batches are independent of the files, so small records still keep every job busy.
-  const size_t batch = std::max<size_t>(options.images_per_record, 4 * static_cast<size_t>(jobs));
-  TranscodePool pool(std::max(1, std::min<int>(jobs, static_cast<int>(std::min<uint64_t>(batch, count)))),
-                     input.reader, script, topts, options.cancel);
+  const size_t batch = std::max<size_t>(options.images_per_record, 4 * static_cast<size_t>(plan.jobs));
+  TranscodePool pool(std::max(1, std::min<int>(plan.jobs, static_cast<int>(std::min<uint64_t>(batch, count)))),
+                     input.reader, plan.script, plan.transcode, options.cancel);
   Status failed;
   for (uint64_t b = begin; b < shard_end && failed.ok(); b += batch) {
     const uint64_t e = std::min<uint64_t>(shard_end, b + batch);
@@ -294,8 +295,8 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
       const bool cancelled = !item.image.ok() && item.image.status().code() == StatusCode::kCancelled;
       if (item.image.ok()) {
         progress.bytes_read += item.input_bytes;
-        if (orientation_field != UINT32_MAX && item.image->orientation) {
-          item.fields.push_back({.field = orientation_field, .i = *item.image->orientation});
+        if (plan.orientation_field != UINT32_MAX && item.image->orientation) {
+          item.fields.push_back({.field = plan.orientation_field, .i = *item.image->orientation});
         }
         failed = files.Add(i, sources[i], std::move(item.image).value(), item.input_bytes, std::move(item.fields));
       } else if (options.skip_bad && !cancelled) {
@@ -313,55 +314,85 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
     progress.images_done += e - b;
     if (options.progress && failed.ok()) options.progress(progress);
   }
-  if (failed.ok()) failed = files.FinishUpTo(end_file);
-  const std::vector<FinishedFile>& finished = files.Close();
-  if (!failed.ok()) {
-    journal.reset();
-    std::error_code ec;
-    if (finished.empty()) fs::remove(out_dir / kConversionMarkerName, ec);
-    return failed;
-  }
+  return failed;
+}
 
+// Sums up the finished files into `summary` and writes the skip list and the
+// manifest, the last file, which makes the dataset (or part) whole.
+Status FinishConversion(const ConvertImagesOptions& options, ConversionInput& input, const ConversionSetup& plan,
+                        const std::vector<FinishedFile>& finished, ConvertImagesSummary* summary) {
+  const fs::path out_dir(options.out_dir);
   DatasetManifest manifest;
-  manifest.script = script;
+  manifest.script = plan.script;
   manifest.class_names = std::move(input.list.class_names);
   std::string skip_list;
   for (const FinishedFile& f : finished) {
-    summary.input_bytes += f.input_bytes;
+    summary->input_bytes += f.input_bytes;
     for (const auto& [source, reason] : f.skipped) {
-      summary.skipped.emplace_back(sources[source].key, reason);
-      skip_list += sources[source].key + "\t" + reason + "\n";
+      summary->skipped.emplace_back(input.list.sources[source].key, reason);
+      skip_list += input.list.sources[source].key + "\t" + reason + "\n";
     }
     if (f.entry.size == 0) continue;
-    summary.files++;
-    summary.records += f.entry.stripe_count;
-    summary.images += f.entry.image_count;
-    summary.output_bytes += f.entry.size;
+    summary->files++;
+    summary->records += f.entry.stripe_count;
+    summary->images += f.entry.image_count;
+    summary->output_bytes += f.entry.size;
     manifest.files.push_back(f.entry);
   }
   // What was refused before conversion is listed once, by part 0.
   for (const auto& [key, reason] : options.shard_index == 0 ? input.skipped : decltype(input.skipped){}) {
-    summary.skipped.emplace_back(key, reason);
+    summary->skipped.emplace_back(key, reason);
     skip_list += key + "\t" + reason + "\n";
   }
-  if (summary.images == 0 && !part) {
-    journal.reset();
-    std::error_code ec;
-    fs::remove(out_dir / kConversionMarkerName, ec);  // nothing worth resuming
-    return Status::InvalidArgument("no image could be converted");
-  }
+  if (summary->images == 0 && !plan.part) return Status::InvalidArgument("no image could be converted");
   if (!skip_list.empty()) PCR_RETURN_IF_ERROR(WriteTextFile((out_dir / kSkippedListName).string(), skip_list));
-  if (part) {
-    PCR_RETURN_IF_ERROR(WritePartManifest(
+  if (plan.part) {
+    return WritePartManifest(
         (out_dir / kPartManifestName).string(),
-        {.shard_index = options.shard_index, .shard_count = options.num_shards, .plan_checksum = plan,
-         .dataset = std::move(manifest)}));
-  } else {
-    PCR_RETURN_IF_ERROR(WriteDatasetManifest((out_dir / kDatasetManifestName).string(), manifest));
+        {.shard_index = options.shard_index, .shard_count = options.num_shards, .plan_checksum = plan.checksum,
+         .dataset = std::move(manifest)});
   }
-  journal.reset();
+  return WriteDatasetManifest((out_dir / kDatasetManifestName).string(), manifest);
+}
+
+}  // namespace
+
+Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, ConversionInput& input) {
+  PCR_ASSIGN_OR_RETURN(const ConversionSetup plan, SetUpConversion(options, input));
+  const uint64_t count = input.list.sources.size();
+  const fs::path out_dir(options.out_dir);
+  const JournalHeader header{
+      .first = JournalFirstLine(plan.checksum, options.shard_index, options.num_shards),
+      .limits = JournalLimitsLine(options.skip_bad, options.max_pixels, plan.transcode.max_memory_bytes),
+      .options = JournalOptionsOf(options, count)};
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(out_dir.string()));
+  PCR_ASSIGN_OR_RETURN(std::vector<FinishedFile> kept,
+                       PrepareOutDir(out_dir.string(), header, plan.first_file, count, options.restart));
+  PCR_ASSIGN_OR_RETURN(auto journal,
+                       JournalWriter::Create((out_dir / kConversionMarkerName).string(), header, kept));
+
+  ConvertImagesSummary summary;
+  summary.resumed_files = kept.size();
+  summary.ignored_files = input.list.ignored.count;
+  summary.ignored_examples = input.list.ignored.examples;
+  const FieldWriterOptions field_options{.stream_order = options.field_order};
+  FileAssembler files(out_dir, plan.script, input.fields, field_options, options.images_per_record, plan.per_file,
+                      journal.get(), plan.first_file, std::move(kept));
+  Status failed = TranscodeShard(options, input, plan, files);
+  if (failed.ok()) failed = files.FinishUpTo(plan.end_file);
+  const std::vector<FinishedFile>& finished = files.Close();
   std::error_code ec;
-  fs::remove(out_dir / kConversionMarkerName, ec);
+  if (!failed.ok()) {
+    journal.reset();
+    if (finished.empty()) fs::remove(out_dir / kConversionMarkerName, ec);
+    return failed;
+  }
+  const Status written = FinishConversion(options, input, plan, finished, &summary);
+  const bool nothing_converted = summary.images == 0 && !plan.part;
+  if (!written.ok() && !nothing_converted) return written;  // the journal stays for a rerun
+  journal.reset();
+  fs::remove(out_dir / kConversionMarkerName, ec);  // done, or nothing worth resuming
+  if (!written.ok()) return written;
   return summary;
 }
 
