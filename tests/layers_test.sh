@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # tests/check_layers.sh passes the tree as it is and refuses each include
-# planted into a copy of one of its files.
-# usage: layers_test.sh SOURCE_DIR
+# planted into a copy of one of its files; and a library layer's include root
+# (BUILD_DIR/layer-roots/LAYER) compiles an include of its own and lower
+# layers' headers but not one of a layer above or beside.
+# usage: layers_test.sh SOURCE_DIR BUILD_DIR
 set -u
-src=$1
+src=$1 build=$2
 check="$src/tests/check_layers.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -44,5 +46,32 @@ plant python/pcr/_pcr.cc reader/inspect.h "python/ may not include reader/"
 plant format/json.cc io/pcr_file.h "format/ may not include io/"
 plant writer/table_writer.cc reader/inspect.h "writer/ may not include reader/"
 plant include/pcr/table.h format/coding.h "include/pcr/ may not include format/"
+# compiles LAYER WANT HEADER: a file in LAYER/ including HEADER compiles
+# (WANT yes) or does not (no) with LAYER's include root alone.
+compiles() {
+  local layer=$1 want=$2 header=$3 got=no
+  printf '#include "%s"\n' "$header" >"$tmp/planted.cc"
+  if c++ -std=c++20 -fsyntax-only -I"$build/layer-roots/$layer" -I"$src/include" "$tmp/planted.cc" 2>"$tmp/err"; then
+    got=yes
+  fi
+  if [ "$got" = "$want" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $layer/ including $header compiles: $got, expected $want"
+    cat "$tmp/err"
+  fi
+}
+compiles format yes format/coding.h
+compiles format no io/pcr_file.h
+compiles io yes io/pcr_file.h
+compiles io no jpeg/coefficients.h
+compiles jpeg no io/io_engine.h
+compiles reader yes io/location.h
+compiles reader no writer/atomic_file.h
+compiles writer yes jpeg/coefficients.h
+compiles writer no reader/inspect.h
+compiles loader yes reader/record_reads.h
+compiles loader no tools/cli.h
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
