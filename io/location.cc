@@ -19,6 +19,10 @@ std::string Location::Join(std::string_view name) const {
 
 Result<std::string> Location::TableFile() const {
   if (!directory || remote) return path;
+  if (dataset_manifest) {
+    return Status::InvalidArgument(path + ": an image dataset (" + kDatasetManifestName + "), not a table");
+  }
+  PCR_RETURN_IF_ERROR(list_error);
   if (pcr_files.size() != 1) {
     return Status::InvalidArgument(path + ": expected one table (.pcr) file, found " +
                                    std::to_string(pcr_files.size()));
@@ -30,28 +34,23 @@ Result<Location> Locate(const std::string& path) {
   Location where{.path = path, .remote = IsRemotePath(path)};
   if (where.remote) {
     where.directory = !path.ends_with(kRecordFileExtension);
-    where.dataset_manifest = where.directory;
     return where;
   }
   std::error_code ec;
   where.directory = fs::is_directory(path, ec);
   if (!where.directory) return where;
-  auto present = [&](const char* name, bool* out) -> Status {
-    const std::string manifest = where.Join(name);
-    struct stat st;
-    if (stat(manifest.c_str(), &st) == 0) {
-      *out = true;
-    } else if (errno != ENOENT) {
-      return Status::IOError(manifest + ": cannot open: " + std::strerror(errno));
-    }
-    return Status::OK();
-  };
-  PCR_RETURN_IF_ERROR(present(kDatasetManifestName, &where.dataset_manifest));
-  PCR_RETURN_IF_ERROR(present(kPartManifestName, &where.part_manifest));
+  const std::string manifest = where.Join(kDatasetManifestName);
+  struct stat st;
+  if (stat(manifest.c_str(), &st) == 0) {
+    where.dataset_manifest = true;
+    return where;
+  }
+  if (errno != ENOENT) return Status::IOError(manifest + ": cannot open: " + std::strerror(errno));
+  where.part_manifest = fs::exists(where.Join(kPartManifestName), ec);
   for (const auto& e : fs::directory_iterator(path, ec)) {
     if (e.path().extension() == kRecordFileExtension) where.pcr_files.push_back(e.path().string());
   }
-  if (ec) return Status::IOError("cannot list " + path + ": " + ec.message());
+  if (ec) where.list_error = Status::IOError("cannot list " + path + ": " + ec.message());
   std::sort(where.pcr_files.begin(), where.pcr_files.end());
   return where;
 }

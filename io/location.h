@@ -18,21 +18,26 @@ struct Location {
   // A directory or a remote prefix; otherwise a file (which may not exist:
   // opening it says so). A remote path is a file when it ends in ".pcr".
   bool directory = false;
-  // In a local directory: the manifests present, and the .pcr files (sorted).
-  // A remote prefix is taken to hold a dataset manifest; reading it tells.
+  // In a local directory: whether it holds a dataset manifest; without one,
+  // whether it holds a part manifest, and its .pcr files (sorted), or why it
+  // could not be listed. A remote prefix is not looked at: reading its
+  // manifest tells.
   bool dataset_manifest = false;
   bool part_manifest = false;
   std::vector<std::string> pcr_files;
+  Status list_error;
 
   // `name` in the directory or under the prefix.
   std::string Join(std::string_view name) const;
   // The file a table reader opens: the path itself, or a directory's one
-  // .pcr file; InvalidArgument when the directory holds none or several.
+  // .pcr file; InvalidArgument when the directory is a dataset or holds none
+  // or several, IOError when it could not be listed.
   Result<std::string> TableFile() const;
 };
 
-// Looks at `path` without opening any pcr file: a stat and, for a local
-// directory, its listing. IOError when these fail other than by absence.
+// Looks at `path` without opening any pcr file: stats and, for a local
+// directory without a dataset manifest, its listing. IOError when the
+// dataset manifest's stat fails other than by absence.
 Result<Location> Locate(const std::string& path);
 
 // The kind a pcr file's header gives, read through `engine`: one read of the

@@ -115,7 +115,7 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
   }
   const bool remote = where.remote;
   const std::string manifest_path = where.Join(kDatasetManifestName);
-  if (!where.dataset_manifest) {
+  if (!where.dataset_manifest && !remote) {
     if (where.part_manifest) {
       return Status::InvalidArgument(path + ": one part of a sharded conversion (" + kPartManifestName +
                                      "); join the parts with pcr-convert merge");

@@ -79,7 +79,7 @@ Result<std::unique_ptr<Table>> Table::Rep::Open(const std::string& path, const T
   const std::string not_a_table = ", not a table: open it as an image dataset (pcr::ImageDataset, "
                                   "pcr.ImageDataset in Python)";
   PCR_ASSIGN_OR_RETURN(const Location where, Locate(path));
-  if (where.dataset_manifest && !where.remote) return Status::InvalidArgument(path + ": an image dataset" + not_a_table);
+  if (where.dataset_manifest) return Status::InvalidArgument(path + ": an image dataset" + not_a_table);
   PCR_ASSIGN_OR_RETURN(const std::string file, where.TableFile());
   PCR_ASSIGN_OR_RETURN(t->file, PcrFile::Open(file, t->engine));
   if (t->file->header().kind == FileKind::kImages) return Status::InvalidArgument(file + ": image records" + not_a_table);

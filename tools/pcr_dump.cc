@@ -862,14 +862,18 @@ int main(int argc, char** argv) {
     if (args.empty()) return Usage("schema needs PATH");
     const std::string path = args.next();
     if (!args.empty()) return Usage("unexpected argument " + args.peek());
-    if (const auto table = pcr::IsTablePath(path, *io); table.ok() && !*table) return Usage("schema needs a table");
+    if (fs::exists(path)) {
+      if (const auto table = pcr::IsTablePath(path, *io); table.ok() && !*table) return Usage("schema needs a table");
+    }
     return TableSchemaFile(path, *io);
   }
   if (first == "streams") {
     if (args.empty()) return Usage("streams needs PATH");
     const std::string path = args.next();
     if (!args.empty()) return Usage("unexpected argument " + args.peek());
-    if (const auto table = pcr::IsTablePath(path, *io); table.ok() && !*table) return Usage("streams needs a table");
+    if (fs::exists(path)) {
+      if (const auto table = pcr::IsTablePath(path, *io); table.ok() && !*table) return Usage("streams needs a table");
+    }
     return TableStreams(path, *io);
   }
   if (first == "cat") {
