@@ -45,8 +45,8 @@ constexpr int32_t kFastEob = 1 << 12;
 // A decoding table: the next kFastBits bits give the code length and symbol
 // (fast), and where the value bits fit too, the symbol's whole meaning
 // (fast_value): a DC difference, an AC coefficient after its run, or the end
-// of the block; longer codes go through maxcode as in the
-// JPEG standard (F.2.2.3).
+// of the block; longer codes go through maxcode as in the JPEG standard
+// (F.2.2.3).
 struct HuffTable {
   uint16_t fast[1 << kFastBits];       // length << 8 | symbol; 0: longer code
   int32_t fast_value[1 << kFastBits];  // 0: none
@@ -235,8 +235,9 @@ struct ProgressiveCoefficientDecoder::State {
     return {kind, what + " (scan " + std::to_string(scan + 1) + ", SOS at byte " +
                       std::to_string(scans[scan].sos_offset) + ")"};
   }
-  bool StartSegment(Scan& sc, size_t segment);
+  void StartSegment(Scan& sc, size_t segment);
   bool DecodeDcMcu(Scan& sc, int mcu_x, int mcu_row, int* dc_overflow);
+  bool DecodeDcMcus(Scan& sc, int x0, int n, int mcu_row, int* dc_overflow);
   bool DecodeAcBlocks(Scan& sc, int16_t* blocks, int n);
 };
 
@@ -491,14 +492,13 @@ CoefficientOutcome ProgressiveCoefficientDecoder::State::Open(ByteSpan in) {
   return {};
 }
 
-bool ProgressiveCoefficientDecoder::State::StartSegment(Scan& sc, size_t segment) {
+void ProgressiveCoefficientDecoder::State::StartSegment(Scan& sc, size_t segment) {
   sc.segment = segment;
   const size_t b = sc.segment_begin[segment], e = sc.segment_begin[segment + 1];
   sc.br.Reset(data.data() + b, e - b);
   sc.restarts_to_go = sc.restart_interval;
   sc.eobrun = 0;
   std::fill(std::begin(sc.last_dc), std::end(sc.last_dc), 0);
-  return true;
 }
 
 // One MCU of a DC scan. False on a bad code or an overflowing DC
@@ -543,6 +543,14 @@ bool ProgressiveCoefficientDecoder::State::DecodeDcMcu(Scan& sc, int mcu_x, int 
   }
   sc.br = br;
   return good;
+}
+
+// MCUs [x0, x0 + n) of a DC scan, as DecodeDcMcu.
+bool ProgressiveCoefficientDecoder::State::DecodeDcMcus(Scan& sc, int x0, int n, int mcu_row, int* dc_overflow) {
+  for (int x = x0; x < x0 + n; ++x) {
+    if (!DecodeDcMcu(sc, x, mcu_row, dc_overflow)) return false;
+  }
+  return true;
 }
 
 // `n` consecutive blocks of an AC scan; false on a bad code.
@@ -666,12 +674,8 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row) 
       Scan& sc = st.scans[s];
       if (sc.done) continue;
       if (sc.ss == 0 && sc.ncomp > 1) {
-        decode_mcus(s, st.mcus_per_row, [&](int x0, int n, int* overflow) {
-          for (int x = x0; x < x0 + n; ++x) {
-            if (!st.DecodeDcMcu(sc, x, 0, overflow)) return false;
-          }
-          return true;
-        });
+        decode_mcus(s, st.mcus_per_row,
+                    [&](int x0, int n, int* overflow) { return st.DecodeDcMcus(sc, x0, n, 0, overflow); });
         continue;
       }
       const int c = sc.comp[0];
@@ -681,11 +685,8 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row) 
         const int y = r - m * comp.v;
         int16_t* base = st.rows[c].data() + static_cast<size_t>(y) * st.padded_width[c] * 64;
         decode_mcus(s, comp.width_in_blocks, [&](int x0, int n, int* overflow) {
-          if (sc.ss != 0) return st.DecodeAcBlocks(sc, base + static_cast<size_t>(x0) * 64, n);
-          for (int x = x0; x < x0 + n; ++x) {
-            if (!st.DecodeDcMcu(sc, x, y, overflow)) return false;
-          }
-          return true;
+          return sc.ss != 0 ? st.DecodeAcBlocks(sc, base + static_cast<size_t>(x0) * 64, n)
+                            : st.DecodeDcMcus(sc, x0, n, y, overflow);
         });
       }
     }
