@@ -113,11 +113,7 @@ class FieldsReader {
     while (true) {
       PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
       if (!more) break;
-      if (count != columns) {
-        const CsvCell& at = cells[std::min(count, columns) - 1];
-        return Error(csv.record_line(), at.column,
-                     "row has " + std::to_string(count) + " cells, the header " + std::to_string(columns));
-      }
+      PCR_RETURN_IF_ERROR(csv.CheckCellCount(cells, count, columns));
       RawRow row{.line = csv.record_line()};
       if (cells[key].missing()) return Error(cells[key].line, cells[key].column, "missing " + key_column_);
       row.key = cells[key].text;

@@ -37,16 +37,6 @@ FeatureType FloatType(bool float32) { return float32 ? FeatureType::kFloat32 : F
 
 bool IsTimestamp(FeatureType t) { return TicksPerSecond(t) != 0; }
 
-Status CheckCellCount(const std::string& input, const CsvReader& csv, const std::vector<CsvCell>& cells,
-                      size_t count, size_t want) {
-  if (count == want) return Status::OK();
-  const CsvCell& at = cells[std::min(count, want) - 1];
-  return InputError(input, csv.record_line(), at.column,
-                    "row has " + std::to_string(count) + " cells, the header " + std::to_string(want) +
-                        ": every row needs a cell per column, and a cell holding a comma, quote or line break "
-                        "must be in double quotes (RFC 4180)");
-}
-
 // A blank line in a CSV of several columns, which can be no row of it, is
 // skipped, as pandas and DuckDB skip it; with one column it is a missing cell.
 bool BlankLine(const std::vector<CsvCell>& cells, size_t count, size_t columns) {
@@ -340,7 +330,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
       PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
       if (!more) break;
       if (BlankLine(cells, count, columns)) continue;
-      PCR_RETURN_IF_ERROR(CheckCellCount(input, csv, cells, count, columns));
+      PCR_RETURN_IF_ERROR(csv.CheckCellCount(cells, count, columns));
       for (size_t c = 0; c < columns; ++c) {
         const CsvCell& cell = cells[c];
         if (cell.missing()) continue;
@@ -450,7 +440,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
     PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
     if (!more) break;
     if (BlankLine(cells, count, columns)) continue;
-    PCR_RETURN_IF_ERROR(CheckCellCount(input, csv, cells, count, columns));
+    PCR_RETURN_IF_ERROR(csv.CheckCellCount(cells, count, columns));
     for (size_t c = 0; c < columns; ++c) {
       const CsvCell& cell = cells[c];
       if (cell.missing()) continue;
@@ -809,7 +799,7 @@ Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std
       }
       const Where& at = *firsts[bad];
       return InputError(input, at.line, at.column,
-                        Shown(at.text) + " in column '" + name + "' is " + one[bad] + ", unlike its " +
+                        at.text + " in column '" + name + "' is " + one[bad] + ", unlike its " +
                             std::to_string(counts[most]) + " other values (" + names[most] +
                             "): pass --on-bad-value missing to store such values as missing, or declare "
                             "--column-type " + name + "=string (or pass --strings) to keep every value as text");
@@ -826,7 +816,7 @@ Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std
     }
     const Where& at = *firsts[b];
     return InputError(input, at.line, at.column,
-                      "column '" + name + "' holds " + names[a] + " (first " + Shown(firsts[a]->text) + " at " +
+                      "column '" + name + "' holds " + names[a] + " (first " + firsts[a]->text + " at " +
                           firsts[a]->At() + ") and here " + names[b] + ": declare --column-type " + name +
                           "=string (or another type) or pass --strings");
   }
@@ -1038,6 +1028,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
         continue;
       }
       const std::string what = item.map == MapKind::kColumn ? "column '" + item.key + "'" : "dense feature " + item.key;
+      const char* whose = item.map == MapKind::kColumn ? "the column" : "the feature";
       if (IsColumnListType(info.type)) {
         bool inexact = false;
         if (item.value.kind == JsonValue::kList && WriteList(writer.get(), f, info.type, item.value.list, &inexact)) {
@@ -1052,7 +1043,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
                               (inexact ? "a list of floats: an integer in it has no exact double"
                                        : info.type == FeatureType::kIdList ? "an array of int64 ids"
                                                                           : "an array of numbers") +
-                              " (" + (item.map == MapKind::kColumn ? "the column" : "the feature") + " is " +
+                              " (" + whose + " is " +
                               FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
                               "such values as missing, or declare another type with --column-type " + info.name +
                               "=TYPE");
@@ -1070,7 +1061,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
                               (info.type == FeatureType::kString || info.type == FeatureType::kBytes
                                    ? std::string("is not a string")
                                    : WhyNot(info.type, item.value.kind == JsonValue::kString ? item.value.s : "")) +
-                              " (" + (item.map == MapKind::kColumn ? "the column" : "the feature") + " is " +
+                              " (" + whose + " is " +
                               FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
                               "such values as missing, or declare another type with --column-type " + info.name +
                               "=TYPE");

@@ -49,6 +49,15 @@ std::string Shown(std::string_view text) {
   return std::string(text.substr(0, 60)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
+Status CsvReader::CheckCellCount(const std::vector<CsvCell>& cells, size_t count, size_t want) const {
+  if (count == want) return Status::OK();
+  const CsvCell& at = cells[std::min(count, want) - 1];
+  return InputError(input_, record_line_, at.column,
+                    "row has " + std::to_string(count) + " cells, the header " + std::to_string(want) +
+                        ": every row needs a cell per column, and a cell holding a comma, quote or line break "
+                        "must be in double quotes (RFC 4180)");
+}
+
 Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
   if (pos_ >= text_.size()) return false;
   record_line_ = line_;

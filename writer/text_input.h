@@ -54,6 +54,8 @@ class CsvReader {
   // Reads the next record into cells[0, *count); false at the end of the text.
   Result<bool> Next(std::vector<CsvCell>* cells, size_t* count);
   uint64_t record_line() const { return record_line_; }
+  // OK when the record just read holds `want` cells, else an error naming it.
+  Status CheckCellCount(const std::vector<CsvCell>& cells, size_t count, size_t want) const;
 
  private:
   std::string_view text_;
