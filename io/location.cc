@@ -43,10 +43,11 @@ Result<Location> Locate(const std::string& path) {
   struct stat st;
   if (stat(manifest.c_str(), &st) == 0) {
     where.dataset_manifest = true;
-    return where;
+  } else if (errno != ENOENT) {
+    return Status::IOError(manifest + ": cannot open: " + std::strerror(errno));
   }
-  if (errno != ENOENT) return Status::IOError(manifest + ": cannot open: " + std::strerror(errno));
   where.part_manifest = fs::exists(where.Join(kPartManifestName), ec);
+  if (where.dataset_manifest) return where;
   for (const auto& e : fs::directory_iterator(path, ec)) {
     if (e.path().extension() == kRecordFileExtension) where.pcr_files.push_back(e.path().string());
   }

@@ -18,9 +18,9 @@ struct Location {
   // A directory or a remote prefix; otherwise a file (which may not exist:
   // opening it says so). A remote path is a file when it ends in ".pcr".
   bool directory = false;
-  // In a local directory: whether it holds a dataset manifest; without one,
-  // whether it holds a part manifest, and its .pcr files (sorted), or why it
-  // could not be listed. A remote prefix is not looked at: reading its
+  // In a local directory: whether it holds a dataset manifest and a part
+  // manifest, and without a dataset manifest its .pcr files (sorted), or why
+  // it could not be listed. A remote prefix is not looked at: reading its
   // manifest tells.
   bool dataset_manifest = false;
   bool part_manifest = false;

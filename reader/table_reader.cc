@@ -49,8 +49,7 @@ std::shared_ptr<AccessLogSink> FileAccessLog(std::string path) {
 
 Result<bool> IsTablePath(const std::string& path, const IoEngineOptions& io) {
   PCR_ASSIGN_OR_RETURN(const Location where, Locate(path));
-  if (where.dataset_manifest) return false;
-  const Result<std::string> file = where.TableFile();
+  const Result<std::string> file = where.TableFile();  // an error for a dataset
   if (!file.ok()) return false;
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
   // A file that is no pcr file is no table; opening it says why.
