@@ -298,8 +298,8 @@ bool JsonCursor::Number(JsonNumber* out) {
   size_t p = pos_;
   if (p < text_.size() && (text_[p] == '-' || text_[p] == '+')) ++p;
   if (const size_t n = NamedFloatLength(text_.substr(p)); n > 0) {
-    const double v = n == 3 && (text_[p] | 0x20) == 'n' ? std::numeric_limits<double>::quiet_NaN()
-                                                        : std::numeric_limits<double>::infinity();
+    const double v = (text_[p] | 0x20) == 'n' ? std::numeric_limits<double>::quiet_NaN()
+                                              : std::numeric_limits<double>::infinity();
     *out = JsonNumber{.d = std::copysign(v, text_[start] == '-' ? -1.0 : 1.0)};
     pos_ = p + n;
     need_comma_ = true;

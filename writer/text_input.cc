@@ -134,12 +134,9 @@ bool ParseInt(std::string_view s, int64_t* v) {
 bool ParseFloat(std::string_view s, double* v) {
   const bool negative = !s.empty() && s[0] == '-';
   std::string_view body = s.substr(!s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0);
-  auto named = [&](std::string_view name) {
-    return body.size() == name.size() &&
-           std::equal(body.begin(), body.end(), name.begin(), [](char a, char b) { return std::tolower(a) == b; });
-  };
-  if (named("nan") || named("inf") || named("infinity")) {
-    *v = std::copysign(named("nan") ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity(),
+  if (!body.empty() && NamedFloatLength(body) == body.size()) {
+    *v = std::copysign((body[0] | 0x20) == 'n' ? std::numeric_limits<double>::quiet_NaN()
+                                                : std::numeric_limits<double>::infinity(),
                        negative ? -1.0 : 1.0);
     return true;
   }
