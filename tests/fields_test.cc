@@ -218,6 +218,36 @@ TEST_CASE("JSON Lines fields infer their types as tables do") {
   CHECK(c[4].present == std::vector<uint8_t>{1, 0});
 }
 
+
+TEST_CASE("a CSV fields file and the same CSV as a table get the same column types") {
+  TempDir tmp;
+  // Padded and signed numbers, integers beside floats, text beside numbers.
+  std::ofstream(tmp / "fields.csv") << "path,n,x,s,e\n"
+                                    << "textures/ring.jpg, 7 ,1,abc,\n"
+                                    << "textures/hard.jpg,+8,2.5,7,\n";
+  ConvertImagesOptions o{.src_dir = DataDir() + "/sample", .out_dir = tmp / "ds", .jobs = 1,
+                         .fields_file = tmp / "fields.csv"};
+  std::ofstream(tmp / "list.csv") << "textures/ring.jpg,0\ntextures/hard.jpg,1\n";
+  o.list_file = tmp / "list.csv";
+  REQUIRE(ConvertImages(o).ok());
+  auto table = ConvertTable({.input = tmp / "fields.csv", .out_dir = tmp / "table"});
+  REQUIRE(table.ok());
+  std::map<std::string, FeatureType> fields, columns;
+  auto ds = Open(tmp / "ds");
+  for (const FeatureInfo& f : ds->field_schema().features) fields[f.name] = f.type;
+  for (const FeatureInfo& f : table->schema.features) {
+    if (f.name != "path") columns[f.name] = f.type;
+  }
+  CHECK(fields == columns);
+  CHECK(fields.at("n") == FeatureType::kInt64);
+  CHECK(fields.at("x") == FeatureType::kFloat64);
+  CHECK(fields.at("s") == FeatureType::kString);
+  auto f = ds->ResolveFields({"n"});
+  REQUIRE(f.ok());
+  auto b = ds->ReadRecordBatches(std::vector<uint64_t>{0}, {.fields = *f});
+  REQUIRE(b.ok());
+  CHECK((*b)[0].fields[0].ints == std::vector<int64_t>{7, 8});
+}
 TEST_CASE("a read of fields and a fidelity reads only their streams") {
   TempDir tmp;
   WriteCsv(tmp / "fields.csv", SampleKeys());
@@ -500,9 +530,10 @@ TEST_CASE("bad fields input is refused naming the file, line and what is wrong")
            {"f.jsonl", ring + hard + "{\"path\": \"x/y.jpg\"}\n", "line 3: image 'x/y.jpg' is not among"},
            {"f.jsonl", ring + ring, "line 2, column 10: image 'textures/ring.jpg' has a second row"},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": \"two\"}\n",
-            "line 2, column 36: field 'a' holds values of different kinds"},
+            "line 2, column 36: field 'a' holds numbers (first 1 at line 1, column 36) and here strings: declare "
+            "--field-type a=string (or another type)"},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": [1, \"x\"]}\n",
-            "line 2, column 36: field 'a': a list field holds only numbers"},
+            "line 2, column 40: field 'a': expected an array of numbers"},
            {"f.jsonl", ring + "{\"a\": 2}\n", "line 2, column 1: no 'path' member"},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": 2\n", "line 2, column"},
            {"f.jsonl", ring + "{\"path\": \"/textures/hard.jpg\"}\n", "is not relative to the image root"},

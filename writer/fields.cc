@@ -15,12 +15,8 @@ namespace {
 struct RawRow {
   std::string key;
   uint64_t line = 0;
-  std::vector<std::pair<uint32_t, RawValue>> values;
+  std::vector<std::pair<uint32_t, ColumnValue>> values;
 };
-
-bool IsFieldListType(FeatureType t) {
-  return t == FeatureType::kIdList || t == FeatureType::kFloat32List || t == FeatureType::kFloat64List;
-}
 
 bool ExactDouble(int64_t i) {
   const double d = static_cast<double>(i);
@@ -53,7 +49,7 @@ class FieldsReader {
     for (RawRow& row : rows_) {
       FieldRow fields;
       for (auto& [f, raw] : row.values) {
-        if (raw.kind == RawValue::kMissing) continue;
+        if (raw.kind == ColumnValue::kNull) continue;
         PCR_ASSIGN_OR_RETURN(FieldValue v, types_.Convert(f, std::move(raw)));
         fields.push_back(std::move(v));
       }
@@ -104,7 +100,7 @@ class FieldsReader {
       }
       PCR_ASSIGN_OR_RETURN(field_of[c], types_.Field(cells[c].text, cells[c].line, cells[c].column));
       const auto declared = declared_.find(cells[c].text);
-      list[c] = declared != declared_.end() && IsFieldListType(declared->second);
+      list[c] = declared != declared_.end() && IsColumnListType(declared->second);
     }
     if (key == SIZE_MAX) {
       return Status::InvalidArgument(path_ + ": no '" + key_column_ + "' column naming each image (--fields-key)");
@@ -119,7 +115,7 @@ class FieldsReader {
       row.key = cells[key].text;
       for (size_t c = 0; c < columns; ++c) {
         if (c == key) continue;
-        RawValue v{.line = cells[c].line, .column = cells[c].column};
+        ColumnValue v{.line = cells[c].line, .column = cells[c].column};
         if (!cells[c].missing()) PCR_RETURN_IF_ERROR(CsvValue(field_of[c], list[c], cells[c], &v));
         row.values.emplace_back(field_of[c], std::move(v));
       }
@@ -128,26 +124,23 @@ class FieldsReader {
     return Status::OK();
   }
 
-  Status CsvValue(uint32_t f, bool list, const CsvCell& cell, RawValue* v) {
-    v->s = cell.text;
+  // A cell as a value: a JSON array of numbers in a list field, else a
+  // number or string.
+  Status CsvValue(uint32_t f, bool list, const CsvCell& cell, ColumnValue* v) {
     if (list) {
+      v->s = cell.text;
       JsonCursor json(cell.text);
       std::string error;
-      if (json.Peek() != JsonCursor::Kind::kArray || !FieldInference::ParseJson(json, false, v, &error) ||
-          !json.End()) {
+      if (json.Peek() != JsonCursor::Kind::kArray || !ParseJsonValue(json, false, v, &error) || !json.End()) {
         return Error(cell.line, cell.column,
                      "field '" + types_.features()[f].name + "': " + (error.empty() ? json.error() : error) +
                          " (a list cell is a JSON array of numbers)");
       }
-    } else if (ParseInt(cell.text, &v->i)) {
-      v->kind = RawValue::kInt;
-    } else if (ParseFloat(cell.text, &v->d)) {
-      v->kind = RawValue::kFloat;
-      v->exact = !IsIntegerLiteral(cell.text) || IntegerLiteralIsExact(cell.text, v->d);
+      types_.Note(f, *v);
     } else {
-      v->kind = RawValue::kString;
+      *v = CellValue(cell.text, false, cell.line, cell.column);
+      types_.NoteCell(f, cell.text, cell.line, cell.column);
     }
-    types_.Note(f, *v);
     return Status::OK();
   }
 
@@ -177,9 +170,9 @@ class FieldsReader {
         }
         PCR_ASSIGN_OR_RETURN(const uint32_t f, types_.Field(name, number, column));
         if (!in_row.insert(f).second) return error("field '" + name + "' appears twice in the row");
-        RawValue v{.line = number, .column = column};
+        ColumnValue v{.line = number, .column = column};
         std::string what;
-        if (!FieldInference::ParseJson(json, false, &v, &what)) {
+        if (!ParseJsonValue(json, false, &v, &what)) {
           return error(what.empty() ? "" : "field '" + name + "': " + what);
         }
         types_.Note(f, v);
@@ -204,162 +197,82 @@ class FieldsReader {
 Result<uint32_t> FieldInference::Field(const std::string& name, uint64_t line, uint64_t column) {
   auto [it, added] = index_.emplace(name, static_cast<uint32_t>(features_.size()));
   if (added) {
-    if (name.empty()) return error_(line, column, "a field has an empty name");
+    if (name.empty()) return naming_.error(line, column, "a field has an empty name");
     features_.push_back({.name = name, .type = FeatureType::kString});
-    seen_.emplace_back();
+    votes_.emplace_back(rules_.typed);
+    cells_.push_back(false);
   }
   return it->second;
 }
 
-void FieldInference::Note(uint32_t f, const RawValue& v) {
-  Seen& s = seen_[f];
-  const bool was_scalar = s.ints || s.floats || s.strings;
-  s.ints |= v.kind == RawValue::kInt;
-  s.floats |= v.kind == RawValue::kFloat;
-  s.strings |= v.kind == RawValue::kString;
-  s.lists |= v.kind == RawValue::kList;
-  for (const RawValue::Number& n : v.list) s.list_floats |= !n.is_int;
-  if (s.line == 0 && ((s.strings && (s.ints || s.floats)) || (s.lists && was_scalar) ||
-                      (s.lists && v.kind != RawValue::kList && v.kind != RawValue::kMissing))) {
-    s.line = v.line;
-    s.column = v.column;
-  }
+void FieldInference::NoteCell(uint32_t f, std::string_view text, uint64_t line, uint64_t column) {
+  votes_[f].NoteCell(text, line, column);
+  cells_[f] = true;
 }
 
 Status FieldInference::Infer() {
   for (const auto& [name, type] : declared_) {
     if (!index_.count(name)) return Status::InvalidArgument("--field-type names '" + name + "', which is not a field");
   }
+  std::vector<std::string> notes;  // only tables' typed values give notes
   for (size_t f = 0; f < features_.size(); ++f) {
-    const Seen& s = seen_[f];
     const auto user = declared_.find(features_[f].name);
     const auto fallback = defaults_.find(features_[f].name);
     if (user != declared_.end() || fallback != defaults_.end()) {
       features_[f].type = user != declared_.end() ? user->second : fallback->second;
       continue;
     }
-    if (s.line != 0) {
-      return error_(s.line, s.column,
-                    "field '" + features_[f].name + "' holds values of different kinds (declare it with --field-type)");
-    }
-    const FeatureType real = float32_ ? FeatureType::kFloat32 : FeatureType::kFloat64;
-    const FeatureType real_list = float32_ ? FeatureType::kFloat32List : FeatureType::kFloat64List;
-    features_[f].type = s.lists     ? (s.list_floats ? real_list : FeatureType::kIdList)
-                        : s.strings ? FeatureType::kString
-                        : s.floats  ? real
-                        : s.ints    ? FeatureType::kInt64
-                                    : FeatureType::kString;
+    const std::string& name = features_[f].name;
+    PCR_ASSIGN_OR_RETURN(features_[f].type, cells_[f] ? votes_[f].CellsType(rules_, naming_, name, &notes)
+                                                      : votes_[f].ValuesType(rules_, naming_, name, &notes));
   }
   return Status::OK();
 }
 
-bool FieldInference::ParseJson(JsonCursor& json, bool keep_json, RawValue* v, std::string* error) {
-  JsonNumber n;
-  JsonCursor::Kind k;
-  const size_t start = json.position();
-  switch (json.Peek()) {
-    case JsonCursor::Kind::kNumber:
-      if (!json.Number(&n)) return false;
-      v->kind = n.is_int ? RawValue::kInt : RawValue::kFloat;
-      v->i = n.i;
-      v->d = n.d;
-      v->exact = n.exact;
-      return true;
-    case JsonCursor::Kind::kString:
-      v->kind = RawValue::kString;
-      return json.String(&v->s);
-    case JsonCursor::Kind::kTrue:
-    case JsonCursor::Kind::kFalse:
-    case JsonCursor::Kind::kNull:
-      if (!json.Literal(&k)) return false;
-      v->kind = k == JsonCursor::Kind::kNull ? RawValue::kMissing : RawValue::kInt;
-      v->i = k == JsonCursor::Kind::kTrue ? 1 : 0;
-      return true;
-    default:
-      break;
-  }
-  if (json.Peek() == JsonCursor::Kind::kArray) {
-    // Arrays of numbers are lists; with keep_json, other arrays are text.
-    JsonCursor probe = json;
-    bool done, numbers = probe.BeginArray();
-    std::vector<RawValue::Number> list;
-    while (numbers && probe.NextElement(&done) && !done) {
-      if (probe.Peek() != JsonCursor::Kind::kNumber || !probe.Number(&n)) {
-        numbers = false;
-        break;
-      }
-      list.push_back({n.is_int, n.i, n.d, n.exact});
-    }
-    if (numbers && probe.error().empty()) {
-      json = probe;
-      v->kind = RawValue::kList;
-      v->list = std::move(list);
-      return true;
-    }
-    if (!keep_json) {
-      *error = "a list field holds only numbers";
-      return false;
-    }
-  } else if (!keep_json || json.Peek() != JsonCursor::Kind::kObject) {
-    *error = "expected a number, string, boolean, null or array of numbers";
-    return false;
-  }
-  if (!json.SkipValue()) return false;
-  v->kind = RawValue::kString;
-  v->s.assign(json.text().substr(start, json.position() - start));
-  const size_t first = v->s.find_first_not_of(" \t\r\n");
-  v->s.erase(0, first == std::string::npos ? v->s.size() : first);
-  return true;
-}
-
-Result<FieldValue> FieldInference::Convert(uint32_t f, RawValue raw) const {
+Result<FieldValue> FieldInference::Convert(uint32_t f, ColumnValue raw) const {
   const FeatureInfo& info = features_[f];
   FieldValue v{.field = f};
   auto wrong = [&](const std::string& want) {
-    return error_(raw.line, raw.column,
+    return naming_.error(raw.line, raw.column,
                   "field '" + info.name + "' is " + FeatureTypeName(info.type) + ": expected " + want);
   };
   auto inexact = [&]() {
-    return error_(raw.line, raw.column,
+    return naming_.error(raw.line, raw.column,
                   "field '" + info.name + "': integer has no exact double in a " + FeatureTypeName(info.type) +
                       " field (declare it float32 to round)");
   };
+  const bool is_int = raw.kind == ColumnValue::kInt || raw.kind == ColumnValue::kBool;  // booleans are 0 and 1
   switch (info.type) {
     case FeatureType::kInt64:
-      if (raw.kind != RawValue::kInt) return wrong("an integer");
+      if (!is_int) return wrong("an integer");
       v.i = raw.i;
       return v;
     case FeatureType::kFloat32:
     case FeatureType::kFloat64:
-      if (raw.kind == RawValue::kInt) {
+      if (is_int) {
         if (info.type == FeatureType::kFloat64 && !ExactDouble(raw.i)) return inexact();
         v.d = static_cast<double>(raw.i);
         return v;
       }
-      if (raw.kind != RawValue::kFloat) return wrong("a number");
+      if (raw.kind != ColumnValue::kFloat) return wrong("a number");
       if (info.type == FeatureType::kFloat64 && !raw.exact) return inexact();
       v.d = raw.d;
       return v;
     case FeatureType::kString:
     case FeatureType::kBytes:
-      if (raw.kind == RawValue::kList || (raw.s.empty() && raw.kind != RawValue::kString)) return wrong("a string");
+      if (raw.kind == ColumnValue::kList || (raw.s.empty() && raw.kind != ColumnValue::kString)) return wrong("a string");
       if (raw.s.size() > UINT32_MAX) return wrong("a value below 4 GiB");
       v.s = std::move(raw.s);
       return v;
     case FeatureType::kIdList:
-      if (raw.kind != RawValue::kList) return wrong("an array of integers");
-      for (const RawValue::Number& n : raw.list) {
-        if (!n.is_int) return wrong("an array of integers");
-        v.ids.push_back(n.i);
-      }
+      if (raw.kind != ColumnValue::kList || !raw.list.all_int) return wrong("an array of integers");
+      v.ids = std::move(raw.list.ints);
       return v;
     case FeatureType::kFloat32List:
     case FeatureType::kFloat64List:
-      if (raw.kind != RawValue::kList) return wrong("an array of numbers");
-      for (const RawValue::Number& n : raw.list) {
-        if (info.type == FeatureType::kFloat64List && !(n.is_int ? ExactDouble(n.i) : n.exact)) return inexact();
-        v.floats.push_back(n.d);
-      }
+      if (raw.kind != ColumnValue::kList) return wrong("an array of numbers");
+      if (info.type == FeatureType::kFloat64List && !raw.list.exact) return inexact();
+      v.floats = std::move(raw.list.values);
       return v;
     default:
       return wrong("a type fields do not take");

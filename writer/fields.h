@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "format/json.h"
 #include "format/table_format.h"
+#include "writer/column_types.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
 
@@ -38,36 +38,25 @@ Status AppendFieldRow(const TableSchema& schema, const FieldRow& row, uint32_t r
 // The field types a user may declare: every FeatureType but the scored lists.
 Result<FeatureType> ParseFieldType(const std::string& name);
 
-// A value as an input wrote it, before its field's type is known.
-struct RawValue {
-  enum Kind { kMissing, kInt, kFloat, kString, kList } kind = kMissing;
-  int64_t i = 0;
-  double d = 0;
-  bool exact = true;  // d is the number as written
-  std::string s;      // strings; for CSV cells, the cell's text whatever it holds
-  struct Number {
-    bool is_int = false;
-    int64_t i = 0;
-    double d = 0;
-    bool exact = true;
-  };
-  std::vector<Number> list;
-  uint64_t line = 0;    // where the value is, for errors: a line, or what
-  uint64_t column = 0;  // the input's error function makes of these
-};
-
-// The fields of an input and the kinds of their values, from which it
-// decides each field's type: declared, else inferred as for tables (int64,
+// The fields of an input and their values' kinds, from which it decides
+// each field's type: declared, else inferred by the tables' inference
+// (ColumnVotes) among the types image files hold: int64 (also booleans),
 // float64 or float32, string; arrays of integers id_list, of numbers
-// float64_list or float32_list). Errors come from `error`, given a value's
-// line and column. Not thread-safe while fields are added and noted; after
-// Infer(), Convert, Index, Has and features may be called from several
-// threads at once.
+// float64_list or float32_list. Two kinds of JSON values in one field are an
+// error.
+// Errors come from `error`, given a value's line and column, which `at`
+// describes inside messages. Not thread-safe while fields are added and
+// noted; after Infer(), Convert, Index, Has and features may be called from
+// several threads at once.
 class FieldInference {
  public:
   using ErrorFn = std::function<Status(uint64_t line, uint64_t column, const std::string& what)>;
-  FieldInference(std::map<std::string, FeatureType> declared, bool float32, ErrorFn error)
-      : declared_(std::move(declared)), float32_(float32), error_(std::move(error)) {}
+  using AtFn = std::function<std::string(const Where&)>;
+  FieldInference(std::map<std::string, FeatureType> declared, bool float32, ErrorFn error,
+                 AtFn at = [](const Where& w) { return w.At(); })
+      : declared_(std::move(declared)),
+        rules_{.typed = false, .float32 = float32, .bad_values = false, .strings_option = false},
+        naming_{.noun = "field", .declare = "--field-type", .error = std::move(error), .at = std::move(at)} {}
 
   // The index of field `name`, added the first time it is named.
   Result<uint32_t> Field(const std::string& name, uint64_t line, uint64_t column);
@@ -76,31 +65,27 @@ class FieldInference {
   uint32_t Index(const std::string& name) const { return index_.at(name); }
   // Gives `name` type `type` unless the user declared one.
   void Declare(const std::string& name, FeatureType type) { defaults_.emplace(name, type); }
-  // Records the kind of one of the field's values.
-  void Note(uint32_t field, const RawValue& v);
+  // Records the kind of one of the field's values: a JSON value, or the
+  // text of a CSV cell. A field of CSV cells is typed as a table's CSV
+  // column is: a number type when all are numbers, else string.
+  void Note(uint32_t field, const ColumnValue& v) { votes_[field].NoteValue(v); }
+  void NoteCell(uint32_t field, std::string_view text, uint64_t line, uint64_t column);
   // Decides every field's type. Fails on a field whose values have
-  // different kinds, and on a declared name (--field-type) that is no field.
+  // two kinds, and on a declared name (--field-type) that is no field.
   Status Infer();
   const std::vector<FeatureInfo>& features() const { return features_; }
   // `raw` as a value of its field's type. REQUIRES: Infer() succeeded, raw
   // is not missing.
-  Result<FieldValue> Convert(uint32_t field, RawValue raw) const;
-  // Parses one JSON value at the cursor: a number, string, boolean (an
-  // integer 0 or 1), null (missing) or array of numbers. Anything else is an
-  // error, or with `keep_json` is the value's JSON text as a string.
-  static bool ParseJson(JsonCursor& json, bool keep_json, RawValue* v, std::string* error);
+  Result<FieldValue> Convert(uint32_t field, ColumnValue raw) const;
 
  private:
-  struct Seen {
-    bool ints = false, floats = false, strings = false, lists = false, list_floats = false;
-    uint64_t line = 0, column = 0;  // of the value that made the kinds conflict
-  };
   const std::map<std::string, FeatureType> declared_;
   std::map<std::string, FeatureType> defaults_;
-  const bool float32_;
-  const ErrorFn error_;
+  const InferenceRules rules_;
+  const ColumnNaming naming_;
   std::vector<FeatureInfo> features_;
-  std::vector<Seen> seen_;
+  std::vector<ColumnVotes> votes_;
+  std::vector<bool> cells_;  // by field: its values are CSV cells
   std::unordered_map<std::string, uint32_t> index_;
 };
 

@@ -21,6 +21,7 @@
 #include "io/pcr_file.h"
 #include "io/read_executor.h"
 #include "writer/atomic_file.h"
+#include "writer/column_types.h"
 #include "writer/text_input.h"
 
 namespace pcr {
@@ -43,93 +44,12 @@ bool BlankLine(const std::vector<CsvCell>& cells, size_t count, size_t columns) 
   return columns > 1 && count == 1 && cells[0].text.empty() && !cells[0].quoted;
 }
 
-// A cell, for messages.
-struct Where {
-  uint64_t line = 0, column = 0;
-  std::string text;
-
-  bool operator<(const Where& o) const { return line != o.line ? line < o.line : column < o.column; }
-  std::string At() const { return "line " + std::to_string(line) + ", column " + std::to_string(column); }
-};
-
-void Note(std::optional<Where>* first, uint64_t line, uint64_t column, std::string_view text) {
-  if (!*first) *first = Where{line, column, Shown(text)};
-}
-
-// The earliest of some cells, if any.
-std::optional<Where> Earliest(std::initializer_list<const std::optional<Where>*> cells) {
-  std::optional<Where> best;
-  for (const std::optional<Where>* c : cells) {
-    if (*c && (!best || **c < *best)) best = **c;
-  }
-  return best;
-}
-
-// What the present values of a column look like, for inference.
-struct Votes {
-  uint64_t present = 0, ints = 0, uints = 0, floats = 0, bools = 0, timestamps = 0;
-  int timestamp_digits = 0;  // the most fraction digits of a timestamp
-  std::optional<Where> first_negative, first_uint, first_float, first_number, first_bool, first_timestamp,
-      first_other;
-  std::optional<Where> first_ns, first_beyond_ns;  // a time with over 6 fraction digits; one outside timestamp_ns
-
-  // timestamp_us, or timestamp_ns for times with more than 6 fraction
-  // digits; an error when some time is then beyond timestamp_ns's range.
-  Result<FeatureType> TimestampOf(const std::string& input, const std::string& name) const {
-    if (timestamp_digits <= 6) return FeatureType::kTimestampUs;
-    if (!first_beyond_ns) return FeatureType::kTimestampNs;
-    const Where& w = *first_beyond_ns;
-    return InputError(input, w.line, w.column,
-                      w.text + " in column '" + name + "' is beyond the years timestamp_ns holds (1677 to 2262), "
-                      "which " + first_ns->text + " at " + first_ns->At() + " needs for its nanoseconds: declare "
-                      "--column-type " + name + "=string to keep the text, or " + name + "=timestamp_us if no time "
-                      "has more than 6 fraction digits");
-  }
-
-  uint64_t numbers() const { return ints + uints + floats; }
-};
-
 // Why an inexact integer's column at (line, column) is float64, for messages.
 std::string FloatBecause(const std::optional<Where>& first_float, uint64_t line, uint64_t column) {
   if (!first_float) return "";
   const Where& w = *first_float;
   if (w.line == line && w.column == column) return " (float64 because no integer type holds it)";
   return " (float64 because of " + w.text + " at " + w.At() + ")";
-}
-
-// The type of an int-or-float column; an error when negative integers and
-// integers above INT64_MAX leave no integer type.
-Result<FeatureType> NumberType(const std::string& input, const std::string& what, const Votes& v, bool float32,
-                               const std::string& name) {
-  if (v.floats > 0) return FloatType(float32);
-  if (v.uints == 0) return FeatureType::kInt64;
-  if (!v.first_negative) return FeatureType::kUInt64;
-  // The later of the two cells is the one that leaves no integer type.
-  const bool negative_later = *v.first_uint < *v.first_negative;
-  const Where& at = negative_later ? *v.first_negative : *v.first_uint;
-  const Where& other = negative_later ? *v.first_uint : *v.first_negative;
-  return InputError(input, at.line, at.column,
-                    what + " holds " + at.text + (negative_later ? " (below uint64)" : " (above int64)") + " and " +
-                        other.text + " (" + other.At() + (negative_later ? ", above int64" : ", below uint64") +
-                        "), which no integer type holds both of: declare --column-type " + name +
-                        "=string to keep them as text, or " + name + "=uint64 or " + name +
-                        "=int64 with --on-bad-value missing to store the values the type cannot hold as missing");
-}
-
-// A CSV cell's text as a number, bool or time is read: without the spaces
-// and tabs around it (" 7", as fixed-width exports pad), and for numbers
-// without a '+' before a digit or point, as pandas and DuckDB read them.
-std::string_view Trim(std::string_view t) {
-  const size_t first = t.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  return t.substr(first, t.find_last_not_of(" \t") - first + 1);
-}
-std::string_view NumberText(std::string_view t) {
-  t = Trim(t);
-  if (t.size() > 1 && t[0] == '+' && (std::isdigit(static_cast<unsigned char>(t[1])) || t[1] == '.')) {
-    t.remove_prefix(1);
-  }
-  return t;
 }
 
 // The value of CSV text `cell` in a column of `type`: *i for integers, bools
@@ -204,45 +124,15 @@ void Write(TableFileWriter* writer, size_t f, FeatureType type, int64_t i, doubl
   }
 }
 
-// A JSON array of numbers, as a list column's value.
-struct NumberList {
-  std::vector<double> values;  // every element
-  std::vector<int64_t> ints;   // every element, while all are int64 literals
-  bool all_int = true;
-  bool exact = true;  // no integer literal that its double does not hold
-
-  void Clear() {
-    values.clear();
-    ints.clear();
-    all_int = exact = true;
-  }
-};
-
-// Reads a JSON array of numbers at the cursor into `list`; false with the
-// cursor's error, or `*what` set, when it is not one.
-bool ReadNumberList(JsonCursor& json, NumberList* list, std::string* what) {
-  list->Clear();
-  bool done;
-  if (json.Peek() != JsonCursor::Kind::kArray || !json.BeginArray()) {
-    *what = "expected an array of numbers";
-    return false;
-  }
-  while (json.NextElement(&done) && !done) {
-    JsonNumber n;
-    if (json.Peek() != JsonCursor::Kind::kNumber || !json.Number(&n)) {
-      *what = "expected an array of numbers";
-      return false;
-    }
-    list->values.push_back(n.d);
-    list->all_int &= n.is_int;
-    list->exact &= n.exact;
-    if (list->all_int) list->ints.push_back(n.i);
-  }
-  return json.error().empty();
+// How inference treats a table conversion's values.
+InferenceRules Rules(const TableConvertOptions& options) {
+  return {.float32 = options.float32, .missing = options.on_bad_value == BadValue::kMissing};
 }
 
-bool IsColumnListType(FeatureType t) {
-  return t == FeatureType::kIdList || t == FeatureType::kFloat32List || t == FeatureType::kFloat64List;
+ColumnNaming Naming(const std::string& input) {
+  return {.error = [&input](uint64_t line, uint64_t column, const std::string& what) {
+    return InputError(input, line, column, what);
+  }};
 }
 
 // Writes `list` to a list feature of `type`; false when the list does not fit
@@ -270,7 +160,7 @@ class MissingNotes {
   // `text` as the message shows it: 'abc' for CSV, JSON text for JSON Lines.
   void Add(size_t f, uint64_t line, uint64_t column, const std::string& text) {
     ++count_[f];
-    Note(&first_[f], line, column, text);
+    NoteFirst(&first_[f], line, column, text);
   }
   void Report(const std::vector<FeatureInfo>& features, TableConvertReport* report) const {
     for (size_t f = 0; f < count_.size(); ++f) {
@@ -323,7 +213,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
   // Pass 1: the kind of value (numbers, bools, times) that all but fewer
   // than 1% of a column's cells are, and within numbers the narrowest type;
   // the other cells are bad values. With no such kind, a string column.
-  std::vector<Votes> votes(columns);
+  std::vector<ColumnVotes> votes(columns);
   {
     CsvReader csv = header;
     while (true) {
@@ -332,102 +222,27 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
       if (BlankLine(cells, count, columns)) continue;
       PCR_RETURN_IF_ERROR(csv.CheckCellCount(cells, count, columns));
       for (size_t c = 0; c < columns; ++c) {
-        const CsvCell& cell = cells[c];
-        if (cell.missing()) continue;
-        Votes& v = votes[c];
-        v.present++;
-        int64_t i;
-        uint64_t u;
-        double d;
-        bool b;
-        TimestampText ts;
-        const std::string_view t = NumberText(cell.text), trimmed = Trim(cell.text);
-        if (ParseInt(t, &i)) {
-          v.ints++;
-          if (i < 0) Note(&v.first_negative, cell.line, cell.column, t);
-        } else if (ParseBigUInt64(t, &u)) {
-          v.uints++;
-          Note(&v.first_uint, cell.line, cell.column, t);
-        } else if (ParseFloat(t, &d)) {
-          v.floats++;
-          Note(&v.first_float, cell.line, cell.column, t);
-        } else if (ParseBool(trimmed, false, &b)) {
-          v.bools++;
-          Note(&v.first_bool, cell.line, cell.column, cell.text);
-          continue;
-        } else if (ParseTimestamp(trimmed, &ts)) {
-          v.timestamps++;
-          v.timestamp_digits = std::max(v.timestamp_digits, ts.digits);
-          int64_t ns;
-          if (!TimestampTicks(ts, FeatureType::kTimestampNs, &ns)) {
-            Note(&v.first_beyond_ns, cell.line, cell.column, cell.text);
-          }
-          if (ts.digits > 6) Note(&v.first_ns, cell.line, cell.column, cell.text);
-          Note(&v.first_timestamp, cell.line, cell.column, cell.text);
-          continue;
-        } else {
-          Note(&v.first_other, cell.line, cell.column, cell.text);
-          continue;
-        }
-        Note(&v.first_number, cell.line, cell.column, cell.text);
+        if (!cells[c].missing()) votes[c].NoteCell(cells[c].text, cells[c].line, cells[c].column);
       }
     }
   }
+  const InferenceRules rules = Rules(options);
+  const ColumnNaming naming = Naming(input);
   for (size_t c = 0; c < columns; ++c) {
-    const Votes& v = votes[c];
     const std::string& name = features[c].name;
     const auto d = declared.find(name);
     if (d != declared.end()) {
       features[c].type = d->second;
       continue;
     }
-    if (v.present == 0) {
+    if (votes[c].present() == 0) {
       report->notes.push_back("column '" + name + "' has no values: stored as string (--column-type " + name +
                               "=TYPE declares another type)");
     }
-    const auto most = [&](uint64_t n) { return v.present > 0 && (v.present - n) * 100 < v.present; };
-    std::optional<Where> bad;
-    std::string kind;
-    if (options.strings || v.present == 0) {
+    if (options.strings) {
       features[c].type = FeatureType::kString;
-    } else if (most(v.numbers())) {
-      PCR_ASSIGN_OR_RETURN(features[c].type, NumberType(input, "column '" + name + "'", v, options.float32, name));
-      bad = Earliest({&v.first_bool, &v.first_timestamp, &v.first_other});
-      kind = "a number";
-    } else if (most(v.bools)) {
-      features[c].type = FeatureType::kBool;
-      bad = Earliest({&v.first_number, &v.first_timestamp, &v.first_other});
-      kind = "true or false";
-    } else if (most(v.timestamps)) {
-      PCR_ASSIGN_OR_RETURN(features[c].type, v.TimestampOf(input, name));
-      bad = Earliest({&v.first_number, &v.first_bool, &v.first_other});
-      kind = "an ISO 8601 time";
     } else {
-      features[c].type = FeatureType::kString;
-      const uint64_t typed = std::max({v.numbers(), v.bools, v.timestamps});
-      if (typed * 2 > v.present) {
-        const bool numbers = typed == v.numbers(), bools = !numbers && typed == v.bools;
-        const std::optional<Where> first =
-            numbers ? Earliest({&v.first_bool, &v.first_timestamp, &v.first_other})
-            : bools ? Earliest({&v.first_number, &v.first_timestamp, &v.first_other})
-                    : Earliest({&v.first_number, &v.first_bool, &v.first_other});
-        report->notes.push_back("column '" + name + "' is stored as string: " + std::to_string(v.present - typed) +
-                                " of its " + std::to_string(v.present) + " values are not " +
-                                (numbers ? "numbers" : bools ? "true or false" : "times") +
-                                (first ? " (first '" + first->text + "' at " + first->At() + ")" : std::string()) +
-                                "; declare its type and pass --on-bad-value missing to store those as missing");
-      }
-    }
-    if (bad && options.on_bad_value == BadValue::kError) {
-      const uint64_t others = v.present - (features[c].type == FeatureType::kBool ? v.bools
-                                           : IsTimestamp(features[c].type)      ? v.timestamps
-                                                                                : v.numbers());
-      return InputError(input, bad->line, bad->column,
-                        "'" + bad->text + "' in column '" + name + "' is not " + kind + ", unlike its " +
-                            std::to_string(v.present - others) + " other values (" +
-                            FeatureTypeName(features[c].type) + "): declare --column-type " + name +
-                            "=string to keep it as text, or pass --on-bad-value missing to store such cells as "
-                            "missing (" + std::to_string(others) + " in this column)");
+      PCR_ASSIGN_OR_RETURN(features[c].type, votes[c].CellsType(rules, naming, name, &report->notes));
     }
   }
 
@@ -488,7 +303,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
           dropped.Add(c, cell.line, cell.column, "'" + t + "'");
           continue;
         }
-        const std::string why = "column '" + name + "'" + FloatBecause(votes[c].first_float, cell.line, cell.column);
+        const std::string why = "column '" + name + "'" + FloatBecause(votes[c].first_float(), cell.line, cell.column);
         return InexactInteger(input, cell.line, cell.column, t, why,
                               "--column-type " + name + "=string keeps every digit, --on-bad-value missing "
                               "stores such cells as missing");
@@ -507,16 +322,6 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
 
 enum class MapKind { kColumn, kDense, kSparse, kScored };
 
-struct JsonValue {
-  enum Kind { kInt, kFloat, kString, kBool, kNull, kList } kind = kNull;
-  int64_t i = 0;          // kInt; kBool: 0 or 1
-  double d = 0;           // kInt and kFloat
-  bool exact = true;      // d is the number as written
-  std::string_view text;  // a number as written; valid while its line is
-  std::string s;          // kString
-  NumberList list;        // kList
-};
-
 // What one row holds, in the order of its text.
 struct JsonRow {
   struct Item {
@@ -524,7 +329,7 @@ struct JsonRow {
     std::string key;  // column name, or the feature id as written
     int64_t id = 0;
     uint64_t column = 0;
-    JsonValue value;             // columns and dense features
+    ColumnValue value;             // columns and dense features
     std::vector<int64_t> ids;    // sparse and scored features
     std::vector<double> scores;  // scored features
   };
@@ -585,6 +390,8 @@ class JsonlParser {
     item.key = key;
     json.Peek();
     item.column = json.position() + 1;
+    item.value.line = line_;
+    item.value.column = item.column;
     item.ids.clear();
     item.scores.clear();
     return item;
@@ -594,42 +401,10 @@ class JsonlParser {
     return InputError(input_, line_, json.position() + 1, what.empty() ? json.error() : what);
   }
 
-  Status Scalar(JsonCursor& json, const std::string& what, JsonValue* v) {
-    JsonNumber n;
-    JsonCursor::Kind k;
-    switch (json.Peek()) {
-      case JsonCursor::Kind::kNumber: {
-        const size_t at = json.position();
-        if (!json.Number(&n)) return Error(json);
-        v->text = json.text().substr(at, json.position() - at);
-        v->kind = n.is_int ? JsonValue::kInt : JsonValue::kFloat;
-        v->i = n.i;
-        v->d = n.d;
-        v->exact = n.exact;
-        return Status::OK();
-      }
-      case JsonCursor::Kind::kString:
-        v->kind = JsonValue::kString;
-        if (!json.String(&v->s)) return Error(json);
-        return Status::OK();
-      case JsonCursor::Kind::kTrue:
-      case JsonCursor::Kind::kFalse:
-      case JsonCursor::Kind::kNull:
-        if (!json.Literal(&k)) return Error(json);
-        v->kind = k == JsonCursor::Kind::kNull ? JsonValue::kNull : JsonValue::kBool;
-        v->i = k == JsonCursor::Kind::kTrue ? 1 : 0;
-        return Status::OK();
-      case JsonCursor::Kind::kArray: {
-        std::string why;
-        v->kind = JsonValue::kList;
-        const size_t at = json.position();
-        if (!ReadNumberList(json, &v->list, &why)) return Error(json, why.empty() ? "" : what + ": " + why);
-        v->text = json.text().substr(at, json.position() - at);
-        return Status::OK();
-      }
-      default:
-        return Error(json, what + ": expected a number, string, boolean, array of numbers or null");
-    }
+  Status Scalar(JsonCursor& json, const std::string& what, ColumnValue* v) {
+    std::string why;
+    if (!ParseJsonValue(json, false, v, &why)) return Error(json, why.empty() ? "" : what + ": " + why);
+    return Status::OK();
   }
 
   Status Id(JsonCursor& json, const std::string& what, int64_t* id) {
@@ -683,32 +458,15 @@ class JsonlParser {
   uint64_t line_ = 0;
 };
 
-// JSON text of a scalar, for messages.
-std::string JsonText(const JsonValue& v) {
-  switch (v.kind) {
-    case JsonValue::kString: {
-      std::string out;
-      AppendJsonString(v.s, &out);
-      return out;
-    }
-    case JsonValue::kBool:
-      return v.i ? "true" : "false";
-    case JsonValue::kNull:
-      return "null";
-    default:
-      return std::string(v.text);
-  }
-}
-
 // The value of JSON `v` as `type`: *i for integers, bools and timestamps, *d
 // for floats, *s for strings. False when it is not one. `lenient` (a declared
 // type, or --strings) also takes integer ticks as timestamps, numbers and
 // booleans as their text in string columns, and strings holding numbers in
 // number columns.
-bool JsonCell(FeatureType type, const JsonValue& v, bool lenient, int64_t* i, double* d, std::string* s) {
+bool JsonCell(FeatureType type, const ColumnValue& v, bool lenient, int64_t* i, double* d, std::string* s) {
   const bool number = type == FeatureType::kInt64 || type == FeatureType::kUInt64 || type == FeatureType::kFloat32 ||
                       type == FeatureType::kFloat64;
-  if (number && lenient && v.kind == JsonValue::kString) {  // "580", as a quoted CSV number reads
+  if (number && lenient && v.kind == ColumnValue::kString) {  // "580", as a quoted CSV number reads
     const std::string_view t = NumberText(v.s);
     return ParseCell(type, t, true, i, d) &&
            !(type == FeatureType::kFloat64 && IsIntegerLiteral(t) && !IntegerLiteralIsExact(t, *d));
@@ -716,32 +474,32 @@ bool JsonCell(FeatureType type, const JsonValue& v, bool lenient, int64_t* i, do
   switch (type) {
     case FeatureType::kInt64:
       *i = v.i;
-      return v.kind == JsonValue::kInt;
+      return v.kind == ColumnValue::kInt;
     case FeatureType::kUInt64: {
       uint64_t u;
       *i = v.i;
-      if (v.kind == JsonValue::kInt) return v.i >= 0;
-      if (v.kind != JsonValue::kFloat || !ParseBigUInt64(v.text, &u)) return false;
+      if (v.kind == ColumnValue::kInt) return v.i >= 0;
+      if (v.kind != ColumnValue::kFloat || !ParseBigUInt64(v.text, &u)) return false;
       *i = static_cast<int64_t>(u);
       return true;
     }
     case FeatureType::kFloat32:
     case FeatureType::kFloat64:
       *d = v.d;
-      return v.kind == JsonValue::kInt || v.kind == JsonValue::kFloat;
+      return v.kind == ColumnValue::kInt || v.kind == ColumnValue::kFloat;
     case FeatureType::kBool: {
       bool b = false;
-      if (v.kind == JsonValue::kBool || (lenient && v.kind == JsonValue::kInt && (v.i == 0 || v.i == 1))) {
+      if (v.kind == ColumnValue::kBool || (lenient && v.kind == ColumnValue::kInt && (v.i == 0 || v.i == 1))) {
         *i = v.i;
         return true;
       }
-      if (!lenient || v.kind != JsonValue::kString || !ParseBool(v.s, true, &b)) return false;
+      if (!lenient || v.kind != ColumnValue::kString || !ParseBool(v.s, true, &b)) return false;
       *i = b ? 1 : 0;
       return true;
     }
     case FeatureType::kString:
     case FeatureType::kBytes:
-      if (v.kind == JsonValue::kString) {
+      if (v.kind == ColumnValue::kString) {
         *s = v.s;
         return true;
       }
@@ -750,106 +508,19 @@ bool JsonCell(FeatureType type, const JsonValue& v, bool lenient, int64_t* i, do
       return true;
     default: {  // timestamps
       TimestampText ts;
-      if (v.kind == JsonValue::kString) return ParseTimestamp(v.s, &ts) && TimestampTicks(ts, type, i);
+      if (v.kind == ColumnValue::kString) return ParseTimestamp(v.s, &ts) && TimestampTicks(ts, type, i);
       *i = v.i;
-      return lenient && v.kind == JsonValue::kInt;
+      return lenient && v.kind == ColumnValue::kInt;
     }
   }
 }
-
-// Votes of a JSON Lines column, by JSON kind.
-struct JsonVotes : Votes {
-  uint64_t strings = 0, lists = 0;
-  bool list_floats = false;  // some list element is not an int64 literal
-  std::optional<Where> first_string, first_list;
-};
 
 struct JsonFeature {
   size_t index = 0;
   uint64_t last_line = 0;
   MapKind map = MapKind::kColumn;
-  JsonVotes votes;
+  ColumnVotes votes;
 };
-
-// The type of an undeclared JSON Lines column from its values.
-Result<FeatureType> JsonColumnType(const TableConvertOptions& options, const std::string& name, const JsonVotes& v,
-                                   TableConvertReport* report) {
-  const std::string& input = options.input;
-  const uint64_t counts[] = {v.strings, v.bools, v.numbers(), v.lists};
-  const uint64_t kinds = (counts[0] > 0) + (counts[1] > 0) + (counts[2] > 0) + (counts[3] > 0);
-  if (kinds > 1) {
-    const std::optional<Where> firsts[] = {v.first_string, v.first_bool, v.first_number, v.first_list};
-    const char* names[] = {"strings", "booleans", "numbers", "arrays"};
-    const char* one[] = {"a string", "a boolean", "a number", "an array"};
-    const size_t most = static_cast<size_t>(std::max_element(std::begin(counts), std::end(counts)) - counts);
-    const uint64_t present = counts[0] + counts[1] + counts[2] + counts[3];
-    // A few values of other kinds among many of one, as in CSV: bad values.
-    if ((present - counts[most]) * 100 < present) {
-      if (options.on_bad_value == BadValue::kMissing) {
-        JsonVotes only = v;  // typed by the many; the few are stored as missing
-        if (most != 0) only.strings = only.timestamps = 0;
-        if (most != 1) only.bools = 0;
-        if (most != 2) only.ints = only.uints = only.floats = 0;
-        if (most != 3) only.lists = 0;
-        return JsonColumnType(options, name, only, report);
-      }
-      size_t bad = 4;
-      for (size_t k = 0; k < 4; ++k) {
-        if (k != most && firsts[k] && (bad == 4 || *firsts[k] < *firsts[bad])) bad = k;
-      }
-      const Where& at = *firsts[bad];
-      return InputError(input, at.line, at.column,
-                        at.text + " in column '" + name + "' is " + one[bad] + ", unlike its " +
-                            std::to_string(counts[most]) + " other values (" + names[most] +
-                            "): pass --on-bad-value missing to store such values as missing, or declare "
-                            "--column-type " + name + "=string (or pass --strings) to keep every value as text");
-    }
-    size_t a = 4, b = 4;  // the kinds first seen, in order
-    for (size_t k = 0; k < 4; ++k) {
-      if (!firsts[k]) continue;
-      if (a == 4 || *firsts[k] < *firsts[a]) {
-        b = a;
-        a = k;
-      } else if (b == 4 || *firsts[k] < *firsts[b]) {
-        b = k;
-      }
-    }
-    const Where& at = *firsts[b];
-    return InputError(input, at.line, at.column,
-                      "column '" + name + "' holds " + names[a] + " (first " + firsts[a]->text + " at " +
-                          firsts[a]->At() + ") and here " + names[b] + ": declare --column-type " + name +
-                          "=string (or another type) or pass --strings");
-  }
-  if (v.strings > 0) {
-    // Times, but for fewer than 1% bad values, as in CSV.
-    const uint64_t others = v.strings - v.timestamps;
-    if (others == 0) return v.TimestampOf(input, name);
-    if (others * 100 < v.strings) {
-      if (options.on_bad_value == BadValue::kMissing) return v.TimestampOf(input, name);
-      const Where& w = *v.first_other;
-      return InputError(input, w.line, w.column,
-                        w.text + " in column '" + name + "' is not an ISO 8601 time, unlike its " +
-                            std::to_string(v.timestamps) + " other values: declare --column-type " + name +
-                            "=string to keep it as text, or pass --on-bad-value missing to store such values as "
-                            "missing (" + std::to_string(others) + " in this column)");
-    }
-    if (v.timestamps * 2 > v.strings) {
-      report->notes.push_back("column '" + name + "' is stored as string: " + std::to_string(others) + " of its " +
-                              std::to_string(v.strings) + " values are not times (first " + v.first_other->text +
-                              " at " + v.first_other->At() + "); declare its type and pass --on-bad-value missing "
-                              "to store those as missing");
-    }
-    return FeatureType::kString;
-  }
-  if (v.bools > 0) return FeatureType::kBool;
-  if (v.lists > 0) {
-    return !v.list_floats    ? FeatureType::kIdList
-           : options.float32 ? FeatureType::kFloat32List
-                             : FeatureType::kFloat64List;
-  }
-  if (v.numbers() > 0) return NumberType(input, "column '" + name + "'", v, options.float32, name);
-  return FeatureType::kString;
-}
 
 const char* MapName(MapKind map) {
   return map == MapKind::kDense ? "dense" : map == MapKind::kSparse ? "sparse" : map == MapKind::kScored ? "scored" : "";
@@ -899,7 +570,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
     ++rows;
     for (size_t k = 0; k < row.count; ++k) {
       const JsonRow::Item& item = row.items[k];
-      if (item.map == MapKind::kDense && item.value.kind == JsonValue::kNull) continue;
+      if (item.map == MapKind::kDense && item.value.kind == ColumnValue::kNull) continue;
       const std::string name = name_of(item);
       auto [it, added] = by_name.emplace(name, features.size());
       if (added) {
@@ -921,53 +592,8 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
                           "feature '" + name + "' appears twice in the row: a row holds each feature once");
       }
       st.last_line = number;
-      if (item.map != MapKind::kColumn || item.value.kind == JsonValue::kNull) continue;
-      JsonVotes& v = st.votes;
-      const JsonValue& value = item.value;
-      const std::string_view shown = value.kind == JsonValue::kString ? std::string_view(value.s) : value.text;
-      v.present++;
-      uint64_t u;
-      TimestampText ts;
-      switch (value.kind) {
-        case JsonValue::kString:
-          v.strings++;
-          Note(&v.first_string, number, item.column, JsonText(value));
-          if (ParseTimestamp(value.s, &ts)) {
-            v.timestamps++;
-            v.timestamp_digits = std::max(v.timestamp_digits, ts.digits);
-            int64_t ns;
-            if (!TimestampTicks(ts, FeatureType::kTimestampNs, &ns)) {
-              Note(&v.first_beyond_ns, number, item.column, JsonText(value));
-            }
-            if (ts.digits > 6) Note(&v.first_ns, number, item.column, JsonText(value));
-          } else {
-            Note(&v.first_other, number, item.column, JsonText(value));
-          }
-          continue;
-        case JsonValue::kBool:
-          v.bools++;
-          Note(&v.first_bool, number, item.column, JsonText(value));
-          continue;
-        case JsonValue::kList:
-          v.lists++;
-          v.list_floats |= !value.list.all_int;
-          Note(&v.first_list, number, item.column, value.text);
-          continue;
-        case JsonValue::kInt:
-          v.ints++;
-          if (value.i < 0) Note(&v.first_negative, number, item.column, shown);
-          break;
-        default:
-          if (ParseBigUInt64(value.text, &u)) {
-            v.uints++;
-            Note(&v.first_uint, number, item.column, shown);
-          } else {
-            v.floats++;
-            Note(&v.first_float, number, item.column, shown);
-          }
-          break;
-      }
-      Note(&v.first_number, number, item.column, shown);
+      if (item.map != MapKind::kColumn || item.value.kind == ColumnValue::kNull) continue;
+      st.votes.NoteValue(item.value);
     }
     return Status::OK();
   }));
@@ -1002,8 +628,8 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
     } else if (options.strings) {
       info.type = FeatureType::kString;
     } else {
-      PCR_ASSIGN_OR_RETURN(info.type, JsonColumnType(options, info.name, st.votes, report));
-      if (st.votes.present == 0) {
+      PCR_ASSIGN_OR_RETURN(info.type, st.votes.ValuesType(Rules(options), Naming(input), info.name, &report->notes));
+      if (st.votes.present() == 0) {
         report->notes.push_back("column '" + info.name + "' has only nulls: stored as string (--column-type " +
                                 info.name + "=TYPE declares another type)");
       }
@@ -1018,7 +644,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
     PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
     for (size_t k = 0; k < row.count; ++k) {
       const JsonRow::Item& item = row.items[k];
-      if (item.value.kind == JsonValue::kNull && (item.map == MapKind::kColumn || item.map == MapKind::kDense)) {
+      if (item.value.kind == ColumnValue::kNull && (item.map == MapKind::kColumn || item.map == MapKind::kDense)) {
         continue;
       }
       const size_t f = by_name.at(name_of(item));
@@ -1031,7 +657,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
       const char* whose = item.map == MapKind::kColumn ? "the column" : "the feature";
       if (IsColumnListType(info.type)) {
         bool inexact = false;
-        if (item.value.kind == JsonValue::kList && WriteList(writer.get(), f, info.type, item.value.list, &inexact)) {
+        if (item.value.kind == ColumnValue::kList && WriteList(writer.get(), f, info.type, item.value.list, &inexact)) {
           continue;
         }
         if (options.on_bad_value == BadValue::kMissing) {
@@ -1060,7 +686,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
                           Shown(JsonText(item.value)) + " in " + what + " " +
                               (info.type == FeatureType::kString || info.type == FeatureType::kBytes
                                    ? std::string("is not a string")
-                                   : WhyNot(info.type, item.value.kind == JsonValue::kString ? item.value.s : "")) +
+                                   : WhyNot(info.type, item.value.kind == ColumnValue::kString ? item.value.s : "")) +
                               " (" + whose + " is " +
                               FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
                               "such values as missing, or declare another type with --column-type " + info.name +
@@ -1075,7 +701,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
           dropped.Add(f, number, item.column, std::string(item.value.text));
           continue;
         }
-        const std::string why = what + FloatBecause(state[f].votes.first_float, number, item.column);
+        const std::string why = what + FloatBecause(state[f].votes.first_float(), number, item.column);
         return InexactInteger(input, number, item.column, item.value.text, why,
                               item.map == MapKind::kColumn
                                   ? "declare --column-type " + info.name + "=string to keep every digit, or pass "

@@ -57,7 +57,7 @@ class WebDataset : public SourceReader {
         types_(options.field_types, false, [this](uint64_t line, uint64_t member, const std::string& what) {
           // Values carry their sample's index plus one as their line.
           return Status::InvalidArgument(Describe(samples_[line - 1], member) + ": " + what);
-        }) {}
+        }, [this](const Where& w) { return Describe(samples_[w.line - 1], w.column); }) {}
 
   // Pass 1: every shard's members grouped into samples, labels from .cls,
   // and the fields' types from every value.
@@ -114,11 +114,11 @@ class WebDataset : public SourceReader {
   // Pass 2: the sample's JPEG, and its fields converted to their types.
   Result<Bytes> Read(const SampleMetadata&, uint64_t index, FieldRow* fields) const override {
     const Sample& sample = samples_[index];
-    std::vector<std::pair<std::string, RawValue>> values;
+    std::vector<std::pair<std::string, ColumnValue>> values;
     int64_t label;
     PCR_RETURN_IF_ERROR(ReadFields(index, &values, &label));
     for (auto& [name, raw] : values) {
-      if (raw.kind == RawValue::kMissing) continue;
+      if (raw.kind == ColumnValue::kNull) continue;
       PCR_ASSIGN_OR_RETURN(FieldValue v, types_.Convert(types_.Index(name), std::move(raw)));
       fields->push_back(std::move(v));
     }
@@ -187,7 +187,7 @@ class WebDataset : public SourceReader {
     if (jpegs > 1) refused = Describe(sample, 0) + ": sample " + sample.key + " has more than one JPEG member";
     const uint64_t index = samples_.size();
     samples_.push_back(std::move(sample));
-    std::vector<std::pair<std::string, RawValue>> values;
+    std::vector<std::pair<std::string, ColumnValue>> values;
     int64_t label = -1;
     if (refused.empty()) {
       const Status read = ReadFields(index, &values, &label);
@@ -218,7 +218,7 @@ class WebDataset : public SourceReader {
 
   // The raw field values of sample `index`, by field name, and its label
   // (.cls, else -1). Each value's line is index + 1, its column the member.
-  Status ReadFields(uint64_t index, std::vector<std::pair<std::string, RawValue>>* values, int64_t* label) const {
+  Status ReadFields(uint64_t index, std::vector<std::pair<std::string, ColumnValue>>* values, int64_t* label) const {
     const Sample& sample = samples_[index];
     *label = -1;
     for (size_t k = 0; k < sample.members.size(); ++k) {
@@ -227,7 +227,7 @@ class WebDataset : public SourceReader {
       auto where = [&](const std::string& what) { return Status::InvalidArgument(Describe(sample, k) + ": " + what); };
       PCR_ASSIGN_OR_RETURN(Bytes data, ReadFileRange(shards_[sample.shard], m.data_offset, m.size));
       const std::string text(data.begin(), data.end());
-      auto add = [&](const std::string& name, RawValue v) {
+      auto add = [&](const std::string& name, ColumnValue v) {
         v.line = index + 1;
         v.column = k;
         values->emplace_back(name, std::move(v));
@@ -235,7 +235,7 @@ class WebDataset : public SourceReader {
       if (m.ext == "cls") {
         std::string_view t(text);
         while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.remove_suffix(1);
-        RawValue v{.kind = RawValue::kInt};
+        ColumnValue v{.kind = ColumnValue::kInt};
         if (!ParseInt(t, &v.i)) return where("a .cls member holds one integer");
         *label = v.i;
         add("cls", std::move(v));
@@ -247,9 +247,9 @@ class WebDataset : public SourceReader {
           return where("a .json member holds one JSON object");
         }
         while (json.NextMember(&name, &done) && !done) {
-          RawValue v;
+          ColumnValue v;
           std::string what;
-          if (!FieldInference::ParseJson(json, true, &v, &what)) {
+          if (!ParseJsonValue(json, true, &v, &what)) {
             return where("at byte " + std::to_string(json.position()) + ": " + (what.empty() ? json.error() : what));
           }
           for (const Member& other : sample.members) {
@@ -268,7 +268,7 @@ class WebDataset : public SourceReader {
         if (!exts_.count(m.ext) && types_.Has(m.ext)) {
           return where("member extension ." + m.ext + " has the name of a JSON member");
         }
-        add(m.ext, RawValue{.kind = RawValue::kString, .s = text});
+        add(m.ext, ColumnValue{.kind = ColumnValue::kString, .s = text});
       }
     }
     return Status::OK();

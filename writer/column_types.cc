@@ -1,0 +1,403 @@
+#include "writer/column_types.h"
+
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+
+#include "writer/text_input.h"
+
+namespace pcr {
+
+void NoteFirst(std::optional<Where>* first, uint64_t line, uint64_t column, std::string_view text) {
+  if (!*first) *first = Where{line, column, Shown(text)};
+}
+
+std::optional<Where> Earliest(std::initializer_list<const std::optional<Where>*> values) {
+  std::optional<Where> best;
+  for (const std::optional<Where>* c : values) {
+    if (*c && (!best || **c < *best)) best = **c;
+  }
+  return best;
+}
+
+void NumberList::Clear() {
+  values.clear();
+  ints.clear();
+  all_int = exact = true;
+}
+
+bool ReadNumberList(JsonCursor& json, NumberList* list, std::string* what) {
+  list->Clear();
+  bool done;
+  if (json.Peek() != JsonCursor::Kind::kArray || !json.BeginArray()) {
+    *what = "expected an array of numbers";
+    return false;
+  }
+  while (json.NextElement(&done) && !done) {
+    JsonNumber n;
+    if (json.Peek() != JsonCursor::Kind::kNumber || !json.Number(&n)) {
+      *what = "expected an array of numbers";
+      return false;
+    }
+    list->values.push_back(n.d);
+    list->all_int &= n.is_int;
+    list->exact &= n.exact;
+    if (list->all_int) list->ints.push_back(n.i);
+  }
+  return json.error().empty();
+}
+
+bool ParseJsonValue(JsonCursor& json, bool keep_json, ColumnValue* v, std::string* what) {
+  JsonNumber n;
+  JsonCursor::Kind k;
+  const size_t start = json.position();
+  switch (json.Peek()) {
+    case JsonCursor::Kind::kNumber:
+      if (!json.Number(&n)) return false;
+      v->text = json.text().substr(start, json.position() - start);
+      v->kind = n.is_int ? ColumnValue::kInt : ColumnValue::kFloat;
+      v->i = n.i;
+      v->d = n.d;
+      v->exact = n.exact;
+      return true;
+    case JsonCursor::Kind::kString:
+      v->kind = ColumnValue::kString;
+      return json.String(&v->s);
+    case JsonCursor::Kind::kTrue:
+    case JsonCursor::Kind::kFalse:
+    case JsonCursor::Kind::kNull:
+      if (!json.Literal(&k)) return false;
+      v->kind = k == JsonCursor::Kind::kNull ? ColumnValue::kNull : ColumnValue::kBool;
+      v->i = k == JsonCursor::Kind::kTrue ? 1 : 0;
+      return true;
+    case JsonCursor::Kind::kArray: {
+      // With keep_json, an array of other than numbers is text.
+      JsonCursor list = json;
+      if (ReadNumberList(list, &v->list, what)) {
+        json = list;
+        v->kind = ColumnValue::kList;
+        v->text = json.text().substr(start, json.position() - start);
+        return true;
+      }
+      if (!keep_json) {
+        json = list;
+        return false;
+      }
+      what->clear();
+      break;
+    }
+    case JsonCursor::Kind::kObject:
+      if (keep_json) break;
+      [[fallthrough]];
+    default:
+      *what = "expected a number, string, boolean, array of numbers or null";
+      return false;
+  }
+  if (!json.SkipValue()) return false;
+  v->kind = ColumnValue::kString;
+  v->s.assign(json.text().substr(start, json.position() - start));
+  const size_t first = v->s.find_first_not_of(" \t\r\n");
+  v->s.erase(0, first == std::string::npos ? v->s.size() : first);
+  return true;
+}
+
+std::string JsonText(const ColumnValue& v) {
+  switch (v.kind) {
+    case ColumnValue::kString: {
+      std::string out;
+      AppendJsonString(v.s, &out);
+      return out;
+    }
+    case ColumnValue::kBool:
+      return v.i ? "true" : "false";
+    case ColumnValue::kNull:
+      return "null";
+    default:
+      return std::string(v.text);
+  }
+}
+
+bool IsColumnListType(FeatureType t) {
+  return t == FeatureType::kIdList || t == FeatureType::kFloat32List || t == FeatureType::kFloat64List;
+}
+
+std::string_view Trim(std::string_view t) {
+  const size_t first = t.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return t.substr(first, t.find_last_not_of(" \t") - first + 1);
+}
+
+std::string_view NumberText(std::string_view t) {
+  t = Trim(t);
+  if (t.size() > 1 && t[0] == '+' && (std::isdigit(static_cast<unsigned char>(t[1])) || t[1] == '.')) {
+    t.remove_prefix(1);
+  }
+  return t;
+}
+
+namespace {
+
+// The kind of CSV text: kInt (*i), kFloat (*d), kBool with `typed` (*i), or
+// kString.
+ColumnValue::Kind CellKind(std::string_view text, bool typed, int64_t* i, double* d) {
+  const std::string_view t = NumberText(text);
+  bool b;
+  if (ParseInt(t, i)) return ColumnValue::kInt;
+  if (ParseFloat(t, d)) return ColumnValue::kFloat;
+  if (typed && ParseBool(Trim(text), false, &b)) {
+    *i = b ? 1 : 0;
+    return ColumnValue::kBool;
+  }
+  return ColumnValue::kString;
+}
+
+}  // namespace
+
+ColumnValue CellValue(std::string_view text, bool typed, uint64_t line, uint64_t column) {
+  ColumnValue v{.s = std::string(text), .line = line, .column = column};
+  v.kind = CellKind(text, typed, &v.i, &v.d);
+  const std::string_view t = NumberText(text);
+  if (v.kind == ColumnValue::kInt) v.d = static_cast<double>(v.i);
+  if (v.kind == ColumnValue::kFloat) v.exact = !IsIntegerLiteral(t) || IntegerLiteralIsExact(t, v.d);
+  if (v.kind == ColumnValue::kInt || v.kind == ColumnValue::kFloat) v.text = t;
+  return v;
+}
+
+void ColumnVotes::NoteNumber(bool is_int, int64_t i, std::string_view number, std::string_view shown,
+                             uint64_t line, uint64_t column) {
+  uint64_t u;
+  if (is_int) {
+    ints_++;
+    if (i < 0) NoteFirst(&first_negative_, line, column, number);
+  } else if (typed_ && ParseBigUInt64(number, &u)) {
+    uints_++;
+    NoteFirst(&first_uint_, line, column, number);
+  } else {
+    floats_++;
+    NoteFirst(&first_float_, line, column, number);
+  }
+  NoteFirst(&first_number_, line, column, shown);
+}
+
+void ColumnVotes::NoteTime(std::string_view text, std::string_view shown, uint64_t line, uint64_t column) {
+  TimestampText ts;
+  if (!typed_ || !ParseTimestamp(text, &ts)) {
+    NoteFirst(&first_other_, line, column, shown);
+    return;
+  }
+  timestamps_++;
+  timestamp_digits_ = std::max(timestamp_digits_, ts.digits);
+  int64_t ns;
+  if (!TimestampTicks(ts, FeatureType::kTimestampNs, &ns)) NoteFirst(&first_beyond_ns_, line, column, shown);
+  if (ts.digits > 6) NoteFirst(&first_ns_, line, column, shown);
+  NoteFirst(&first_timestamp_, line, column, shown);
+}
+
+void ColumnVotes::NoteCell(std::string_view text, uint64_t line, uint64_t column) {
+  int64_t i = 0;
+  double d;
+  present_++;
+  const ColumnValue::Kind kind = CellKind(text, typed_, &i, &d);
+  switch (kind) {
+    case ColumnValue::kBool:
+      bools_++;
+      NoteFirst(&first_bool_, line, column, text);
+      return;
+    case ColumnValue::kString:
+      strings_++;
+      NoteTime(Trim(text), text, line, column);
+      return;
+    default:
+      NoteNumber(kind == ColumnValue::kInt, i, NumberText(text), text, line, column);
+  }
+}
+
+void ColumnVotes::NoteValue(const ColumnValue& v) {
+  if (v.kind == ColumnValue::kNull) return;
+  present_++;
+  switch (v.kind) {
+    case ColumnValue::kString: {
+      const std::string shown = JsonText(v);
+      strings_++;
+      NoteFirst(&first_string_, v.line, v.column, shown);
+      NoteTime(v.s, shown, v.line, v.column);
+      return;
+    }
+    case ColumnValue::kBool:
+      if (!typed_) break;
+      bools_++;
+      NoteFirst(&first_bool_, v.line, v.column, JsonText(v));
+      return;
+    case ColumnValue::kList:
+      lists_++;
+      list_floats_ |= !v.list.all_int;
+      NoteFirst(&first_list_, v.line, v.column, v.text);
+      return;
+    default:
+      break;
+  }
+  const std::string_view shown = v.kind == ColumnValue::kBool ? (v.i ? "true" : "false") : std::string_view(v.text);
+  NoteNumber(v.kind != ColumnValue::kFloat, v.i, shown, shown, v.line, v.column);
+}
+
+Result<FeatureType> ColumnVotes::TimestampType(const ColumnNaming& naming, const std::string& name) const {
+  if (timestamp_digits_ <= 6) return FeatureType::kTimestampUs;
+  if (!first_beyond_ns_) return FeatureType::kTimestampNs;
+  const Where& w = *first_beyond_ns_;
+  return naming.error(w.line, w.column,
+                      w.text + " in " + naming.noun + " '" + name + "' is beyond the years timestamp_ns holds (1677 "
+                      "to 2262), which " + first_ns_->text + " at " + naming.at(*first_ns_) + " needs for its "
+                      "nanoseconds: declare " + naming.declare + " " + name + "=string to keep the text, or " + name +
+                      "=timestamp_us if no time has more than 6 fraction digits");
+}
+
+Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const ColumnNaming& naming,
+                                            const std::string& name) const {
+  if (floats_ > 0) return rules.float32 ? FeatureType::kFloat32 : FeatureType::kFloat64;
+  if (uints_ == 0) return FeatureType::kInt64;
+  if (!first_negative_) return FeatureType::kUInt64;
+  // The later of the two values is the one that leaves no integer type.
+  const bool negative_later = *first_uint_ < *first_negative_;
+  const Where& at = negative_later ? *first_negative_ : *first_uint_;
+  const Where& other = negative_later ? *first_uint_ : *first_negative_;
+  const std::string declare = naming.declare + " " + name;
+  return naming.error(at.line, at.column,
+                      naming.noun + " '" + name + "' holds " + at.text +
+                          (negative_later ? " (below uint64)" : " (above int64)") + " and " + other.text + " (" +
+                          naming.at(other) + (negative_later ? ", above int64" : ", below uint64") +
+                          "), which no integer type holds both of: declare " + declare +
+                          "=string to keep them as text, or " + name + "=uint64 or " + name +
+                          "=int64 with --on-bad-value missing to store the values the type cannot hold as missing");
+}
+
+Result<FeatureType> ColumnVotes::CellsType(const InferenceRules& rules, const ColumnNaming& naming,
+                                           const std::string& name, std::vector<std::string>* notes) const {
+  const auto most = [&](uint64_t n) {
+    return present_ > 0 && (rules.bad_values ? (present_ - n) * 100 < present_ : n == present_);
+  };
+  std::optional<Where> bad;
+  std::string kind;
+  FeatureType type = FeatureType::kString;
+  uint64_t typed = 0;  // values of the column's kind
+  if (most(numbers())) {
+    PCR_ASSIGN_OR_RETURN(type, NumberType(rules, naming, name));
+    bad = Earliest({&first_bool_, &first_timestamp_, &first_other_});
+    kind = "a number";
+    typed = numbers();
+  } else if (most(bools_)) {
+    type = FeatureType::kBool;
+    bad = Earliest({&first_number_, &first_timestamp_, &first_other_});
+    kind = "true or false";
+    typed = bools_;
+  } else if (most(timestamps_)) {
+    PCR_ASSIGN_OR_RETURN(type, TimestampType(naming, name));
+    bad = Earliest({&first_number_, &first_bool_, &first_other_});
+    kind = "an ISO 8601 time";
+    typed = timestamps_;
+  } else {
+    const uint64_t many = std::max({numbers(), bools_, timestamps_});
+    if (many * 2 > present_) {
+      const bool numbers = many == this->numbers(), bools = !numbers && many == bools_;
+      const std::optional<Where> first = numbers ? Earliest({&first_bool_, &first_timestamp_, &first_other_})
+                                         : bools ? Earliest({&first_number_, &first_timestamp_, &first_other_})
+                                                 : Earliest({&first_number_, &first_bool_, &first_other_});
+      notes->push_back(naming.noun + " '" + name + "' is stored as string: " + std::to_string(present_ - many) +
+                       " of its " + std::to_string(present_) + " values are not " +
+                       (numbers ? "numbers" : bools ? "true or false" : "times") +
+                       (first ? " (first '" + first->text + "' at " + naming.at(*first) + ")" : std::string()) +
+                       "; declare its type and pass --on-bad-value missing to store those as missing");
+    }
+  }
+  if (bad && !rules.missing) {
+    const uint64_t bads = present_ - typed;
+    return naming.error(bad->line, bad->column,
+                        "'" + bad->text + "' in " + naming.noun + " '" + name + "' is not " + kind + ", unlike its " +
+                            std::to_string(typed) + " other values (" + FeatureTypeName(type) + "): declare " +
+                            naming.declare + " " + name + "=string to keep it as text, or pass --on-bad-value "
+                            "missing to store such cells as missing (" + std::to_string(bads) + " in this column)");
+  }
+  return type;
+}
+
+Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const ColumnNaming& naming,
+                                            const std::string& name, std::vector<std::string>* notes) const {
+  const uint64_t counts[] = {strings_, bools_, numbers(), lists_};
+  const uint64_t kinds = (counts[0] > 0) + (counts[1] > 0) + (counts[2] > 0) + (counts[3] > 0);
+  const std::string column = naming.noun + " '" + name + "'";
+  if (kinds > 1) {
+    const std::optional<Where> firsts[] = {first_string_, first_bool_, first_number_, first_list_};
+    const char* names[] = {"strings", "booleans", "numbers", "arrays"};
+    const char* one[] = {"a string", "a boolean", "a number", "an array"};
+    const size_t most = static_cast<size_t>(std::max_element(std::begin(counts), std::end(counts)) - counts);
+    const uint64_t present = counts[0] + counts[1] + counts[2] + counts[3];
+    const std::string strings = rules.strings_option ? " (or pass --strings)" : "";
+    // A few values of other kinds among many of one, as in CSV: bad values.
+    if (rules.bad_values && (present - counts[most]) * 100 < present) {
+      if (rules.missing) {
+        ColumnVotes only = *this;  // typed by the many; the few are stored as missing
+        if (most != 0) only.strings_ = only.timestamps_ = 0;
+        if (most != 1) only.bools_ = 0;
+        if (most != 2) only.ints_ = only.uints_ = only.floats_ = 0;
+        if (most != 3) only.lists_ = 0;
+        return only.ValuesType(rules, naming, name, notes);
+      }
+      size_t bad = 4;
+      for (size_t k = 0; k < 4; ++k) {
+        if (k != most && firsts[k] && (bad == 4 || *firsts[k] < *firsts[bad])) bad = k;
+      }
+      const Where& at = *firsts[bad];
+      return naming.error(at.line, at.column,
+                          at.text + " in " + column + " is " + one[bad] + ", unlike its " +
+                              std::to_string(counts[most]) + " other values (" + names[most] +
+                              "): pass --on-bad-value missing to store such values as missing, or declare " +
+                              naming.declare + " " + name + "=string" + strings + " to keep every value as text");
+    }
+    size_t a = 4, b = 4;  // the kinds first seen, in order
+    for (size_t k = 0; k < 4; ++k) {
+      if (!firsts[k]) continue;
+      if (a == 4 || *firsts[k] < *firsts[a]) {
+        b = a;
+        a = k;
+      } else if (b == 4 || *firsts[k] < *firsts[b]) {
+        b = k;
+      }
+    }
+    const Where& at = *firsts[b];
+    return naming.error(at.line, at.column,
+                        column + " holds " + names[a] + " (first " + firsts[a]->text + " at " +
+                            naming.at(*firsts[a]) + ") and here " + names[b] + ": declare " + naming.declare + " " +
+                            name + "=string (or another type)" +
+                            (rules.strings_option ? " or pass --strings" : ""));
+  }
+  if (strings_ > 0) {
+    // Times, but for fewer than 1% bad values, as in CSV.
+    const uint64_t others = strings_ - timestamps_;
+    if (others == 0) return TimestampType(naming, name);
+    if (rules.bad_values && others * 100 < strings_) {
+      if (rules.missing) return TimestampType(naming, name);
+      const Where& w = *first_other_;
+      return naming.error(w.line, w.column,
+                          w.text + " in " + column + " is not an ISO 8601 time, unlike its " +
+                              std::to_string(timestamps_) + " other values: declare " + naming.declare + " " + name +
+                              "=string to keep it as text, or pass --on-bad-value missing to store such values as "
+                              "missing (" + std::to_string(others) + " in this column)");
+    }
+    if (timestamps_ * 2 > strings_) {
+      notes->push_back(column + " is stored as string: " + std::to_string(others) + " of its " +
+                       std::to_string(strings_) + " values are not times (first " + first_other_->text + " at " +
+                       naming.at(*first_other_) + "); declare its type and pass --on-bad-value missing to store "
+                       "those as missing");
+    }
+    return FeatureType::kString;
+  }
+  if (bools_ > 0) return FeatureType::kBool;
+  if (lists_ > 0) {
+    return !list_floats_    ? FeatureType::kIdList
+           : rules.float32 ? FeatureType::kFloat32List
+                           : FeatureType::kFloat64List;
+  }
+  if (numbers() > 0) return NumberType(rules, naming, name);
+  return FeatureType::kString;
+}
+
+}  // namespace pcr
