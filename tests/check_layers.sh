@@ -4,25 +4,28 @@
 # include/pcr/ includes only itself, python/ only include/pcr/), or a header
 # private to another folder: reader/'s insides (*_rep.h, internals.h) only
 # from reader/, its facade for tools (inspect.h) only from tools/, tests/,
-# fuzz/ and bench/. Run by the build, so such an include stops it.
-# usage: tests/check_layers.sh SOURCE_DIR STAMP
+# fuzz/ and bench/. The library layers and what each may include are
+# meson.build's, read from the include roots it makes
+# (BUILD_DIR/layer-roots/LAYER/*). Run by the build, so such an include
+# stops it.
+# usage: tests/check_layers.sh SOURCE_DIR BUILD_DIR STAMP
 set -euo pipefail
-src=$1 stamp=$2
-below_tools="format io jpeg reader writer loader pcr"
-declare -A allowed=(
-  [include/pcr]="pcr"
-  [format]="format pcr"
-  [io]="format io pcr"
-  [jpeg]="format jpeg pcr"
-  [reader]="format io reader pcr"
-  [writer]="format io jpeg writer pcr"
-  [loader]="format io jpeg reader loader pcr"
-  [tools]="$below_tools tools"
-  [fuzz]="$below_tools fuzz"
-  [bench]="$below_tools bench"
-  [tests]="$below_tools tools tests"
-  [python]="pcr"
-)
+src=$1 build=$2 stamp=$3
+declare -A allowed=([include/pcr]="pcr" [python]="pcr")
+below_tools="pcr"
+for root in "$build"/layer-roots/*/; do
+  layer=$(basename "$root")
+  allowed[$layer]="$(cd "$root" && echo *) pcr"
+  below_tools="$below_tools $layer"
+done
+if [ "$below_tools" = "pcr" ]; then
+  echo "$build/layer-roots: no include roots; configure the build first" >&2
+  exit 1
+fi
+allowed[tools]="$below_tools tools"
+allowed[fuzz]="$below_tools fuzz"
+allowed[bench]="$below_tools bench"
+allowed[tests]="$below_tools tools tests"
 # Headers only some folders may include, and which.
 declare -A private=(
   ['reader/[a-z_]+_rep\.h']="reader"

@@ -11,7 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
-if bash "$check" "$src" "$tmp/stamp" 2>"$tmp/err"; then
+if bash "$check" "$src" "$build" "$tmp/stamp" 2>"$tmp/err"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1))
@@ -25,7 +25,7 @@ plant() {
   dir=$(dirname "$file")
   rm -rf "$tmp/tree" && mkdir -p "$tmp/tree/$dir" && cp -r "$src/$dir/." "$tmp/tree/$dir/"
   sed -i "1a #include \"$include\"" "$tmp/tree/$file"
-  if bash "$check" "$tmp/tree" "$tmp/stamp" 2>"$tmp/err"; then
+  if bash "$check" "$tmp/tree" "$build" "$tmp/stamp" 2>"$tmp/err"; then
     failed=$((failed + 1))
     echo "FAIL: $include in $file is not refused"
   elif grep -qF "$file:2: $message" "$tmp/err"; then
