@@ -1,5 +1,8 @@
 #include "pcr/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace pcr {
 
 namespace {
@@ -26,5 +29,19 @@ Status Status::WithPrefix(const std::string& prefix) const {
   if (ok()) return *this;
   return Status(code_, prefix + ": " + message_);
 }
+
+namespace internal {
+
+void DieOnError(const Status& status, const char* what) {
+  std::fprintf(stderr, "pcr: %s on an error: %s\n", what, status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+Status OkStatusAsResult() {
+  return Status::InvalidArgument("a Result was built from an OK status, which holds no value");
+}
+
+}  // namespace internal
 
 }  // namespace pcr

@@ -51,26 +51,57 @@ class [[nodiscard]] PCR_EXPORT Status {
   std::string message_;
 };
 
-// Holds either a value or a non-OK Status.
+namespace internal {
+// Prints "pcr: <what> on an error: <status>" to stderr and aborts.
+[[noreturn]] PCR_EXPORT void DieOnError(const Status& status, const char* what);
+// The error a Result built from an OK status holds instead.
+PCR_EXPORT Status OkStatusAsResult();
+}  // namespace internal
+
+// Holds either a value or a non-OK Status. Reading the value of a Result
+// that holds an error (value(), *, ->, MoveValue()) prints the error's
+// message and aborts, as Arrow's ValueOrDie; check ok() first, or use
+// ValueOr(). A Result built from an OK status holds an InvalidArgument
+// error saying so, as it has no value to give.
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
+  Result(Status status)  // NOLINT(google-explicit-constructor)
+      : v_(status.ok() ? internal::OkStatusAsResult() : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
-  // REQUIRES: !ok() for a meaningful status; returns OK when a value is held.
+  // The error, or OK when a value is held.
   Status status() const { return ok() ? Status::OK() : std::get<Status>(v_); }
-  // REQUIRES: ok()
-  T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
+  // The value; aborts with the error's message when there is none.
+  T& value() & {
+    Check();
+    return *std::get_if<T>(&v_);
+  }
+  const T& value() const& {
+    Check();
+    return *std::get_if<T>(&v_);
+  }
+  T&& value() && {
+    Check();
+    return std::move(*std::get_if<T>(&v_));
+  }
+  // The value moved out of the Result; aborts with the error's message when
+  // there is none.
+  T MoveValue() { return std::move(*this).value(); }
+  // The value, or `fallback` when there is an error.
+  T ValueOr(T fallback) const& { return ok() ? *std::get_if<T>(&v_) : std::move(fallback); }
+  T ValueOr(T fallback) && { return ok() ? std::move(*std::get_if<T>(&v_)) : std::move(fallback); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
  private:
+  void Check() const {
+    if (!ok()) internal::DieOnError(*std::get_if<Status>(&v_), "reading the value of a Result");
+  }
   std::variant<T, Status> v_;
 };
 
