@@ -22,6 +22,7 @@ struct [[gnu::visibility("hidden")]] RecordIterator::Rep {
   bool CanSchedule() const;
   Result<bool> Next(RecordBatch* batch);
 
+  const std::shared_ptr<const ImageDataset> open_;  // keeps the dataset open
   const ImageDataset& dataset_;
   const RecordIteratorOptions options_;
   RecordSelection selection_;
@@ -65,7 +66,7 @@ Result<bool> RecordIterator::Next(RecordBatch* batch) { return rep_->Next(batch)
 const std::vector<uint64_t>& RecordIterator::order() const { return rep_->order_; }
 
 RecordIterator::Rep::Rep(const ImageDataset& dataset, const RecordIteratorOptions& options)
-    : dataset_(dataset), options_(options) {
+    : open_(ShareDataset(dataset)), dataset_(*open_), options_(options) {
   if (options.shuffle_seed) {
     order_ = SeededPermutation(dataset.num_records(), *options.shuffle_seed);
   } else {

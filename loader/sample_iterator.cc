@@ -21,6 +21,7 @@ struct [[gnu::visibility("hidden")]] SampleIterator::Rep {
   Result<bool> Next(SampleBatch* batch);
   IterationState state() const;
 
+  const std::shared_ptr<const ImageDataset> open_;  // keeps the dataset open
   const ImageDataset& dataset_;
   const SampleIteratorOptions options_;
   const uint64_t seed_;
@@ -78,7 +79,8 @@ uint64_t SampleIterator::num_batches() const {
 
 SampleIterator::Rep::Rep(const ImageDataset& dataset, const SampleIteratorOptions& options,
                                const IterationState& start)
-    : dataset_(dataset),
+    : open_(ShareDataset(dataset)),
+      dataset_(*open_),
       options_(options),
       seed_(start.seed),
       epoch_(start.epoch),

@@ -14,7 +14,7 @@ namespace pcr {
 
 namespace fs = std::filesystem;
 
-ImageDataset::ImageDataset(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+ImageDataset::ImageDataset(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
 ImageDataset::~ImageDataset() = default;
 
 Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path,
@@ -346,6 +346,7 @@ Result<std::vector<RecordBatch>> ImageDataset::ReadRecordBatches(std::span<const
   const size_t per_record = rep_->StreamsPerRecord(selection);
   for (size_t i = 0; i < records.size(); ++i) {
     PCR_RETURN_IF_ERROR(rep_->ParseRecord(records[i], selection, streams.spans(i * per_record, per_record), &out[i]));
+    out[i].metadata = rep_;
   }
   return out;
 }

@@ -4,6 +4,8 @@
 // reader/record_reads.h (loader/) and reader/inspect.h (tools and tests).
 #pragma once
 
+#include <memory>
+
 #include "pcr/image_dataset.h"
 #include "pcr/table.h"
 
@@ -13,6 +15,11 @@ struct ReaderInternals {
   using DatasetRep = ImageDataset::Rep;
   using TableRep = Table::Rep;
   static const DatasetRep& Of(const ImageDataset& dataset) { return *dataset.rep_; }
+  static std::shared_ptr<const DatasetRep> Share(const ImageDataset& dataset) { return dataset.rep_; }
+  // Another handle on the same open dataset, which keeps it open.
+  static std::shared_ptr<const ImageDataset> Handle(const ImageDataset& dataset) {
+    return std::shared_ptr<const ImageDataset>(new ImageDataset(dataset.rep_));
+  }
   static const TableRep& Of(const Table& table) { return *table.rep_; }
 };
 

@@ -15,7 +15,13 @@ Status ReadRecordStreams(const ImageDataset& dataset, std::span<const uint64_t> 
 
 Status ParseRecord(const ImageDataset& dataset, uint64_t record, const RecordSelection& selection,
                    std::span<const ByteSpan> streams, RecordBatch* batch) {
-  return ReaderInternals::Of(dataset).ParseRecord(record, selection, streams, batch);
+  PCR_RETURN_IF_ERROR(ReaderInternals::Of(dataset).ParseRecord(record, selection, streams, batch));
+  batch->metadata = ReaderInternals::Share(dataset);
+  return Status::OK();
+}
+
+std::shared_ptr<const ImageDataset> ShareDataset(const ImageDataset& dataset) {
+  return ReaderInternals::Handle(dataset);
 }
 
 uint64_t RecordImageCount(const ImageDataset& dataset, uint64_t record) {

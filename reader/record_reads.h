@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "io/read_executor.h"
@@ -22,6 +23,9 @@ Status ReadRecordStreams(const ImageDataset& dataset, std::span<const uint64_t> 
 // chunk (as verify does), decoding the fields and reusing the batch's buffer.
 Status ParseRecord(const ImageDataset& dataset, uint64_t record, const RecordSelection& selection,
                    std::span<const ByteSpan> streams, RecordBatch* batch);
+// Another handle on the open dataset, which keeps it open: iterators hold
+// one, so that the caller may destroy its own first.
+std::shared_ptr<const ImageDataset> ShareDataset(const ImageDataset& dataset);
 // Images in record `record`. REQUIRES: record < dataset.num_records()
 uint64_t RecordImageCount(const ImageDataset& dataset, uint64_t record);
 

@@ -49,7 +49,7 @@ struct DecodedBatch {
 // Thread safety: Next() may be called from one thread at a time.
 class PCR_EXPORT DecodeIterator {
  public:
-  // REQUIRES: `dataset` outlives the iterator.
+  // The iterator keeps the dataset open (ImageDataset, Lifetime).
   static Result<std::unique_ptr<DecodeIterator>> Create(const ImageDataset& dataset,
                                                         const DecodeIteratorOptions& options = {});
   ~DecodeIterator();

@@ -48,7 +48,7 @@ struct ImageRequest {
 // nor destroyed.
 struct ImageView {
   int64_t label = -1;
-  std::string_view key;  // owned by the dataset
+  std::string_view key;  // the dataset's, kept alive by RecordBatch::metadata
   ByteSpan jpeg;         // standalone JPEG: scan groups 1..fidelity and EOI; empty at fidelity 0
   uint64_t row = 0;      // the image's row in RecordBatch::fields (its place in the record)
 };
@@ -62,6 +62,9 @@ struct RecordBatch {
   // One column per field asked for, in the order asked; row r is the
   // record's image r (ImageView::row).
   std::vector<Column> fields;
+  // Keeps the dataset's sample metadata, which the images' keys view, alive
+  // when the dataset is destroyed before the batch.
+  std::shared_ptr<const void> metadata;
 };
 
 // A record read runs through gaps of at most this many bytes between the
@@ -102,6 +105,10 @@ struct DatasetCounts {
 //
 // Thread safety: after Open, every method may be called from several threads
 // at once; reads share the dataset's thread-safe I/O engine.
+//
+// Lifetime: iterators made from a dataset, and the batches its reads fill,
+// keep the open dataset (its files, engine and metadata) alive; the caller
+// may destroy its ImageDataset before them.
 class PCR_EXPORT ImageDataset {
  public:
   // Checks every file's header, footer and index, and reads each record's
@@ -183,8 +190,8 @@ class PCR_EXPORT ImageDataset {
   // what they need of it.
   friend struct ReaderInternals;
   struct Rep;
-  explicit ImageDataset(std::unique_ptr<Rep> rep);
-  std::unique_ptr<Rep> rep_;
+  explicit ImageDataset(std::shared_ptr<const Rep> rep);
+  std::shared_ptr<const Rep> rep_;
 };
 
 }  // namespace pcr

@@ -29,7 +29,7 @@ struct RecordIteratorOptions {
 // iterator's own thread only reads.
 class PCR_EXPORT RecordIterator {
  public:
-  // REQUIRES: `dataset` outlives the iterator.
+  // The iterator keeps the dataset open (ImageDataset, Lifetime).
   static Result<std::unique_ptr<RecordIterator>> Create(const ImageDataset& dataset,
                                                         const RecordIteratorOptions& options = {});
   ~RecordIterator();
