@@ -12,23 +12,26 @@ std::string IterationState::ToString() const {
          std::to_string(position);
 }
 
+bool ParseNamedNumbers(std::string_view text, std::span<const std::pair<std::string_view, uint64_t*>> fields) {
+  std::string_view rest = text;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const auto [name, value] = fields[i];
+    const std::string_view sep = i + 1 < fields.size() ? " " : "";
+    if (!rest.starts_with(name) || !rest.substr(name.size()).starts_with("=")) return false;
+    rest.remove_prefix(name.size() + 1);
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), *value);
+    if (ec != std::errc() || end == rest.data()) return false;
+    rest.remove_prefix(static_cast<size_t>(end - rest.data()));
+    if (!rest.starts_with(sep)) return false;
+    rest.remove_prefix(sep.size());
+  }
+  return rest.empty();
+}
+
 Result<IterationState> IterationState::Parse(std::string_view text) {
   IterationState s;
-  const std::pair<std::string_view, uint64_t*> fields[] = {
-      {"seed=", &s.seed}, {"epoch=", &s.epoch}, {"position=", &s.position}};
-  std::string_view rest = text;
-  for (size_t i = 0; i < 3; ++i) {
-    const auto [name, value] = fields[i];
-    const std::string_view sep = i < 2 ? " " : "";
-    if (!rest.starts_with(name)) break;
-    rest.remove_prefix(name.size());
-    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), *value);
-    if (ec != std::errc() || end == rest.data()) break;
-    rest.remove_prefix(static_cast<size_t>(end - rest.data()));
-    if (!rest.starts_with(sep)) break;
-    rest.remove_prefix(sep.size());
-    if (i == 2 && rest.empty()) return s;
-  }
+  const std::pair<std::string_view, uint64_t*> fields[] = {{"seed", &s.seed}, {"epoch", &s.epoch}, {"position", &s.position}};
+  if (ParseNamedNumbers(text, fields)) return s;
   return Status::InvalidArgument("iteration state '" + std::string(text) +
                                  "': expected 'seed=S epoch=E position=P'");
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pcr/sample_iterator.h"
@@ -21,8 +22,10 @@ Status ValidateEpochOptions(const EpochOptions& options);
 
 // Images each rank delivers per epoch, the same on every rank.
 uint64_t ImagesPerRank(uint64_t num_images, const EpochOptions& options);
-// Batches each rank delivers per epoch: ImagesPerRank / batch_size, rounded up.
-uint64_t BatchesPerRank(uint64_t num_images, const EpochOptions& options);
+
+// True when `text` is "NAME1=V1 NAME2=V2 ..." with fields' names in order,
+// setting the values.
+bool ParseNamedNumbers(std::string_view text, std::span<const std::pair<std::string_view, uint64_t*>> fields);
 
 // The part of a rank's share of `per_rank` images that options.worker
 // delivers: positions [offset, offset + count), the rank's batches b with

@@ -129,7 +129,7 @@ size_t BatchDecoder::image_bytes() const {
   return static_cast<size_t>(rep_->options.size) * rep_->options.size * 3;
 }
 
-Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out) {
+Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out, size_t* failed) {
   if (out.size() != jpegs.size() * image_bytes()) {
     return Status::InvalidArgument("output holds " + std::to_string(out.size()) + " bytes, the batch needs " +
                                    std::to_string(jpegs.size() * image_bytes()));
@@ -148,7 +148,11 @@ Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std:
   for (int t = 1; t < n; ++t) threads.emplace_back(work, std::ref(*rep_->scratch[t]));
   work(*rep_->scratch[0]);
   for (std::thread& t : threads) t.join();
-  for (const Status& e : errors) PCR_RETURN_IF_ERROR(e);
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (errors[i].ok()) continue;
+    if (failed != nullptr) *failed = i;
+    return errors[i];
+  }
   return Status::OK();
 }
 

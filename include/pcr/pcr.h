@@ -7,6 +7,7 @@
 #include "pcr/decode.h"
 #include "pcr/decode_iterator.h"
 #include "pcr/image_dataset.h"
+#include "pcr/image_loader.h"
 #include "pcr/io.h"
 #include "pcr/record_iterator.h"
 #include "pcr/sample_iterator.h"

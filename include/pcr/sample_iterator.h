@@ -44,6 +44,11 @@ struct EpochOptions {
   uint64_t shuffle_buffer = 4096;
 };
 
+// Batches each rank delivers per epoch (ImagesPerRank / batch_size, rounded
+// up; the same on every rank), from the number of images alone.
+// REQUIRES: options.world_size, options.batch_size >= 1
+PCR_EXPORT uint64_t BatchesPerRank(uint64_t num_images, const EpochOptions& options);
+
 // Where a rank stands in its epoch. All ranks of a job advance together, so
 // one state (rank 0's, say) resumes them all.
 struct PCR_EXPORT IterationState {
@@ -81,7 +86,7 @@ struct SampleBatch {
 class PCR_EXPORT SampleIterator {
  public:
   // Starts the epoch `start.epoch` of `start.seed` after its first
-  // `start.position` images. REQUIRES: `dataset` outlives the iterator.
+  // `start.position` images. The iterator keeps the dataset open (ImageDataset, Lifetime).
   static Result<std::unique_ptr<SampleIterator>> Create(const ImageDataset& dataset,
                                                         const SampleIteratorOptions& options,
                                                         const IterationState& start = {});

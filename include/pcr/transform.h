@@ -77,8 +77,9 @@ class PCR_EXPORT BatchDecoder {
   // Bytes of one output image: 3 * size * size.
   size_t image_bytes() const;
   // Fills out[i * image_bytes() ...] with image i. A decode error names the
-  // image's index in the batch. REQUIRES: out.size() == jpegs.size() * image_bytes()
-  Status Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out);
+  // image's index in the batch, also set in *failed when given.
+  // REQUIRES: out.size() == jpegs.size() * image_bytes()
+  Status Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out, size_t* failed = nullptr);
 
   struct Rep;
 

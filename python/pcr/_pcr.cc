@@ -467,6 +467,22 @@ class PyImageDataset {
   pcr::IoEngineOptions io_;
 };
 
+pcr::UnevenShares Uneven(const std::string& uneven) {
+  if (uneven != "pad" && uneven != "drop") throw py::value_error("uneven must be 'pad' or 'drop', not '" + uneven + "'");
+  return uneven == "pad" ? pcr::UnevenShares::kPad : pcr::UnevenShares::kDrop;
+}
+
+// {name: [value or None per row]} of a batch's field columns.
+py::dict FieldLists(const std::vector<std::string>& names, const std::vector<pcr::Column>& columns) {
+  py::dict fields;
+  for (size_t j = 0; j < names.size(); ++j) {
+    py::list values;
+    for (uint64_t r = 0; r < columns[j].rows; ++r) values.append(ColumnValue(columns[j], r));
+    fields[py::str(names[j])] = values;
+  }
+  return fields;
+}
+
 // One rank's share of an epoch in batches (pcr::SampleIterator).
 class PySampleIterator {
  public:
@@ -475,14 +491,13 @@ class PySampleIterator {
                    uint64_t seed, int64_t epoch, int64_t position, int64_t read_ahead,
                    const std::vector<std::string>& fields)
       : fields_(fields) {
-    if (uneven != "pad" && uneven != "drop") throw py::value_error("uneven must be 'pad' or 'drop', not '" + uneven + "'");
     const pcr::SampleIteratorOptions options{
         .epoch = {.rank = NonNegative(rank, "rank"),
                   .world_size = NonNegative(world_size, "world_size"),
                   .batch_size = NonNegative(batch_size, "batch_size"),
                   .worker = NonNegative(worker, "worker"),
                   .num_workers = NonNegative(num_workers, "num_workers"),
-                  .uneven = uneven == "pad" ? pcr::UnevenShares::kPad : pcr::UnevenShares::kDrop,
+                  .uneven = Uneven(uneven),
                   .shuffle = shuffle,
                   .shuffle_buffer = NonNegative(shuffle_buffer, "shuffle_buffer")},
         .fidelity = ds.Fidelity(fidelity),
@@ -505,13 +520,7 @@ class PySampleIterator {
     }
     std::vector<uint64_t> indices = batch_.indices;
     if (fields_.empty()) return py::make_tuple(Own(std::move(indices)), Own(std::move(labels)), jpegs);
-    py::dict fields;
-    for (size_t j = 0; j < fields_.size(); ++j) {
-      py::list values;
-      for (uint64_t r = 0; r < batch_.fields[j].rows; ++r) values.append(ColumnValue(batch_.fields[j], r));
-      fields[py::str(fields_[j])] = values;
-    }
-    return py::make_tuple(Own(std::move(indices)), Own(std::move(labels)), jpegs, fields);
+    return py::make_tuple(Own(std::move(indices)), Own(std::move(labels)), jpegs, FieldLists(fields_, batch_.fields));
   }
 
   py::dict state() const {
@@ -537,53 +546,69 @@ class PySampleIterator {
 // the largest size asked for. Called with the GIL held.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  py::array_t<uint8_t> Array(const std::vector<py::ssize_t>& shape) {
-    size_t bytes = 1;
-    for (py::ssize_t d : shape) bytes *= static_cast<size_t>(d);
+  // An idle buffer of `bytes` (contents unspecified), or a new one.
+  std::vector<uint8_t> Take(size_t bytes) {
     if (bytes > bytes_) {
       bytes_ = bytes;
       idle_.clear();
     }
-    struct Held {
-      std::shared_ptr<BufferPool> pool;
-      size_t bytes;
-      std::unique_ptr<uint8_t[]> data;
-    };
-    auto held = std::make_unique<Held>(Held{shared_from_this(), bytes_, nullptr});
-    if (idle_.empty()) {
-      held->data.reset(new uint8_t[bytes_]);
-    } else {
-      held->data = std::move(idle_.back());
+    std::vector<uint8_t> v;
+    if (!idle_.empty()) {
+      v = std::move(idle_.back());
       idle_.pop_back();
     }
-    uint8_t* data = held->data.get();
+    v.resize(bytes);
+    return v;
+  }
+  // `data` as an array of `shape`; its buffer comes back to the pool when
+  // the last array over it is freed.
+  py::array_t<uint8_t> Wrap(std::vector<uint8_t>&& data, const std::vector<py::ssize_t>& shape) {
+    struct Held {
+      std::shared_ptr<BufferPool> pool;
+      std::vector<uint8_t> data;
+    };
+    auto held = std::make_unique<Held>(Held{shared_from_this(), std::move(data)});
+    uint8_t* bytes = held->data.data();
     py::capsule owner(held.get(), [](void* p) {
       std::unique_ptr<Held> h(static_cast<Held*>(p));
-      if (h->bytes == h->pool->bytes_ && h->pool->idle_.size() < kKeep) h->pool->idle_.push_back(std::move(h->data));
+      BufferPool& pool = *h->pool;
+      if (h->data.size() == pool.bytes_ && pool.idle_.size() < kKeep) pool.idle_.push_back(std::move(h->data));
     });
     held.release();  // the capsule owns it now
-    return py::array_t<uint8_t>(shape, data, owner);
+    return py::array_t<uint8_t>(shape, bytes, owner);
   }
 
  private:
   static constexpr size_t kKeep = 4;
   size_t bytes_ = 0;
-  std::vector<std::unique_ptr<uint8_t[]>> idle_;
+  std::vector<std::vector<uint8_t>> idle_;
 };
+
+// The shape of n images of `options`: N x 3 x S x S, or N x S x S x 3.
+std::vector<py::ssize_t> BatchShape(size_t n, const pcr::BatchTransformOptions& options) {
+  const py::ssize_t count = static_cast<py::ssize_t>(n), s = options.size;
+  return options.channels_last ? std::vector<py::ssize_t>{count, s, s, 3} : std::vector<py::ssize_t>{count, 3, s, s};
+}
+
+pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, std::pair<double, double> scale,
+                                            std::pair<double, double> ratio, int resize, bool flip, bool channels_last,
+                                            int threads) {
+  if (crop != "random_resized" && crop != "center") throw py::value_error("crop must be 'random_resized' or 'center'");
+  return {.size = size,
+          .crop = crop == "center" ? pcr::BatchTransformOptions::Crop::kCenter
+                                   : pcr::BatchTransformOptions::Crop::kRandomResized,
+          .random_resized = {scale.first, scale.second, ratio.first, ratio.second},
+          .resize = resize,
+          .random_flip = flip,
+          .channels_last = channels_last,
+          .threads = threads};
+}
 
 class PyBatchDecoder {
  public:
   PyBatchDecoder(int size, const std::string& crop, std::pair<double, double> scale, std::pair<double, double> ratio,
-                 int resize, bool flip, bool channels_last, int threads) {
-    if (crop != "random_resized" && crop != "center") throw py::value_error("crop must be 'random_resized' or 'center'");
-    options_ = {.size = size,
-                .crop = crop == "center" ? pcr::BatchTransformOptions::Crop::kCenter
-                                         : pcr::BatchTransformOptions::Crop::kRandomResized,
-                .random_resized = {scale.first, scale.second, ratio.first, ratio.second},
-                .resize = resize,
-                .random_flip = flip,
-                .channels_last = channels_last,
-                .threads = threads};
+                 int resize, bool flip, bool channels_last, int threads)
+      : options_(TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads)) {
     decoder_ = Take(pcr::BatchDecoder::Create(options_));
   }
 
@@ -595,19 +620,79 @@ class PyBatchDecoder {
       PyBytes_AsStringAndSize(b.ptr(), &data, &size);
       spans.emplace_back(reinterpret_cast<const uint8_t*>(data), static_cast<size_t>(size));
     }
-    const py::ssize_t n = static_cast<py::ssize_t>(jpegs.size()), s = options_.size;
-    std::vector<py::ssize_t> shape = options_.channels_last ? std::vector<py::ssize_t>{n, s, s, 3}
-                                                            : std::vector<py::ssize_t>{n, 3, s, s};
-    py::array_t<uint8_t> out = buffers_->Array(shape);
-    const std::span<uint8_t> bytes(out.mutable_data(), static_cast<size_t>(out.size()));
+    std::vector<uint8_t> out = buffers_->Take(jpegs.size() * decoder_->image_bytes());
     // `jpegs` holds the bytes objects, so their buffers stay valid meanwhile.
-    Unlocked([&] { return decoder_->Decode(spans, seed, bytes); });
-    return out;
+    Unlocked([&] { return decoder_->Decode(spans, seed, out); });
+    return buffers_->Wrap(std::move(out), BatchShape(jpegs.size(), options_));
   }
 
  private:
   pcr::BatchTransformOptions options_;
   std::unique_ptr<pcr::BatchDecoder> decoder_;
+  std::shared_ptr<BufferPool> buffers_ = std::make_shared<BufferPool>();
+};
+
+// Decoded batches of one rank's (and worker's) share (pcr::ImageLoader).
+class PyImageLoader {
+ public:
+  PyImageLoader(const PyImageDataset& ds, int64_t batch_size, const py::object& fidelity, int64_t rank,
+                int64_t world_size, int64_t worker, int64_t num_workers, const std::string& uneven, bool shuffle,
+                int64_t shuffle_buffer, uint64_t seed, int64_t epoch, int64_t batches, int64_t saved_workers,
+                int64_t read_ahead, const std::vector<std::string>& fields, int size, const std::string& crop,
+                std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
+                bool channels_last, int threads)
+      : fields_(fields) {
+    const pcr::ImageLoaderOptions options{
+        .epoch = {.rank = NonNegative(rank, "rank"),
+                  .world_size = NonNegative(world_size, "world_size"),
+                  .batch_size = NonNegative(batch_size, "batch_size"),
+                  .worker = NonNegative(worker, "worker"),
+                  .num_workers = NonNegative(num_workers, "num_workers"),
+                  .uneven = Uneven(uneven),
+                  .shuffle = shuffle,
+                  .shuffle_buffer = NonNegative(shuffle_buffer, "shuffle_buffer")},
+        .fidelity = ds.Fidelity(fidelity),
+        .transform = TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads),
+        .read_ahead = NonNegative(read_ahead, "read_ahead"),
+        .fields = fields};
+    transform_ = options.transform;
+    batch_bytes_ = options.epoch.batch_size * 3 * static_cast<size_t>(transform_.size) * transform_.size;
+    loader_ = Take(pcr::ImageLoader::Create(
+        ds.dataset(), options,
+        {seed, NonNegative(epoch, "epoch"), NonNegative(batches, "batches"), NonNegative(saved_workers, "num_workers")}));
+  }
+
+  // (images, labels): a uint8 array N x 3 x size x size (or N x size x size x
+  // 3) and an int64 array; with fields, also {name: [value or None]}.
+  py::tuple next() {
+    // The loader decodes its next batch into this buffer: one of full size
+    // from the pool costs no page faults or zeroing.
+    batch_.images = buffers_->Take(batch_bytes_);
+    if (!Unlocked([&] { return loader_->Next(&batch_); })) throw py::stop_iteration();
+    const size_t n = batch_.labels.size();
+    py::array_t<uint8_t> images = buffers_->Wrap(std::move(batch_.images), BatchShape(n, transform_));
+    py::array_t<int64_t> labels = Own(std::vector<int64_t>(batch_.labels));
+    if (fields_.empty()) return py::make_tuple(images, labels);
+    return py::make_tuple(images, labels, FieldLists(fields_, batch_.fields));
+  }
+
+  py::dict state() const {
+    const pcr::LoaderState st = loader_->state();
+    py::dict d;
+    d["seed"] = st.seed;
+    d["epoch"] = st.epoch;
+    d["batches"] = st.batches;
+    d["num_workers"] = st.num_workers;
+    return d;
+  }
+  uint64_t num_batches() const { return loader_->num_batches(); }
+
+ private:
+  std::vector<std::string> fields_;
+  pcr::BatchTransformOptions transform_;
+  size_t batch_bytes_ = 0;
+  std::unique_ptr<pcr::ImageLoader> loader_;
+  pcr::LoaderBatch batch_;
   std::shared_ptr<BufferPool> buffers_ = std::make_shared<BufferPool>();
 };
 
@@ -904,6 +989,35 @@ PYBIND11_MODULE(_pcr, m) {
       .def("__len__", &PySampleIterator::num_batches)
       .def_property_readonly("num_images", &PySampleIterator::num_images)
       .def("state", &PySampleIterator::state);
+
+  py::class_<PyImageLoader>(m, "ImageLoader")
+      .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t,
+                    const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t,
+                    const std::vector<std::string>&, int, const std::string&, std::pair<double, double>,
+                    std::pair<double, double>, int, bool, bool, int>(),
+           py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full",
+           py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
+           py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
+           py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0, py::arg("saved_workers") = 0,
+           py::arg("read_ahead") = 2048, py::arg("fields") = std::vector<std::string>(), py::arg("size") = 224,
+           py::arg("crop") = "random_resized", py::arg("scale") = std::pair<double, double>{0.08, 1.0},
+           py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
+           py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0)
+      .def("__iter__", [](PyImageLoader& it) -> PyImageLoader& { return it; })
+      .def("__next__", &PyImageLoader::next)
+      .def("__len__", &PyImageLoader::num_batches)
+      .def("state", &PyImageLoader::state);
+
+  m.def(
+      "batches_per_rank",
+      [](int64_t images, int64_t world_size, int64_t batch_size, const std::string& uneven) {
+        const pcr::EpochOptions o{.world_size = NonNegative(world_size, "world_size"),
+                                  .batch_size = NonNegative(batch_size, "batch_size"),
+                                  .uneven = Uneven(uneven)};
+        if (o.world_size == 0 || o.batch_size == 0) throw py::value_error("world_size and batch_size must be at least 1");
+        return pcr::BatchesPerRank(NonNegative(images, "images"), o);
+      },
+      py::arg("images"), py::arg("world_size"), py::arg("batch_size"), py::arg("uneven") = "pad");
 
   py::class_<PyBatchDecoder>(m, "BatchDecoder")
       .def(py::init<int, const std::string&, std::pair<double, double>, std::pair<double, double>, int, bool, bool,

@@ -84,20 +84,6 @@ class Dataset(_data.Dataset):
         return state
 
 
-_MASK = (1 << 64) - 1
-
-
-def _mix(*values: int) -> int:
-    """One 64-bit seed from several values (splitmix64 steps)."""
-    z = 0
-    for v in values:
-        z = (z ^ (v & _MASK)) + 0x9E3779B97F4A7C15 & _MASK
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _MASK
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _MASK
-        z ^= z >> 31
-    return z
-
-
 def _check_int(name: str, value, low: int, high: Optional[int] = None) -> int:
     """`value` if an int in low..high, else ValueError (TypeError) naming `name`."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -115,15 +101,6 @@ def _fidelity(value, groups: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= groups:
         return value
     raise ValueError(f"fidelity must be 1..{groups} or 'full', not {value!r}")
-
-
-def _worker_images(per_rank: int, batch_size: int, workers: int, worker: int) -> int:
-    """Images a worker delivers: the rank's batches b with b % workers == worker
-    (pcr::WorkerShare)."""
-    batches = -(-per_rank // batch_size)
-    count = batches // workers + (1 if worker < batches % workers else 0)
-    short = batches * batch_size - per_rank
-    return count * batch_size - (short if batches and worker == (batches - 1) % workers else 0)
 
 
 # Slots of ImageLoader's shared state, seen by its DataLoader workers.
@@ -269,11 +246,6 @@ class ImageLoader(_data.IterableDataset):
             return dist.get_rank(), dist.get_world_size()
         return 0, 1
 
-    def _per_rank(self, world: int) -> int:
-        if self.uneven == "pad":
-            return -(-self._num_images // world)
-        return self._num_images // (world * self.batch_size) * self.batch_size
-
     def set_epoch(self, epoch: int) -> None:
         """The epoch to iterate next. Another epoch than the current one starts
         at its beginning; the epoch of a loaded state keeps its position."""
@@ -285,7 +257,7 @@ class ImageLoader(_data.IterableDataset):
     def __len__(self) -> int:
         """Batches per epoch on this rank, with or without DataLoader workers."""
         _, world = self._share()
-        return -(-self._per_rank(world) // self.batch_size)
+        return _pcr.batches_per_rank(self._num_images, world, self.batch_size, self.uneven)
 
     def state_dict(self, batches: Optional[int] = None) -> dict:
         """Where this epoch stands: after the batches delivered so far, or
@@ -324,10 +296,6 @@ class ImageLoader(_data.IterableDataset):
         info = _data.get_worker_info()
         workers = 1 if info is None else info.num_workers
         epoch, start = self._shared[_EPOCH], self._shared[_START]
-        saved = self._workers_saved
-        if start and saved and saved != workers:
-            raise ValueError(f"the state was saved with {saved} DataLoader worker(s) per rank (0 and 1 alike): "
-                             f"resume with num_workers={saved}, not {workers}")
         if info is None:
             if self._counted is None or self._counted[0] != epoch or self._counted[1] != 1:
                 self._count(1)
@@ -336,41 +304,18 @@ class ImageLoader(_data.IterableDataset):
             self._shared[_WORKERS_EPOCH] = epoch + 1
             self._shared[_WORKERS] = workers
         # The DataLoader takes batches from its workers in turn, worker 0
-        # first, and batch b is role b % workers's; so after `start` batches,
-        # worker i takes role (i + start) % workers, whose batch comes next.
-        role = 0 if info is None else (info.id + start) % workers
-        skip = max(0, -(-(start - role) // workers))
-        mine = _worker_images(self._per_rank(world), self.batch_size, workers, role)
-        position = min(skip * self.batch_size, mine)
+        # first: pcr::ImageLoader's worker w delivers the rank's batches
+        # start + w, start + w + workers, ...
         ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
-        it = _pcr.SampleIterator(ds, batch_size=self.batch_size, fidelity=self.fidelity, rank=rank,
-                                 world_size=world, worker=role, num_workers=workers, uneven=self.uneven,
-                                 shuffle=self.shuffle, shuffle_buffer=self.shuffle_buffer, seed=self.seed,
-                                 epoch=epoch, position=position, read_ahead=self.read_ahead,
-                                 fields=self.fields)
-        decoder = _pcr.BatchDecoder(**self.decoder_options)
-        from concurrent.futures import ThreadPoolExecutor
-
-        def load(j):  # the worker's j-th batch, the rank's batch role + j * workers
-            try:
-                indices, labels, jpegs, *fields = next(it)
-            except StopIteration:
-                return None
-            images = decoder.decode(jpegs, _mix(self.seed, epoch, rank, role + j * workers))
-            return (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
-
-        with ThreadPoolExecutor(max_workers=1) as ahead:
-            j = skip
-            pending = ahead.submit(load, j)
-            while True:
-                batch = pending.result()
-                if batch is None:
-                    return
-                j += 1
-                pending = ahead.submit(load, j)
-                if info is None:
-                    self._delivered += 1
-                yield batch
+        it = _pcr.ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, rank=rank, world_size=world,
+                              worker=0 if info is None else info.id, num_workers=workers, uneven=self.uneven,
+                              shuffle=self.shuffle, shuffle_buffer=self.shuffle_buffer, seed=self.seed, epoch=epoch,
+                              batches=start, saved_workers=self._workers_saved or 0, read_ahead=self.read_ahead,
+                              fields=self.fields, **self.decoder_options)
+        for images, labels, *fields in it:
+            if info is None:
+                self._delivered += 1
+            yield (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
 
     def __getstate__(self):
         import multiprocessing.context

@@ -289,6 +289,35 @@ def test_training_batches_are_random_but_reproducible(distinct_dataset):
         assert len(direct) == len(a) and all(torch.equal(x, y) for x, y in zip(direct, a))
 
 
+def test_loader_batches_are_the_cpp_loaders_samples_decoded_with_the_batch_seed(distinct_dataset):
+    """pcr.torch.ImageLoader is pcr::ImageLoader: the rank's SampleIterator
+    batches, batch b decoded with the seed of (seed, epoch, rank, b), as
+    image_loader_test checks on the C++ side."""
+
+    def chained(*values):
+        z, mask = 0, (1 << 64) - 1
+        for v in values:
+            z = (z ^ v) + 0x9E3779B97F4A7C15 & mask
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & mask
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EB & mask
+            z ^= z >> 31
+        return z
+
+    loader = pcr.torch.ImageLoader(str(distinct_dataset), batch_size=3, fidelity=2, size=20, threads=2, seed=11,
+                                   rank=1, world_size=2, shuffle_buffer=5)
+    loader.set_epoch(3)
+    got = list(loader)
+    ds = pcr.ImageDataset(str(distinct_dataset))
+    samples = pcr.SampleIterator(ds, batch_size=3, fidelity=2, rank=1, world_size=2, shuffle_buffer=5, seed=11,
+                                 epoch=3)
+    decoder = pcr.BatchDecoder(size=20, threads=2)
+    want = [(decoder.decode(jpegs, chained(11, 3, 1, b)), labels) for b, (_, labels, jpegs) in enumerate(samples)]
+    assert len(got) == len(want) == len(loader)
+    for (images, labels), (want_images, want_labels) in zip(got, want):
+        assert np.array_equal(images.numpy(), want_images)
+        assert np.array_equal(labels.numpy(), want_labels)
+
+
 def test_set_epoch_reshuffles(distinct_dataset):
     sigs = signatures(distinct_dataset)
     loader = eval_loader(distinct_dataset, shuffle=True, seed=4)

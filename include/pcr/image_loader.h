@@ -1,0 +1,99 @@
+// Batches of decoded, cropped and resized images for training or evaluation:
+// one rank's (and one worker's) share of an epoch, shuffled, read and decoded
+// ahead of the caller, resumable from a small state. pcr.torch.ImageLoader
+// is this loader.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pcr/export.h"
+#include "pcr/image_dataset.h"
+#include "pcr/sample_iterator.h"
+#include "pcr/status.h"
+#include "pcr/transform.h"
+
+namespace pcr {
+
+struct ImageLoaderOptions {
+  // Rank, world size, batch size, workers, uneven shares and shuffling, as
+  // SampleIterator takes them. A worker's batches are the rank's batches
+  // start + worker, start + worker + num_workers, ... (start: the resumed
+  // LoaderState's batches), so taking one batch from each worker in turn,
+  // worker 0 first, gives the rank's batches in order.
+  EpochOptions epoch;
+  int fidelity = kFullFidelity;  // scan groups 1..fidelity, or kFullFidelity
+  // RandomResizedCrop and a random flip (training), or Resize and
+  // CenterCrop (evaluation), chosen before decoding; the decoding threads.
+  BatchTransformOptions transform;
+  uint64_t read_ahead = 2048;       // as SampleIteratorOptions::read_ahead
+  std::vector<std::string> fields;  // fields to deliver with the images
+};
+
+// Where a rank stands in an epoch. All ranks advance together, so one
+// state (rank 0's, say) resumes them all.
+struct PCR_EXPORT LoaderState {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t batches = 0;  // the rank's batches taken so far this epoch
+  // Workers per rank when saved (a batch's images depend on it); 0: not
+  // known, not checked on resume.
+  uint64_t num_workers = 0;
+
+  bool operator==(const LoaderState&) const = default;
+  // "seed=S epoch=E batches=B num_workers=K"
+  std::string ToString() const;
+  static Result<LoaderState> Parse(std::string_view text);
+};
+
+// One batch: N images (N = labels.size(), batch_size but for a rank's last
+// batch under UnevenShares::kPad) in one buffer, their labels, dataset-wide
+// indices and fields.
+struct LoaderBatch {
+  uint64_t batch = 0;           // the rank's batch number in the epoch, from 0
+  std::vector<uint8_t> images;  // N x 3 x size x size, or N x size x size x 3 (channels_last)
+  std::vector<int64_t> labels;
+  std::vector<uint64_t> indices;
+  // One column per ImageLoaderOptions::fields; row j belongs to image j.
+  std::vector<Column> fields;
+};
+
+// Thread safety: Next() may be called from one thread at a time; state() and
+// num_batches() from any thread. The loader keeps the dataset open
+// (ImageDataset, Lifetime).
+class PCR_EXPORT ImageLoader {
+ public:
+  // Checks every option (InvalidArgument naming it and its range) and that
+  // `start` fits them: its batches at most num_batches(), its num_workers
+  // (when known) equal to the options'. Batch i of an epoch decodes with
+  // the seed of (seed, epoch, rank, i), so the same arguments give the same
+  // batches whatever the number of decoding threads.
+  static Result<std::unique_ptr<ImageLoader>> Create(const ImageDataset& dataset, const ImageLoaderOptions& options,
+                                                     const LoaderState& start = {});
+  ~ImageLoader();
+  ImageLoader(const ImageLoader&) = delete;
+  ImageLoader& operator=(const ImageLoader&) = delete;
+
+  // Fills `batch` with this worker's next batch, decoded while the caller
+  // worked on the last one, and takes the caller's buffers for the batch
+  // after; false at the end of the epoch. A decode error names the image
+  // (key and dataset index) and ends the iteration.
+  Result<bool> Next(LoaderBatch* batch);
+  // The state after the last batch Next() returned (its batch + 1), or the
+  // start before any. With several workers, save the state of the last batch
+  // taken from any of them.
+  LoaderState state() const;
+  // The rank's batches per epoch, the same on every rank and for any number
+  // of workers.
+  uint64_t num_batches() const;
+
+ private:
+  struct Rep;
+  explicit ImageLoader(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace pcr

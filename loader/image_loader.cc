@@ -1,0 +1,172 @@
+#include "pcr/image_loader.h"
+
+#include <atomic>
+#include <future>
+#include <initializer_list>
+#include <limits>
+#include <utility>
+
+#include "format/permutation.h"
+#include "loader/epoch.h"
+#include "reader/record_reads.h"
+
+namespace pcr {
+
+namespace {
+
+// Output bytes one batch may take.
+constexpr uint64_t kMaxBatchBytes = uint64_t{16} << 30;
+
+// One seed from several values, each folded in by a splitmix64 step.
+uint64_t ChainSeeds(std::initializer_list<uint64_t> values) {
+  uint64_t z = 0;
+  for (const uint64_t v : values) z = SplitMix64(z ^ v).Next();
+  return z;
+}
+
+}  // namespace
+
+std::string LoaderState::ToString() const {
+  return "seed=" + std::to_string(seed) + " epoch=" + std::to_string(epoch) + " batches=" + std::to_string(batches) +
+         " num_workers=" + std::to_string(num_workers);
+}
+
+Result<LoaderState> LoaderState::Parse(std::string_view text) {
+  LoaderState s;
+  const std::pair<std::string_view, uint64_t*> fields[] = {
+      {"seed", &s.seed}, {"epoch", &s.epoch}, {"batches", &s.batches}, {"num_workers", &s.num_workers}};
+  if (ParseNamedNumbers(text, fields)) return s;
+  return Status::InvalidArgument("loader state '" + std::string(text) +
+                                 "': expected 'seed=S epoch=E batches=B num_workers=K'");
+}
+
+// Batches are read and decoded one ahead of the caller on another thread:
+// Next() waits for it, swaps its buffers with the caller's, and starts the
+// next one into the caller's old buffers.
+struct [[gnu::visibility("hidden")]] ImageLoader::Rep {
+  // Reads and decodes this worker's next batch into `out`; false at the end.
+  Result<bool> Load(LoaderBatch* out);
+
+  std::shared_ptr<const ImageDataset> dataset;
+  ImageLoaderOptions options;
+  uint64_t seed = 0, epoch = 0;
+  uint64_t batches = 0;     // the rank's batches per epoch
+  uint64_t next_batch = 0;  // the rank's batch number of this worker's next batch
+  std::atomic<uint64_t> taken;  // LoaderState::batches after the last batch Next() returned
+  std::unique_ptr<SampleIterator> samples;
+  std::unique_ptr<BatchDecoder> decoder;
+  SampleBatch jpegs;        // used by the loading thread only
+  LoaderBatch staged;       // the batch being loaded
+  std::future<Result<bool>> loading;
+  Status ended;             // the error Next() returned, returned again
+
+  ~Rep() {
+    if (loading.valid()) loading.wait();
+  }
+};
+
+Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dataset,
+                                                         const ImageLoaderOptions& options, const LoaderState& start) {
+  const EpochOptions& e = options.epoch;
+  PCR_RETURN_IF_ERROR(ValidateEpochOptions(e));
+  if (options.fidelity != kFullFidelity) PCR_RETURN_IF_ERROR(dataset.CheckFidelity(options.fidelity));
+  if (options.read_ahead == 0) return Status::InvalidArgument("read_ahead must be at least 1, not 0");
+  PCR_ASSIGN_OR_RETURN(auto decoder, BatchDecoder::Create(options.transform));
+  const uint64_t image_bytes = decoder->image_bytes();
+  if (e.batch_size > kMaxBatchBytes / image_bytes) {
+    return Status::InvalidArgument("batch_size " + std::to_string(e.batch_size) + " of " +
+                                   std::to_string(options.transform.size) + " x " +
+                                   std::to_string(options.transform.size) + " images needs more than " +
+                                   std::to_string(kMaxBatchBytes >> 30) + " GiB per batch: at most " +
+                                   std::to_string(kMaxBatchBytes / image_bytes) + " images of that size");
+  }
+  auto rep = std::make_unique<Rep>();
+  rep->batches = BatchesPerRank(dataset.num_images(), e);
+  if (start.batches > rep->batches) {
+    return Status::InvalidArgument("the state's batches must be 0.." + std::to_string(rep->batches) +
+                                   " (the rank's batches per epoch), not " + std::to_string(start.batches));
+  }
+  if (start.batches > 0 && start.num_workers != 0 && start.num_workers != e.num_workers) {
+    return Status::InvalidArgument("the state was saved with " + std::to_string(start.num_workers) +
+                                   " worker(s) per rank: resume with num_workers=" +
+                                   std::to_string(start.num_workers) + ", not " + std::to_string(e.num_workers));
+  }
+  // Worker w delivers the rank's batches start + w, start + w + K, ...: those
+  // of the SampleIterator worker `role`, after its first `skip` batches.
+  const uint64_t k = e.num_workers, role = (e.worker + start.batches) % k;
+  const uint64_t skip = start.batches > role ? (start.batches - role + k - 1) / k : 0;
+  EpochOptions epoch = e;
+  epoch.worker = role;
+  const WorkerRun run = WorkerShare(ImagesPerRank(dataset.num_images(), e), epoch);
+  const uint64_t position = std::min(skip * e.batch_size, run.count);
+  PCR_ASSIGN_OR_RETURN(rep->samples, SampleIterator::Create(dataset,
+                                                            {.epoch = epoch,
+                                                             .fidelity = options.fidelity,
+                                                             .read_ahead = options.read_ahead,
+                                                             .fields = options.fields},
+                                                            {start.seed, start.epoch, position}));
+  rep->dataset = ShareDataset(dataset);
+  rep->options = options;
+  rep->options.epoch = epoch;
+  rep->seed = start.seed;
+  rep->epoch = start.epoch;
+  rep->next_batch = role + skip * k;
+  rep->taken = start.batches;
+  rep->decoder = std::move(decoder);
+  Rep* r = rep.get();
+  rep->loading = std::async(std::launch::async, [r] { return r->Load(&r->staged); });
+  return std::unique_ptr<ImageLoader>(new ImageLoader(std::move(rep)));
+}
+
+ImageLoader::ImageLoader(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+ImageLoader::~ImageLoader() = default;
+
+uint64_t ImageLoader::num_batches() const { return rep_->batches; }
+
+LoaderState ImageLoader::state() const {
+  return {rep_->seed, rep_->epoch, rep_->taken.load(), rep_->options.epoch.num_workers};
+}
+
+Result<bool> ImageLoader::Next(LoaderBatch* batch) {
+  Rep& r = *rep_;
+  if (!r.ended.ok()) return r.ended;
+  if (!r.loading.valid()) return false;
+  Result<bool> more = r.loading.get();
+  if (!more.ok()) {
+    r.ended = more.status();
+    return more;
+  }
+  if (!*more) return false;
+  std::swap(*batch, r.staged);
+  r.taken = batch->batch + 1;
+  Rep* rp = rep_.get();
+  r.loading = std::async(std::launch::async, [rp] { return rp->Load(&rp->staged); });
+  return true;
+}
+
+Result<bool> ImageLoader::Rep::Load(LoaderBatch* out) {
+  PCR_ASSIGN_OR_RETURN(const bool more, samples->Next(&jpegs));
+  if (!more) return false;
+  const size_t n = jpegs.images.size();
+  out->batch = next_batch;
+  next_batch += options.epoch.num_workers;
+  out->indices = jpegs.indices;
+  out->labels.resize(n);
+  std::vector<ByteSpan> spans(n);
+  for (size_t i = 0; i < n; ++i) {
+    out->labels[i] = jpegs.images[i].label;
+    spans[i] = jpegs.images[i].jpeg;
+  }
+  out->fields = std::move(jpegs.fields);
+  out->images.resize(n * decoder->image_bytes());
+  const uint64_t batch_seed = ChainSeeds({seed, epoch, options.epoch.rank, out->batch});
+  size_t failed = 0;
+  const Status decoded = decoder->Decode(spans, batch_seed, out->images, &failed);
+  if (!decoded.ok()) {
+    return decoded.WithPrefix("dataset image " + std::to_string(jpegs.indices[failed]) + " (key " +
+                              jpegs.images[failed].key + ")");
+  }
+  return true;
+}
+
+}  // namespace pcr

@@ -1,0 +1,191 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "format/permutation.h"
+#include "pcr/convert.h"
+#include "pcr/image_loader.h"
+#include "test_util.h"
+
+namespace pcr {
+namespace {
+
+using test::TempDir;
+
+// The sample images (24) in records of 5.
+std::unique_ptr<ImageDataset> OpenSample(const TempDir& tmp) {
+  REQUIRE(ConvertImages({.src_dir = test::DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 5})
+              .ok());
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
+  REQUIRE(ds.ok());
+  return std::move(ds).MoveValue();
+}
+
+ImageLoaderOptions Options(uint64_t rank, uint64_t world, uint64_t workers = 1, uint64_t worker = 0) {
+  return {.epoch = {.rank = rank, .world_size = world, .batch_size = 4, .worker = worker, .num_workers = workers,
+                    .shuffle_buffer = 8},
+          .fidelity = 2,
+          .transform = {.size = 32, .threads = 2}};
+}
+
+std::vector<LoaderBatch> Drain(ImageLoader& loader, size_t at_most = SIZE_MAX) {
+  std::vector<LoaderBatch> out;
+  LoaderBatch batch;
+  while (out.size() < at_most && loader.Next(&batch).MoveValue()) out.push_back(batch);
+  return out;
+}
+
+uint64_t ChainedSeed(std::initializer_list<uint64_t> values) {
+  uint64_t z = 0;
+  for (const uint64_t v : values) z = SplitMix64(z ^ v).Next();
+  return z;
+}
+
+TEST_CASE("the loader's batches are the rank's samples decoded with the batch's seed") {
+  TempDir tmp;
+  auto ds = OpenSample(tmp);
+  const LoaderState start{.seed = 5, .epoch = 2};
+  for (uint64_t rank = 0; rank < 2; ++rank) {
+    const ImageLoaderOptions o = Options(rank, 2);
+    auto loader = ImageLoader::Create(*ds, o, start);
+    REQUIRE(loader.ok());
+    const std::vector<LoaderBatch> got = Drain(**loader);
+    CHECK(got.size() == (*loader)->num_batches());
+    CHECK(got.size() == BatchesPerRank(ds->num_images(), o.epoch));
+
+    auto samples = SampleIterator::Create(*ds, {.epoch = o.epoch, .fidelity = o.fidelity}, {5, 2, 0});
+    auto decoder = BatchDecoder::Create(o.transform);
+    REQUIRE(samples.ok());
+    REQUIRE(decoder.ok());
+    SampleBatch jpegs;
+    for (uint64_t b = 0; b < got.size(); ++b) {
+      REQUIRE((*samples)->Next(&jpegs).MoveValue());
+      std::vector<ByteSpan> spans;
+      std::vector<int64_t> labels;
+      for (const Image& img : jpegs.images) {
+        spans.push_back(img.jpeg);
+        labels.push_back(img.label);
+      }
+      std::vector<uint8_t> pixels(spans.size() * (*decoder)->image_bytes());
+      REQUIRE((*decoder)->Decode(spans, ChainedSeed({5, 2, rank, b}), pixels).ok());
+      CHECK(got[b].batch == b);
+      CHECK(got[b].indices == jpegs.indices);
+      CHECK(got[b].labels == labels);
+      CHECK(got[b].images == pixels);
+    }
+    CHECK_FALSE((*samples)->Next(&jpegs).MoveValue());
+    CHECK((*loader)->state() == LoaderState{5, 2, got.size(), 1});
+  }
+}
+
+TEST_CASE("workers taken in turn give the rank's batches in order, the same images for any count") {
+  TempDir tmp;
+  auto ds = OpenSample(tmp);
+  for (uint64_t rank = 0; rank < 3; ++rank) {
+    std::multiset<uint64_t> alone;
+    for (const LoaderBatch& b : Drain(**ImageLoader::Create(*ds, Options(rank, 3)))) {
+      alone.insert(b.indices.begin(), b.indices.end());
+    }
+    for (uint64_t workers : {2, 3, 5}) {
+      std::vector<std::unique_ptr<ImageLoader>> loaders;
+      for (uint64_t w = 0; w < workers; ++w) loaders.push_back(ImageLoader::Create(*ds, Options(rank, 3, workers, w)).MoveValue());
+      std::multiset<uint64_t> together;
+      LoaderBatch batch;
+      uint64_t next = 0;
+      for (bool more = true; more;) {
+        more = false;
+        for (auto& l : loaders) {
+          if (!l->Next(&batch).MoveValue()) continue;
+          more = true;
+          CHECK(batch.batch == next++);
+          together.insert(batch.indices.begin(), batch.indices.end());
+        }
+      }
+      CHECK(next == loaders[0]->num_batches());
+      CHECK(together == alone);
+    }
+  }
+}
+
+TEST_CASE("a loader made from a saved state delivers the batches after it, byte for byte") {
+  TempDir tmp;
+  auto ds = OpenSample(tmp);
+  for (uint64_t workers : {1, 2}) {
+    // Uninterrupted: the rank's batches in turn from its workers.
+    auto run = [&](const LoaderState& start, size_t stop_after) {
+      std::vector<std::unique_ptr<ImageLoader>> loaders;
+      for (uint64_t w = 0; w < workers; ++w) {
+        loaders.push_back(ImageLoader::Create(*ds, Options(1, 2, workers, w), start).MoveValue());
+      }
+      std::vector<LoaderBatch> out;
+      LoaderBatch batch;
+      LoaderState last = start;
+      for (size_t i = 0; out.size() < stop_after; ++i) {
+        ImageLoader& l = *loaders[i % workers];
+        if (!l.Next(&batch).MoveValue()) break;
+        out.push_back(batch);
+        last = l.state();
+      }
+      return std::make_pair(out, last);
+    };
+    const auto [all, end] = run({.seed = 9, .epoch = 1}, SIZE_MAX);
+    REQUIRE(all.size() >= 3);
+    for (size_t stop = 0; stop <= all.size(); ++stop) {
+      INFO("workers " << workers << ", stop after " << stop);
+      const auto [first, saved] = run({.seed = 9, .epoch = 1}, stop);
+      CHECK(saved.batches == stop);
+      const LoaderState parsed = LoaderState::Parse(saved.ToString()).MoveValue();
+      CHECK(parsed == saved);
+      const auto [rest, _] = run(parsed, SIZE_MAX);
+      REQUIRE(first.size() + rest.size() == all.size());
+      for (size_t b = 0; b < rest.size(); ++b) {
+        CHECK(rest[b].batch == stop + b);
+        CHECK(rest[b].indices == all[stop + b].indices);
+        CHECK(rest[b].images == all[stop + b].images);
+      }
+    }
+  }
+}
+
+TEST_CASE("bad loader options and states are refused at Create, naming what is wrong") {
+  TempDir tmp;
+  auto ds = OpenSample(tmp);
+  const uint64_t batches = BatchesPerRank(ds->num_images(), Options(0, 2).epoch);
+  struct Case {
+    ImageLoaderOptions options;
+    LoaderState start;
+    std::string want;
+  };
+  ImageLoaderOptions huge = Options(0, 1);
+  huge.epoch.batch_size = uint64_t{1} << 40;
+  ImageLoaderOptions no_size = Options(0, 1);
+  no_size.transform.size = 0;
+  ImageLoaderOptions fidelity = Options(0, 1);
+  fidelity.fidelity = 99;
+  ImageLoaderOptions field = Options(0, 1);
+  field.fields = {"caption"};
+  for (const Case& c : std::vector<Case>{
+           {Options(2, 2), {}, "rank must be 0..1"},
+           {Options(0, 2, 2, 2), {}, "worker must be 0..1"},
+           {huge, {}, "batch_size 1099511627776 of 32 x 32 images needs more than 16 GiB"},
+           {no_size, {}, "size must be 1..65535"},
+           {fidelity, {}, "fidelity"},
+           {field, {}, "caption"},
+           {Options(0, 2), {.batches = batches + 1}, "the state's batches must be 0.." + std::to_string(batches)},
+           {Options(0, 2, 2), {.batches = 1, .num_workers = 3}, "resume with num_workers=3, not 2"},
+       }) {
+    INFO(c.want);
+    auto loader = ImageLoader::Create(*ds, c.options, c.start);
+    REQUIRE_FALSE(loader.ok());
+    CHECK(loader.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(loader.status().message(), Catch::Contains(c.want));
+  }
+  CHECK_FALSE(LoaderState::Parse("seed=1 epoch=2 batches=3").ok());
+  CHECK_FALSE(LoaderState::Parse("seed=1 epoch=2 batches=3 num_workers=1 x").ok());
+  CHECK(LoaderState::Parse("seed=1 epoch=2 batches=3 num_workers=0").MoveValue() == LoaderState{1, 2, 3, 0});
+}
+
+}  // namespace
+}  // namespace pcr
