@@ -83,7 +83,7 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
   const int height = static_cast<int>(cinfo.output_height);
   const Crop& c = o.crop;
   const bool crop = c.width > 0;
-  if (crop && (c.x < 0 || c.y < 0 || c.height <= 0 || c.x > width - c.width || c.y > height - c.height)) {
+  if (crop && (c.x > width - c.width || c.y > height - c.height)) {
     s->invalid = "crop " + std::to_string(c.width) + "x" + std::to_string(c.height) + "+" + std::to_string(c.x) +
                  "+" + std::to_string(c.y) + " lies outside the " + std::to_string(width) + "x" +
                  std::to_string(height) + " image";
@@ -164,8 +164,22 @@ Result<ImageShape> JpegDecoder::Shape(ByteSpan jpeg, const DecodeOptions& option
   return Decode(jpeg, options, {});
 }
 
+Status JpegDecoder::CheckOptions(const DecodeOptions& options) {
+  if (!ValidScale(options.scale_denom)) {
+    return Status::InvalidArgument("scale_denom must be 1, 2, 4 or 8, not " + std::to_string(options.scale_denom));
+  }
+  const Crop& c = options.crop;
+  if (c.width < 0 || c.height < 0 || (c.width == 0) != (c.height == 0) || c.x < 0 || c.y < 0) {
+    return Status::InvalidArgument("crop " + std::to_string(c.width) + "x" + std::to_string(c.height) + "+" +
+                                   std::to_string(c.x) + "+" + std::to_string(c.y) +
+                                   ": width and height must both be positive, or both 0 for no crop, and x and y "
+                                   "at least 0");
+  }
+  return Status::OK();
+}
+
 Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& options, std::span<uint8_t> out) {
-  if (!ValidScale(options.scale_denom)) return Status::InvalidArgument("scale_denom must be 1, 2, 4 or 8");
+  PCR_RETURN_IF_ERROR(CheckOptions(options));
   ImageShape shape;
   if (!Run(state_.get(), jpeg, options, out.data(), out.size(), &shape)) {
     if (!state_->too_big.empty()) return Status::NotSupported(state_->too_big);

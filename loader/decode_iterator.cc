@@ -1,11 +1,14 @@
 #include "pcr/decode_iterator.h"
 
 #include <algorithm>
+#include <cassert>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "loader/threads.h"
 
 namespace pcr {
 
@@ -52,14 +55,19 @@ struct [[gnu::visibility("hidden")]] DecodeIterator::Rep {
 
 Result<std::unique_ptr<DecodeIterator>> DecodeIterator::Create(const ImageDataset& dataset,
                                                               const DecodeIteratorOptions& options) {
-  if (options.records_ahead == 0) return Status::InvalidArgument("records_ahead must be positive");
+  if (options.records_ahead == 0) return Status::InvalidArgument("records_ahead must be at least 1, not 0");
+  PCR_RETURN_IF_ERROR(CheckThreads(options.threads));
+  PCR_RETURN_IF_ERROR(JpegDecoder::CheckOptions(options.decode));
   PCR_ASSIGN_OR_RETURN(auto records, RecordIterator::Create(dataset, options.records));
   return std::unique_ptr<DecodeIterator>(new DecodeIterator(std::make_unique<Rep>(options, std::move(records))));
 }
 
 DecodeIterator::DecodeIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 DecodeIterator::~DecodeIterator() = default;
-Result<bool> DecodeIterator::Next(DecodedBatch* batch) { return rep_->Next(batch); }
+Result<bool> DecodeIterator::Next(DecodedBatch* batch) {
+  assert(batch != nullptr && "DecodeIterator::Next: batch is null");
+  return rep_->Next(batch);
+}
 
 DecodeIterator::Rep::Rep(const DecodeIteratorOptions& options, std::unique_ptr<RecordIterator> records)
     : options_(options), records_(std::move(records)) {

@@ -1,12 +1,15 @@
 #include "pcr/image_loader.h"
 
 #include <atomic>
+#include <cassert>
 #include <future>
+#include <mutex>
 #include <initializer_list>
 #include <limits>
 #include <utility>
 
 #include "format/permutation.h"
+#include "format/table_format.h"
 #include "loader/epoch.h"
 #include "reader/record_reads.h"
 
@@ -59,6 +62,8 @@ struct [[gnu::visibility("hidden")]] ImageLoader::Rep {
   LoaderBatch staged;       // the batch being loaded
   std::future<Result<bool>> loading;
   Status ended;             // the error Next() returned, returned again
+  mutable std::mutex mu;
+  std::vector<SkippedImage> undecodable;  // skip_corrupt: images that did not decode
 
   ~Rep() {
     if (loading.valid()) loading.wait();
@@ -103,7 +108,8 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
                                                             {.epoch = epoch,
                                                              .fidelity = options.fidelity,
                                                              .read_ahead = options.read_ahead,
-                                                             .fields = options.fields},
+                                                             .fields = options.fields,
+                                                             .skip_corrupt = options.skip_corrupt},
                                                             {start.seed, start.epoch, position}));
   rep->dataset = ShareDataset(dataset);
   rep->options = options;
@@ -123,11 +129,19 @@ ImageLoader::~ImageLoader() = default;
 
 uint64_t ImageLoader::num_batches() const { return rep_->batches; }
 
+std::vector<SkippedImage> ImageLoader::skipped() const {
+  std::vector<SkippedImage> out = rep_->samples->skipped();
+  std::lock_guard<std::mutex> lock(rep_->mu);
+  out.insert(out.end(), rep_->undecodable.begin(), rep_->undecodable.end());
+  return out;
+}
+
 LoaderState ImageLoader::state() const {
   return {rep_->seed, rep_->epoch, rep_->taken.load(), rep_->options.epoch.num_workers};
 }
 
 Result<bool> ImageLoader::Next(LoaderBatch* batch) {
+  assert(batch != nullptr && "ImageLoader::Next: batch is null");
   Rep& r = *rep_;
   if (!r.ended.ok()) return r.ended;
   if (!r.loading.valid()) return false;
@@ -147,26 +161,40 @@ Result<bool> ImageLoader::Next(LoaderBatch* batch) {
 Result<bool> ImageLoader::Rep::Load(LoaderBatch* out) {
   PCR_ASSIGN_OR_RETURN(const bool more, samples->Next(&jpegs));
   if (!more) return false;
-  const size_t n = jpegs.images.size();
   out->batch = next_batch;
   next_batch += options.epoch.num_workers;
-  out->indices = jpegs.indices;
-  out->labels.resize(n);
-  std::vector<ByteSpan> spans(n);
-  for (size_t i = 0; i < n; ++i) {
-    out->labels[i] = jpegs.images[i].label;
-    spans[i] = jpegs.images[i].jpeg;
-  }
   out->fields = std::move(jpegs.fields);
-  out->images.resize(n * decoder->image_bytes());
   const uint64_t batch_seed = ChainSeeds({seed, epoch, options.epoch.rank, out->batch});
-  size_t failed = 0;
-  const Status decoded = decoder->Decode(spans, batch_seed, out->images, &failed);
-  if (!decoded.ok()) {
-    return decoded.WithPrefix("dataset image " + std::to_string(jpegs.indices[failed]) + " (key " +
-                              jpegs.images[failed].key + ")");
+  while (true) {
+    const size_t n = jpegs.images.size();
+    out->indices = jpegs.indices;
+    out->labels.resize(n);
+    std::vector<ByteSpan> spans(n);
+    for (size_t i = 0; i < n; ++i) {
+      out->labels[i] = jpegs.images[i].label;
+      spans[i] = jpegs.images[i].jpeg;
+    }
+    out->images.resize(n * decoder->image_bytes());
+    size_t failed = 0;
+    Status decoded = decoder->Decode(spans, batch_seed, out->images, &failed);
+    if (decoded.ok()) return true;
+    decoded = decoded.WithPrefix("dataset image " + std::to_string(jpegs.indices[failed]) + " (key " +
+                                 jpegs.images[failed].key + ")");
+    if (!options.skip_corrupt) return decoded;
+    // Leave the image out and decode the rest again.
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      undecodable.push_back({jpegs.indices[failed], jpegs.images[failed].key, decoded});
+    }
+    jpegs.indices.erase(jpegs.indices.begin() + static_cast<std::ptrdiff_t>(failed));
+    jpegs.images.erase(jpegs.images.begin() + static_cast<std::ptrdiff_t>(failed));
+    for (Column& c : out->fields) {
+      Column rest(c.type);
+      AppendRows(c, 0, failed, &rest);
+      AppendRows(c, failed + 1, c.rows - failed - 1, &rest);
+      c = std::move(rest);
+    }
   }
-  return true;
 }
 
 }  // namespace pcr

@@ -1,6 +1,7 @@
 #include "pcr/record_iterator.h"
 
 #include <algorithm>
+#include <cassert>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -62,7 +63,10 @@ Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDatase
 
 RecordIterator::RecordIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 RecordIterator::~RecordIterator() = default;
-Result<bool> RecordIterator::Next(RecordBatch* batch) { return rep_->Next(batch); }
+Result<bool> RecordIterator::Next(RecordBatch* batch) {
+  assert(batch != nullptr && "RecordIterator::Next: batch is null");
+  return rep_->Next(batch);
+}
 const std::vector<uint64_t>& RecordIterator::order() const { return rep_->order_; }
 
 RecordIterator::Rep::Rep(const ImageDataset& dataset, const RecordIteratorOptions& options)

@@ -1,6 +1,7 @@
 #include "pcr/sample_iterator.h"
 
 #include <algorithm>
+#include <cassert>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -39,7 +40,9 @@ struct [[gnu::visibility("hidden")]] SampleIterator::Rep {
   struct Held {
     Image image;
     std::vector<Column> fields;  // one row each
+    Status failed;               // skip_corrupt: why the image is left out
   };
+  std::vector<SkippedImage> skipped_;
   std::unordered_map<uint64_t, Held> held_;  // input -> image read, not yet delivered
   RecordSelection fields_;                    // kFieldsOnly and the fields asked for
   // The last record whose fields were read (reader thread only).
@@ -69,8 +72,15 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
 
 SampleIterator::SampleIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 SampleIterator::~SampleIterator() = default;
-Result<bool> SampleIterator::Next(SampleBatch* batch) { return rep_->Next(batch); }
+Result<bool> SampleIterator::Next(SampleBatch* batch) {
+  assert(batch != nullptr && "SampleIterator::Next: batch is null");
+  return rep_->Next(batch);
+}
 IterationState SampleIterator::state() const { return rep_->state(); }
+std::vector<SkippedImage> SampleIterator::skipped() const {
+  std::lock_guard<std::mutex> lock(rep_->mu_);
+  return rep_->skipped_;
+}
 uint64_t SampleIterator::num_images() const { return rep_->plan_.order.size(); }
 uint64_t SampleIterator::num_batches() const {
   const uint64_t b = rep_->options_.epoch.batch_size;
@@ -139,7 +149,9 @@ void SampleIterator::Rep::ReadAhead() {
       requests.push_back({plan_.input[i], fidelity_});
       inputs.push_back(i);
     }
-    Result<std::vector<Image>> images = dataset_.ReadImages(requests);
+    std::vector<Status> failed;
+    Result<std::vector<Image>> images = options_.skip_corrupt ? ReadImagesOrFailures(dataset_, requests, &failed)
+                                                              : dataset_.ReadImages(requests);
     std::vector<std::vector<Column>> fields(inputs.size());
     for (size_t j = 0; j < requests.size() && images.ok() && !fields_.fields.empty(); ++j) {
       const auto [record, row] = dataset_.LocateImage(requests[j].image);
@@ -164,7 +176,8 @@ void SampleIterator::Rep::ReadAhead() {
       return;
     }
     for (size_t j = 0; j < inputs.size(); ++j) {
-      held_.emplace(inputs[j], Held{std::move((*images)[j]), std::move(fields[j])});
+      held_.emplace(inputs[j], Held{std::move((*images)[j]), std::move(fields[j]),
+                                    failed.empty() ? Status::OK() : std::move(failed[j])});
     }
     read_ = end;
     changed_.notify_all();
@@ -184,6 +197,10 @@ Result<bool> SampleIterator::Rep::Next(SampleBatch* batch) {
   for (const uint32_t f : fields_.fields) batch->fields.emplace_back(dataset_.field_schema().features[f].type);
   for (uint64_t q = position_; q < end; ++q) {
     auto node = held_.extract(plan_.order[q]);
+    if (!node.mapped().failed.ok()) {
+      skipped_.push_back({plan_.input[plan_.order[q]], node.mapped().image.key, node.mapped().failed});
+      continue;
+    }
     batch->indices.push_back(plan_.input[plan_.order[q]]);
     batch->images.push_back(std::move(node.mapped().image));
     for (size_t j = 0; j < batch->fields.size(); ++j) AppendRows(node.mapped().fields[j], 0, 1, &batch->fields[j]);

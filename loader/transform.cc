@@ -8,6 +8,7 @@
 
 #include "format/permutation.h"
 #include "loader/resize.h"
+#include "loader/threads.h"
 #include "pcr/decode.h"
 
 namespace pcr {
@@ -116,6 +117,7 @@ Result<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const BatchTransformO
         r.ratio_min <= r.ratio_max)) {
     return Status::InvalidArgument("RandomResizedCrop needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max");
   }
+  PCR_RETURN_IF_ERROR(CheckThreads(options.threads));
   auto rep = std::make_unique<Rep>();
   rep->options = options;
   rep->threads = options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

@@ -1,6 +1,7 @@
 #include "reader/image_dataset_rep.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -33,11 +34,18 @@ uint64_t ImageDataset::num_records() const { return rep_->records.size(); }
 int ImageDataset::num_scan_groups() const { return rep_->script.group_count(); }
 const ScanScript& ImageDataset::scan_script() const { return rep_->script; }
 const std::vector<std::string>& ImageDataset::class_names() const { return rep_->class_names; }
-const SampleMetadata& ImageDataset::sample(uint64_t image) const { return rep_->samples[image]; }
+const SampleMetadata& ImageDataset::sample(uint64_t image) const {
+  assert(image < rep_->samples.size() && "ImageDataset::sample: image >= num_images()");
+  return rep_->samples[image];
+}
 const TableSchema& ImageDataset::field_schema() const { return rep_->fields; }
-std::pair<uint64_t, uint64_t> ImageDataset::LocateImage(uint64_t image) const { return rep_->Locate(image); }
+std::pair<uint64_t, uint64_t> ImageDataset::LocateImage(uint64_t image) const {
+  assert(image < rep_->samples.size() && "ImageDataset::LocateImage: image >= num_images()");
+  return rep_->Locate(image);
+}
 Status ImageDataset::CheckSelection(const RecordSelection& selection) const { return rep_->CheckSelection(selection); }
 uint64_t ImageDataset::SelectedBytes(uint64_t record, const RecordSelection& selection) const {
+  assert(record < rep_->records.size() && "ImageDataset::SelectedBytes: record >= num_records()");
   RecordSelection resolved = selection;
   resolved.fidelity = ScanGroups(selection.fidelity);
   return rep_->SelectedBytes(record, resolved);
@@ -59,6 +67,7 @@ Result<std::vector<uint32_t>> ImageDataset::ResolveFields(const std::vector<std:
 }
 std::vector<uint64_t> ImageDataset::StreamBytes() const { return rep_->StreamBytes(); }
 uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
+  assert(record < rep_->records.size() && "ImageDataset::RecordBytes: record >= num_records()");
   return rep_->RecordBytes(record, ScanGroups(fidelity));
 }
 int ImageDataset::ScanGroups(int fidelity) const {
@@ -471,7 +480,8 @@ Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest
 }
 
 Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRequest> requests,
-                                                         const CoalesceOptions& coalesce) const {
+                                                         const CoalesceOptions& coalesce,
+                                                         std::vector<Status>* failed) const {
   // One range per (request, group); ranges[first_range[i] + g - 1] is group g of request i.
   std::vector<ReadRange> ranges;
   std::vector<size_t> first_range(requests.size());
@@ -492,25 +502,38 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
     }
   }
   ReadBatch chunks;
-  PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, coalesce, &chunks));
+  PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, coalesce, &chunks, true));
   bytes_requested.fetch_add(chunks.bytes_requested(), std::memory_order_relaxed);
   std::vector<Image> images(requests.size());
+  if (failed != nullptr) failed->assign(requests.size(), Status::OK());
   for (size_t i = 0; i < requests.size(); ++i) {
     Image& img = images[i];
     img.label = samples[requests[i].image].label;
     img.key = samples[requests[i].image].key;
+    const size_t end = i + 1 < requests.size() ? first_range[i + 1] : ranges.size();
+    Status check;
+    for (size_t r = first_range[i]; r < end && check.ok(); ++r) check = chunks.check(r);
+    if (!check.ok()) {
+      check = check.WithPrefix(DescribeImage(requests[i].image));
+      if (failed == nullptr) return check;
+      (*failed)[i] = std::move(check);
+      continue;
+    }
     const int fidelity = requests[i].fidelity;
     const size_t segments = first_range[i] + static_cast<size_t>(fidelity);
-    const bool merge = requests[i].segments && segments < (i + 1 < requests.size() ? first_range[i + 1] : ranges.size());
+    const bool merge = requests[i].segments && segments < end;
     for (int g = 1; g <= fidelity; ++g) {
       if (g == 1 && merge) {
         const Status put = InsertSegments(chunks[first_range[i]], chunks[segments], &img.jpeg);
-        if (!put.ok()) return put.WithPrefix(DescribeImage(requests[i].image));
-        continue;
+        if (put.ok()) continue;
+        if (failed == nullptr) return put.WithPrefix(DescribeImage(requests[i].image));
+        (*failed)[i] = put.WithPrefix(DescribeImage(requests[i].image));
+        img.jpeg.clear();
+        break;
       }
       PutBytes(&img.jpeg, chunks[first_range[i] + g - 1]);
     }
-    PutBytes(&img.jpeg, kJpegEndOfImage);
+    if (failed == nullptr || (*failed)[i].ok()) PutBytes(&img.jpeg, kJpegEndOfImage);
   }
   return images;
 }

@@ -48,8 +48,11 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   // How errors about an image name it: "<file>: image <image> (record <r>,
   // key <key>)". REQUIRES: image < samples.size()
   std::string DescribeImage(uint64_t image) const;
-  Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests,
-                                        const CoalesceOptions& coalesce) const;
+  // A chunk that fails its checksum is an error naming the image
+  // (DescribeImage); with `failed`, (*failed)[i] holds request i's error
+  // instead and its image is left empty. I/O errors end the read.
+  Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests, const CoalesceOptions& coalesce,
+                                        std::vector<Status>* failed = nullptr) const;
   std::vector<uint64_t> StreamBytes() const;
   DatasetCounts counts() const;
 

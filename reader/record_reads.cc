@@ -20,6 +20,13 @@ Status ParseRecord(const ImageDataset& dataset, uint64_t record, const RecordSel
   return Status::OK();
 }
 
+Result<std::vector<Image>> ReadImagesOrFailures(const ImageDataset& dataset, std::span<const ImageRequest> requests,
+                                                std::vector<Status>* failed) {
+  std::vector<ImageRequest> resolved(requests.begin(), requests.end());
+  for (ImageRequest& r : resolved) r.fidelity = dataset.ScanGroups(r.fidelity);
+  return ReaderInternals::Of(dataset).ReadImages(resolved, {}, failed);
+}
+
 std::shared_ptr<const ImageDataset> ShareDataset(const ImageDataset& dataset) {
   return ReaderInternals::Handle(dataset);
 }

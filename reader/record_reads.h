@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 #include <span>
 
 #include "io/read_executor.h"
@@ -23,6 +24,10 @@ Status ReadRecordStreams(const ImageDataset& dataset, std::span<const uint64_t> 
 // chunk (as verify does), decoding the fields and reusing the batch's buffer.
 Status ParseRecord(const ImageDataset& dataset, uint64_t record, const RecordSelection& selection,
                    std::span<const ByteSpan> streams, RecordBatch* batch);
+// ImageDataset::ReadImages, but an image whose chunks fail their checksums
+// is left empty with its error (naming it) in (*failed)[i].
+Result<std::vector<Image>> ReadImagesOrFailures(const ImageDataset& dataset, std::span<const ImageRequest> requests,
+                                                std::vector<Status>* failed);
 // Another handle on the open dataset, which keeps it open: iterators hold
 // one, so that the caller may destroy its own first.
 std::shared_ptr<const ImageDataset> ShareDataset(const ImageDataset& dataset);

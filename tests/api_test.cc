@@ -18,6 +18,7 @@
 #include "pcr/record_iterator.h"
 #include "pcr/sample_iterator.h"
 #include "pcr/status.h"
+#include "pcr/transform.h"
 #include "test_util.h"
 
 namespace pcr {
@@ -31,6 +32,7 @@ std::pair<std::string, bool> InChild(const std::function<void()>& f) {
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    std::signal(SIGABRT, SIG_DFL);  // not Catch's handler, which reports a failure
     dup2(pipe_fds[1], 2);
     close(pipe_fds[0]);
     f();
@@ -175,6 +177,55 @@ TEST_CASE("iterators and batches stay valid after the dataset handle is destroye
   records->reset();
   for (const ImageView& v : rb.images) CHECK(by_key.count(std::string(v.key)) == 1);
 }
+
+TEST_CASE("decoding options are checked at Create, naming the option and its range") {
+  test::TempDir tmp;
+  auto ds = OpenSample(tmp);
+  struct Case {
+    DecodeIteratorOptions options;
+    std::string want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{.decode = {.scale_denom = 3}}, "scale_denom must be 1, 2, 4 or 8, not 3"},
+           {{.threads = -1}, "threads must be 0..1024 (0: one per core), not -1"},
+           {{.decode = {.crop = {.width = 10, .height = 0}}}, "crop 10x0+0+0: width and height must both be positive"},
+           {{.decode = {.crop = {.x = -1, .width = 4, .height = 4}}}, "x and y at least 0"},
+           {{.records_ahead = 0}, "records_ahead must be at least 1, not 0"},
+       }) {
+    INFO(c.want);
+    auto it = DecodeIterator::Create(*ds, c.options);
+    REQUIRE_FALSE(it.ok());
+    CHECK(it.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(it.status().message(), Catch::Contains(c.want));
+  }
+  // A one-off decode takes the same rule: a crop of width 0 and height 0 is none.
+  const Image img = ds->ReadImage(0, kFullFidelity).MoveValue();
+  CHECK(DecodeJpeg(img.jpeg, {.crop = {.x = 3, .y = 3}}).ok());
+  auto half = DecodeJpeg(img.jpeg, {.crop = {.width = 10}});
+  REQUIRE_FALSE(half.ok());
+  CHECK_THAT(half.status().message(), Catch::Contains("must both be positive, or both 0 for no crop"));
+  CHECK_FALSE(BatchDecoder::Create({.threads = 5000}).ok());
+}
+
+#ifndef NDEBUG
+TEST_CASE("documented preconditions are asserted in builds without NDEBUG") {
+  test::TempDir tmp;
+  auto ds = OpenSample(tmp);
+  const ImageDataset& d = *ds;
+  for (const auto& [call, want] : std::vector<std::pair<std::function<void()>, std::string>>{
+           {[&] { (void)d.sample(d.num_images()); }, "ImageDataset::sample"},
+           {[&] { (void)d.LocateImage(d.num_images() + 7); }, "ImageDataset::LocateImage"},
+           {[&] { (void)d.RecordBytes(d.num_records(), 1); }, "ImageDataset::RecordBytes"},
+           {[&] { (void)RecordIterator::Create(d).MoveValue()->Next(nullptr); }, "RecordIterator::Next"},
+           {[&] { (void)SampleIterator::Create(d, {}).MoveValue()->Next(nullptr); }, "SampleIterator::Next"},
+           {[&] { (void)DecodeIterator::Create(d, {.threads = 1}).MoveValue()->Next(nullptr); }, "DecodeIterator::Next"},
+       }) {
+    const auto [err, aborted] = InChild(call);
+    CHECK(aborted);
+    CHECK_THAT(err, Catch::Contains(want));
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace pcr

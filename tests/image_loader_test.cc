@@ -7,6 +7,7 @@
 #include "format/permutation.h"
 #include "pcr/convert.h"
 #include "pcr/image_loader.h"
+#include "reader/inspect.h"
 #include "test_util.h"
 
 namespace pcr {
@@ -185,6 +186,60 @@ TEST_CASE("bad loader options and states are refused at Create, naming what is w
   CHECK_FALSE(LoaderState::Parse("seed=1 epoch=2 batches=3").ok());
   CHECK_FALSE(LoaderState::Parse("seed=1 epoch=2 batches=3 num_workers=1 x").ok());
   CHECK(LoaderState::Parse("seed=1 epoch=2 batches=3 num_workers=0").MoveValue() == LoaderState{1, 2, 3, 0});
+}
+
+// Damages image `image` of the one-file dataset `path`: byte `at` of its
+// first scan group chunk becomes `byte`, with checksums refixed when `refix`
+// (so only the decoder sees it). Returns its key.
+std::string Damage(const std::string& path, uint64_t image, size_t at, uint8_t byte, bool refix) {
+  auto ds = ImageDataset::Open(path).MoveValue();
+  const auto [record, row] = ds->LocateImage(image);
+  const RecordLocation& loc = DatasetRecord(*ds, record);
+  const uint64_t offset = DatasetFiles(*ds)[loc.file]->ChunkOffset(loc.stripe, 1, row);
+  const std::string key = ds->sample(image).key;
+  ds.reset();
+  Bytes bytes = test::ReadFile(path);
+  bytes[offset + at] = byte;
+  test::WriteFile(path, refix ? test::RefixChecksums(bytes) : bytes);
+  return key;
+}
+
+TEST_CASE("a corrupt image is named by its key and index, or with skip_corrupt left out and listed") {
+  for (const bool decoder_sees_it : {false, true}) {
+    INFO((decoder_sees_it ? "damage behind refixed checksums" : "damage a checksum finds"));
+    TempDir tmp;
+    REQUIRE(ConvertImages({.src_dir = test::DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 5,
+                           .records_per_file = 100})
+                .ok());
+    const std::string path = DatasetFiles(*ImageDataset::Open(tmp / "ds").MoveValue())[0]->path();
+    const uint64_t images = ImageDataset::Open(path).MoveValue()->num_images();
+    // Byte 0 of the chunk is the SOI marker's 0xFF: no JPEG without it.
+    const std::string key = Damage(path, 7, 0, 0x00, decoder_sees_it);
+    auto ds = ImageDataset::Open(path).MoveValue();
+    ImageLoaderOptions o = Options(0, 1);
+    auto failing = ImageLoader::Create(*ds, o).MoveValue();
+    LoaderBatch batch;
+    Result<bool> more = true;
+    while (more.ok() && *more) more = failing->Next(&batch);
+    REQUIRE_FALSE(more.ok());
+    CHECK(more.status().code() == StatusCode::kCorruption);
+    CHECK_THAT(more.status().message(), Catch::Contains("image 7") && Catch::Contains(key));
+
+    o.skip_corrupt = true;
+    auto skipping = ImageLoader::Create(*ds, o).MoveValue();
+    std::set<uint64_t> seen;
+    for (const LoaderBatch& b : Drain(*skipping)) {
+      CHECK(b.images.size() == b.indices.size() * 3 * 32 * 32);
+      seen.insert(b.indices.begin(), b.indices.end());
+    }
+    CHECK(seen.size() == images - 1);
+    CHECK(seen.count(7) == 0);
+    const std::vector<SkippedImage> skipped = skipping->skipped();
+    REQUIRE(skipped.size() == 1);
+    CHECK(skipped[0].index == 7);
+    CHECK(skipped[0].key == key);
+    CHECK(skipped[0].error.code() == StatusCode::kCorruption);
+  }
 }
 
 }  // namespace

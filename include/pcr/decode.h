@@ -25,10 +25,12 @@ enum class PixelFormat {
 inline constexpr uint64_t kDefaultMaxPixels = 178956970;
 
 // A rectangle in output pixels (after scaling).
+// A rectangle of the (scaled) image: width and height both positive, or
+// both 0 for no crop.
 struct Crop {
   int x = 0;
   int y = 0;
-  int width = 0;  // 0: no crop
+  int width = 0;
   int height = 0;
 };
 
@@ -59,6 +61,10 @@ class PCR_EXPORT JpegDecoder {
   JpegDecoder(const JpegDecoder&) = delete;
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 
+  // InvalidArgument, naming the option and its range, unless scale_denom is
+  // 1, 2, 4 or 8 and the crop is none (0 x 0) or a positive width and height
+  // at x, y >= 0: the checks of every decode that need no image.
+  static Status CheckOptions(const DecodeOptions& options);
   // Reads only the header: the shape Decode would produce.
   Result<ImageShape> Shape(ByteSpan jpeg, const DecodeOptions& options = {});
   // Decodes into `out`, which must hold at least the shape's bytes. A crop is

@@ -58,6 +58,7 @@ class PCR_EXPORT DecodeIterator {
 
   // Fills `batch` with the next record's decoded images; false after the
   // last record. A decode error names the image and ends the iteration.
+  // REQUIRES: batch != nullptr
   Result<bool> Next(DecodedBatch* batch);
 
  private:

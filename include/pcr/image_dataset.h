@@ -109,6 +109,9 @@ struct DatasetCounts {
 // Lifetime: iterators made from a dataset, and the batches its reads fill,
 // keep the open dataset (its files, engine and metadata) alive; the caller
 // may destroy its ImageDataset before them.
+//
+// Preconditions (REQUIRES) are checked by assertions in builds without
+// NDEBUG; options and requests are checked always, with an error.
 class PCR_EXPORT ImageDataset {
  public:
   // Checks every file's header, footer and index, and reads each record's

@@ -31,6 +31,10 @@ struct ImageLoaderOptions {
   BatchTransformOptions transform;
   uint64_t read_ahead = 2048;       // as SampleIteratorOptions::read_ahead
   std::vector<std::string> fields;  // fields to deliver with the images
+  // An image whose chunks fail their checksums, or that does not decode, is
+  // left out of its batch and listed in skipped() rather than ending the
+  // epoch with an error naming it.
+  bool skip_corrupt = false;
 };
 
 // Where a rank stands in an epoch. All ranks advance together, so one
@@ -61,8 +65,8 @@ struct LoaderBatch {
   std::vector<Column> fields;
 };
 
-// Thread safety: Next() may be called from one thread at a time; state() and
-// num_batches() from any thread. The loader keeps the dataset open
+// Thread safety: Next() may be called from one thread at a time; state(),
+// num_batches() and skipped() from any thread. The loader keeps the dataset open
 // (ImageDataset, Lifetime).
 class PCR_EXPORT ImageLoader {
  public:
@@ -81,6 +85,7 @@ class PCR_EXPORT ImageLoader {
   // worked on the last one, and takes the caller's buffers for the batch
   // after; false at the end of the epoch. A decode error names the image
   // (key and dataset index) and ends the iteration.
+  // REQUIRES: batch != nullptr
   Result<bool> Next(LoaderBatch* batch);
   // The state after the last batch Next() returned (its batch + 1), or the
   // start before any. With several workers, save the state of the last batch
@@ -89,6 +94,8 @@ class PCR_EXPORT ImageLoader {
   // The rank's batches per epoch, the same on every rank and for any number
   // of workers.
   uint64_t num_batches() const;
+  // Images left out so far (ImageLoaderOptions::skip_corrupt).
+  std::vector<SkippedImage> skipped() const;
 
  private:
   struct Rep;

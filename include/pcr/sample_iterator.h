@@ -72,6 +72,17 @@ struct SampleIteratorOptions {
   // Fields to read with the images: each record's streams of these fields
   // are read once, when its first image is.
   std::vector<std::string> fields;
+  // An image whose stored chunks fail their checksums is left out of its
+  // batch (which is then short, or empty) and listed in skipped(), rather than ending
+  // the iteration with an error naming it.
+  bool skip_corrupt = false;
+};
+
+// An image left out of an epoch, and why.
+struct SkippedImage {
+  uint64_t index = 0;  // dataset-wide
+  std::string key;
+  Status error;  // names the file, the image and what failed
 };
 
 struct SampleBatch {
@@ -96,9 +107,13 @@ class PCR_EXPORT SampleIterator {
 
   // Fills `batch` with the next batch_size images; false at the end of the
   // epoch. An error ends the iteration.
+  // REQUIRES: batch != nullptr
   Result<bool> Next(SampleBatch* batch);
   // The state after the last batch Next() returned.
   IterationState state() const;
+  // Images left out so far (SampleIteratorOptions::skip_corrupt), in the
+  // order of their batches.
+  std::vector<SkippedImage> skipped() const;
   // This worker's images and batches per epoch, from the index alone.
   uint64_t num_images() const;
   uint64_t num_batches() const;
