@@ -48,7 +48,9 @@ struct ImageShape {
   int height = 0;
   int components = 0;  // 1 gray, 3 RGB, 4 CMYK
 
-  size_t bytes() const { return static_cast<size_t>(width) * height * components; }
+  size_t bytes() const {
+    return static_cast<size_t>(width) * static_cast<size_t>(height) * static_cast<size_t>(components);
+  }
 };
 
 // A reusable decoder: one libjpeg decompressor and scratch space kept across

@@ -96,7 +96,7 @@ struct DatasetCounts {
   // Bytes read for every image at fidelity k: metadata and groups 1..k.
   uint64_t BytesAtFidelity(int k) const {
     uint64_t n = 0;
-    for (int s = 0; s <= k && s < static_cast<int>(stream_bytes.size()); ++s) n += stream_bytes[s];
+    for (size_t s = 0; static_cast<int64_t>(s) <= k && s < stream_bytes.size(); ++s) n += stream_bytes[s];
     return n;
   }
 };
