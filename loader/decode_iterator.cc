@@ -14,6 +14,9 @@ namespace pcr {
 
 namespace {
 
+// Slots are made up front: their count is bounded.
+constexpr size_t kMaxRecordsAhead = 1024;
+
 // One record on its way to the caller.
 struct Slot {
   DecodedBatch batch;
@@ -55,7 +58,10 @@ struct [[gnu::visibility("hidden")]] DecodeIterator::Rep {
 
 Result<std::unique_ptr<DecodeIterator>> DecodeIterator::Create(const ImageDataset& dataset,
                                                               const DecodeIteratorOptions& options) {
-  if (options.records_ahead == 0) return Status::InvalidArgument("records_ahead must be at least 1, not 0");
+  if (options.records_ahead == 0 || options.records_ahead > kMaxRecordsAhead) {
+    return Status::InvalidArgument("records_ahead must be 1.." + std::to_string(kMaxRecordsAhead) + ", not " +
+                                   std::to_string(options.records_ahead));
+  }
   PCR_RETURN_IF_ERROR(CheckThreads(options.threads));
   PCR_RETURN_IF_ERROR(JpegDecoder::CheckOptions(options.decode));
   PCR_ASSIGN_OR_RETURN(auto records, RecordIterator::Create(dataset, options.records));

@@ -190,7 +190,8 @@ TEST_CASE("decoding options are checked at Create, naming the option and its ran
            {{.threads = -1}, "threads must be 0..1024 (0: one per core), not -1"},
            {{.decode = {.crop = {.width = 10, .height = 0}}}, "crop 10x0+0+0: width and height must both be positive"},
            {{.decode = {.crop = {.x = -1, .width = 4, .height = 4}}}, "x and y at least 0"},
-           {{.records_ahead = 0}, "records_ahead must be at least 1, not 0"},
+           {{.records_ahead = 0}, "records_ahead must be 1..1024, not 0"},
+           {{.records_ahead = size_t{1} << 40}, "records_ahead must be 1..1024, not 1099511627776"},
        }) {
     INFO(c.want);
     auto it = DecodeIterator::Create(*ds, c.options);

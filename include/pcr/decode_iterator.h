@@ -22,7 +22,7 @@ struct DecodeIteratorOptions {
   RecordIteratorOptions records;
   DecodeOptions decode;  // its crop, when set, applies to every image
   int threads = 0;       // decoding threads; 0: one per core
-  // Records decoded, or being decoded, ahead of the caller, at most (>= 1):
+  // Records decoded, or being decoded, ahead of the caller, at most (1..1024):
   // the pixel memory held is about this many records' worth.
   size_t records_ahead = 2;
   // When set, chooses each image's crop (a RandomResizedCrop, say) from its

@@ -472,6 +472,19 @@ pcr::UnevenShares Uneven(const std::string& uneven) {
   return uneven == "pad" ? pcr::UnevenShares::kPad : pcr::UnevenShares::kDrop;
 }
 
+// A rank's and worker's share of an epoch, from Python's arguments.
+pcr::EpochOptions Epoch(int64_t batch_size, int64_t rank, int64_t world_size, int64_t worker, int64_t num_workers,
+                        const std::string& uneven, bool shuffle, int64_t shuffle_buffer) {
+  return {.rank = NonNegative(rank, "rank"),
+          .world_size = NonNegative(world_size, "world_size"),
+          .batch_size = NonNegative(batch_size, "batch_size"),
+          .worker = NonNegative(worker, "worker"),
+          .num_workers = NonNegative(num_workers, "num_workers"),
+          .uneven = Uneven(uneven),
+          .shuffle = shuffle,
+          .shuffle_buffer = NonNegative(shuffle_buffer, "shuffle_buffer")};
+}
+
 // {name: [value or None per row]} of a batch's field columns.
 py::dict FieldLists(const std::vector<std::string>& names, const std::vector<pcr::Column>& columns) {
   py::dict fields;
@@ -492,14 +505,7 @@ class PySampleIterator {
                    const std::vector<std::string>& fields)
       : fields_(fields) {
     const pcr::SampleIteratorOptions options{
-        .epoch = {.rank = NonNegative(rank, "rank"),
-                  .world_size = NonNegative(world_size, "world_size"),
-                  .batch_size = NonNegative(batch_size, "batch_size"),
-                  .worker = NonNegative(worker, "worker"),
-                  .num_workers = NonNegative(num_workers, "num_workers"),
-                  .uneven = Uneven(uneven),
-                  .shuffle = shuffle,
-                  .shuffle_buffer = NonNegative(shuffle_buffer, "shuffle_buffer")},
+        .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
         .fidelity = ds.Fidelity(fidelity),
         .read_ahead = NonNegative(read_ahead, "read_ahead"),
         .fields = fields};
@@ -643,14 +649,7 @@ class PyImageLoader {
                 bool channels_last, int threads)
       : fields_(fields) {
     const pcr::ImageLoaderOptions options{
-        .epoch = {.rank = NonNegative(rank, "rank"),
-                  .world_size = NonNegative(world_size, "world_size"),
-                  .batch_size = NonNegative(batch_size, "batch_size"),
-                  .worker = NonNegative(worker, "worker"),
-                  .num_workers = NonNegative(num_workers, "num_workers"),
-                  .uneven = Uneven(uneven),
-                  .shuffle = shuffle,
-                  .shuffle_buffer = NonNegative(shuffle_buffer, "shuffle_buffer")},
+        .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
         .fidelity = ds.Fidelity(fidelity),
         .transform = TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads),
         .read_ahead = NonNegative(read_ahead, "read_ahead"),
