@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <cassert>
-#include <future>
+#include <condition_variable>
+#include <optional>
+#include <thread>
 #include <mutex>
 #include <initializer_list>
 #include <limits>
@@ -43,12 +45,14 @@ Result<LoaderState> LoaderState::Parse(std::string_view text) {
                                  "': expected 'seed=S epoch=E batches=B num_workers=K'");
 }
 
-// Batches are read and decoded one ahead of the caller on another thread:
-// Next() waits for it, swaps its buffers with the caller's, and starts the
-// next one into the caller's old buffers.
+// Batches are read and decoded one ahead of the caller on the loader's own
+// thread: Next() waits for it, swaps its buffers with the caller's, and asks
+// for the next one into the caller's old buffers.
 struct [[gnu::visibility("hidden")]] ImageLoader::Rep {
   // Reads and decodes this worker's next batch into `out`; false at the end.
   Result<bool> Load(LoaderBatch* out);
+  // The loading thread: one Load per request.
+  void Run();
 
   std::shared_ptr<const ImageDataset> dataset;
   ImageLoaderOptions options;
@@ -60,15 +64,40 @@ struct [[gnu::visibility("hidden")]] ImageLoader::Rep {
   std::unique_ptr<BatchDecoder> decoder;
   SampleBatch jpegs;        // used by the loading thread only
   LoaderBatch staged;       // the batch being loaded
-  std::future<Result<bool>> loading;
   Status ended;             // the error Next() returned, returned again
+  bool finished = false;    // Next() returned false
   mutable std::mutex mu;
+  std::condition_variable changed;
+  bool requested = true;               // the thread is to load the next batch
+  std::optional<Result<bool>> loaded;  // what its last Load gave, not yet taken
+  bool stop = false;
   std::vector<SkippedImage> undecodable;  // skip_corrupt: images that did not decode
+  std::thread thread;
 
   ~Rep() {
-    if (loading.valid()) loading.wait();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    changed.notify_all();
+    if (thread.joinable()) thread.join();
   }
 };
+
+void ImageLoader::Rep::Run() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      changed.wait(lock, [&] { return stop || requested; });
+      if (stop) return;
+      requested = false;
+    }
+    Result<bool> result = Load(&staged);
+    std::lock_guard<std::mutex> lock(mu);
+    loaded = std::move(result);
+    changed.notify_all();
+  }
+}
 
 Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dataset,
                                                          const ImageLoaderOptions& options, const LoaderState& start) {
@@ -119,8 +148,7 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
   rep->next_batch = role + skip * k;
   rep->taken = start.batches;
   rep->decoder = std::move(decoder);
-  Rep* r = rep.get();
-  rep->loading = std::async(std::launch::async, [r] { return r->Load(&r->staged); });
+  rep->thread = std::thread([r = rep.get()] { r->Run(); });
   return std::unique_ptr<ImageLoader>(new ImageLoader(std::move(rep)));
 }
 
@@ -144,17 +172,23 @@ Result<bool> ImageLoader::Next(LoaderBatch* batch) {
   assert(batch != nullptr && "ImageLoader::Next: batch is null");
   Rep& r = *rep_;
   if (!r.ended.ok()) return r.ended;
-  if (!r.loading.valid()) return false;
-  Result<bool> more = r.loading.get();
+  if (r.finished) return false;
+  std::unique_lock<std::mutex> lock(r.mu);
+  r.changed.wait(lock, [&] { return r.loaded.has_value(); });
+  Result<bool> more = std::move(*r.loaded);
+  r.loaded.reset();
   if (!more.ok()) {
     r.ended = more.status();
     return more;
   }
-  if (!*more) return false;
+  if (!*more) {
+    r.finished = true;
+    return false;
+  }
   std::swap(*batch, r.staged);
   r.taken = batch->batch + 1;
-  Rep* rp = rep_.get();
-  r.loading = std::async(std::launch::async, [rp] { return rp->Load(&rp->staged); });
+  r.requested = true;
+  r.changed.notify_all();
   return true;
 }
 
