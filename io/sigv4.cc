@@ -186,8 +186,9 @@ std::vector<std::pair<std::string, std::string>> SignV4(const SigV4Request& requ
   for (size_t i = 0; i < headers.size(); ++i) {
     // Repeated names are one header whose values are joined by commas.
     if (i > 0 && headers[i].first == headers[i - 1].first) {
-      canonical_headers.pop_back();
-      canonical_headers += "," + TrimValue(headers[i].second) + "\n";
+      canonical_headers.back() = ',';
+      canonical_headers += TrimValue(headers[i].second);
+      canonical_headers += '\n';
       continue;
     }
     canonical_headers += headers[i].first + ":" + TrimValue(headers[i].second) + "\n";

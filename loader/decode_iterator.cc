@@ -64,6 +64,8 @@ Result<std::unique_ptr<DecodeIterator>> DecodeIterator::Create(const ImageDatase
   }
   PCR_RETURN_IF_ERROR(CheckThreads(options.threads));
   PCR_RETURN_IF_ERROR(JpegDecoder::CheckOptions(options.decode));
+  // Decoding needs scan groups: kFieldsOnly is no fidelity here.
+  PCR_RETURN_IF_ERROR(dataset.CheckFidelity(options.records.fidelity));
   PCR_ASSIGN_OR_RETURN(auto records, RecordIterator::Create(dataset, options.records));
   return std::unique_ptr<DecodeIterator>(new DecodeIterator(std::make_unique<Rep>(options, std::move(records))));
 }

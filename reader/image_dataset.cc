@@ -59,7 +59,8 @@ Result<std::vector<uint32_t>> ImageDataset::ResolveFields(const std::vector<std:
     if (it == features.end()) {
       std::string known;
       for (const FeatureInfo& f : features) known += (known.empty() ? "" : ", ") + f.name;
-      return Status::InvalidArgument("no field '" + name + "' (fields: " + (known.empty() ? "none" : known) + ")");
+      return Status::InvalidArgument(rep_->path + ": no field '" + name + "' (fields: " +
+                                     (known.empty() ? "none" : known) + ")");
     }
     out.push_back(static_cast<uint32_t>(it - features.begin()));
   }
@@ -100,6 +101,7 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
   auto rep = std::make_unique<Rep>();
   Rep* ds = rep.get();
   std::unique_ptr<ImageDataset> dataset(new ImageDataset(std::move(rep)));
+  ds->path = path;
   ds->engine = engine;
   if (ds->engine == nullptr) {
     PCR_ASSIGN_OR_RETURN(ds->owned_engine, MakeIoEngine(options.io));
@@ -111,6 +113,9 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     if (file->header().kind == FileKind::kTable) {
       return Status::InvalidArgument(path + ": a table, not an image dataset: open it as a table (pcr::Table, "
                                      "pcr.Table in Python)");
+    }
+    if (file->header().kind == FileKind::kDataset || file->header().kind == FileKind::kDatasetPart) {
+      return Status::InvalidArgument(path + ": a dataset's manifest: open the directory that holds it");
     }
     if (file->header().kind != FileKind::kImages) {
       return Status::InvalidArgument(path + ": not an image file (kind " +
@@ -366,7 +371,7 @@ Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, co
   std::vector<ReadRange> ranges;
   for (size_t i = 0; i < wanted.size(); ++i) {
     if (wanted[i] >= records.size()) {
-      return Status::InvalidArgument("record " + std::to_string(wanted[i]) + " out of range (" +
+      return Status::InvalidArgument(path + ": record " + std::to_string(wanted[i]) + " out of range (" +
                                      std::to_string(records.size()) + " records)");
     }
     const RecordLocation& loc = records[wanted[i]];
@@ -489,7 +494,7 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
     const ImageRequest& r = requests[i];
     PCR_RETURN_IF_ERROR(CheckFidelity(r.fidelity));
     if (r.image >= samples.size()) {
-      return Status::InvalidArgument("image " + std::to_string(r.image) + " out of range (" +
+      return Status::InvalidArgument(path + ": image " + std::to_string(r.image) + " out of range (" +
                                      std::to_string(samples.size()) + " images)");
     }
     const auto [record, in_record] = Locate(r.image);

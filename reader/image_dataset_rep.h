@@ -66,6 +66,7 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
 
   std::unique_ptr<IoEngine> owned_engine;
   IoEngine* engine = nullptr;
+  std::string path;  // as opened, for messages
   ScanScript script;
   TableSchema fields;
   std::vector<std::string> class_names;

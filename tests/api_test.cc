@@ -191,6 +191,7 @@ TEST_CASE("decoding options are checked at Create, naming the option and its ran
            {{.decode = {.crop = {.width = 10, .height = 0}}}, "crop 10x0+0+0: width and height must both be positive"},
            {{.decode = {.crop = {.x = -1, .width = 4, .height = 4}}}, "x and y at least 0"},
            {{.records_ahead = 0}, "records_ahead must be 1..1024, not 0"},
+           {{.records = {.fidelity = kFieldsOnly}}, "fidelity"},
            {{.records_ahead = size_t{1} << 40}, "records_ahead must be 1..1024, not 1099511627776"},
        }) {
     INFO(c.want);

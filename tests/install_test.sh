@@ -51,7 +51,7 @@ case $mode in
   pkg-config)
     # shellcheck disable=SC2046
     c++ -std=c++20 "$consumer/consumer.cc" $(pkg-config --cflags --libs pcr) \
-      -Wl,-rpath,"$(pkg-config --variable=libdir pcr)" -o "$stage/consumer" ;;
+      -Wl,-rpath,"$(realpath "$(pkg-config --variable=libdir pcr)")" -o "$stage/consumer" ;;
   cmake)
     config=$(find "$stage/root" -name pcrConfig.cmake)
     cmake -S "$consumer" -B "$stage/cmake" -DCMAKE_BUILD_TYPE=Release -Dpcr_DIR="$(dirname "$config")" \

@@ -55,8 +55,11 @@ Status Rename(const std::string& from, const std::string& to, Replace replace) {
 Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path, Replace replace) {
   const std::filesystem::path p(path);
   RemoveStaleTemps(p.parent_path(), p.filename().string());
-  const std::string temp =
-      (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
+  std::string name = ".";
+  name += p.filename().string();
+  name += ".tmp-";
+  name += std::to_string(getpid());
+  const std::string temp = (p.parent_path() / name).string();
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("cannot create", temp);
   return std::unique_ptr<AtomicFile>(new AtomicFile(path, temp, fd, replace));

@@ -5,6 +5,8 @@
 #include <span>
 #include <vector>
 
+#include "pcr/export.h"
+
 namespace pcr {
 
 using Bytes = std::vector<uint8_t>;
