@@ -13,7 +13,6 @@
 #include "format/permutation.h"
 #include "format/table_format.h"
 #include "loader/epoch.h"
-#include "reader/record_reads.h"
 
 namespace pcr {
 
@@ -54,7 +53,6 @@ struct [[gnu::visibility("hidden")]] ImageLoader::Rep {
   // The loading thread: one Load per request.
   void Run();
 
-  std::shared_ptr<const ImageDataset> dataset;
   ImageLoaderOptions options;
   uint64_t seed = 0, epoch = 0;
   uint64_t batches = 0;     // the rank's batches per epoch
@@ -103,7 +101,6 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
                                                          const ImageLoaderOptions& options, const LoaderState& start) {
   const EpochOptions& e = options.epoch;
   PCR_RETURN_IF_ERROR(ValidateEpochOptions(e));
-  if (options.fidelity != kFullFidelity) PCR_RETURN_IF_ERROR(dataset.CheckFidelity(options.fidelity));
   if (options.read_ahead == 0) return Status::InvalidArgument("read_ahead must be at least 1, not 0");
   PCR_ASSIGN_OR_RETURN(auto decoder, BatchDecoder::Create(options.transform));
   const uint64_t image_bytes = decoder->image_bytes();
@@ -140,7 +137,6 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
                                                              .fields = options.fields,
                                                              .skip_corrupt = options.skip_corrupt},
                                                             {start.seed, start.epoch, position}));
-  rep->dataset = ShareDataset(dataset);
   rep->options = options;
   rep->options.epoch = epoch;
   rep->seed = start.seed;

@@ -71,9 +71,7 @@ uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
   assert(record < rep_->records.size() && "ImageDataset::RecordBytes: record >= num_records()");
   return rep_->RecordBytes(record, ScanGroups(fidelity));
 }
-int ImageDataset::ScanGroups(int fidelity) const {
-  return fidelity == kFullFidelity ? rep_->script.group_count() : fidelity;
-}
+int ImageDataset::ScanGroups(int fidelity) const { return rep_->ScanGroups(fidelity); }
 Status ImageDataset::CheckFidelity(int fidelity) const { return rep_->CheckFidelity(fidelity); }
 uint64_t ImageDataset::bytes_requested() const { return rep_->bytes_requested.load(); }
 IoCounters ImageDataset::io_counters() const { return rep_->engine->counters(); }
@@ -476,12 +474,7 @@ Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {
 
 Result<std::vector<Image>> ImageDataset::ReadImages(std::span<const ImageRequest> requests,
                                                     const CoalesceOptions& coalesce) const {
-  if (std::none_of(requests.begin(), requests.end(), [](const ImageRequest& r) { return r.fidelity == kFullFidelity; })) {
-    return rep_->ReadImages(requests, coalesce);
-  }
-  std::vector<ImageRequest> resolved(requests.begin(), requests.end());
-  for (ImageRequest& r : resolved) r.fidelity = ScanGroups(r.fidelity);
-  return rep_->ReadImages(resolved, coalesce);
+  return rep_->ReadImages(requests, coalesce);
 }
 
 Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRequest> requests,
@@ -500,7 +493,8 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
     const auto [record, in_record] = Locate(r.image);
     const RecordLocation& loc = records[record];
     first_range[i] = ranges.size();
-    for (int g = 1; g <= r.fidelity; ++g) ranges.push_back(ChunkRange(*files[loc.file], loc.stripe, g, in_record));
+    const int groups = ScanGroups(r.fidelity);
+    for (int g = 1; g <= groups; ++g) ranges.push_back(ChunkRange(*files[loc.file], loc.stripe, g, in_record));
     const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
     if (r.segments && stripe.has_segments) {
       ranges.push_back(ChunkRange(*files[loc.file], loc.stripe, script.group_count() + 1, in_record));
@@ -524,7 +518,7 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
       (*failed)[i] = std::move(check);
       continue;
     }
-    const int fidelity = requests[i].fidelity;
+    const int fidelity = ScanGroups(requests[i].fidelity);
     const size_t segments = first_range[i] + static_cast<size_t>(fidelity);
     const bool merge = requests[i].segments && segments < end;
     for (int g = 1; g <= fidelity; ++g) {

@@ -27,6 +27,8 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   const RecordLocation& record(uint64_t record) const { return records[record]; }
   uint64_t RecordBytes(uint64_t record, int fidelity) const;
   Status CheckFidelity(int fidelity) const;
+  // The scan groups `fidelity` reads: all for kFullFidelity.
+  int ScanGroups(int fidelity) const { return fidelity == kFullFidelity ? script.group_count() : fidelity; }
   // InvalidArgument unless 0 <= selection.fidelity <= L and every field is
   // in the field schema.
   Status CheckSelection(const RecordSelection& selection) const;

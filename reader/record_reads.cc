@@ -22,9 +22,7 @@ Status ParseRecord(const ImageDataset& dataset, uint64_t record, const RecordSel
 
 Result<std::vector<Image>> ReadImagesOrFailures(const ImageDataset& dataset, std::span<const ImageRequest> requests,
                                                 std::vector<Status>* failed) {
-  std::vector<ImageRequest> resolved(requests.begin(), requests.end());
-  for (ImageRequest& r : resolved) r.fidelity = dataset.ScanGroups(r.fidelity);
-  return ReaderInternals::Of(dataset).ReadImages(resolved, {}, failed);
+  return ReaderInternals::Of(dataset).ReadImages(requests, {}, failed);
 }
 
 std::shared_ptr<const ImageDataset> ShareDataset(const ImageDataset& dataset) {

@@ -599,6 +599,8 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
   }));
   if (rows == 0) return Status::InvalidArgument(input + ": empty file, expected one JSON object per line");
 
+  const InferenceRules rules = Rules(options);
+  const ColumnNaming naming = Naming(input);
   // A declared column that no row has is kept, typed and without values, so
   // that files converted with one schema have the same features.
   for (const auto& [name, type] : declared) {
@@ -628,7 +630,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
     } else if (options.strings) {
       info.type = FeatureType::kString;
     } else {
-      PCR_ASSIGN_OR_RETURN(info.type, st.votes.ValuesType(Rules(options), Naming(input), info.name, &report->notes));
+      PCR_ASSIGN_OR_RETURN(info.type, st.votes.ValuesType(rules, naming, info.name, &report->notes));
       if (st.votes.present() == 0) {
         report->notes.push_back("column '" + info.name + "' has only nulls: stored as string (--column-type " +
                                 info.name + "=TYPE declares another type)");
