@@ -196,8 +196,15 @@ void ColumnVotes::NoteTime(std::string_view text, std::string_view shown, uint64
 void ColumnVotes::NoteCell(std::string_view text, uint64_t line, uint64_t column) {
   int64_t i = 0;
   double d;
-  present_++;
   const ColumnValue::Kind kind = CellKind(text, typed_, &i, &d);
+  NoteCellKind(kind, i, text, line, column);
+}
+
+void ColumnVotes::NoteCell(const ColumnValue& cell) { NoteCellKind(cell.kind, cell.i, cell.s, cell.line, cell.column); }
+
+void ColumnVotes::NoteCellKind(ColumnValue::Kind kind, int64_t i, std::string_view text, uint64_t line,
+                               uint64_t column) {
+  present_++;
   switch (kind) {
     case ColumnValue::kBool:
       bools_++;

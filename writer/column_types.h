@@ -112,6 +112,8 @@ class ColumnVotes {
 
   // A CSV cell's text: a number, true or false, an ISO 8601 time, or text.
   void NoteCell(std::string_view text, uint64_t line, uint64_t column);
+  // The same for a cell CellValue already read (with this `typed`).
+  void NoteCell(const ColumnValue& cell);
   // A JSON value (or a CellValue): a number, boolean, string (a time, or
   // text), or list. Nulls are not values.
   void NoteValue(const ColumnValue& v);
@@ -136,6 +138,7 @@ class ColumnVotes {
   uint64_t numbers() const { return ints_ + uints_ + floats_; }
   void NoteNumber(bool is_int, int64_t i, std::string_view number, std::string_view shown, uint64_t line,
                   uint64_t column);
+  void NoteCellKind(ColumnValue::Kind kind, int64_t i, std::string_view text, uint64_t line, uint64_t column);
   void NoteTime(std::string_view text, std::string_view shown, uint64_t line, uint64_t column);
   Result<FeatureType> NumberType(const InferenceRules& rules, const ColumnNaming& naming,
                                  const std::string& name) const;

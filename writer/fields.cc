@@ -139,7 +139,7 @@ class FieldsReader {
       types_.Note(f, *v);
     } else {
       *v = CellValue(cell.text, false, cell.line, cell.column);
-      types_.NoteCell(f, cell.text, cell.line, cell.column);
+      types_.NoteCell(f, *v);
     }
     return Status::OK();
   }
@@ -205,8 +205,8 @@ Result<uint32_t> FieldInference::Field(const std::string& name, uint64_t line, u
   return it->second;
 }
 
-void FieldInference::NoteCell(uint32_t f, std::string_view text, uint64_t line, uint64_t column) {
-  votes_[f].NoteCell(text, line, column);
+void FieldInference::NoteCell(uint32_t f, const ColumnValue& cell) {
+  votes_[f].NoteCell(cell);
   cells_[f] = true;
 }
 

@@ -65,11 +65,12 @@ class FieldInference {
   uint32_t Index(const std::string& name) const { return index_.at(name); }
   // Gives `name` type `type` unless the user declared one.
   void Declare(const std::string& name, FeatureType type) { defaults_.emplace(name, type); }
-  // Records the kind of one of the field's values: a JSON value, or the
-  // text of a CSV cell. A field of CSV cells is typed as a table's CSV
-  // column is: a number type when all are numbers, else string.
+  // Records the kind of one of the field's values: a JSON value, or a CSV
+  // cell read with CellValue(text, false, ...). A field of CSV cells is
+  // typed as a table's CSV column is: a number type when all are numbers,
+  // else string.
   void Note(uint32_t field, const ColumnValue& v) { votes_[field].NoteValue(v); }
-  void NoteCell(uint32_t field, std::string_view text, uint64_t line, uint64_t column);
+  void NoteCell(uint32_t field, const ColumnValue& cell);
   // Decides every field's type. Fails on a field whose values have
   // two kinds, and on a declared name (--field-type) that is no field.
   Status Infer();
