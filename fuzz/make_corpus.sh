@@ -112,4 +112,19 @@ cp "$data/sample/video/video-001.q50.444.jpeg" "$data/sample/misc/testimggray.jp
 "$build/tools/pcr-dump" extract "$tmp/cpcr" "$tmp/cfull" --fidelity full >/dev/null
 mk '\x00' "$tmp/cfull/c/video-001.q50.444.jpeg" pcr-444-as-is.jpg
 mk '\x00' "$tmp/cfull/c/testimggray.jpg" pcr-gray-as-is.jpg
+# decode: the coefficients mode byte, an options byte (bits 0-1: scale 1, 1/2,
+# 1/4, 1/8; bits 2-3: native, rgb, gray; bit 4: warnings are errors; bit 5:
+# crop), four crop bytes (x, y, width, height as fractions of 255), then JPEG
+# bytes: every sampling pcr's decoder covers, at full and partial fidelity.
+mkdir -p "$out/decode"
+md() { { printf "$1"; cat "$2"; } >"$out/decode/$3"; }
+md '\x11\x14\x00\x00\xff\xff' "$data/sample/video/video-001.jpeg" spectral5-420-rgb.jpg
+md '\x11\x35\x31\x47\x80\x60' "$data/sample/video/video-001.jpeg" spectral5-420-half-crop.jpg
+md '\x17\x16\x00\x00\xff\xff' "$data/sample/video/video-001.q50.422.jpeg" spectral-422-quarter.jpg
+md '\x11\x27\x05\x09\x10\x20' "$data/sample/video/video-001.q50.440.jpeg" spectral5-440-eighth-crop.jpg
+md '\x13\x18\x00\x00\xff\xff' "$data/sample/video/video-001.q50.444.jpeg" spectral-444-gray-fidelity5.jpg
+md '\x11\x10\x00\x00\xff\xff' "$data/sample/video/video-001.cmyk.jpeg" spectral5-cmyk-native.jpg
+md '\x11\x34\x40\x40\x40\x40' "$data/sample/misc/testimggray.jpg" spectral5-gray-rgb-crop.jpg
+md '\x01\x14\x00\x00\xff\xff' "$data/sample/misc/jpg-size-1x1.jpg" spectral5-1x1.jpg
+md '\x00\x04\x00\x00\xff\xff' "$tmp/cfull/c/video-001.q50.444.jpeg" pcr-444-as-is.jpg
 echo "seed corpora written to $out"

@@ -302,6 +302,7 @@ CoefficientOutcome ProgressiveCoefficientDecoder::State::Open(ByteSpan in) {
   if (n < 4 || p[0] != 0xff || p[1] != 0xd8) return NotHandled("no SOI marker");
   RawTable dc_tables[4], ac_tables[4];
   bool quant_defined[4] = {};
+  std::array<uint16_t, 64> quant_tables[4] = {};
   bool quant_latched[4] = {};
   int quant_of[4] = {};
   bool saw_sof = false, saw_jfif = false, saw_adobe = false;
@@ -332,6 +333,7 @@ CoefficientOutcome ProgressiveCoefficientDecoder::State::Open(ByteSpan in) {
         saw_jfif = true;
       } else if (m == 0xee && len >= 12 && std::memcmp(seg, "Adobe", 5) == 0) {
         saw_adobe = true;
+        frame.saw_adobe = true;
         adobe_transform = seg[11];
       }
       continue;
@@ -345,6 +347,10 @@ CoefficientOutcome ProgressiveCoefficientDecoder::State::Open(ByteSpan in) {
         const size_t need = 1 + 64 * (prec ? 2 : 1);
         if (k + need > len) return NotHandled("short DQT");
         quant_defined[t] = true;
+        for (size_t i = 0; i < 64; ++i) {
+          const uint8_t* q = seg + k + 1 + (prec ? 2 * i : i);
+          quant_tables[t][kNaturalOrder[i]] = static_cast<uint16_t>(prec ? q[0] << 8 | q[1] : q[0]);
+        }
         k += need;
       }
       continue;
@@ -413,11 +419,6 @@ CoefficientOutcome ProgressiveCoefficientDecoder::State::Open(ByteSpan in) {
       }
       mcus_per_row = (frame.width + 8 * max_h - 1) / (8 * max_h);
       imcu_rows = (frame.height + 8 * max_v - 1) / (8 * max_v);
-      // libjpeg's colour space guess warns about unknown Adobe transforms.
-      if (saw_adobe && ((nc == 3 && !saw_jfif && adobe_transform > 1) ||
-                        (nc == 4 && adobe_transform != 0 && adobe_transform != 2))) {
-        return NotHandled("Adobe transform " + std::to_string(adobe_transform));
-      }
       continue;
     }
     if (m != 0xda) {
@@ -431,6 +432,30 @@ CoefficientOutcome ProgressiveCoefficientDecoder::State::Open(ByteSpan in) {
     if (len < 1) return NotHandled("short SOS");
     const int ns = seg[0];
     if (ns < 1 || ns > 4 || len != 4 + 2 * static_cast<size_t>(ns)) return NotHandled("SOS length");
+    if (num_scans == 0) {
+      // libjpeg's colour space guess, made here, warns about unknown Adobe
+      // transforms.
+      const int nc = frame.num_components;
+      if (saw_adobe && ((nc == 3 && !saw_jfif && adobe_transform > 1) ||
+                        (nc == 4 && adobe_transform != 0 && adobe_transform != 2))) {
+        return NotHandled("Adobe transform " + std::to_string(adobe_transform));
+      }
+      const auto& comps = frame.components;
+      if (frame.num_components == 1) {
+        frame.color_space = JpegColorSpace::kGray;
+      } else if (frame.num_components == 4) {
+        frame.color_space = saw_adobe && adobe_transform == 0 ? JpegColorSpace::kCmyk
+                            : saw_adobe                       ? JpegColorSpace::kYcck
+                                                              : JpegColorSpace::kCmyk;
+      } else if (saw_jfif) {
+        frame.color_space = JpegColorSpace::kYCbCr;
+      } else if (saw_adobe) {
+        frame.color_space = adobe_transform == 0 ? JpegColorSpace::kRgb : JpegColorSpace::kYCbCr;
+      } else {
+        frame.color_space = comps[0].id == 'R' && comps[1].id == 'G' && comps[2].id == 'B' ? JpegColorSpace::kRgb
+                                                                                            : JpegColorSpace::kYCbCr;
+      }
+    }
     Scan& sc = scans[num_scans];
     sc.ncomp = ns;
     sc.sos_offset = seg_start;
@@ -465,7 +490,10 @@ CoefficientOutcome ProgressiveCoefficientDecoder::State::Open(ByteSpan in) {
       if (!quant_latched[c]) {
         if (quant_of[c] >= 4 || !quant_defined[quant_of[c]]) return NotHandled("no quantisation table");
         quant_latched[c] = true;
+        frame.components[static_cast<size_t>(c)].quant = quant_tables[quant_of[c]];
+        frame.components[static_cast<size_t>(c)].quant_latched = true;
       }
+      frame.components[static_cast<size_t>(c)].sent = sent[c];
       const int slot = dc_scan ? table_sel[i] >> 4 : table_sel[i] & 15;
       const RawTable& raw = dc_scan ? dc_tables[slot & 3] : ac_tables[slot & 3];
       if (slot >= 4 || !raw.defined) return NotHandled("no Huffman table");
@@ -597,7 +625,7 @@ bool ProgressiveCoefficientDecoder::State::DecodeAcBlocks(Scan& sc, int16_t* blo
   return good;
 }
 
-CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row) {
+CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, unsigned components) {
   State& st = *s_;
   const CoefficientFrame& f = st.frame;
   const size_t num_scans = st.num_scans;
@@ -623,8 +651,10 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row) 
     return std::string(buf);
   };
   for (size_t s = 0; s < num_scans; ++s) {
-    st.scans[s].done = false;
-    st.StartSegment(st.scans[s], 0);
+    Scan& sc = st.scans[s];
+    sc.done = true;  // a scan of no component asked for is passed over
+    for (int i = 0; i < sc.ncomp; ++i) sc.done &= ((components >> sc.comp[i]) & 1) == 0;
+    st.StartSegment(sc, 0);
   }
   // How many MCUs scan s may decode before its next restart marker, after
   // crossing one if due; 0 when the scan stopped.

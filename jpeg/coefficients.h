@@ -13,16 +13,27 @@
 
 namespace pcr {
 
-// A frame's geometry as libjpeg-turbo computes it.
+// The colour space libjpeg-turbo's jpeg_read_header guesses for a frame.
+enum class JpegColorSpace { kGray, kYCbCr, kRgb, kCmyk, kYcck };
+
+// A frame's geometry as libjpeg-turbo computes it, and what a decode to
+// pixels needs besides the coefficients.
 struct CoefficientFrame {
   struct Component {
     int id = 0;
     int h = 1, v = 1;  // sampling factors
     int width_in_blocks = 0, height_in_blocks = 0;
+    // The quantisation table in natural order, as latched by the
+    // component's first scan; all 0 when no scan has the component.
+    std::array<uint16_t, 64> quant{};
+    bool quant_latched = false;
+    uint64_t sent = 0;  // bit k: zigzag coefficient k is in some scan
   };
   int width = 0, height = 0;
   int num_components = 0;
   std::array<Component, 4> components{};
+  JpegColorSpace color_space = JpegColorSpace::kGray;  // as of the first SOS
+  bool saw_adobe = false;  // an APP14 "Adobe" segment anywhere before EOI
 };
 
 // How a decode ended. kOk: every block was delivered exactly as libjpeg-turbo
@@ -70,9 +81,11 @@ class ProgressiveCoefficientDecoder {
   CoefficientOutcome Open(ByteSpan jpeg);
   // The frame of the last successful Open().
   const CoefficientFrame& frame() const;
-  // Delivers every block row of every component in order of rows.
+  // Delivers every block row of every component in order of rows. Scans
+  // that hold no component of `components` (bit c: component c) are not
+  // decoded, so their errors go unseen and their coefficients stay 0.
   // REQUIRES: the last Open() returned kOk.
-  CoefficientOutcome Decode(const BlockRowFn& row);
+  CoefficientOutcome Decode(const BlockRowFn& row, unsigned components = 0xf);
 
  private:
   struct State;

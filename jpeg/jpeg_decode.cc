@@ -7,32 +7,13 @@
 #include "format/coding.h"
 #include "jpeg/error_manager.h"
 #include "jpeg/jpeg_limits.h"
+#include "jpeg/pixel_decoder.h"
 
 namespace pcr {
 
 namespace {
 
 bool ValidScale(int d) { return d == 1 || d == 2 || d == 4 || d == 8; }
-
-// CMYK as libjpeg decodes it to RGB exactly as PIL converts it (R = (255 -
-// K) - C (255 - K) / 255 in PIL's rounding), or to gray with libjpeg's RGB
-// weights. `inverted` samples (Adobe's) hold 255 - C and so on.
-void ConvertCmyk(const uint8_t* cmyk, bool inverted, bool gray, uint8_t* out, size_t n) {
-  for (size_t i = 0; i < n; ++i, cmyk += 4) {
-    const unsigned nk = inverted ? cmyk[3] : 255u - cmyk[3];
-    unsigned rgb[3];
-    for (int j = 0; j < 3; ++j) {
-      const unsigned v = inverted ? 255u - cmyk[j] : cmyk[j];
-      const unsigned t = v * nk + 128;
-      rgb[j] = nk - (((t >> 8) + t) >> 8);
-    }
-    if (gray) {
-      *out++ = static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 32768) >> 16);
-    } else {
-      for (int j = 0; j < 3; ++j) *out++ = static_cast<uint8_t>(rgb[j]);
-    }
-  }
-}
 
 }  // namespace
 
@@ -42,6 +23,8 @@ struct JpegDecoder::State {
   std::vector<uint8_t> row;  // one cropped scanline at libjpeg's block-aligned width
   std::string invalid;       // why the request does not fit the image
   std::string too_big;       // why the frame is over the pixel limit
+  PixelDecoder pcr;
+  DecoderCounts counts;
 };
 
 namespace {
@@ -83,17 +66,12 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
   const int height = static_cast<int>(cinfo.output_height);
   const Crop& c = o.crop;
   const bool crop = c.width > 0;
-  if (crop && (c.x > width - c.width || c.y > height - c.height)) {
-    s->invalid = "crop " + std::to_string(c.width) + "x" + std::to_string(c.height) + "+" + std::to_string(c.x) +
-                 "+" + std::to_string(c.y) + " lies outside the " + std::to_string(width) + "x" +
-                 std::to_string(height) + " image";
-  }
+  if (crop && (c.x > width - c.width || c.y > height - c.height)) s->invalid = CropOutsideMessage(c, width, height);
   const int components = from_cmyk ? (o.format == PixelFormat::kRgb ? 3 : 1) : cinfo.out_color_components;
   *shape = {crop ? c.width : width, crop ? c.height : height, components};
   if (!s->invalid.empty() || out == nullptr || out_size < shape->bytes()) {
     if (s->invalid.empty() && out != nullptr) {
-      s->invalid = "output buffer of " + std::to_string(out_size) + " bytes, the image needs " +
-                   std::to_string(shape->bytes());
+      s->invalid = BufferTooSmallMessage(out_size, shape->bytes());
     }
     jpeg_abort_decompress(&cinfo);
     return s->invalid.empty();
@@ -178,8 +156,55 @@ Status JpegDecoder::CheckOptions(const DecodeOptions& options) {
   return Status::OK();
 }
 
+namespace {
+
+// pcr's decoder over `jpeg`: true with *result set when it decoded the image
+// or found it corrupt or unfit; false when libjpeg-turbo should decode it.
+bool DecodeWithPcr(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, std::span<uint8_t> out,
+                   Result<ImageShape>* result) {
+  if (!s->pcr.Open(jpeg, o).ok()) return false;
+  const CoefficientFrame& f = s->pcr.frame();
+  if (uint64_t(f.width) * uint64_t(f.height) > o.max_pixels) {
+    *result = Status::NotSupported(PixelLimitMessage(uint64_t(f.width), uint64_t(f.height), o.max_pixels));
+    return true;
+  }
+  const ImageShape whole = s->pcr.scaled();
+  const Crop& c = o.crop;
+  if (c.width > 0 && (c.x > whole.width - c.width || c.y > whole.height - c.height)) {
+    *result = Status::InvalidArgument(CropOutsideMessage(c, whole.width, whole.height));
+    return true;
+  }
+  const ImageShape shape = c.width > 0 ? ImageShape{c.width, c.height, whole.components} : whole;
+  if (out.size() < shape.bytes()) {
+    *result = Status::InvalidArgument(BufferTooSmallMessage(out.size(), shape.bytes()));
+    return true;
+  }
+  const CoefficientOutcome outcome = s->pcr.Decode(out.data());
+  if (outcome.kind == CoefficientOutcome::kNotHandled ||
+      (outcome.kind == CoefficientOutcome::kWarning && !o.warnings_are_errors)) {
+    return false;
+  }
+  ++s->counts.pcr;
+  if (outcome.ok()) {
+    *result = shape;
+  } else {
+    *result = Status::Corruption("JPEG decode: " + outcome.message);
+  }
+  return true;
+}
+
+}  // namespace
+
+DecoderCounts JpegDecoder::counts() const { return state_->counts; }
+
 Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& options, std::span<uint8_t> out) {
   PCR_RETURN_IF_ERROR(CheckOptions(options));
+  if (!out.empty() && options.decoder == DecoderChoice::kPcr) {
+    Result<ImageShape> result = ImageShape{};
+    if (DecodeWithPcr(state_.get(), jpeg, options, out, &result)) return result;
+    ++state_->counts.fallbacks;
+  }
+  if (!out.empty()) ++state_->counts.libjpeg;
   ImageShape shape;
   if (!Run(state_.get(), jpeg, options, out.data(), out.size(), &shape)) {
     if (!state_->too_big.empty()) return Status::NotSupported(state_->too_big);

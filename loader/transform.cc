@@ -91,7 +91,7 @@ struct BatchDecoder::Rep {
         break;
       }
     }
-    DecodeOptions o{.scale_denom = scale, .format = PixelFormat::kRgb};
+    DecodeOptions o{.scale_denom = scale, .format = PixelFormat::kRgb, .decoder = options.decoder};
     // libjpeg rounds scaled sizes up.
     const ImageShape scaled{(whole.width + scale - 1) / scale, (whole.height + scale - 1) / scale, 3};
     const int x0 = std::min(r.x / scale, scaled.width - 1);

@@ -132,6 +132,67 @@ TEST_CASE("pcr's entropy decoder gives libjpeg-turbo's coefficients for every co
   CHECK(handled >= 2000);
 }
 
+TEST_CASE("pcr's decoder gives libjpeg-turbo's pixels for every corpus image pcr converts") {
+  const fs::path root = fs::path(CorpusDir()) / "jpeg";
+  JpegDecoder pcr_decoder, libjpeg;
+  std::vector<uint8_t> want, got;
+  auto compare = [&](const Bytes& jpeg, const DecodeOptions& options) {
+    DecodeOptions o = options;
+    o.decoder = DecoderChoice::kLibjpeg;
+    auto shape = libjpeg.Shape(jpeg, o);
+    if (!shape.ok()) return;
+    want.assign(shape->bytes(), 0);
+    got.assign(shape->bytes(), 1);
+    auto a = libjpeg.Decode(jpeg, o, want);
+    o.decoder = DecoderChoice::kPcr;
+    auto b = pcr_decoder.Decode(jpeg, o, got);
+    INFO("1/" << o.scale_denom << " format " << static_cast<int>(o.format) << " crop " << o.crop.width << "x"
+              << o.crop.height << "+" << o.crop.x << "+" << o.crop.y << ": " << a.status().ToString() << " / "
+              << b.status().ToString());
+    REQUIRE(a.ok() == b.ok());
+    if (a.ok()) CHECK((want == got));
+  };
+  size_t images = 0, full_fallbacks = 0;
+  for (const std::string name : {"spectral5", "spectral"}) {
+    const ScanScript script = *BuiltinScanScript(name);
+    for (const char* dir : {"golang", "libjpeg-turbo", "jpeg-decoder-reftest", "neverball-textures", "malformed"}) {
+      for (const fs::path& file : FilesUnder(root / dir, false)) {
+        INFO(file.string() << " with " << name);
+        auto t = TranscodeToScanGroups(ReadFile(file), script);
+        if (!t.ok()) continue;
+        ++images;
+        for (int k = 1; k < script.group_count(); ++k) {
+          INFO("fidelity " << k);
+          compare(t->AtFidelity(k), {.format = PixelFormat::kRgb});
+        }
+        const Bytes full = t->AtFidelity(script.group_count());
+        const uint64_t fallbacks_before = pcr_decoder.counts().fallbacks;
+        for (int scale : {1, 2, 4, 8}) {
+          for (PixelFormat format : {PixelFormat::kNative, PixelFormat::kRgb, PixelFormat::kGray}) {
+            compare(full, {.scale_denom = scale, .format = format});
+            auto shape = libjpeg.Shape(full, {.scale_denom = scale});
+            if (shape.ok() && shape->width > 4 && shape->height > 4) {
+              const Crop crop{shape->width / 3 + 1, shape->height / 4 + 1, shape->width / 2, shape->height / 2};
+              compare(full, {.scale_denom = scale, .format = format, .crop = crop});
+            }
+          }
+        }
+        if (pcr_decoder.counts().fallbacks > fallbacks_before) {
+          ++full_fallbacks;
+          std::printf("full fidelity handed to libjpeg-turbo: %s with %s\n", file.string().c_str(), name.c_str());
+        }
+      }
+    }
+  }
+  const DecoderCounts c = pcr_decoder.counts();
+  std::printf(
+      "pixel decoder: %zu converted images (%zu at full fidelity handed to libjpeg-turbo), %llu decodes by pcr, "
+      "%llu handed to libjpeg-turbo\n",
+      images, full_fallbacks, static_cast<unsigned long long>(c.pcr), static_cast<unsigned long long>(c.fallbacks));
+  CHECK(images >= 200);
+  CHECK(c.pcr >= 5000);
+}
+
 TEST_CASE("malformed JPEGs are refused or converted exactly, never a crash") {
   const ScanScript script = *BuiltinScanScript("spectral");
   size_t converted = 0, refused = 0;

@@ -33,11 +33,13 @@ double Ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : static_cast<double>
 
 constexpr char kUsage[] =
     "usage: pcr-bench decode PATH [--fidelity K|full|all] [--src SRC_DIR] [--scale 1/N]\n"
-    "                 [--threads N] [--min-seconds S] [--rounds R]\n"
+    "                 [--decoder auto|pcr|libjpeg] [--threads N] [--min-seconds S] [--rounds R]\n"
     "         Decodes every image of PATH at fidelity K (default: each in turn) on N\n"
-    "         threads, and with --src the original JPEGs (SRC_DIR/<key>) in the same run\n"
-    "         on as many threads; R rounds (default 3) each decode every set in turn\n"
-    "         and the best round counts. Prints images/s and the ratio to the originals.\n"
+    "         threads with the decoder asked for (default auto), and with --src the\n"
+    "         original JPEGs (SRC_DIR/<key>) with libjpeg-turbo in the same run on as\n"
+    "         many threads; R rounds (default 3) each decode every set in turn and the\n"
+    "         best round counts. Prints images/s, the ratio to the originals and, per\n"
+    "         fidelity, how many images pcr's decoder handed to libjpeg-turbo.\n"
     "       pcr-bench coefficients PATH --src SRC_DIR [--threads N] [--rounds R] [--min-seconds S]\n"
     "         Decodes the coefficients of every image of PATH at full fidelity with\n"
     "         pcr's entropy decoder and with libjpeg-turbo's jpeg_read_coefficients,\n"
@@ -110,11 +112,11 @@ pcr::Result<double> Rate(const std::vector<pcr::Bytes>& images, double min_secon
 // threads, each with its own reused decoder and buffer; images per second.
 // A decode error is prefixed with names[i], what image i is.
 pcr::Result<double> DecodeRate(const std::vector<pcr::Bytes>& images, const std::vector<std::string>& names,
-                               int scale, double min_seconds, int threads) {
+                               int scale, pcr::DecoderChoice decoder, double min_seconds, int threads) {
   std::vector<std::unique_ptr<pcr::JpegDecoder>> decoders;
   for (int t = 0; t < threads; ++t) decoders.push_back(std::make_unique<pcr::JpegDecoder>());
   std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(threads));
-  const pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = false};
+  const pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = false, .decoder = decoder};
   return Rate(images, min_seconds, threads, [&](const pcr::Bytes& jpeg, int t, size_t i) {
     pcr::JpegDecoder& decoder = *decoders[static_cast<size_t>(t)];
     std::vector<uint8_t>& buffer = buffers[static_cast<size_t>(t)];
@@ -133,6 +135,8 @@ struct DecodeArgs {
   std::string fidelity = "all";
   double min_seconds = 1.0;
   int scale = 1;
+  std::string decoder = "auto";
+  pcr::DecoderChoice decoder_choice = pcr::DecoderChoice::kAuto;
   int threads = 1;
   int rounds = 3;
   pcr::IoEngineOptions io;
@@ -155,7 +159,7 @@ int Decode(const DecodeArgs& a) {
   Json j;
   j.BeginObject().Key("bench").String("decode").Key("images").Uint(ds.num_images());
   j.Key("scan_script").String(ds.scan_script().name).Key("scale_denom").Uint(a.scale);
-  j.Key("threads").Uint(a.threads).Key("rounds").Uint(a.rounds);
+  j.Key("decoder").String(a.decoder).Key("threads").Uint(a.threads).Key("rounds").Uint(a.rounds);
 
   // sets[0]: the originals (empty without --src); sets[i]: fidelity first + i - 1.
   // names[i][j]: what image j of set i is, for error messages.
@@ -192,7 +196,8 @@ int Decode(const DecodeArgs& a) {
   for (int round = 0; round < a.rounds; ++round) {
     for (size_t i = sets[0].empty() ? 1 : 0; i < sets.size(); ++i) {
       const auto start = Clock::now();
-      auto rate = DecodeRate(sets[i], names[i], a.scale, a.min_seconds / a.rounds, a.threads);
+      auto rate = DecodeRate(sets[i], names[i], a.scale, i == 0 ? pcr::DecoderChoice::kLibjpeg : a.decoder_choice,
+                             a.min_seconds / a.rounds, a.threads);
       if (!rate.ok()) return pcr::cli::ReportError("pcr-bench", rate.status());
       seconds[i] += std::chrono::duration<double>(Clock::now() - start).count();
       best[i] = std::max(best[i], *rate);
@@ -201,11 +206,22 @@ int Decode(const DecodeArgs& a) {
   if (!sets[0].empty()) j.Key("baseline_bytes").Uint(bytes[0]).Key("baseline_images_per_s").Double(best[0]);
   j.Key("groups").BeginArray();
   for (size_t i = 1; i < sets.size(); ++i) {
+    // One pass of the set: the images pcr's decoder hands to libjpeg-turbo.
+    pcr::JpegDecoder counter;
+    std::vector<uint8_t> buffer;
+    const pcr::DecodeOptions options{.scale_denom = a.scale, .warnings_are_errors = false, .decoder = a.decoder_choice};
+    for (const pcr::Bytes& jpeg : sets[i]) {
+      auto shape = counter.Shape(jpeg, options);
+      if (!shape.ok()) continue;
+      buffer.resize(shape->bytes());
+      (void)counter.Decode(jpeg, options, buffer);
+    }
     j.BeginObject()
         .Key("fidelity").Uint(first + static_cast<int>(i) - 1)
         .Key("bytes").Uint(bytes[i])
         .Key("seconds").Double(seconds[i])
-        .Key("images_per_s").Double(best[i]);
+        .Key("images_per_s").Double(best[i])
+        .Key("fallbacks").Uint(counter.counts().fallbacks);
     if (best[0] > 0) j.Key("vs_baseline").Double(best[i] / best[0]);
     j.EndObject();
   }
@@ -505,6 +521,15 @@ int ParseDecode(pcr::cli::Args& args, bool coefficients) {
         return Usage("--scale must be 1, 1/2, 1/4 or 1/8");
       }
       d.scale = static_cast<int>(n);
+    } else if (a == "--decoder" && !args.empty() && !coefficients) {
+      d.decoder = args.next();
+      if (d.decoder == "pcr") {
+        d.decoder_choice = pcr::DecoderChoice::kPcr;
+      } else if (d.decoder == "libjpeg") {
+        d.decoder_choice = pcr::DecoderChoice::kLibjpeg;
+      } else if (d.decoder != "auto") {
+        return Usage("--decoder must be auto, pcr or libjpeg");
+      }
     } else if (a == "--threads" && !args.empty()) {
       if (!pcr::cli::ParseUint(args.next(), &n) || n == 0 || n > 256) return Usage("--threads needs 1..256");
       d.threads = static_cast<int>(n);

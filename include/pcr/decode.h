@@ -1,5 +1,5 @@
-// Decoding JPEG bytes to pixels with libjpeg-turbo: whole, scaled in the DCT
-// domain, or cropped.
+// Decoding JPEG bytes to pixels, with libjpeg-turbo or pcr's own decoder:
+// whole, scaled in the DCT domain, or cropped.
 #pragma once
 
 #include <cstdint>
@@ -34,12 +34,28 @@ struct Crop {
   int height = 0;
 };
 
+// Which decoder turns a JPEG into pixels. Both give identical pixels.
+enum class DecoderChoice {
+  kAuto,     // the faster for the image: today libjpeg-turbo
+  kPcr,      // pcr's decoder for the progressive files pcr writes (see
+             // JpegDecoder); libjpeg-turbo for any other image
+  kLibjpeg,  // libjpeg-turbo
+};
+
 struct DecodeOptions {
   int scale_denom = 1;              // 1, 2, 4 or 8: DCT-domain downscaling to 1/scale_denom
   PixelFormat format = PixelFormat::kNative;
   Crop crop;                        // only these pixels are produced
   bool warnings_are_errors = true;  // fail on libjpeg's corrupt-data warnings
   uint64_t max_pixels = kDefaultMaxPixels;  // larger frames are refused after the header
+  DecoderChoice decoder = DecoderChoice::kAuto;
+};
+
+// How many images a JpegDecoder has decoded with each decoder.
+struct DecoderCounts {
+  uint64_t pcr = 0;        // by pcr's decoder
+  uint64_t libjpeg = 0;    // by libjpeg-turbo, fallbacks included
+  uint64_t fallbacks = 0;  // asked for kPcr, decoded by libjpeg-turbo
 };
 
 // Size of the pixels a decode produces: rows of width * components bytes.
@@ -53,8 +69,21 @@ struct ImageShape {
   }
 };
 
-// A reusable decoder: one libjpeg decompressor and scratch space kept across
-// images, so steady-state decoding allocates nothing on the caller's side.
+// A reusable decoder: one libjpeg decompressor, pcr's decoder and scratch
+// space kept across images, so steady-state decoding allocates nothing on the
+// caller's side.
+//
+// pcr's decoder (DecoderChoice::kPcr) reads progressive Huffman 8-bit JPEGs
+// whose scans use spectral selection only, as pcr-convert writes them, with
+// 1, 3 or 4 components sampled 1x1 but for the first (1x1, 2x1, 1x2 or
+// 2x2): every full-fidelity record, and partial fidelities where every
+// component has its first 10 coefficients (libjpeg-turbo smooths the blocks
+// of the others). It gives exactly libjpeg-turbo's pixels; any other image,
+// and any image with corrupt data libjpeg-turbo only warns about when
+// warnings are not errors, it hands to libjpeg-turbo, counted in counts().
+// Its errors carry the scan and the byte offset where the data went wrong.
+// Decoding YCbCr to kGray, it does not read the chroma scans, so corruption
+// there goes unseen.
 // Thread safety: not thread-safe; use one decoder per thread.
 class PCR_EXPORT JpegDecoder {
  public:
@@ -76,6 +105,8 @@ class PCR_EXPORT JpegDecoder {
   // NotSupported on a frame over max_pixels (refused before any allocation
   // that depends on the frame size).
   Result<ImageShape> Decode(ByteSpan jpeg, const DecodeOptions& options, std::span<uint8_t> out);
+  // Images decoded so far, by decoder (Shape() counts none).
+  DecoderCounts counts() const;
 
   struct State;
 

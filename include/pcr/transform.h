@@ -9,6 +9,7 @@
 #include <span>
 
 #include "pcr/bytes.h"
+#include "pcr/decode.h"
 #include "pcr/export.h"
 #include "pcr/status.h"
 
@@ -60,6 +61,7 @@ struct BatchTransformOptions {
   bool random_flip = true;                  // mirror each image with probability 1/2 (kRandomResized only)
   bool channels_last = false;               // N x H x W x 3 rather than N x 3 x H x W
   int threads = 0;                          // decoding threads; 0: one per core
+  DecoderChoice decoder = DecoderChoice::kAuto;  // see DecodeOptions
 };
 
 // Decodes batches of JPEGs into one uint8 buffer of N images, each cropped,

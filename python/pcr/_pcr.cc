@@ -596,9 +596,16 @@ std::vector<py::ssize_t> BatchShape(size_t n, const pcr::BatchTransformOptions& 
   return options.channels_last ? std::vector<py::ssize_t>{count, s, s, 3} : std::vector<py::ssize_t>{count, 3, s, s};
 }
 
+pcr::DecoderChoice Decoder(const std::string& name) {
+  if (name == "auto") return pcr::DecoderChoice::kAuto;
+  if (name == "pcr") return pcr::DecoderChoice::kPcr;
+  if (name == "libjpeg") return pcr::DecoderChoice::kLibjpeg;
+  throw py::value_error("decoder must be 'auto', 'pcr' or 'libjpeg', not '" + name + "'");
+}
+
 pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, std::pair<double, double> scale,
                                             std::pair<double, double> ratio, int resize, bool flip, bool channels_last,
-                                            int threads) {
+                                            int threads, const std::string& decoder) {
   if (crop != "random_resized" && crop != "center") throw py::value_error("crop must be 'random_resized' or 'center'");
   return {.size = size,
           .crop = crop == "center" ? pcr::BatchTransformOptions::Crop::kCenter
@@ -607,14 +614,15 @@ pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, s
           .resize = resize,
           .random_flip = flip,
           .channels_last = channels_last,
-          .threads = threads};
+          .threads = threads,
+          .decoder = Decoder(decoder)};
 }
 
 class PyBatchDecoder {
  public:
   PyBatchDecoder(int size, const std::string& crop, std::pair<double, double> scale, std::pair<double, double> ratio,
-                 int resize, bool flip, bool channels_last, int threads)
-      : options_(TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads)) {
+                 int resize, bool flip, bool channels_last, int threads, const std::string& decoder)
+      : options_(TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads, decoder)) {
     decoder_ = Take(pcr::BatchDecoder::Create(options_));
   }
 
@@ -646,12 +654,12 @@ class PyImageLoader {
                 int64_t shuffle_buffer, uint64_t seed, int64_t epoch, int64_t batches, int64_t saved_workers,
                 int64_t read_ahead, const std::vector<std::string>& fields, int size, const std::string& crop,
                 std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
-                bool channels_last, int threads)
+                bool channels_last, int threads, const std::string& decoder)
       : fields_(fields) {
     const pcr::ImageLoaderOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
         .fidelity = ds.Fidelity(fidelity),
-        .transform = TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads),
+        .transform = TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads, decoder),
         .read_ahead = NonNegative(read_ahead, "read_ahead"),
         .fields = fields};
     transform_ = options.transform;
@@ -696,8 +704,8 @@ class PyImageLoader {
 };
 
 py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple<int, int, int, int>> crop,
-                            const std::string& format, bool strict) {
-  pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = strict};
+                            const std::string& format, bool strict, const std::string& decoder) {
+  pcr::DecodeOptions options{.scale_denom = scale, .warnings_are_errors = strict, .decoder = Decoder(decoder)};
   if (format == "rgb") {
     options.format = pcr::PixelFormat::kRgb;
   } else if (format == "gray") {
@@ -993,7 +1001,7 @@ PYBIND11_MODULE(_pcr, m) {
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t,
                     const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t,
                     const std::vector<std::string>&, int, const std::string&, std::pair<double, double>,
-                    std::pair<double, double>, int, bool, bool, int>(),
+                    std::pair<double, double>, int, bool, bool, int, const std::string&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full",
            py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
            py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
@@ -1001,7 +1009,8 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("read_ahead") = 2048, py::arg("fields") = std::vector<std::string>(), py::arg("size") = 224,
            py::arg("crop") = "random_resized", py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
-           py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0)
+           py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0,
+           py::arg("decoder") = "auto")
       .def("__iter__", [](PyImageLoader& it) -> PyImageLoader& { return it; })
       .def("__next__", &PyImageLoader::next)
       .def("__len__", &PyImageLoader::num_batches)
@@ -1020,15 +1029,16 @@ PYBIND11_MODULE(_pcr, m) {
 
   py::class_<PyBatchDecoder>(m, "BatchDecoder")
       .def(py::init<int, const std::string&, std::pair<double, double>, std::pair<double, double>, int, bool, bool,
-                    int>(),
+                    int, const std::string&>(),
            py::kw_only(), py::arg("size") = 224, py::arg("crop") = "random_resized",
            py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
-           py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0)
+           py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0,
+           py::arg("decoder") = "auto")
       .def("decode", &PyBatchDecoder::decode, py::arg("jpegs"), py::arg("seed") = 0);
 
   m.def("decode", &Decode, py::arg("jpeg"), py::arg("scale") = 1, py::arg("crop") = py::none(),
-        py::arg("format") = "rgb", py::arg("strict") = true);
+        py::arg("format") = "rgb", py::arg("strict") = true, py::arg("decoder") = "auto");
 
   py::class_<PyTable>(m, "Table")
       .def(py::init<const std::string&, const std::string&, bool, const py::object&>(), py::arg("path"),

@@ -101,7 +101,8 @@ class BatchDecoder:
     crop="random_resized" is torchvision's RandomResizedCrop(size, scale, ratio)
     with RandomHorizontalFlip when flip; crop="center" is Resize(resize) then
     CenterCrop(size). Image i's random choices come from (seed, i) alone.
-    Decoding runs on `threads` C++ threads (0: one per core) with the GIL released.
+    Decoding runs on `threads` C++ threads (0: one per core) with the GIL released,
+    by `decoder` (see decode).
     """
 
     def __init__(
@@ -115,6 +116,7 @@ class BatchDecoder:
         flip: bool = True,
         channels_last: bool = False,
         threads: int = 0,
+        decoder: str = "auto",
     ) -> None: ...
     def decode(self, jpegs: Sequence[bytes], seed: int = 0) -> npt.NDArray[np.uint8]: ...
 
@@ -124,12 +126,16 @@ def decode(
     crop: Optional[Tuple[int, int, int, int]] = None,
     format: str = "rgb",
     strict: bool = True,
+    decoder: str = "auto",
 ) -> npt.NDArray[np.uint8]:
     """Pixels as an H x W x C uint8 array (C: 3 for "rgb", 1 for "gray", the file's for "native";
     CMYK files convert to RGB as PIL converts them).
 
     crop is (x, y, width, height) in pixels after scaling by 1/scale (1, 2, 4 or 8).
     With strict, libjpeg's corrupt-data warnings are errors (CorruptionError).
+    decoder: "libjpeg" (libjpeg-turbo), "pcr" (pcr's own decoder for the
+    progressive files pcr writes, libjpeg-turbo for the rest; the same
+    pixels) or "auto" (today libjpeg-turbo).
     """
 
 class Table:

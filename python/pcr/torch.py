@@ -26,7 +26,8 @@ class Dataset(_data.Dataset):
     Works with any sampler and with DataLoader workers: each worker opens the
     dataset on its first item, so nothing open is shared across processes.
     `path` may be http(s):// or s3://, read as `remote` (a dict of
-    RemoteOptions: concurrency, hole_limit, ...) says.
+    RemoteOptions: concurrency, hole_limit, ...) says. `decoder` is as in
+    pcr.decode: "auto", "pcr" or "libjpeg", all giving the same pixels.
     """
 
     def __init__(
@@ -39,12 +40,16 @@ class Dataset(_data.Dataset):
         direct: bool = False,
         fields: Sequence[str] = (),
         remote: Optional[dict] = None,
+        decoder: str = "auto",
     ) -> None:
+        if decoder not in ("auto", "pcr", "libjpeg"):
+            raise ValueError(f"decoder must be 'auto', 'pcr' or 'libjpeg', not {decoder!r}")
         self.path = path
         self.remote = remote
         self.fields = list(fields)
         self.transform = transform
         self.format = format
+        self.decoder = decoder
         self.engine, self.direct = engine, direct
         probe = _pcr.ImageDataset(path, engine, direct, remote)
         self.fidelity = _fidelity(fidelity, probe.num_scan_groups)
@@ -69,7 +74,7 @@ class Dataset(_data.Dataset):
     def __getitem__(self, index: int):
         ds = self._dataset()
         label, _ = ds.sample(index)
-        pixels = _pcr.decode(ds.read(index, self.fidelity), format=self.format)
+        pixels = _pcr.decode(ds.read(index, self.fidelity), format=self.format, decoder=self.decoder)
         image = _torch.from_numpy(pixels).permute(2, 0, 1)
         if self.transform is not None:
             image = self.transform(image)
@@ -149,7 +154,8 @@ class ImageLoader(_data.IterableDataset):
     reads of scan groups 1..k fetch those bytes alone, with no kernel
     read-ahead into the groups after them and no page cache. `path` may be
     http(s):// or s3://, read as `remote` (a dict of RemoteOptions) says.
-    Arguments are checked here, in the calling process.
+    `decoder` is as in pcr.decode: "auto", "pcr" or "libjpeg", all giving
+    the same pixels. Arguments are checked here, in the calling process.
     """
 
     def __init__(
@@ -177,6 +183,7 @@ class ImageLoader(_data.IterableDataset):
         direct: bool = False,
         fields: Sequence[str] = (),
         remote: Optional[dict] = None,
+        decoder: str = "auto",
     ) -> None:
         super().__init__()
         import multiprocessing
@@ -213,6 +220,7 @@ class ImageLoader(_data.IterableDataset):
             flip=flip and train,
             channels_last=channels_last,
             threads=threads,
+            decoder=decoder,
         )
         self.seed, self.shuffle_buffer, self.uneven = seed, shuffle_buffer, uneven
         self.shuffle = train if shuffle is None else shuffle

@@ -220,3 +220,22 @@ def test_batch_decoder_random_crops(data_dir):
         pcr.BatchDecoder(crop="middle")
     with pytest.raises(pcr.CorruptionError, match="image 1 of the batch"):
         dec.decode([jpegs[0], jpegs[0][:100]])
+
+
+def test_pcr_decoder_gives_libjpegs_pixels(sample_dataset):
+    ds = pcr.ImageDataset(str(sample_dataset))
+    full = [ds.read(i) for i in range(len(ds))]
+    for jpeg in full:
+        for kw in ({}, {"scale": 2, "format": "gray"}, {"scale": 4, "crop": (0, 0, 1, 1), "format": "native"}):
+            want = pcr.decode(jpeg, decoder="libjpeg", **kw)
+            assert np.array_equal(pcr.decode(jpeg, decoder="pcr", **kw), want)
+            assert np.array_equal(pcr.decode(jpeg, **kw), want)
+    for crop in ("random_resized", "center"):
+        want = pcr.BatchDecoder(size=32, crop=crop, decoder="libjpeg").decode(full, seed=5)
+        assert np.array_equal(pcr.BatchDecoder(size=32, crop=crop, decoder="pcr").decode(full, seed=5), want)
+    with pytest.raises(ValueError, match="decoder must be 'auto', 'pcr' or 'libjpeg'"):
+        pcr.decode(full[0], decoder="turbo")
+    with pytest.raises(ValueError, match="decoder must be"):
+        pcr.BatchDecoder(decoder="fast")
+    with pytest.raises(pcr.CorruptionError, match="SOS at byte"):
+        pcr.decode(max(full, key=len)[:-50] + b"\xff\xd9", decoder="pcr")

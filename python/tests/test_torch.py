@@ -287,6 +287,12 @@ def test_training_batches_are_random_but_reproducible(distinct_dataset):
     for engine in ("pread", "auto"):
         direct = run(seed=1, engine=engine, direct=True)
         assert len(direct) == len(a) and all(torch.equal(x, y) for x, y in zip(direct, a))
+    for decoder in ("pcr", "libjpeg"):
+        assert all(torch.equal(x, y) for x, y in zip(run(seed=1, decoder=decoder), a))
+    with pytest.raises(ValueError, match="decoder must be"):
+        run(decoder="simd")
+    ds = pcr.torch.Dataset(str(distinct_dataset), decoder="pcr")
+    assert all(torch.equal(ds[i][0], pcr.torch.Dataset(str(distinct_dataset))[i][0]) for i in range(len(ds)))
 
 
 def test_loader_batches_are_the_cpp_loaders_samples_decoded_with_the_batch_seed(distinct_dataset):

@@ -1,0 +1,285 @@
+#include "jpeg/idct.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+namespace pcr {
+
+namespace {
+
+constexpr int kConstBits = 13;
+constexpr int kPass1Bits = 2;
+
+// FIX(x) at 13 bits, as jidctint.c and jidctred.c round them.
+constexpr int64_t k0_211164243 = 1730;
+constexpr int64_t k0_298631336 = 2446;
+constexpr int64_t k0_390180644 = 3196;
+constexpr int64_t k0_509795579 = 4176;
+constexpr int64_t k0_541196100 = 4433;
+constexpr int64_t k0_601344887 = 4926;
+constexpr int64_t k0_720959822 = 5906;
+constexpr int64_t k0_765366865 = 6270;
+constexpr int64_t k0_850430095 = 6967;
+constexpr int64_t k0_899976223 = 7373;
+constexpr int64_t k1_061594337 = 8697;
+constexpr int64_t k1_175875602 = 9633;
+constexpr int64_t k1_272758580 = 10426;
+constexpr int64_t k1_451774981 = 11893;
+constexpr int64_t k1_501321110 = 12299;
+constexpr int64_t k1_847759065 = 15137;
+constexpr int64_t k1_961570560 = 16069;
+constexpr int64_t k2_053119869 = 16819;
+constexpr int64_t k2_172734803 = 17799;
+constexpr int64_t k2_562915447 = 20995;
+constexpr int64_t k3_072711026 = 25172;
+constexpr int64_t k3_624509785 = 29692;
+
+// libjpeg's LEFT_SHIFT: through unsigned, so it wraps rather than overflows.
+inline int64_t Shl(int64_t a, int b) { return static_cast<int64_t>(static_cast<uint64_t>(a) << b); }
+// DESCALE: a rounded arithmetic right shift.
+inline int64_t Descale(int64_t x, int n) { return (x + (int64_t{1} << (n - 1))) >> n; }
+// The int a pass stores: the 64-bit value truncated as C's cast does.
+inline int32_t Int(int64_t x) { return static_cast<int32_t>(x); }
+inline int32_t Dequantize(int16_t coef, int32_t q) { return coef * q; }
+
+// The ranges inside which libjpeg-turbo's SIMD transforms, with their 16-bit
+// lanes and saturating packs, agree with its C code: dequantised
+// coefficients and first-pass outputs within +-kLaneLimit, outputs within
+// -512..511 (before the +128 level shift).
+constexpr int32_t kLaneLimit = 8191;
+inline bool InLane(int64_t v) { return v >= -kLaneLimit && v <= kLaneLimit; }
+inline bool InOutput(int64_t v) { return v >= -512 && v <= 511; }
+
+bool CoefficientsInLane(const int16_t* coef, const int32_t* quant) {
+  bool in = true;
+  for (int k = 0; k < 64; ++k) in &= InLane(int64_t{coef[k]} * quant[k]);
+  return in;
+}
+
+// The first pass's outputs in `columns` of `rows` rows.
+bool PassInLane(const int32_t* ws, int rows, std::initializer_list<int> columns) {
+  bool in = true;
+  for (int r = 0; r < rows; ++r) {
+    for (int c : columns) in &= InLane(ws[8 * r + c]);
+  }
+  return in;
+}
+
+// The post-IDCT range limit: the low 10 bits as a signed value, plus 128,
+// clamped to 0..255.
+inline uint8_t Limit(bool& in_range, int64_t v) {
+  in_range &= InOutput(v);
+  int x = Int(v) & 1023;
+  if (x >= 512) x -= 1024;
+  return static_cast<uint8_t>(std::clamp(x + 128, 0, 255));
+}
+
+}  // namespace
+
+bool IdctIslow8x8(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t stride) {
+  bool in_range = CoefficientsInLane(coef, quant);
+  int32_t ws[64];
+  for (int c = 0; c < 8; ++c) {
+    const int16_t* in = coef + c;
+    const int32_t* q = quant + c;
+    int32_t* w = ws + c;
+    if (in[8] == 0 && in[16] == 0 && in[24] == 0 && in[32] == 0 && in[40] == 0 && in[48] == 0 && in[56] == 0) {
+      const int32_t dc = Int(Shl(Dequantize(in[0], q[0]), kPass1Bits));
+      for (int r = 0; r < 8; ++r) w[8 * r] = dc;
+      continue;
+    }
+    int64_t z2 = Dequantize(in[16], q[16]);
+    int64_t z3 = Dequantize(in[48], q[48]);
+    int64_t z1 = (z2 + z3) * k0_541196100;
+    int64_t tmp2 = z1 + z3 * -k1_847759065;
+    int64_t tmp3 = z1 + z2 * k0_765366865;
+    z2 = Dequantize(in[0], q[0]);
+    z3 = Dequantize(in[32], q[32]);
+    int64_t tmp0 = Shl(z2 + z3, kConstBits);
+    int64_t tmp1 = Shl(z2 - z3, kConstBits);
+    const int64_t tmp10 = tmp0 + tmp3, tmp13 = tmp0 - tmp3, tmp11 = tmp1 + tmp2, tmp12 = tmp1 - tmp2;
+    tmp0 = Dequantize(in[56], q[56]);
+    tmp1 = Dequantize(in[40], q[40]);
+    tmp2 = Dequantize(in[24], q[24]);
+    tmp3 = Dequantize(in[8], q[8]);
+    z1 = tmp0 + tmp3;
+    z2 = tmp1 + tmp2;
+    z3 = tmp0 + tmp2;
+    int64_t z4 = tmp1 + tmp3;
+    const int64_t z5 = (z3 + z4) * k1_175875602;
+    tmp0 *= k0_298631336;
+    tmp1 *= k2_053119869;
+    tmp2 *= k3_072711026;
+    tmp3 *= k1_501321110;
+    z1 *= -k0_899976223;
+    z2 *= -k2_562915447;
+    z3 = z3 * -k1_961570560 + z5;
+    z4 = z4 * -k0_390180644 + z5;
+    tmp0 += z1 + z3;
+    tmp1 += z2 + z4;
+    tmp2 += z2 + z3;
+    tmp3 += z1 + z4;
+    constexpr int s = kConstBits - kPass1Bits;
+    w[0] = Int(Descale(tmp10 + tmp3, s));
+    w[56] = Int(Descale(tmp10 - tmp3, s));
+    w[8] = Int(Descale(tmp11 + tmp2, s));
+    w[48] = Int(Descale(tmp11 - tmp2, s));
+    w[16] = Int(Descale(tmp12 + tmp1, s));
+    w[40] = Int(Descale(tmp12 - tmp1, s));
+    w[24] = Int(Descale(tmp13 + tmp0, s));
+    w[32] = Int(Descale(tmp13 - tmp0, s));
+  }
+  in_range &= PassInLane(ws, 8, {0, 1, 2, 3, 4, 5, 6, 7});
+  for (int r = 0; r < 8; ++r, out += stride) {
+    const int32_t* w = ws + 8 * r;
+    if (w[1] == 0 && w[2] == 0 && w[3] == 0 && w[4] == 0 && w[5] == 0 && w[6] == 0 && w[7] == 0) {
+      std::fill_n(out, 8, Limit(in_range, Descale(w[0], kPass1Bits + 3)));
+      continue;
+    }
+    int64_t z2 = w[2], z3 = w[6];
+    int64_t z1 = (z2 + z3) * k0_541196100;
+    int64_t tmp2 = z1 + z3 * -k1_847759065;
+    int64_t tmp3 = z1 + z2 * k0_765366865;
+    int64_t tmp0 = Shl(int64_t{w[0]} + w[4], kConstBits);
+    int64_t tmp1 = Shl(int64_t{w[0]} - w[4], kConstBits);
+    const int64_t tmp10 = tmp0 + tmp3, tmp13 = tmp0 - tmp3, tmp11 = tmp1 + tmp2, tmp12 = tmp1 - tmp2;
+    tmp0 = w[7];
+    tmp1 = w[5];
+    tmp2 = w[3];
+    tmp3 = w[1];
+    z1 = tmp0 + tmp3;
+    z2 = tmp1 + tmp2;
+    z3 = tmp0 + tmp2;
+    int64_t z4 = tmp1 + tmp3;
+    const int64_t z5 = (z3 + z4) * k1_175875602;
+    tmp0 *= k0_298631336;
+    tmp1 *= k2_053119869;
+    tmp2 *= k3_072711026;
+    tmp3 *= k1_501321110;
+    z1 *= -k0_899976223;
+    z2 *= -k2_562915447;
+    z3 = z3 * -k1_961570560 + z5;
+    z4 = z4 * -k0_390180644 + z5;
+    tmp0 += z1 + z3;
+    tmp1 += z2 + z4;
+    tmp2 += z2 + z3;
+    tmp3 += z1 + z4;
+    constexpr int s = kConstBits + kPass1Bits + 3;
+    out[0] = Limit(in_range, Descale(tmp10 + tmp3, s));
+    out[7] = Limit(in_range, Descale(tmp10 - tmp3, s));
+    out[1] = Limit(in_range, Descale(tmp11 + tmp2, s));
+    out[6] = Limit(in_range, Descale(tmp11 - tmp2, s));
+    out[2] = Limit(in_range, Descale(tmp12 + tmp1, s));
+    out[5] = Limit(in_range, Descale(tmp12 - tmp1, s));
+    out[3] = Limit(in_range, Descale(tmp13 + tmp0, s));
+    out[4] = Limit(in_range, Descale(tmp13 - tmp0, s));
+  }
+  return in_range;
+}
+
+// Column 4 and row 4 of the coefficients play no part at this size.
+bool Idct4x4(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t stride) {
+  bool in_range = CoefficientsInLane(coef, quant);
+  int32_t ws[8 * 4];
+  for (int c = 0; c < 8; ++c) {
+    if (c == 4) continue;
+    const int16_t* in = coef + c;
+    const int32_t* q = quant + c;
+    int32_t* w = ws + c;
+    if (in[8] == 0 && in[16] == 0 && in[24] == 0 && in[40] == 0 && in[48] == 0 && in[56] == 0) {
+      const int32_t dc = Int(Shl(Dequantize(in[0], q[0]), kPass1Bits));
+      for (int r = 0; r < 4; ++r) w[8 * r] = dc;
+      continue;
+    }
+    int64_t tmp0 = Shl(Dequantize(in[0], q[0]), kConstBits + 1);
+    const int64_t z2a = Dequantize(in[16], q[16]), z3a = Dequantize(in[48], q[48]);
+    int64_t tmp2 = z2a * k1_847759065 + z3a * -k0_765366865;
+    const int64_t tmp10 = tmp0 + tmp2, tmp12 = tmp0 - tmp2;
+    const int64_t z1 = Dequantize(in[56], q[56]), z2 = Dequantize(in[40], q[40]);
+    const int64_t z3 = Dequantize(in[24], q[24]), z4 = Dequantize(in[8], q[8]);
+    tmp0 = z1 * -k0_211164243 + z2 * k1_451774981 + z3 * -k2_172734803 + z4 * k1_061594337;
+    tmp2 = z1 * -k0_509795579 + z2 * -k0_601344887 + z3 * k0_899976223 + z4 * k2_562915447;
+    constexpr int s = kConstBits - kPass1Bits + 1;
+    w[0] = Int(Descale(tmp10 + tmp2, s));
+    w[24] = Int(Descale(tmp10 - tmp2, s));
+    w[8] = Int(Descale(tmp12 + tmp0, s));
+    w[16] = Int(Descale(tmp12 - tmp0, s));
+  }
+  in_range &= PassInLane(ws, 4, {0, 1, 2, 3, 5, 6, 7});
+  for (int r = 0; r < 4; ++r, out += stride) {
+    const int32_t* w = ws + 8 * r;
+    if (w[1] == 0 && w[2] == 0 && w[3] == 0 && w[5] == 0 && w[6] == 0 && w[7] == 0) {
+      std::fill_n(out, 4, Limit(in_range, Descale(w[0], kPass1Bits + 3)));
+      continue;
+    }
+    int64_t tmp0 = Shl(w[0], kConstBits + 1);
+    int64_t tmp2 = int64_t{w[2]} * k1_847759065 + int64_t{w[6]} * -k0_765366865;
+    const int64_t tmp10 = tmp0 + tmp2, tmp12 = tmp0 - tmp2;
+    const int64_t z1 = w[7], z2 = w[5], z3 = w[3], z4 = w[1];
+    tmp0 = z1 * -k0_211164243 + z2 * k1_451774981 + z3 * -k2_172734803 + z4 * k1_061594337;
+    tmp2 = z1 * -k0_509795579 + z2 * -k0_601344887 + z3 * k0_899976223 + z4 * k2_562915447;
+    constexpr int s = kConstBits + kPass1Bits + 3 + 1;
+    out[0] = Limit(in_range, Descale(tmp10 + tmp2, s));
+    out[3] = Limit(in_range, Descale(tmp10 - tmp2, s));
+    out[1] = Limit(in_range, Descale(tmp12 + tmp0, s));
+    out[2] = Limit(in_range, Descale(tmp12 - tmp0, s));
+  }
+  return in_range;
+}
+
+// Only columns and rows 0, 1, 3, 5 and 7 play a part at this size.
+bool Idct2x2(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t stride) {
+  bool in_range = CoefficientsInLane(coef, quant);
+  int32_t ws[8 * 2];
+  for (int c = 0; c < 8; ++c) {
+    if (c == 2 || c == 4 || c == 6) continue;
+    const int16_t* in = coef + c;
+    const int32_t* q = quant + c;
+    int32_t* w = ws + c;
+    if (in[8] == 0 && in[24] == 0 && in[40] == 0 && in[56] == 0) {
+      const int32_t dc = Int(Shl(Dequantize(in[0], q[0]), kPass1Bits));
+      w[0] = w[8] = dc;
+      continue;
+    }
+    const int64_t tmp10 = Shl(Dequantize(in[0], q[0]), kConstBits + 2);
+    const int64_t tmp0 = int64_t{Dequantize(in[56], q[56])} * -k0_720959822 +
+                         int64_t{Dequantize(in[40], q[40])} * k0_850430095 +
+                         int64_t{Dequantize(in[24], q[24])} * -k1_272758580 +
+                         int64_t{Dequantize(in[8], q[8])} * k3_624509785;
+    constexpr int s = kConstBits - kPass1Bits + 2;
+    w[0] = Int(Descale(tmp10 + tmp0, s));
+    w[8] = Int(Descale(tmp10 - tmp0, s));
+  }
+  in_range &= PassInLane(ws, 2, {0, 1, 3, 5, 7});
+  for (int r = 0; r < 2; ++r, out += stride) {
+    const int32_t* w = ws + 8 * r;
+    if (w[1] == 0 && w[3] == 0 && w[5] == 0 && w[7] == 0) {
+      std::fill_n(out, 2, Limit(in_range, Descale(w[0], kPass1Bits + 3)));
+      continue;
+    }
+    const int64_t tmp10 = Shl(w[0], kConstBits + 2);
+    const int64_t tmp0 = int64_t{w[7]} * -k0_720959822 + int64_t{w[5]} * k0_850430095 +
+                         int64_t{w[3]} * -k1_272758580 + int64_t{w[1]} * k3_624509785;
+    constexpr int s = kConstBits + kPass1Bits + 3 + 2;
+    out[0] = Limit(in_range, Descale(tmp10 + tmp0, s));
+    out[1] = Limit(in_range, Descale(tmp10 - tmp0, s));
+  }
+  return in_range;
+}
+
+bool Idct1x1(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t) {
+  bool in_range = InLane(Dequantize(coef[0], quant[0]));
+  out[0] = Limit(in_range, Descale(Dequantize(coef[0], quant[0]), 3));
+  return in_range;
+}
+
+IdctFn IdctForSize(int size) {
+  switch (size) {
+    case 1: return Idct1x1;
+    case 2: return Idct2x2;
+    case 4: return Idct4x4;
+    default: return IdctIslow8x8;
+  }
+}
+
+}  // namespace pcr

@@ -1,0 +1,27 @@
+// Inverse DCTs equal to libjpeg-turbo's C code: jpeg_idct_islow (jidctint.c)
+// and the reduced-size jpeg_idct_4x4, _2x2 and _1x1 (jidctred.c), with their
+// range limit, which clamps to 0..255 and wraps values far outside it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pcr {
+
+// Each transforms one block: `coef` holds 64 quantised coefficients and
+// `quant` their quantisation steps, both in natural order; `out` receives an
+// N x N block of samples, rows `stride` bytes apart. Returns false when the
+// block leaves the range where libjpeg-turbo's SIMD transforms (16-bit lanes,
+// saturating) and its C code agree: never for the blocks of an 8-bit image,
+// only for damaged or contrived coefficients.
+bool IdctIslow8x8(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t stride);
+bool Idct4x4(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t stride);
+bool Idct2x2(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t stride);
+bool Idct1x1(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t stride);
+
+using IdctFn = bool (*)(const int16_t*, const int32_t*, uint8_t*, ptrdiff_t);
+
+// The transform libjpeg-turbo uses for a DCT scaled size of 1, 2, 4 or 8.
+IdctFn IdctForSize(int size);
+
+}  // namespace pcr

@@ -1,0 +1,368 @@
+#include "jpeg/pixel_decoder.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "jpeg/idct.h"
+
+namespace pcr {
+
+void ConvertCmyk(const uint8_t* cmyk, bool inverted, bool gray, uint8_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i, cmyk += 4) {
+    const unsigned nk = inverted ? cmyk[3] : 255u - cmyk[3];
+    unsigned rgb[3];
+    for (int j = 0; j < 3; ++j) {
+      const unsigned v = inverted ? 255u - cmyk[j] : cmyk[j];
+      const unsigned t = v * nk + 128;
+      rgb[j] = nk - (((t >> 8) + t) >> 8);
+    }
+    if (gray) {
+      *out++ = static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 32768) >> 16);
+    } else {
+      for (int j = 0; j < 3; ++j) *out++ = static_cast<uint8_t>(rgb[j]);
+    }
+  }
+}
+
+std::string CropOutsideMessage(const Crop& c, int width, int height) {
+  return "crop " + std::to_string(c.width) + "x" + std::to_string(c.height) + "+" + std::to_string(c.x) + "+" +
+         std::to_string(c.y) + " lies outside the " + std::to_string(width) + "x" + std::to_string(height) +
+         " image";
+}
+
+std::string BufferTooSmallMessage(size_t have, size_t need) {
+  return "output buffer of " + std::to_string(have) + " bytes, the image needs " + std::to_string(need);
+}
+
+namespace {
+
+// jdcolor.c's tables: 16-bit fixed point, rounding folded into Cb_g.
+struct ColorTables {
+  int cr_r[256], cb_b[256];
+  int64_t cr_g[256], cb_g[256];
+  int64_t r_y[256], g_y[256], b_y[256];
+
+  ColorTables() {
+    constexpr int kScaleBits = 16;
+    constexpr int64_t kHalf = int64_t{1} << (kScaleBits - 1);
+    auto fix = [](double x) { return static_cast<int64_t>(x * (1 << kScaleBits) + 0.5); };
+    for (int i = 0; i < 256; ++i) {
+      const int64_t x = i - 128;
+      cr_r[i] = static_cast<int>((fix(1.40200) * x + kHalf) >> kScaleBits);
+      cb_b[i] = static_cast<int>((fix(1.77200) * x + kHalf) >> kScaleBits);
+      cr_g[i] = -fix(0.71414) * x;
+      cb_g[i] = -fix(0.34414) * x + kHalf;
+      r_y[i] = fix(0.29900) * i;
+      g_y[i] = fix(0.58700) * i;
+      b_y[i] = fix(0.11400) * i + kHalf;
+    }
+  }
+};
+
+const ColorTables& Tables() {
+  static const ColorTables tables;
+  return tables;
+}
+
+inline uint8_t Clamp255(int v) { return static_cast<uint8_t>(std::clamp(v, 0, 255)); }
+
+// The DCT scaled size jpeg_core_output_dimensions gives every component at
+// least: 8 / scale_denom.
+int MinScaledSize(int scale_denom) { return 8 / scale_denom; }
+
+inline int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
+}  // namespace
+
+struct PixelDecoder::State {
+  ProgressiveCoefficientDecoder coefficients;
+  DecodeOptions options;
+  ImageShape whole;  // scaled, before the crop
+  int max_h = 1, max_v = 1, min_size = 8;
+
+  // How one component becomes full-size samples.
+  struct Plane {
+    bool needed = false;
+    int size = 8;             // DCT scaled size
+    IdctFn idct = nullptr;
+    std::array<int32_t, 64> quant{};
+    int width = 0, height = 0;  // downsampled_width and _height
+    int fh = 1, fv = 1;         // upsampling factors
+    bool fancy_h = false, fancy_v = false;
+    int rows_per_imcu = 0;      // v * size
+    int stride = 0;             // ring row bytes
+    std::vector<uint8_t> ring;  // three iMCU rows of samples
+    // Samples the crop needs (context included): columns and rows.
+    int x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+    std::vector<uint8_t> row;   // one upsampled row of the crop
+    const uint8_t* Row(int r) const {
+      r = std::clamp(r, 0, height - 1);
+      return ring.data() + static_cast<size_t>(r % (3 * rows_per_imcu)) * static_cast<size_t>(stride);
+    }
+  };
+  std::array<Plane, 4> planes;
+  int crop_x = 0, crop_y = 0, crop_w = 0, crop_h = 0;
+  std::vector<uint8_t> pixel;  // one row in the decoded colour space, when a CMYK conversion follows
+  uint8_t* out = nullptr;
+
+  void Upsample(Plane& p, int y);
+  void EmitImcu(int m);
+  void ConvertRow(int y);
+};
+
+PixelDecoder::PixelDecoder() : s_(std::make_unique<State>()) {}
+PixelDecoder::~PixelDecoder() = default;
+const CoefficientFrame& PixelDecoder::frame() const { return s_->coefficients.frame(); }
+ImageShape PixelDecoder::scaled() const { return s_->whole; }
+
+CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& options) {
+  State& s = *s_;
+  CoefficientOutcome opened = s.coefficients.Open(jpeg);
+  if (!opened.ok()) return opened;
+  const CoefficientFrame& f = s.coefficients.frame();
+  s.options = options;
+  // libjpeg-turbo smooths blocks of files whose first coefficients are
+  // missing somewhere (jdcoefct.c's smoothing_ok); pcr does not.
+  bool smooths = true, useful = false;
+  for (int c = 0; c < f.num_components; ++c) {
+    const auto& comp = f.components[static_cast<size_t>(c)];
+    static constexpr int kFirstTen[] = {0, 1, 8, 16, 9, 2, 3, 10, 17, 24};
+    bool zero_step = false;
+    for (int k : kFirstTen) zero_step |= comp.quant[static_cast<size_t>(k)] == 0;
+    if (!comp.quant_latched || zero_step || !(comp.sent & 1)) smooths = false;
+    if ((comp.sent & 0x3fe) != 0x3fe) useful = true;
+  }
+  if (smooths && useful) return {CoefficientOutcome::kNotHandled, "libjpeg-turbo would smooth its blocks"};
+  s.max_h = s.max_v = 1;
+  for (int c = 0; c < f.num_components; ++c) {
+    s.max_h = std::max(s.max_h, f.components[static_cast<size_t>(c)].h);
+    s.max_v = std::max(s.max_v, f.components[static_cast<size_t>(c)].v);
+  }
+  const int min_size = s.min_size = MinScaledSize(options.scale_denom);
+  const int width = CeilDiv(int64_t{f.width} * min_size, 8), height = CeilDiv(int64_t{f.height} * min_size, 8);
+  int components = 0;
+  const JpegColorSpace cs = f.color_space;
+  const bool cmyk = cs == JpegColorSpace::kCmyk || cs == JpegColorSpace::kYcck;
+  switch (options.format) {
+    case PixelFormat::kNative: components = cmyk ? 4 : cs == JpegColorSpace::kGray ? 1 : 3; break;
+    case PixelFormat::kRgb: components = 3; break;
+    case PixelFormat::kGray: components = 1; break;
+  }
+  s.whole = {width, height, components};
+  const bool only_luma = options.format == PixelFormat::kGray &&
+                         (cs == JpegColorSpace::kYCbCr || cs == JpegColorSpace::kGray);
+  const bool fancy = min_size > 1;
+  for (int c = 0; c < f.num_components; ++c) {
+    const auto& comp = f.components[static_cast<size_t>(c)];
+    State::Plane& p = s.planes[static_cast<size_t>(c)];
+    p.needed = c == 0 || !only_luma;
+    // jpeg_calc_output_dimensions: chroma scaled up in the IDCT where it can.
+    int size = min_size;
+    while (size < 8 && (s.max_h * min_size) % (comp.h * size * 2) == 0 &&
+           (s.max_v * min_size) % (comp.v * size * 2) == 0) {
+      size *= 2;
+    }
+    p.size = size;
+    p.idct = IdctForSize(size);
+    for (size_t k = 0; k < 64; ++k) p.quant[k] = comp.quant[k];
+    p.width = CeilDiv(int64_t{f.width} * comp.h * size, int64_t{s.max_h} * 8);
+    p.height = CeilDiv(int64_t{f.height} * comp.v * size, int64_t{s.max_v} * 8);
+    // jinit_upsampler's choice.
+    const int h_in = comp.h * size / min_size, v_in = comp.v * size / min_size;
+    if (h_in != s.max_h && h_in * 2 != s.max_h) return {CoefficientOutcome::kNotHandled, "upsampling factors"};
+    if (v_in != s.max_v && v_in * 2 != s.max_v) return {CoefficientOutcome::kNotHandled, "upsampling factors"};
+    p.fh = s.max_h / h_in;
+    p.fv = s.max_v / v_in;
+    p.fancy_h = p.fancy_v = false;
+    if (p.fh == 2 && p.fv == 1) {
+      p.fancy_h = fancy && p.width > 2;
+    } else if (p.fh == 1 && p.fv == 2) {
+      p.fancy_v = fancy;
+    } else if (p.fh == 2 && p.fv == 2) {
+      p.fancy_h = p.fancy_v = fancy && p.width > 2;
+    }
+    p.rows_per_imcu = comp.v * size;
+    p.stride = comp.width_in_blocks * size;
+  }
+  return {};
+}
+
+// One row of plane p's samples for output row y, upsampled, over the crop.
+void PixelDecoder::State::Upsample(Plane& p, int y) {
+  const int w = crop_w;
+  p.row.resize(static_cast<size_t>(w));
+  uint8_t* dst = p.row.data();
+  const int last = p.width - 1;
+  if (p.fv == 1 && p.fh == 1) {
+    std::copy_n(p.Row(y) + crop_x, w, dst);
+    return;
+  }
+  if (!p.fancy_v) {
+    const uint8_t* src = p.Row(p.fv == 2 ? y / 2 : y);
+    if (p.fh == 1) {
+      std::copy_n(src + crop_x, w, dst);
+    } else if (!p.fancy_h) {
+      for (int x = 0; x < w; ++x) dst[x] = src[(crop_x + x) / 2];
+    } else {
+      for (int x = 0; x < w; ++x) {
+        const int ox = crop_x + x, i = ox / 2;
+        const int other = (ox & 1) ? std::min(i + 1, last) : std::max(i - 1, 0);
+        dst[x] = static_cast<uint8_t>((3 * src[i] + src[other] + ((ox & 1) ? 2 : 1)) >> 2);
+      }
+    }
+    return;
+  }
+  // Vertical fancy: the nearer row weighs 3, the row above (even y) or below
+  // (odd y) 1; rows past the image's edges repeat its first and last.
+  const int near = y / 2, far = (y & 1) ? near + 1 : near - 1;
+  const uint8_t* a = p.Row(near);
+  const uint8_t* b = p.Row(far);
+  if (p.fh == 1) {
+    const int bias = (y & 1) ? 2 : 1;
+    for (int x = 0; x < w; ++x) {
+      const int ox = crop_x + x;
+      dst[x] = static_cast<uint8_t>((3 * a[ox] + b[ox] + bias) >> 2);
+    }
+    return;
+  }
+  auto colsum = [&](int i) { return 3 * a[i] + b[i]; };
+  for (int x = 0; x < w; ++x) {
+    const int ox = crop_x + x, i = ox / 2;
+    if (ox & 1) {
+      dst[x] = static_cast<uint8_t>((3 * colsum(i) + colsum(std::min(i + 1, last)) + 7) >> 4);
+    } else {
+      dst[x] = static_cast<uint8_t>((3 * colsum(i) + colsum(std::max(i - 1, 0)) + 8) >> 4);
+    }
+  }
+}
+
+void PixelDecoder::State::ConvertRow(int y) {
+  const CoefficientFrame& f = coefficients.frame();
+  for (int c = 0; c < f.num_components; ++c) {
+    if (planes[static_cast<size_t>(c)].needed) Upsample(planes[static_cast<size_t>(c)], y);
+  }
+  const size_t w = static_cast<size_t>(crop_w);
+  uint8_t* dst = out + static_cast<size_t>(y - crop_y) * w * static_cast<size_t>(whole.components);
+  const uint8_t* c0 = planes[0].row.data();
+  const uint8_t* c1 = planes[1].row.data();
+  const uint8_t* c2 = planes[2].row.data();
+  const uint8_t* c3 = planes[3].row.data();
+  const ColorTables& t = Tables();
+  const PixelFormat format = options.format;
+  switch (f.color_space) {
+    case JpegColorSpace::kGray:
+      if (format == PixelFormat::kRgb) {
+        for (size_t x = 0; x < w; ++x) dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = c0[x];
+      } else {
+        std::copy_n(c0, w, dst);
+      }
+      return;
+    case JpegColorSpace::kYCbCr:
+      if (format == PixelFormat::kGray) {
+        std::copy_n(c0, w, dst);
+        return;
+      }
+      for (size_t x = 0; x < w; ++x) {
+        const int yy = c0[x], cb = c1[x], cr = c2[x];
+        dst[3 * x] = Clamp255(yy + t.cr_r[cr]);
+        dst[3 * x + 1] = Clamp255(yy + static_cast<int>((t.cb_g[cb] + t.cr_g[cr]) >> 16));
+        dst[3 * x + 2] = Clamp255(yy + t.cb_b[cb]);
+      }
+      return;
+    case JpegColorSpace::kRgb:
+      if (format == PixelFormat::kGray) {
+        for (size_t x = 0; x < w; ++x) dst[x] = static_cast<uint8_t>((t.r_y[c0[x]] + t.g_y[c1[x]] + t.b_y[c2[x]]) >> 16);
+        return;
+      }
+      for (size_t x = 0; x < w; ++x) {
+        dst[3 * x] = c0[x];
+        dst[3 * x + 1] = c1[x];
+        dst[3 * x + 2] = c2[x];
+      }
+      return;
+    case JpegColorSpace::kCmyk:
+    case JpegColorSpace::kYcck: {
+      const bool native = format == PixelFormat::kNative;
+      pixel.resize(w * 4);
+      uint8_t* cmyk = native ? dst : pixel.data();
+      for (size_t x = 0; x < w; ++x) {
+        if (f.color_space == JpegColorSpace::kCmyk) {
+          cmyk[4 * x] = c0[x];
+          cmyk[4 * x + 1] = c1[x];
+          cmyk[4 * x + 2] = c2[x];
+        } else {
+          const int yy = c0[x], cb = c1[x], cr = c2[x];
+          cmyk[4 * x] = Clamp255(255 - (yy + t.cr_r[cr]));
+          cmyk[4 * x + 1] = Clamp255(255 - (yy + static_cast<int>((t.cb_g[cb] + t.cr_g[cr]) >> 16)));
+          cmyk[4 * x + 2] = Clamp255(255 - (yy + t.cb_b[cb]));
+        }
+        cmyk[4 * x + 3] = c3[x];
+      }
+      if (!native) ConvertCmyk(cmyk, f.saw_adobe, format == PixelFormat::kGray, dst, w);
+      return;
+    }
+  }
+}
+
+// The output rows of iMCU row m that lie in the crop.
+void PixelDecoder::State::EmitImcu(int m) {
+  const int rows = max_v * min_size;
+  const int y_end = std::min({(m + 1) * rows, whole.height, crop_y + crop_h});
+  for (int y = std::max(m * rows, crop_y); y < y_end; ++y) ConvertRow(y);
+}
+
+CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
+  State& s = *s_;
+  const CoefficientFrame& f = s.coefficients.frame();
+  const Crop& crop = s.options.crop;
+  const bool cropped = crop.width > 0;
+  s.crop_x = cropped ? crop.x : 0;
+  s.crop_y = cropped ? crop.y : 0;
+  s.crop_w = cropped ? crop.width : s.whole.width;
+  s.crop_h = cropped ? crop.height : s.whole.height;
+  s.out = out;
+  unsigned mask = 0;
+  for (int c = 0; c < f.num_components; ++c) {
+    State::Plane& p = s.planes[static_cast<size_t>(c)];
+    if (!p.needed) continue;
+    mask |= 1u << c;
+    p.ring.resize(static_cast<size_t>(3 * p.rows_per_imcu) * static_cast<size_t>(p.stride));
+    // The samples the crop's pixels come from, with the neighbours fancy
+    // upsampling weighs in.
+    auto span = [](int from, int to, int factor, int limit) {
+      if (factor == 1) return std::pair{from, to};
+      return std::pair{std::max(0, from / 2 - 1), std::min(limit, (to - 1) / 2 + 2)};
+    };
+    std::tie(p.x0, p.x1) = span(s.crop_x, s.crop_x + s.crop_w, p.fh, p.width);
+    std::tie(p.y0, p.y1) = span(s.crop_y, s.crop_y + s.crop_h, p.fv, p.height);
+  }
+  int current = -1;  // the iMCU row being delivered
+  bool in_range = true;
+  auto row = [&](int c, int r, const int16_t* blocks) {
+    State::Plane& p = s.planes[static_cast<size_t>(c)];
+    const int v = f.components[static_cast<size_t>(c)].v;
+    if (c == 0 && r % v == 0) {
+      // iMCU row r / v begins, so the one before it is whole: the row
+      // before that has every sample its pixels need.
+      current = r / v;
+      if (current >= 2) s.EmitImcu(current - 2);
+    }
+    if (!p.needed) return;
+    const int size = p.size;
+    if (r * size >= p.y1 || (r + 1) * size <= p.y0) return;
+    const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size;
+    uint8_t* dst = p.ring.data() + static_cast<size_t>((r * size) % (3 * p.rows_per_imcu)) * static_cast<size_t>(p.stride);
+    for (int bx = bx0; bx < bx1; ++bx) {
+      in_range &= p.idct(blocks + static_cast<size_t>(bx) * 64, p.quant.data(), dst + static_cast<size_t>(bx) * size,
+                         p.stride);
+    }
+  };
+  CoefficientOutcome outcome = s.coefficients.Decode(row, mask);
+  if (!outcome.ok()) return outcome;
+  if (!in_range) return {CoefficientOutcome::kNotHandled, "coefficients outside the range of an 8-bit image"};
+  for (int m = std::max(0, current - 1); m <= current; ++m) s.EmitImcu(m);
+  return outcome;
+}
+
+}  // namespace pcr

@@ -1,0 +1,235 @@
+// pcr's decoder to pixels against libjpeg-turbo: identical pixels for every
+// sample image, scale, pixel format and a set of crops, at every fidelity of
+// pcr's scan scripts, and the same outcome on damaged data.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+
+#include "jpeg/idct.h"
+#include "pcr/decode.h"
+#include "tests/image_util.h"
+#include "writer/transcode.h"
+
+namespace pcr {
+namespace {
+
+namespace fs = std::filesystem;
+using test::DataDir;
+using test::ReadFile;
+using test::SampleFiles;
+
+struct Decoded {
+  Status status;
+  ImageShape shape;
+  std::vector<uint8_t> pixels;
+};
+
+Decoded Decode(JpegDecoder& decoder, ByteSpan jpeg, DecodeOptions o) {
+  Decoded d;
+  auto shape = decoder.Shape(jpeg, o);
+  if (!shape.ok()) return {shape.status(), {}, {}};
+  d.pixels.assign(shape->bytes(), 0xa5);
+  auto r = decoder.Decode(jpeg, o, d.pixels);
+  d.status = r.status();
+  if (r.ok()) d.shape = *r;
+  return d;
+}
+
+std::string Describe(const DecodeOptions& o) {
+  const char* formats[] = {"native", "rgb", "gray"};
+  return "1/" + std::to_string(o.scale_denom) + " " + formats[static_cast<int>(o.format)] + " crop " +
+         std::to_string(o.crop.width) + "x" + std::to_string(o.crop.height) + "+" + std::to_string(o.crop.x) + "+" +
+         std::to_string(o.crop.y);
+}
+
+// Crops at the edges, single pixels and odd offsets of a w x h image.
+std::vector<Crop> CropsOf(int w, int h) {
+  std::vector<Crop> crops = {{}, {0, 0, 1, 1}, {w - 1, h - 1, 1, 1}, {0, 0, w, h}};
+  if (w > 8 && h > 8) {
+    crops.push_back({3, 5, w / 2, h / 3});
+    crops.push_back({w - 7, 0, 7, h});
+    crops.push_back({0, h - 9, w, 9});
+    crops.push_back({w / 2 + 1, h / 2 - 1, 1, 2});
+    crops.push_back({17, 15, w - 34 > 0 ? w - 34 : 1, h - 30 > 0 ? h - 30 : 1});
+  }
+  return crops;
+}
+
+// Decodes `jpeg` both ways under every option; returns how many decodes pcr
+// took on itself and how many it handed to libjpeg-turbo.
+std::pair<int, int> CompareAll(ByteSpan jpeg, const std::string& what) {
+  JpegDecoder pcr_decoder, libjpeg;
+  for (int scale : {1, 2, 4, 8}) {
+    for (PixelFormat format : {PixelFormat::kNative, PixelFormat::kRgb, PixelFormat::kGray}) {
+      auto whole = libjpeg.Shape(jpeg, {.scale_denom = scale, .warnings_are_errors = false});
+      REQUIRE(whole.ok());
+      for (const Crop& crop : CropsOf(whole->width, whole->height)) {
+        DecodeOptions o{.scale_denom = scale, .format = format, .crop = crop, .decoder = DecoderChoice::kLibjpeg};
+        const Decoded want = Decode(libjpeg, jpeg, o);
+        o.decoder = DecoderChoice::kPcr;
+        const Decoded got = Decode(pcr_decoder, jpeg, o);
+        INFO(what << " at " << Describe(o) << ": " << want.status.ToString() << " / " << got.status.ToString());
+        REQUIRE(want.status.ok() == got.status.ok());
+        CHECK(want.shape.width == got.shape.width);
+        CHECK(want.shape.height == got.shape.height);
+        CHECK(want.shape.components == got.shape.components);
+        if (want.pixels != got.pixels) {
+          size_t i = 0;
+          while (want.pixels[i] == got.pixels[i]) ++i;
+          const size_t row = static_cast<size_t>(want.shape.width) * static_cast<size_t>(want.shape.components);
+          FAIL("first difference at row " << i / row << " byte " << i % row << ": libjpeg-turbo "
+                                          << int(want.pixels[i]) << ", pcr " << int(got.pixels[i]));
+        }
+      }
+    }
+  }
+  const DecoderCounts c = pcr_decoder.counts();
+  CHECK(c.pcr + c.libjpeg == libjpeg.counts().libjpeg);
+  CHECK(c.fallbacks == c.libjpeg);
+  return {static_cast<int>(c.pcr), static_cast<int>(c.fallbacks)};
+}
+
+bool Outside(const fs::path& file) {
+  // Luma sampled 4x1 (4:1:1 and 4:1:0) is outside pcr's decoder.
+  return file.string().ends_with(".410.jpeg") || file.string().ends_with(".411.jpeg");
+}
+
+TEST_CASE("pcr's pixels equal libjpeg-turbo's for every sample at full fidelity") {
+  int files = 0;
+  for (const std::string name : {"spectral5", "spectral"}) {
+    const ScanScript script = *BuiltinScanScript(name);
+    for (const fs::path& file : SampleFiles()) {
+      auto t = TranscodeToScanGroups(ReadFile(file), script);
+      REQUIRE(t.ok());
+      const auto [pcr, fallbacks] = CompareAll(t->AtFidelity(script.group_count()), file.string() + " " + name);
+      INFO(file.string());
+      if (Outside(file)) {
+        CHECK(pcr == 0);
+      } else {
+        CHECK(fallbacks == 0);
+      }
+      ++files;
+    }
+  }
+  CHECK(files >= 40);
+}
+
+TEST_CASE("partial fidelities: pcr decodes where libjpeg-turbo does not smooth, and hands over the rest") {
+  const ScanScript spectral5 = *BuiltinScanScript("spectral5"), spectral = *BuiltinScanScript("spectral");
+  for (const std::string file : {"/sample/video/video-001.jpeg", "/sample/misc/testimggray.jpg",
+                                 "/sample/video/video-001.q50.422.jpeg", "/sample/video/video-001.cmyk.jpeg"}) {
+    const Bytes original = ReadFile(DataDir() + file);
+    auto a = TranscodeToScanGroups(original, spectral5);
+    auto b = TranscodeToScanGroups(original, spectral);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    // pcr decodes where every component has coefficients 0 to 9: spectral5
+    // gives them only at full fidelity but for a gray image (group 4), and
+    // spectral from group 4 (from group 3 for gray).
+    const bool gray = file.find("gray") != std::string::npos;
+    for (int k = 1; k < spectral5.group_count(); ++k) {
+      const auto [pcr, fallbacks] = CompareAll(a->AtFidelity(k), file + " spectral5 " + std::to_string(k));
+      INFO(file << " spectral5 at fidelity " << k);
+      if (gray && k == 4) {
+        CHECK(fallbacks == 0);
+      } else {
+        CHECK(pcr == 0);
+      }
+    }
+    for (int k = 1; k < spectral.group_count(); ++k) {
+      const auto [pcr, fallbacks] = CompareAll(b->AtFidelity(k), file + " spectral " + std::to_string(k));
+      INFO(file << " spectral at fidelity " << k);
+      if (k >= (gray ? 3 : 4)) {
+        CHECK(fallbacks == 0);
+      } else {
+        CHECK(pcr == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("damaged data: pcr fails where libjpeg-turbo does, and names where") {
+  const Bytes jpeg =
+      TranscodeToScanGroups(ReadFile(DataDir() + "/sample/video/video-001.q50.422.jpeg"), *BuiltinScanScript("spectral5"))
+          ->AtFidelity(5);
+  JpegDecoder pcr_decoder, libjpeg;
+  std::mt19937 rng(11);
+  int failed = 0, decoded = 0;
+  for (int i = 0; i < 600; ++i) {
+    Bytes bad = jpeg;
+    const size_t at = 400 + rng() % (bad.size() - 400);
+    bad[at] = static_cast<uint8_t>(rng());
+    for (bool strict : {true, false}) {
+      DecodeOptions o{.format = PixelFormat::kRgb, .warnings_are_errors = strict, .decoder = DecoderChoice::kLibjpeg};
+      const Decoded want = Decode(libjpeg, bad, o);
+      o.decoder = DecoderChoice::kPcr;
+      const Decoded got = Decode(pcr_decoder, bad, o);
+      INFO("byte " << at << " set to " << int(bad[at]) << ": " << want.status.ToString() << " / "
+                   << got.status.ToString());
+      REQUIRE(want.status.ok() == got.status.ok());
+      if (!got.status.ok()) {
+        CHECK(got.status.code() == StatusCode::kCorruption);
+        if (pcr_decoder.counts().fallbacks == 0) CHECK_THAT(got.status.message(), Catch::Contains("SOS at byte"));
+        ++failed;
+      } else {
+        CHECK((want.pixels == got.pixels));
+        ++decoded;
+      }
+    }
+  }
+  CHECK(failed > 50);
+  CHECK(decoded > 50);
+}
+
+TEST_CASE("YCbCr to gray does not read the chroma scans") {
+  const ScanScript script = *BuiltinScanScript("spectral5");
+  auto t = TranscodeToScanGroups(ReadFile(DataDir() + "/sample/video/video-001.jpeg"), script);
+  REQUIRE(t.ok());
+  Bytes jpeg = t->AtFidelity(5);
+  // The last scan holds chroma only: damage its data.
+  size_t last_sos = 0;
+  for (size_t i = 0; i + 1 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xff && jpeg[i + 1] == 0xda) last_sos = i;
+  }
+  REQUIRE(last_sos > 0);
+  // Damage there that libjpeg-turbo reports.
+  JpegDecoder decoder;
+  std::mt19937 rng(5);
+  Bytes bad;
+  for (int attempt = 0; attempt < 500 && bad.empty(); ++attempt) {
+    Bytes b = jpeg;
+    for (int i = 0; i < 4; ++i) b[last_sos + 20 + rng() % (b.size() - last_sos - 24)] = static_cast<uint8_t>(rng() % 255);
+    if (!Decode(decoder, b, {.format = PixelFormat::kRgb, .decoder = DecoderChoice::kLibjpeg}).status.ok()) bad = b;
+  }
+  REQUIRE_FALSE(bad.empty());
+  const Decoded gray = Decode(decoder, bad, {.format = PixelFormat::kGray, .decoder = DecoderChoice::kPcr});
+  CHECK(gray.status.ok());
+  const Decoded rgb = Decode(decoder, bad, {.format = PixelFormat::kRgb, .decoder = DecoderChoice::kPcr});
+  CHECK(rgb.status.code() == StatusCode::kCorruption);
+  const Decoded reference = Decode(decoder, jpeg, {.format = PixelFormat::kGray});
+  CHECK((gray.pixels == reference.pixels));
+}
+
+TEST_CASE("the range limit clamps and wraps as libjpeg-turbo's table does") {
+  // A DC alone: the output is DC * q / 8 + 128, through the 10-bit table.
+  int16_t coef[64] = {};
+  int32_t quant[64];
+  std::fill_n(quant, 64, 1);
+  uint8_t out[64];
+  for (const auto& [dc, want] : std::vector<std::pair<int, int>>{
+           {0, 128}, {8, 129}, {-1024, 0}, {1016, 255}, {4088, 255}, {-4096, 0}, {4096, 0}, {8184, 127}}) {
+    coef[0] = static_cast<int16_t>(dc);
+    for (auto idct : {IdctIslow8x8, Idct4x4, Idct2x2, Idct1x1}) {
+      const bool in_range = idct(coef, quant, out, 8);
+      INFO("DC " << dc);
+      CHECK(int(out[0]) == want);
+      // Where libjpeg-turbo's SIMD code could give other samples, pcr says so.
+      if (std::abs(dc) <= 1024) CHECK(in_range);
+      if (std::abs(dc) > 1024 && idct != Idct1x1) CHECK_FALSE(in_range);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pcr
