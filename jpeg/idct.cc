@@ -74,11 +74,53 @@ inline uint8_t Limit(bool& in_range, int64_t v) {
   return static_cast<uint8_t>(std::clamp(x + 128, 0, 255));
 }
 
+// jidctint.c's 1-D transform of x[0..7], scaled by 2^13: out[i] before
+// its final descale.
+inline void Islow1D(const int64_t* x, int64_t* out) {
+  int64_t z2 = x[2], z3 = x[6];
+  int64_t z1 = (z2 + z3) * k0_541196100;
+  int64_t tmp2 = z1 + z3 * -k1_847759065;
+  int64_t tmp3 = z1 + z2 * k0_765366865;
+  int64_t tmp0 = Shl(x[0] + x[4], kConstBits);
+  int64_t tmp1 = Shl(x[0] - x[4], kConstBits);
+  const int64_t tmp10 = tmp0 + tmp3, tmp13 = tmp0 - tmp3, tmp11 = tmp1 + tmp2, tmp12 = tmp1 - tmp2;
+  tmp0 = x[7];
+  tmp1 = x[5];
+  tmp2 = x[3];
+  tmp3 = x[1];
+  z1 = tmp0 + tmp3;
+  z2 = tmp1 + tmp2;
+  z3 = tmp0 + tmp2;
+  int64_t z4 = tmp1 + tmp3;
+  const int64_t z5 = (z3 + z4) * k1_175875602;
+  tmp0 *= k0_298631336;
+  tmp1 *= k2_053119869;
+  tmp2 *= k3_072711026;
+  tmp3 *= k1_501321110;
+  z1 *= -k0_899976223;
+  z2 *= -k2_562915447;
+  z3 = z3 * -k1_961570560 + z5;
+  z4 = z4 * -k0_390180644 + z5;
+  tmp0 += z1 + z3;
+  tmp1 += z2 + z4;
+  tmp2 += z2 + z3;
+  tmp3 += z1 + z4;
+  out[0] = tmp10 + tmp3;
+  out[7] = tmp10 - tmp3;
+  out[1] = tmp11 + tmp2;
+  out[6] = tmp11 - tmp2;
+  out[2] = tmp12 + tmp1;
+  out[5] = tmp12 - tmp1;
+  out[3] = tmp13 + tmp0;
+  out[4] = tmp13 - tmp0;
+}
+
 }  // namespace
 
 bool IdctIslow8x8(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdiff_t stride) {
   bool in_range = CoefficientsInLane(coef, quant);
   int32_t ws[64];
+  int64_t x[8], y[8];
   for (int c = 0; c < 8; ++c) {
     const int16_t* in = coef + c;
     const int32_t* q = quant + c;
@@ -88,46 +130,9 @@ bool IdctIslow8x8(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdi
       for (int r = 0; r < 8; ++r) w[8 * r] = dc;
       continue;
     }
-    int64_t z2 = Dequantize(in[16], q[16]);
-    int64_t z3 = Dequantize(in[48], q[48]);
-    int64_t z1 = (z2 + z3) * k0_541196100;
-    int64_t tmp2 = z1 + z3 * -k1_847759065;
-    int64_t tmp3 = z1 + z2 * k0_765366865;
-    z2 = Dequantize(in[0], q[0]);
-    z3 = Dequantize(in[32], q[32]);
-    int64_t tmp0 = Shl(z2 + z3, kConstBits);
-    int64_t tmp1 = Shl(z2 - z3, kConstBits);
-    const int64_t tmp10 = tmp0 + tmp3, tmp13 = tmp0 - tmp3, tmp11 = tmp1 + tmp2, tmp12 = tmp1 - tmp2;
-    tmp0 = Dequantize(in[56], q[56]);
-    tmp1 = Dequantize(in[40], q[40]);
-    tmp2 = Dequantize(in[24], q[24]);
-    tmp3 = Dequantize(in[8], q[8]);
-    z1 = tmp0 + tmp3;
-    z2 = tmp1 + tmp2;
-    z3 = tmp0 + tmp2;
-    int64_t z4 = tmp1 + tmp3;
-    const int64_t z5 = (z3 + z4) * k1_175875602;
-    tmp0 *= k0_298631336;
-    tmp1 *= k2_053119869;
-    tmp2 *= k3_072711026;
-    tmp3 *= k1_501321110;
-    z1 *= -k0_899976223;
-    z2 *= -k2_562915447;
-    z3 = z3 * -k1_961570560 + z5;
-    z4 = z4 * -k0_390180644 + z5;
-    tmp0 += z1 + z3;
-    tmp1 += z2 + z4;
-    tmp2 += z2 + z3;
-    tmp3 += z1 + z4;
-    constexpr int s = kConstBits - kPass1Bits;
-    w[0] = Int(Descale(tmp10 + tmp3, s));
-    w[56] = Int(Descale(tmp10 - tmp3, s));
-    w[8] = Int(Descale(tmp11 + tmp2, s));
-    w[48] = Int(Descale(tmp11 - tmp2, s));
-    w[16] = Int(Descale(tmp12 + tmp1, s));
-    w[40] = Int(Descale(tmp12 - tmp1, s));
-    w[24] = Int(Descale(tmp13 + tmp0, s));
-    w[32] = Int(Descale(tmp13 - tmp0, s));
+    for (int r = 0; r < 8; ++r) x[r] = Dequantize(in[8 * r], q[8 * r]);
+    Islow1D(x, y);
+    for (int r = 0; r < 8; ++r) w[8 * r] = Int(Descale(y[r], kConstBits - kPass1Bits));
   }
   in_range &= PassInLane(ws, 8, {0, 1, 2, 3, 4, 5, 6, 7});
   for (int r = 0; r < 8; ++r, out += stride) {
@@ -136,43 +141,9 @@ bool IdctIslow8x8(const int16_t* coef, const int32_t* quant, uint8_t* out, ptrdi
       std::fill_n(out, 8, Limit(in_range, Descale(w[0], kPass1Bits + 3)));
       continue;
     }
-    int64_t z2 = w[2], z3 = w[6];
-    int64_t z1 = (z2 + z3) * k0_541196100;
-    int64_t tmp2 = z1 + z3 * -k1_847759065;
-    int64_t tmp3 = z1 + z2 * k0_765366865;
-    int64_t tmp0 = Shl(int64_t{w[0]} + w[4], kConstBits);
-    int64_t tmp1 = Shl(int64_t{w[0]} - w[4], kConstBits);
-    const int64_t tmp10 = tmp0 + tmp3, tmp13 = tmp0 - tmp3, tmp11 = tmp1 + tmp2, tmp12 = tmp1 - tmp2;
-    tmp0 = w[7];
-    tmp1 = w[5];
-    tmp2 = w[3];
-    tmp3 = w[1];
-    z1 = tmp0 + tmp3;
-    z2 = tmp1 + tmp2;
-    z3 = tmp0 + tmp2;
-    int64_t z4 = tmp1 + tmp3;
-    const int64_t z5 = (z3 + z4) * k1_175875602;
-    tmp0 *= k0_298631336;
-    tmp1 *= k2_053119869;
-    tmp2 *= k3_072711026;
-    tmp3 *= k1_501321110;
-    z1 *= -k0_899976223;
-    z2 *= -k2_562915447;
-    z3 = z3 * -k1_961570560 + z5;
-    z4 = z4 * -k0_390180644 + z5;
-    tmp0 += z1 + z3;
-    tmp1 += z2 + z4;
-    tmp2 += z2 + z3;
-    tmp3 += z1 + z4;
-    constexpr int s = kConstBits + kPass1Bits + 3;
-    out[0] = Limit(in_range, Descale(tmp10 + tmp3, s));
-    out[7] = Limit(in_range, Descale(tmp10 - tmp3, s));
-    out[1] = Limit(in_range, Descale(tmp11 + tmp2, s));
-    out[6] = Limit(in_range, Descale(tmp11 - tmp2, s));
-    out[2] = Limit(in_range, Descale(tmp12 + tmp1, s));
-    out[5] = Limit(in_range, Descale(tmp12 - tmp1, s));
-    out[3] = Limit(in_range, Descale(tmp13 + tmp0, s));
-    out[4] = Limit(in_range, Descale(tmp13 - tmp0, s));
+    for (int c = 0; c < 8; ++c) x[c] = w[c];
+    Islow1D(x, y);
+    for (int c = 0; c < 8; ++c) out[c] = Limit(in_range, Descale(y[c], kConstBits + kPass1Bits + 3));
   }
   return in_range;
 }

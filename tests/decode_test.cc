@@ -168,10 +168,12 @@ TEST_CASE("the decode stage delivers every record's pixels, in order, on a pool 
   REQUIRE(converted.ok());
   auto ds = ImageDataset::Open(dir / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
-  for (const bool crop : {false, true}) {
-    INFO("crop " << crop);
-    DecodeIteratorOptions o{.records = {.fidelity = 3, .records_in_flight = 2},
-                            .decode = {.scale_denom = 2, .warnings_are_errors = false},
+  // pcr's decoder at full fidelity, where it decodes every image itself.
+  for (const auto& [crop, decoder] : {std::pair{false, DecoderChoice::kAuto}, std::pair{true, DecoderChoice::kAuto},
+                                     std::pair{false, DecoderChoice::kPcr}, std::pair{true, DecoderChoice::kPcr}}) {
+    INFO("crop " << crop << " decoder " << static_cast<int>(decoder));
+    DecodeIteratorOptions o{.records = {.fidelity = decoder == DecoderChoice::kPcr ? 5 : 3, .records_in_flight = 2},
+                            .decode = {.scale_denom = 2, .warnings_are_errors = false, .decoder = decoder},
                             .threads = 3};
     if (crop) {
       o.crop = [](const ImageShape& s) {
@@ -195,7 +197,9 @@ TEST_CASE("the decode stage delivers every record's pixels, in order, on a pool 
       REQUIRE(batch.record == want.record);
       REQUIRE(batch.images.size() == want.images.size());
       for (size_t i = 0; i < want.images.size(); ++i) {
-        auto full = DecodeJpeg(want.images[i].jpeg, o.decode);
+        DecodeOptions reference = o.decode;
+        reference.decoder = DecoderChoice::kLibjpeg;
+        auto full = DecodeJpeg(want.images[i].jpeg, reference);
         REQUIRE(full.ok());
         const DecodedView& got = batch.images[i];
         CHECK(got.key == want.images[i].key);

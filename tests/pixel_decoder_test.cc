@@ -3,9 +3,12 @@
 // pcr's scan scripts, and the same outcome on damaged data.
 #include <catch2/catch.hpp>
 
+#include <jpeglib.h>
+
 #include <filesystem>
 #include <random>
 
+#include "jpeg/error_manager.h"
 #include "jpeg/idct.h"
 #include "pcr/decode.h"
 #include "tests/image_util.h"
@@ -113,6 +116,55 @@ TEST_CASE("pcr's pixels equal libjpeg-turbo's for every sample at full fidelity"
     }
   }
   CHECK(files >= 40);
+}
+
+// The CMYK sample re-encoded by libjpeg-turbo as YCCK (Adobe transform 2),
+// Y sampled 2x2 and the rest 1x1.
+Bytes AsYcck() {
+  auto cmyk = DecodeJpeg(ReadFile(DataDir() + "/sample/video/video-001.cmyk.jpeg"));
+  REQUIRE(cmyk.ok());
+  REQUIRE(cmyk->components == 4);
+  jpeg_compress_struct c{};
+  JpegErrorManager err;
+  err.Install(reinterpret_cast<j_common_ptr>(&c));
+  jpeg_create_compress(&c);
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  Bytes result;
+  if (setjmp(err.jump) == 0) {
+    jpeg_mem_dest(&c, &out, &size);
+    c.image_width = static_cast<JDIMENSION>(cmyk->width);
+    c.image_height = static_cast<JDIMENSION>(cmyk->height);
+    c.input_components = 4;
+    c.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&c);
+    jpeg_set_colorspace(&c, JCS_YCCK);
+    c.comp_info[0].h_samp_factor = c.comp_info[0].v_samp_factor = 2;
+    c.comp_info[3].h_samp_factor = c.comp_info[3].v_samp_factor = 1;
+    jpeg_set_quality(&c, 80, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    const size_t stride = static_cast<size_t>(cmyk->width) * 4;
+    while (c.next_scanline < c.image_height) {
+      JSAMPROW row = cmyk->pixels.data() + stride * c.next_scanline;
+      jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    result.assign(out, out + size);
+  } else {
+    FAIL("libjpeg-turbo: " << err.message);
+  }
+  jpeg_destroy_compress(&c);
+  std::free(out);
+  return result;
+}
+
+TEST_CASE("YCCK, as libjpeg-turbo writes it, decodes to its pixels") {
+  const Bytes ycck = AsYcck();
+  auto t = TranscodeToScanGroups(ycck, *BuiltinScanScript("spectral5"));
+  REQUIRE(t.ok());
+  const auto [pcr, fallbacks] = CompareAll(t->AtFidelity(5), "YCCK");
+  CHECK(pcr > 0);
+  CHECK(fallbacks == 0);
 }
 
 TEST_CASE("partial fidelities: pcr decodes where libjpeg-turbo does not smooth, and hands over the rest") {
