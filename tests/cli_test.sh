@@ -3,8 +3,8 @@
 # (0 ok, 1 bad input or corrupt data, 2 usage) and messages.
 # usage: cli_test.sh TOOLS_DIR DATA_DIR
 set -u
-tools=$1
-data=$2
+tools=$(cd "$1" && pwd)
+data=$(cd "$2" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -92,6 +92,19 @@ check "missing shard named" 'missing shards 1 of 3' "$tmp/err"
 expect 2 "merge without parts" "$tools/pcr-convert" merge "$tmp/merged"
 expect 0 "merge" "$tools/pcr-convert" merge "$tmp/merged" "$tmp/part2" "$tmp/part0" "$tmp/part1"
 check "merge summary" '^3 parts: 24 images in 6 files' "$tmp/out"
+# An object-store or web output is refused, never made a local directory.
+(
+  cd "$tmp" || exit 1
+  expect 1 "images into s3://" "$tools/pcr-convert" images "$data/sample" s3://bucket/out
+  check "s3 output refused" 's3://bucket/out: outputs are local directories' "$tmp/err"
+  expect 1 "table into https://" "$tools/pcr-convert" table "$data/tabular/Soybean.csv" https://host/out
+  expect 1 "merge into s3://" "$tools/pcr-convert" merge s3://bucket/merged "$tmp/part0" "$tmp/part1" "$tmp/part2"
+  check "merge output refused" 's3://bucket/merged: outputs are local directories' "$tmp/err"
+  [ ! -e "$tmp/s3:" ] && [ ! -e "$tmp/https:" ] && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL: a URL output made a local directory"; }
+  echo "$passed $failed" >"$tmp/counts"
+)
+read -r passed failed <"$tmp/counts"
 expect 0 "one-machine conversion" "$tools/pcr-convert" images "$data/sample" "$tmp/whole" --images-per-record 4
 [ "$(ls -A "$tmp/merged")" = "$(ls -A "$tmp/whole")" ] && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL: merged files differ in names"; }

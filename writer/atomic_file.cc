@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "io/remote_path.h"
+
 namespace pcr {
 
 namespace {
@@ -120,7 +122,14 @@ Status AtomicFile::Commit() {
   return Status::OK();
 }
 
+Status CheckLocalOutput(const std::string& dir) {
+  if (!IsRemotePath(dir) && dir.find("://") == std::string::npos) return Status::OK();
+  return Status::InvalidArgument(dir + ": outputs are local directories; convert into one and copy it to object "
+                                 "storage with your store's tools");
+}
+
 Result<DirectoryLock> DirectoryLock::Take(const std::string& dir) {
+  PCR_RETURN_IF_ERROR(CheckLocalOutput(dir));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IOError(dir + ": cannot create directory: " + ec.message());

@@ -45,6 +45,11 @@ class AtomicFile {
   uint64_t size_ = 0;
 };
 
+// InvalidArgument for an output path that names a URL (s3://, http(s)://,
+// or any other scheme), which would otherwise become a local directory
+// named after it.
+Status CheckLocalOutput(const std::string& dir);
+
 // An exclusive flock on a directory, held while a conversion writes into
 // it, so that two conversions never write one directory at once.
 class DirectoryLock {

@@ -12,6 +12,7 @@
 #include "io/io_engine.h"
 #include "io/location.h"
 #include "io/pcr_file.h"
+#include "writer/atomic_file.h"
 #include "writer/file_writer.h"
 #include "writer/resume.h"
 
@@ -60,6 +61,7 @@ Status LinkFile(const fs::path& from, const fs::path& to, const DatasetFileEntry
 
 Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs) {
   if (part_dirs.empty()) return Status::InvalidArgument("merge needs at least one part directory");
+  PCR_RETURN_IF_ERROR(CheckLocalOutput(out_dir));
   std::vector<std::optional<PartManifest>> shards;
   std::vector<fs::path> shard_dirs;
   uint64_t first = 0;  // shard index of the first part given
