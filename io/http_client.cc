@@ -41,11 +41,6 @@ namespace {
 
 using http_internal::Transfer;
 
-const char* Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : nullptr;
-}
-
 size_t Write(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t bytes = size * n;
@@ -120,12 +115,12 @@ std::string Describe(CURLcode code, long status, const Transfer& t) {
   return "HTTP " + std::to_string(status);
 }
 
+}  // namespace
+
 void InitCurl() {
   static const bool done = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
   (void)done;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& options) {
   InitCurl();
@@ -138,27 +133,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& opti
   // Keep the connections open between batches.
   curl_multi_setopt(static_cast<CURLM*>(c->multi_), CURLMOPT_MAXCONNECTS,
                     static_cast<long>(std::max(1u, options.concurrency)));
-  c->endpoint_ = options.s3_endpoint;
-  if (c->endpoint_.empty() && Env("AWS_ENDPOINT_URL") != nullptr) c->endpoint_ = Env("AWS_ENDPOINT_URL");
-  while (c->endpoint_.ends_with('/')) c->endpoint_.pop_back();
-  if (!c->endpoint_.empty() && c->endpoint_.find("://") == std::string::npos) c->endpoint_ = "https://" + c->endpoint_;
-  const size_t scheme_end = c->endpoint_.find("://");
-  if (scheme_end != std::string::npos) {
-    std::transform(c->endpoint_.begin(), c->endpoint_.begin() + static_cast<std::ptrdiff_t>(scheme_end),
-                   c->endpoint_.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  }
-  c->region_ = !options.s3_region.empty()        ? options.s3_region
-               : Env("AWS_REGION") != nullptr    ? Env("AWS_REGION")
-               : Env("AWS_DEFAULT_REGION") != nullptr ? Env("AWS_DEFAULT_REGION")
-                                                 : "us-east-1";
-  if (!options.anonymous) {
-    auto credentials = LoadAwsCredentials();
-    if (credentials.ok()) {
-      c->credentials_ = *credentials;
-    } else {
-      c->credentials_status_ = credentials.status();
-    }
-  }
+  c->signer_ = S3Signer::FromOptions(options);
   c->pid_ = getpid();
   c->loop_ = std::make_unique<std::thread>(&HttpClient::Loop, c.get());
   return c;
@@ -191,45 +166,11 @@ Result<HttpClient::Target> HttpClient::Prepare(std::string_view path, const std:
     t.url = std::string(path);
     return t;
   }
-  if (!credentials_status_.ok()) return credentials_status_.WithPrefix(std::string(path));
-  const std::string_view rest = path.substr(5);
-  const size_t slash = rest.find('/');
-  if (slash == 0 || slash == std::string_view::npos || slash + 1 == rest.size()) {
-    return Status::InvalidArgument(std::string(path) + ": expected s3://BUCKET/KEY");
-  }
-  const std::string bucket(rest.substr(0, slash));
-  const std::string key = "/" + UriEncode(rest.substr(slash + 1), true);
-  std::string host, canonical_path;
-  if (endpoint_.empty()) {
-    host = bucket + ".s3." + region_ + ".amazonaws.com";
-    t.url = "https://" + host + key;
-    canonical_path = key;
-  } else {
-    // scheme://host[:port][/prefix]: the Host header drops a default port,
-    // and the path keeps the prefix, as sent.
-    const size_t scheme = endpoint_.find("://");
-    const std::string_view authority_and_prefix = std::string_view(endpoint_).substr(scheme + 3);
-    const size_t cut = authority_and_prefix.find('/');
-    host = std::string(authority_and_prefix.substr(0, cut));
-    const std::string prefix = cut == std::string_view::npos ? "" : std::string(authority_and_prefix.substr(cut));
-    const std::string default_port = endpoint_.starts_with("https://") ? ":443" : ":80";
-    if (host.ends_with(default_port)) host.resize(host.size() - default_port.size());
-    t.url = endpoint_ + "/" + bucket + key;
-    canonical_path = prefix + "/" + bucket + key;
-  }
-  if (!credentials_) return t;  // anonymous
-  const std::string empty_sha = Sha256Hex("");
-  SigV4Request r{.method = head ? "HEAD" : "GET", .host = host, .path = canonical_path,
-                 .headers = {{"x-amz-content-sha256", empty_sha}}, .payload_sha256 = empty_sha};
-  if (!range.empty()) r.headers.emplace_back("range", "bytes=" + range);
-  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  t.headers.push_back("Host: " + host);  // as signed
-  t.headers.push_back("x-amz-content-sha256: " + empty_sha);
-  for (const auto& [name, value] : SignV4(r, *credentials_, region_, "s3", AmzDate(now))) {
-    t.headers.push_back(name + ": " + value);
-  }
+  PCR_ASSIGN_OR_RETURN(const S3Object object, signer_.Locate(path));
+  t.url = object.url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!range.empty()) headers.emplace_back("range", "bytes=" + range);
+  PCR_ASSIGN_OR_RETURN(t.headers, signer_.Headers(path, object, head ? "HEAD" : "GET", "", headers, Sha256Hex("")));
   return t;
 }
 

@@ -16,11 +16,14 @@
 #include <thread>
 #include <vector>
 
-#include "io/sigv4.h"
+#include "io/s3_request.h"
 #include "pcr/io.h"
 #include "pcr/status.h"
 
 namespace pcr {
+
+// libcurl's global initialisation, once per process.
+void InitCurl();
 
 namespace http_internal {
 struct Transfer;
@@ -87,10 +90,7 @@ class HttpClient {
   void Finish(Transfer* t, Status status);
 
   const RemoteOptions options_;
-  std::optional<AwsCredentials> credentials_;
-  Status credentials_status_;  // why credentials could not be loaded; fails S3 requests only
-  std::string region_;
-  std::string endpoint_;       // scheme://host[:port][/prefix], without a trailing '/'
+  S3Signer signer_;
   std::atomic<uint64_t> requests_{0};
 
   void* multi_ = nullptr;    // CURLM; curl_multi_wakeup from any thread, else the loop's only

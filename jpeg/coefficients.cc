@@ -513,9 +513,7 @@ CoefficientOutcome ProgressiveCoefficientDecoder::State::Open(ByteSpan in) {
   }
   if (!saw_sof || num_scans == 0) return NotHandled("no scan");
   for (int c = 0; c < frame.num_components; ++c) {
-    const auto& comp = frame.components[static_cast<size_t>(c)];
-    padded_width[c] = mcus_per_row * comp.h;
-    rows[c].assign(static_cast<size_t>(padded_width[c]) * comp.v * 64, 0);
+    padded_width[c] = mcus_per_row * frame.components[static_cast<size_t>(c)].h;
   }
   return {};
 }
@@ -650,6 +648,9 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, 
                   static_cast<unsigned long long>(nbytes), marker);
     return std::string(buf);
   };
+  for (int c = 0; c < f.num_components; ++c) {
+    st.rows[c].assign(static_cast<size_t>(st.padded_width[c]) * f.components[static_cast<size_t>(c)].v * 64, 0);
+  }
   for (size_t s = 0; s < num_scans; ++s) {
     Scan& sc = st.scans[s];
     sc.done = true;  // a scan of no component asked for is passed over
@@ -767,6 +768,11 @@ LibjpegCoefficientReader::~LibjpegCoefficientReader() { jpeg_destroy_decompress(
 
 CoefficientOutcome LibjpegCoefficientReader::Read(ByteSpan jpeg, bool warnings_are_errors, const BlockRowFn& row,
                                                   CoefficientFrame* frame) {
+  // A fresh decompressor: libjpeg keeps the tables of earlier images.
+  jpeg_destroy_decompress(&s_->cinfo);
+  s_->cinfo = {};
+  s_->err.Install(reinterpret_cast<j_common_ptr>(&s_->cinfo));
+  jpeg_create_decompress(&s_->cinfo);
   jpeg_decompress_struct& cinfo = s_->cinfo;
   s_->err.Reset();
   s_->err.warnings = warnings_are_errors ? JpegWarnings::kAllAreErrors : JpegWarnings::kIgnore;

@@ -9,6 +9,12 @@
 #include "jpeg/jpeg_limits.h"
 #include "jpeg/pixel_decoder.h"
 
+// pcr's decoder reproduces libjpeg-turbo 2.1's choices: block smoothing
+// from the first 10 coefficients, the rounding of h1v2 upsampling.
+#if !defined(LIBJPEG_TURBO_VERSION_NUMBER) || LIBJPEG_TURBO_VERSION_NUMBER < 2001000
+#error "pcr needs libjpeg-turbo 2.1 or later"
+#endif
+
 namespace pcr {
 
 namespace {
@@ -32,8 +38,19 @@ namespace {
 // Every C++ object here outlives the longjmp target or is POD. Returns false
 // on a libjpeg error (err.message) or an unfit request (invalid); `out` is
 // null for a header-only call.
+// A decompressor with no tables: libjpeg keeps the Huffman and quantisation
+// tables of earlier images, which a JPEG without its own would use.
+void Fresh(JpegDecoder::State* s) {
+  jpeg_destroy_decompress(&s->cinfo);
+  s->cinfo = {};
+  s->err.Install(reinterpret_cast<j_common_ptr>(&s->cinfo));
+  jpeg_create_decompress(&s->cinfo);
+  s->cinfo.mem->max_memory_to_use = 1L << 30;
+}
+
 bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* out, size_t out_size,
          ImageShape* shape) {
+  Fresh(s);
   jpeg_decompress_struct& cinfo = s->cinfo;
   s->err.warnings = o.warnings_are_errors ? JpegWarnings::kAllAreErrors : JpegWarnings::kIgnore;
   s->err.Reset();
@@ -133,7 +150,6 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
 JpegDecoder::JpegDecoder() : state_(std::make_unique<State>()) {
   state_->err.Install(reinterpret_cast<j_common_ptr>(&state_->cinfo));
   jpeg_create_decompress(&state_->cinfo);
-  state_->cinfo.mem->max_memory_to_use = 1L << 30;
 }
 
 JpegDecoder::~JpegDecoder() { jpeg_destroy_decompress(&state_->cinfo); }
@@ -184,7 +200,6 @@ bool DecodeWithPcr(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o,
       (outcome.kind == CoefficientOutcome::kWarning && !o.warnings_are_errors)) {
     return false;
   }
-  ++s->counts.pcr;
   if (outcome.ok()) {
     *result = shape;
   } else {
@@ -201,7 +216,10 @@ Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& optio
   PCR_RETURN_IF_ERROR(CheckOptions(options));
   if (!out.empty() && options.decoder == DecoderChoice::kPcr) {
     Result<ImageShape> result = ImageShape{};
-    if (DecodeWithPcr(state_.get(), jpeg, options, out, &result)) return result;
+    if (DecodeWithPcr(state_.get(), jpeg, options, out, &result)) {
+      ++state_->counts.pcr;
+      return result;
+    }
     ++state_->counts.fallbacks;
   }
   if (!out.empty()) ++state_->counts.libjpeg;

@@ -92,15 +92,17 @@ check "missing shard named" 'missing shards 1 of 3' "$tmp/err"
 expect 2 "merge without parts" "$tools/pcr-convert" merge "$tmp/merged"
 expect 0 "merge" "$tools/pcr-convert" merge "$tmp/merged" "$tmp/part2" "$tmp/part0" "$tmp/part1"
 check "merge summary" '^3 parts: 24 images in 6 files' "$tmp/out"
-# An object-store or web output is refused, never made a local directory.
+# An output that cannot be written there is refused, never made a local
+# directory (s3:// outputs of images: s3_output_test).
 (
   cd "$tmp" || exit 1
-  expect 1 "images into s3://" "$tools/pcr-convert" images "$data/sample" s3://bucket/out
-  check "s3 output refused" 's3://bucket/out: outputs are local directories' "$tmp/err"
-  expect 1 "table into https://" "$tools/pcr-convert" table "$data/tabular/Soybean.csv" https://host/out
+  expect 1 "images into http://" "$tools/pcr-convert" images "$data/sample" http://host/out
+  check "http output refused" 'http://host/out: not a local directory; images and webdataset also write to s3://' \
+    "$tmp/err"
+  expect 1 "table into s3://" "$tools/pcr-convert" table "$data/tabular/Soybean.csv" s3://bucket/out
   expect 1 "merge into s3://" "$tools/pcr-convert" merge s3://bucket/merged "$tmp/part0" "$tmp/part1" "$tmp/part2"
-  check "merge output refused" 's3://bucket/merged: outputs are local directories' "$tmp/err"
-  [ ! -e "$tmp/s3:" ] && [ ! -e "$tmp/https:" ] && passed=$((passed + 1)) ||
+  check "merge output refused" 's3://bucket/merged: not a local directory' "$tmp/err"
+  [ ! -e "$tmp/s3:" ] && [ ! -e "$tmp/http:" ] && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL: a URL output made a local directory"; }
   echo "$passed $failed" >"$tmp/counts"
 )

@@ -234,6 +234,30 @@ TEST_CASE("damaged data: pcr fails where libjpeg-turbo does, and names where") {
   CHECK(decoded > 50);
 }
 
+TEST_CASE("a reused decoder never lends an image the tables of the one before") {
+  const Bytes jpeg = TranscodeToScanGroups(ReadFile(DataDir() + "/sample/video/video-001.jpeg"),
+                                           *BuiltinScanScript("spectral5"))
+                         ->AtFidelity(5);
+  // The same file without its DQT segments.
+  Bytes bare(jpeg.begin(), jpeg.begin() + 2);
+  for (size_t pos = 2; pos + 4 <= jpeg.size() && jpeg[pos] == 0xff && jpeg[pos + 1] != 0xda;) {
+    const size_t length = static_cast<size_t>(jpeg[pos + 2]) << 8 | jpeg[pos + 3];
+    if (jpeg[pos + 1] != 0xdb) bare.insert(bare.end(), jpeg.begin() + pos, jpeg.begin() + pos + 2 + length);
+    pos += 2 + length;
+    if (jpeg[pos + 1] == 0xda) bare.insert(bare.end(), jpeg.begin() + pos, jpeg.end());
+  }
+  REQUIRE(bare.size() < jpeg.size());
+  for (DecoderChoice choice : {DecoderChoice::kLibjpeg, DecoderChoice::kPcr}) {
+    JpegDecoder fresh, reused;
+    const DecodeOptions o{.decoder = choice};
+    const Decoded alone = Decode(fresh, bare, o);
+    REQUIRE_FALSE(alone.status.ok());
+    REQUIRE(Decode(reused, jpeg, o).status.ok());
+    const Decoded after = Decode(reused, bare, o);
+    CHECK(after.status.ToString() == alone.status.ToString());
+  }
+}
+
 TEST_CASE("YCbCr to gray does not read the chroma scans") {
   const ScanScript script = *BuiltinScanScript("spectral5");
   auto t = TranscodeToScanGroups(ReadFile(DataDir() + "/sample/video/video-001.jpeg"), script);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "io/md5.h"
 #include "io/sigv4.h"
 #include "tests/test_util.h"
 
@@ -34,6 +35,17 @@ TEST_CASE("SHA-256 and HMAC-SHA256 give the published digests") {
         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   CHECK(Hex(HmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")) ==
         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+TEST_CASE("MD5 gives RFC 1321's digests") {
+  CHECK(Md5Hex("") == "d41d8cd98f00b204e9800998ecf8427e");
+  CHECK(Md5Hex("abc") == "900150983cd24fb0d6963f7d28e17f72");
+  CHECK(Md5Hex("message digest") == "f96b697d7cb7938d525a2f31aaf161d0");
+  CHECK(Md5Hex("12345678901234567890123456789012345678901234567890123456789012345678901234567890") ==
+        "57edf4a22be3c955ac49da2e2107b67a");
+  CHECK(Md5Hex(std::string(55, 'a')) == "ef1772b6dff9a122358552954ad0df65");
+  CHECK(Md5Hex(std::string(56, 'a')) == "3b0c8ac703f828b04c6c197006d17218");
+  CHECK(Md5Hex(std::string(64, 'a')) == "014842d480b571495a4a0363793f7367");
 }
 
 const AwsCredentials kSuite{"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", ""};

@@ -24,8 +24,15 @@ constexpr char kImagesUsage[] =
     "                          [--max-pixels N] [--memory-mb N] [--shard I --num-shards N]\n"
     "                          [--fields FILE [--fields-key NAME] [--field-type NAME=TYPE]...\n"
     "                           [--field-order NAME,...]] [--exif-orientation]\n"
+    "                          [--work-dir DIR] [--part-size-mib N] [--multipart-threshold-mib N]\n"
     "\n"
     "  SRC_DIR/<class>/<image>.jpg; label = index of <class> in sorted order.\n"
+    "  OUT_DIR may be s3://BUCKET/PREFIX (AWS_* variables as for reading): the\n"
+    "  dataset is converted into --work-dir (default: a directory named after\n"
+    "  OUT_DIR under the temp dir), then uploaded with its manifest last; run\n"
+    "  again after a failure, the same command resumes from --work-dir.\n"
+    "  --part-size-mib N    multipart upload parts (default 16, at least 5)\n"
+    "  --multipart-threshold-mib N  files this large go up in parts (default 64)\n"
     "  --list FILE          CSV lines \"path,label\", paths relative to SRC_DIR\n"
     "  --by-content         take files that start like a JPEG (FF D8 FF), whatever\n"
     "                       their names, instead of .jpg, .jpeg, .jpe and .jfif files\n"
@@ -231,6 +238,14 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
       if (!number(&o.shard_index)) return Usage("--shard needs an integer");
     } else if (a == "--num-shards") {
       if (!number(&o.num_shards) || o.num_shards == 0) return Usage("--num-shards needs a positive integer");
+    } else if (a == "--work-dir") {
+      if (!value(&o.work_dir) || o.work_dir.empty()) return Usage("--work-dir needs a directory");
+    } else if (a == "--part-size-mib") {
+      if (!number(&n) || n < 5 || n > 5120) return Usage("--part-size-mib needs 5..5120");
+      o.upload.part_size = n << 20;
+    } else if (a == "--multipart-threshold-mib") {
+      if (!number(&n) || n == 0 || n > (uint64_t{1} << 30)) return Usage("--multipart-threshold-mib needs a positive integer");
+      o.upload.multipart_threshold = n << 20;
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
     } else {
@@ -254,6 +269,14 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   }
   o.src_dir = positional[0];
   o.out_dir = positional[1];
+  const bool to_store = o.out_dir.starts_with("s3://");
+  if (to_store) {
+    auto io = pcr::cli::IoOptionsFromEnvironment();
+    if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
+    o.remote = io->remote;
+    std::fprintf(stderr, "pcr-convert: converting into %s, then uploading to %s\n",
+                 pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str(), o.out_dir.c_str());
+  }
   pcr::cli::Progress progress;
   const auto start = std::chrono::steady_clock::now();
   o.progress = [&](const pcr::ConvertProgress& p) {
@@ -270,7 +293,10 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   progress.Finish();
   if (!result.ok()) {
     pcr::cli::ReportError("pcr-convert", result.status());
-    if (std::filesystem::exists(std::filesystem::path(o.out_dir) / pcr::kConversionMarkerName)) {
+    if (to_store && std::filesystem::exists(pcr::ConversionWorkDir(o.out_dir, o.work_dir))) {
+      std::fprintf(stderr, "pcr-convert: %s holds no manifest; the same command run again resumes from %s\n",
+                   o.out_dir.c_str(), pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str());
+    } else if (std::filesystem::exists(std::filesystem::path(o.out_dir) / pcr::kConversionMarkerName)) {
       std::fprintf(stderr, "pcr-convert: the files finished so far stay in %s; the same command run again keeps them\n",
                    o.out_dir.c_str());
     }

@@ -124,8 +124,9 @@ Status AtomicFile::Commit() {
 
 Status CheckLocalOutput(const std::string& dir) {
   if (!IsRemotePath(dir) && dir.find("://") == std::string::npos) return Status::OK();
-  return Status::InvalidArgument(dir + ": outputs are local directories; convert into one and copy it to object "
-                                 "storage with your store's tools");
+  return Status::InvalidArgument(dir + ": not a local directory; images and webdataset also write to "
+                                 "s3://BUCKET/PREFIX, the rest only locally (copy the result up with your store's "
+                                 "tools)");
 }
 
 Result<DirectoryLock> DirectoryLock::Take(const std::string& dir) {

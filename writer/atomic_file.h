@@ -46,8 +46,8 @@ class AtomicFile {
 };
 
 // InvalidArgument for an output path that names a URL (s3://, http(s)://,
-// or any other scheme), which would otherwise become a local directory
-// named after it.
+// or any other scheme) where only a local directory can be written, which
+// would otherwise become a local directory named after it.
 Status CheckLocalOutput(const std::string& dir);
 
 // An exclusive flock on a directory, held while a conversion writes into

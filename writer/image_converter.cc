@@ -16,6 +16,7 @@
 #include "format/scan_script.h"
 #include "writer/convert_input.h"
 #include "writer/file_writer.h"
+#include "writer/remote_output.h"
 #include "writer/resume.h"
 #include "writer/sources.h"
 #include "writer/transcode_pool.h"
@@ -397,6 +398,7 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
 }
 
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
+  if (IsObjectStoreOutput(options.out_dir)) return ConvertImagesToObjectStore(options, ConvertImages);
   PCR_RETURN_IF_ERROR(CheckOptions(options));
   SourceList list;
   if (options.list_file.empty()) {

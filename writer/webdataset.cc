@@ -10,6 +10,7 @@
 #include "format/permutation.h"
 #include "pcr/convert.h"
 #include "writer/convert_input.h"
+#include "writer/remote_output.h"
 #include "writer/tar.h"
 #include "writer/text_input.h"
 
@@ -284,6 +285,7 @@ class WebDataset : public SourceReader {
 }  // namespace
 
 Result<ConvertImagesSummary> ConvertWebDataset(const ConvertImagesOptions& options) {
+  if (IsObjectStoreOutput(options.out_dir)) return ConvertImagesToObjectStore(options, ConvertWebDataset);
   PCR_RETURN_IF_ERROR(CheckOptions(options));
   if (!options.list_file.empty() || !options.fields_file.empty() || options.by_content) {
     return Status::InvalidArgument("WebDataset shards hold their own samples and fields: no --list, --fields or "

@@ -85,6 +85,12 @@ struct ConvertImagesOptions {
   // stops as a killed one does (the files finished so far stay, listed in
   // the journal, so the same call again resumes) and returns Cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // out_dir may be s3://BUCKET/PREFIX: the conversion is written to
+  // work_dir (empty: ConversionWorkDir) and then uploaded, every file before
+  // the manifest, with `remote`'s endpoint, credentials and retries.
+  std::string work_dir;
+  RemoteOptions remote;
+  UploadOptions upload;
 };
 
 struct ConvertImagesSummary {
@@ -120,6 +126,15 @@ PCR_EXPORT Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 // holds no manifest; the files finished so far stay, listed in the journal,
 // and the same call again keeps them and converts the rest.
 PCR_EXPORT Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
+
+// The local directory of a conversion into object storage (out_dir
+// s3://...): `work_dir` when set, else pcr-convert-<hash of out_dir> under
+// the system temp dir. It holds the converted files (out/) and the journal
+// of their uploads (upload.journal): the same conversion run again after a
+// failure or kill resumes from them, uploads only what is missing and
+// aborts the multipart uploads left open; the manifest goes up last, so a
+// dataset is never seen before all its files are.
+PCR_EXPORT std::string ConversionWorkDir(const std::string& out_dir, const std::string& work_dir);
 
 // Converts WebDataset tar shards (options.shards, in order) as ConvertImages
 // converts images, reading each member in place. A sample is a run of

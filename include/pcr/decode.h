@@ -34,7 +34,8 @@ struct Crop {
   int height = 0;
 };
 
-// Which decoder turns a JPEG into pixels. Both give identical pixels.
+// Which decoder turns a JPEG into pixels. Both give identical pixels; see
+// JpegDecoder for where pcr's decoder reports less.
 enum class DecoderChoice {
   kAuto,     // the faster for the image: today libjpeg-turbo
   kPcr,      // pcr's decoder for the progressive files pcr writes (see
@@ -51,11 +52,12 @@ struct DecodeOptions {
   DecoderChoice decoder = DecoderChoice::kAuto;
 };
 
-// How many images a JpegDecoder has decoded with each decoder.
+// The Decode calls of a JpegDecoder each decoder answered, whatever the
+// outcome.
 struct DecoderCounts {
   uint64_t pcr = 0;        // by pcr's decoder
   uint64_t libjpeg = 0;    // by libjpeg-turbo, fallbacks included
-  uint64_t fallbacks = 0;  // asked for kPcr, decoded by libjpeg-turbo
+  uint64_t fallbacks = 0;  // asked for kPcr, answered by libjpeg-turbo
 };
 
 // Size of the pixels a decode produces: rows of width * components bytes.
@@ -76,9 +78,10 @@ struct ImageShape {
 // pcr's decoder (DecoderChoice::kPcr) reads progressive Huffman 8-bit JPEGs
 // whose scans use spectral selection only, as pcr-convert writes them, with
 // 1, 3 or 4 components sampled 1x1 but for the first (1x1, 2x1, 1x2 or
-// 2x2): every full-fidelity record, and partial fidelities where every
-// component has its first 10 coefficients (libjpeg-turbo smooths the blocks
-// of the others). It gives exactly libjpeg-turbo's pixels; any other image,
+// 2x2): the full-fidelity records of every image so sampled, and partial
+// fidelities where every component has its first 10 coefficients
+// (libjpeg-turbo smooths the blocks of the others). It gives exactly
+// libjpeg-turbo 2.1's pixels; any other image,
 // and any image with corrupt data libjpeg-turbo only warns about when
 // warnings are not errors, it hands to libjpeg-turbo, counted in counts().
 // Its errors carry the scan and the byte offset where the data went wrong.

@@ -48,6 +48,15 @@ struct RemoteOptions {
   bool anonymous = false;  // never sign S3 requests (public buckets)
 };
 
+// Uploads to object storage: one PUT below multipart_threshold bytes, else
+// a multipart upload of part_size parts (5 MiB to 5 GiB; larger where a file
+// would need more than 10,000), `concurrency` parts in flight.
+struct UploadOptions {
+  uint64_t multipart_threshold = uint64_t{64} << 20;
+  uint64_t part_size = uint64_t{16} << 20;
+  unsigned concurrency = 4;
+};
+
 struct IoEngineOptions {
   IoEngineKind kind = IoEngineKind::kAuto;
   unsigned queue_depth = 64;        // io_uring: reads in flight at most (1..4096)

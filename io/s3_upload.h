@@ -1,0 +1,72 @@
+// Uploading files to an S3-compatible store: one PUT below a size, a
+// multipart upload above it (parts in parallel, each retried), every part
+// and the object checked against the bytes sent.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "io/s3_request.h"
+#include "pcr/io.h"
+#include "pcr/status.h"
+
+namespace pcr {
+
+// InvalidArgument naming the option unless part_size is 5 MiB to 5 GiB,
+// multipart_threshold at least 1 and concurrency 1..64.
+Status CheckUploadOptions(const UploadOptions& options);
+
+// Thread safety: not thread-safe; one upload at a time.
+class S3Uploader {
+ public:
+  // Endpoint, region, credentials, retries and timeouts as for reading.
+  static Result<std::unique_ptr<S3Uploader>> Create(const RemoteOptions& remote, const UploadOptions& upload);
+  ~S3Uploader();
+  S3Uploader(const S3Uploader&) = delete;
+  S3Uploader& operator=(const S3Uploader&) = delete;
+
+  // Uploads the local file `local` as the object `path` (s3://BUCKET/KEY).
+  // A multipart upload calls `started(upload_id)` before its first part,
+  // so that a failed run can be cleaned up (Abort). Each part's ETag must be
+  // its MD5, and the object must then have the file's size and its last
+  // bytes; errors name the object and the HTTP status or S3 error code.
+  Status Upload(const std::string& local, const std::string& path,
+                const std::function<Status(const std::string& upload_id)>& started);
+  // Whether the object exists (HEAD): errors name it and the HTTP status.
+  Result<bool> Exists(const std::string& path);
+  // Aborts a multipart upload; one the store no longer knows counts as
+  // aborted, and a store that cannot abort (405, 501) keeps its parts.
+  Status Abort(const std::string& path, const std::string& upload_id);
+
+  struct Response {
+    long status = 0;
+    std::string body;
+    std::string etag;  // without quotes
+    int curl_code = 0;
+    std::string curl_error;
+  };
+
+ private:
+  S3Uploader(const RemoteOptions& remote, const UploadOptions& upload);
+  // One request, retried on connection failures, 5xx and 429 answers.
+  Result<Response> Send(const std::string& method, const std::string& path, const std::string& query,
+                        std::string_view body, const std::vector<std::pair<std::string, std::string>>& headers);
+  Response Attempt(const std::string& method, const std::string& path, const S3Object& object,
+                   const std::string& query, std::string_view body,
+                   const std::vector<std::pair<std::string, std::string>>& headers);
+  Status Check(const std::string& local, const std::string& path, uint64_t size);
+  void* TakeHandle();
+  void GiveHandle(void* handle);
+
+  const RemoteOptions remote_;
+  const UploadOptions upload_;
+  S3Signer signer_;
+  std::mutex mu_;
+  std::vector<void*> idle_;  // CURL easy handles, guarded by mu_
+};
+
+}  // namespace pcr

@@ -1,0 +1,67 @@
+"""An HTTP proxy in front of an S3 test server that misbehaves on purpose
+during uploads, for the upload tests.
+
+usage: s3_proxy.py PORT UPSTREAM_PORT MODE
+MODE: slow-parts (each part upload waits 2 s first), flaky-parts (every
+other part upload is answered 503 without reaching the store, and the
+first upload of a whole object has its connection dropped), down (every
+PUT and POST answered 503), none.
+"""
+import http.client
+import http.server
+import sys
+import threading
+import time
+
+port, upstream, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+count = 0
+lock = threading.Lock()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def forward(self):
+        global count
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length) if length else b""
+        part = "partNumber=" in self.path
+        with lock:
+            count += 1
+            n = count
+        if mode == "slow-parts" and part:
+            time.sleep(2)
+        if (mode == "flaky-parts" and part and n % 2 == 0) or (mode == "down" and self.command in ("PUT", "POST")):
+            error = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(error)))
+            self.end_headers()
+            self.wfile.write(error)
+            return
+        if mode == "flaky-parts" and self.command == "PUT" and not part and n < 6:
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection",)}
+        conn.request(self.command, self.path, body=body if self.command not in ("GET", "HEAD") else None,
+                     headers=headers)
+        r = conn.getresponse()
+        data = r.read()
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", r.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        conn.close()
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()

@@ -1,0 +1,34 @@
+// Conversions into object storage: converted in a local work directory,
+// then uploaded with the manifest last, journaled so that a rerun resumes.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pcr/convert.h"
+#include "pcr/io.h"
+#include "pcr/status.h"
+
+namespace pcr {
+
+// True for outputs in object storage (s3://).
+bool IsObjectStoreOutput(std::string_view out_dir);
+
+// Uploads every regular file of `local` whose name does not start with '.'
+// as `remote`/NAME, the files named in `last` after all others and in that
+// order, each checked (S3Uploader::Upload). `journal` (a local file) records
+// each file uploaded (its size and modification time) and each multipart
+// upload started; a run finds the files already up and aborts the uploads
+// left open before it starts.
+Status PublishDirectory(const std::string& local, const std::string& remote, const std::vector<std::string>& last,
+                        const std::string& journal, const RemoteOptions& remote_options,
+                        const UploadOptions& upload);
+
+// ConvertImages or ConvertWebDataset (`convert`) into options.out_dir in
+// object storage: into ConversionWorkDir's out/ (kept from an earlier run
+// when it finished there), then PublishDirectory with the manifest last.
+Result<ConvertImagesSummary> ConvertImagesToObjectStore(
+    const ConvertImagesOptions& options, Result<ConvertImagesSummary> (*convert)(const ConvertImagesOptions&));
+
+}  // namespace pcr
