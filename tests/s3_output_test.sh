@@ -71,6 +71,14 @@ if "$tools/pcr-convert" webdataset "$tmp/shard.tar" s3://pcrtest/wds >/dev/null 
   bad "webdataset into s3"; cat "$tmp/err"; fi
 same_objects "webdataset uploaded" "$tmp/wlocal" wds
 
+# A table.
+"$tools/pcr-convert" table "$data/tabular/Soybean.csv" "$tmp/tlocal" --rows-per-stripe 100 >/dev/null
+if "$tools/pcr-convert" table "$data/tabular/Soybean.csv" s3://pcrtest/t --rows-per-stripe 100 >"$tmp/out" 2>"$tmp/err" &&
+   grep -q '^s3://pcrtest/t/Soybean.pcr' "$tmp/out"; then ok; else bad "table into s3"; cat "$tmp/out" "$tmp/err"; fi
+same_objects "table uploaded" "$tmp/tlocal" t
+if ! "$tools/pcr-convert" table "$data/tabular/Soybean.csv" s3://pcrtest/t >/dev/null 2>"$tmp/err" &&
+   grep -q 's3://pcrtest/t already holds a pcr table (Soybean.pcr)' "$tmp/err"; then ok; else bad "second table refused"; cat "$tmp/err"; fi
+
 # Multipart: one file of about 12 MiB in 5 MiB parts, with every other part
 # answered 503 and whole-object PUTs dropped at first: retried, the same bytes.
 mkdir -p "$tmp/big/c"
@@ -98,6 +106,16 @@ if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/retry --images-per-re
    grep -q 'kept 5 files' "$tmp/out"; then ok; else bad "rerun after a failed upload"; cat "$tmp/out" "$tmp/err"; fi
 "$tools/pcr-convert" images "$data/sample" "$tmp/local5" --images-per-record 5 >/dev/null
 same_objects "rerun after a failed upload" "$tmp/local5" retry
+
+# Another conversion into an output whose conversion did not finish is
+# refused, not given the first one's files.
+proxy down
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/other --images-per-record 5 \
+  --work-dir "$tmp/wo" >/dev/null 2>&1
+if ! "$tools/pcr-convert" images "$data/sample" s3://pcrtest/other --images-per-record 7 --work-dir "$tmp/wo" \
+       >/dev/null 2>"$tmp/err" &&
+   grep -q 'holds an unfinished conversion of other inputs or options into s3://pcrtest/other' "$tmp/err"; then ok; else
+  bad "another conversion into an unfinished output"; cat "$tmp/err"; fi
 
 # Killed in the middle of a multipart upload: no manifest and an upload left
 # open, which the rerun aborts (s3rver has no abort and keeps its parts)

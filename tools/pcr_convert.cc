@@ -82,12 +82,14 @@ constexpr char kTableUsage[] =
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
     "                         [--float32] [--schema FILE] [--column-type NAME=TYPE]... [--strings]\n"
     "                         [--on-bad-value error|missing]\n"
+    "                         [--work-dir DIR] [--part-size-mib N] [--multipart-threshold-mib N]\n"
     "\n"
     "  INPUT is .csv (header row; empty and NA are missing) or .jsonl (one object\n"
     "  per line; \"dense\", \"sparse\" and \"scored\" map feature ids to values;\n"
     "  other keys are columns). Writes OUT_DIR/<stem>.pcr. Column types are\n"
     "  inferred (int64, uint64, float64, bool for true/false, timestamp_us or _ns\n"
-    "  for ISO 8601 times, else string) unless declared.\n"
+    "  for ISO 8601 times, else string) unless declared. OUT_DIR may be\n"
+    "  s3://BUCKET/PREFIX, as for images.\n"
 
     "  --rows-per-stripe N  close a stripe after N rows (default: by size only)\n"
     "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 1024)\n"
@@ -398,6 +400,14 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       const std::string v = args.empty() ? "" : args.next();
       if (v != "error" && v != "missing") return Usage("--on-bad-value needs error or missing");
       o.on_bad_value = v == "error" ? pcr::BadValue::kError : pcr::BadValue::kMissing;
+    } else if (!reorder && a == "--work-dir") {
+      if (args.empty() || (o.work_dir = args.next()).empty()) return Usage("--work-dir needs a directory");
+    } else if (!reorder && a == "--part-size-mib") {
+      if (!number() || n < 5 || n > 5120) return Usage("--part-size-mib needs 5..5120");
+      o.upload.part_size = n << 20;
+    } else if (!reorder && a == "--multipart-threshold-mib") {
+      if (!number() || n == 0 || n > (uint64_t{1} << 30)) return Usage("--multipart-threshold-mib needs a positive integer");
+      o.upload.multipart_threshold = n << 20;
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
     } else {
@@ -429,6 +439,11 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
                         : [&] {
                             o.input = positional[0];
                             o.out_dir = positional[1];
+                            o.remote = io->remote;
+                            if (o.out_dir.starts_with("s3://")) {
+                              std::fprintf(stderr, "pcr-convert: converting into %s, then uploading to %s\n",
+                                           pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str(), o.out_dir.c_str());
+                            }
                             return pcr::ConvertTable(o);
                           }();
   if (!result.ok()) return pcr::cli::ReportError("pcr-convert", result.status());

@@ -131,6 +131,75 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
   return Status::OK();
 }
 
+namespace {
+
+// Refuses an output that already holds `name`.
+Status CheckNoObject(const std::string& out_dir, const std::string& name, const RemoteOptions& remote,
+                     const UploadOptions& upload) {
+  PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(remote, upload));
+  PCR_ASSIGN_OR_RETURN(const bool exists, uploader->Exists(JoinRemotePath(out_dir, name)));
+  if (exists) return Status::InvalidArgument(out_dir + " already holds a pcr " + (name.ends_with(".pcrd") ? "dataset (" + name + ")" : "table (" + name + ")"));
+  return Status::OK();
+}
+
+// Takes `work` for the conversion `identity` (its inputs and options, one
+// per line): a work directory left by a different conversion into the same
+// output is refused rather than its files uploaded.
+Status ClaimWorkDir(const fs::path& work, const std::string& identity, const std::string& out_dir) {
+  std::error_code ec;
+  fs::create_directories(work, ec);
+  if (ec) return Status::IOError(work.string() + ": cannot create directory: " + ec.message());
+  const fs::path path = work / "conversion";
+  if (fs::exists(path, ec)) {
+    PCR_ASSIGN_OR_RETURN(const Bytes held, ReadRegularFile(path.string()));
+    if (std::string(held.begin(), held.end()) != identity) {
+      return Status::InvalidArgument(work.string() + " holds an unfinished conversion of other inputs or options into " +
+                                     out_dir + ": delete it, or give another --work-dir");
+    }
+    return Status::OK();
+  }
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const bool ok = fd >= 0 && write(fd, identity.data(), identity.size()) == static_cast<ssize_t>(identity.size()) &&
+                  fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  return ok ? Status::OK() : Status::IOError(path.string() + ": cannot write");
+}
+
+std::string ImagesIdentity(const ConvertImagesOptions& o) {
+  std::string s = "images\n" + o.src_dir + "\n" + o.list_file + "\n";
+  for (const std::string& shard : o.shards) s += shard + "\n";
+  s += std::to_string(o.images_per_record) + " " + std::to_string(o.records_per_file) + " " + o.scan_script + " " +
+       std::to_string(o.strip_metadata) + " " + std::to_string(o.by_content) + " " + std::to_string(o.skip_bad) +
+       " " + (o.shuffle_seed ? std::to_string(*o.shuffle_seed) : "-") + " " + std::to_string(o.shard_index) + " " +
+       std::to_string(o.num_shards) + " " + std::to_string(o.max_pixels) + " " + std::to_string(o.exif_orientation) +
+       "\n" + o.fields_file + "\n" + o.fields_key + "\n";
+  for (const auto& [name, type] : o.field_types) s += name + "=" + std::to_string(static_cast<int>(type)) + "\n";
+  for (const std::string& f : o.field_order) s += f + ",";
+  return s + "\n";
+}
+
+std::string TableIdentity(const TableConvertOptions& o) {
+  const TableWriterOptions& w = o.writer;
+  std::string s = "table\n" + o.input + "\n" + o.schema_file + "\n" + std::to_string(w.rows_per_stripe) + " " +
+                  std::to_string(w.stripe_bytes) + " " + std::to_string(w.zstd_level) + " " + w.stream_encoding +
+                  " " + std::to_string(o.float32) + " " + std::to_string(o.strings) + " " +
+                  std::to_string(static_cast<int>(o.on_bad_value)) + "\n";
+  for (const auto& [name, type] : o.column_types) s += name + "=" + std::to_string(static_cast<int>(type)) + "\n";
+  for (const std::string& f : w.stream_order) s += f + ",";
+  return s + "\n";
+}
+
+// Removes the local copy once it is up.
+void RemoveWorkFiles(const fs::path& work, const std::string& out, bool own_dir) {
+  std::error_code ec;
+  fs::remove_all(out, ec);
+  fs::remove(work / "upload.journal", ec);
+  fs::remove(work / "conversion", ec);
+  if (own_dir) fs::remove(work, ec);
+}
+
+}  // namespace
+
 Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     const ConvertImagesOptions& options, Result<ConvertImagesSummary> (*convert)(const ConvertImagesOptions&)) {
   PCR_RETURN_IF_ERROR(CheckUploadOptions(options.upload));
@@ -141,11 +210,8 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
   const std::string manifest = options.num_shards > 1 ? kPartManifestName : kDatasetManifestName;
   const fs::path manifest_path = fs::path(local.out_dir) / manifest;
   std::error_code ec;
-  {
-    PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(options.remote, options.upload));
-    PCR_ASSIGN_OR_RETURN(const bool exists, uploader->Exists(JoinRemotePath(options.out_dir, manifest)));
-    if (exists) return Status::InvalidArgument(options.out_dir + " already holds a pcr dataset (" + manifest + ")");
-  }
+  PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, manifest, options.remote, options.upload));
+  PCR_RETURN_IF_ERROR(ClaimWorkDir(work, ImagesIdentity(options), options.out_dir));
   ConvertImagesSummary summary;
   if (fs::exists(manifest_path, ec) && !fs::exists(fs::path(local.out_dir) / kConversionMarkerName, ec)) {
     // Converted by an earlier run whose upload did not finish.
@@ -163,11 +229,40 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
   }
   PCR_RETURN_IF_ERROR(PublishDirectory(local.out_dir, options.out_dir, {manifest}, (work / "upload.journal").string(),
                                        options.remote, options.upload));
-  // Uploaded: the local copy goes.
-  fs::remove_all(local.out_dir, ec);
-  fs::remove(work / "upload.journal", ec);
-  if (options.work_dir.empty()) fs::remove(work, ec);
+  RemoveWorkFiles(work, local.out_dir, options.work_dir.empty());
   return summary;
+}
+
+Result<TableConvertReport> ConvertTableToObjectStore(
+    const TableConvertOptions& options, Result<TableConvertReport> (*convert)(const TableConvertOptions&)) {
+  PCR_RETURN_IF_ERROR(CheckUploadOptions(options.upload));
+  const fs::path work = ConversionWorkDir(options.out_dir, options.work_dir);
+  TableConvertOptions local = options;
+  local.out_dir = (work / "out").string();
+  local.work_dir.clear();
+  const std::string name = fs::path(options.input).stem().string() + ".pcr";
+  PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, name, options.remote, options.upload));
+  PCR_RETURN_IF_ERROR(ClaimWorkDir(work, TableIdentity(options), options.out_dir));
+  const fs::path table = fs::path(local.out_dir) / name;
+  std::error_code ec;
+  TableConvertReport report;
+  if (fs::exists(table, ec)) {
+    // Converted by an earlier run whose upload did not finish.
+    PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
+    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(table.string(), engine.get()));
+    report.schema = file->index().schema;
+    report.stripes = file->index().stripes.size();
+    report.output_bytes = file->size();
+  } else {
+    // A table is written whole or not at all: an earlier run left none.
+    fs::remove_all(local.out_dir, ec);
+    PCR_ASSIGN_OR_RETURN(report, convert(local));
+  }
+  PCR_RETURN_IF_ERROR(PublishDirectory(local.out_dir, options.out_dir, {}, (work / "upload.journal").string(),
+                                       options.remote, options.upload));
+  RemoveWorkFiles(work, local.out_dir, options.work_dir.empty());
+  report.path = JoinRemotePath(options.out_dir, name);
+  return report;
 }
 
 }  // namespace pcr

@@ -31,4 +31,9 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
 Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     const ConvertImagesOptions& options, Result<ConvertImagesSummary> (*convert)(const ConvertImagesOptions&));
 
+// ConvertTable (`convert`) into options.out_dir in object storage, as
+// ConvertImagesToObjectStore.
+Result<TableConvertReport> ConvertTableToObjectStore(
+    const TableConvertOptions& options, Result<TableConvertReport> (*convert)(const TableConvertOptions&));
+
 }  // namespace pcr

@@ -22,6 +22,7 @@
 #include "io/read_executor.h"
 #include "writer/atomic_file.h"
 #include "writer/column_types.h"
+#include "writer/remote_output.h"
 #include "writer/text_input.h"
 
 namespace pcr {
@@ -735,6 +736,7 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 }  // namespace
 
 Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
+  if (IsObjectStoreOutput(options.out_dir)) return ConvertTableToObjectStore(options, ConvertTable);
   const bool csv = EndsWith(options.input, ".csv");
   const bool jsonl = EndsWith(options.input, ".jsonl") || EndsWith(options.input, ".ndjson");
   if (!csv && !jsonl) {

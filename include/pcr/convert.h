@@ -205,6 +205,10 @@ struct TableConvertOptions {
   std::string schema_file;
   bool strings = false;  // undeclared columns are strings, not inferred
   BadValue on_bad_value = BadValue::kError;
+  // out_dir may be s3://BUCKET/PREFIX, as for ConvertImagesOptions.
+  std::string work_dir;
+  RemoteOptions remote;
+  UploadOptions upload;
 };
 
 // FeatureTypeName's names, and "timestamp" for timestamp_us.
