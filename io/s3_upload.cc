@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -56,11 +57,10 @@ size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
   if (colon != std::string_view::npos) {
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (name == "etag") {
-      std::string v(line.substr(colon + 1));
-      std::erase_if(v, [](char c) { return c == '"' || c == ' ' || c == '\r' || c == '\n'; });
-      r->etag = v;
-    }
+    std::string v(line.substr(colon + 1));
+    std::erase_if(v, [](char c) { return c == '"' || c == ' ' || c == '\r' || c == '\n'; });
+    if (name == "etag") r->etag = v;
+    if (name == "content-length") r->content_length = std::strtoull(v.c_str(), nullptr, 10);
   }
   return size * n;
 }
@@ -295,9 +295,19 @@ Status S3Uploader::Check(const std::string& local, const std::string& path, uint
 }
 
 Result<bool> S3Uploader::Exists(const std::string& path) {
+  // A GET, not a HEAD: its 404 body tells a missing key from a missing bucket.
+  PCR_ASSIGN_OR_RETURN(const Response r, Send("GET", path, "", "", {{"range", "bytes=0-0"}}));
+  if (r.curl_code == 0 && (r.status == 200 || r.status == 206)) return true;
+  if (r.curl_code == 0 && r.status == 404 && XmlValue(r.body, "Code") != "NoSuchBucket") return false;
+  std::string hint;
+  if (r.status == 403 || r.status == 401) hint = " (check the credentials and the bucket's permissions)";
+  return Status::IOError(path + ": " + Describe(r) + hint);
+}
+
+Result<uint64_t> S3Uploader::Size(const std::string& path) {
   PCR_ASSIGN_OR_RETURN(const Response r, Send("HEAD", path, "", "", {}));
-  if (r.curl_code == 0 && r.status == 200) return true;
-  if (r.curl_code == 0 && r.status == 404) return false;
+  if (r.curl_code == 0 && r.status == 200) return r.content_length;
+  if (r.curl_code == 0 && r.status == 404) return Status::NotFound(path + ": not found");
   return Status::IOError(path + ": " + Describe(r));
 }
 

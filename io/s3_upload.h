@@ -36,8 +36,11 @@ class S3Uploader {
   // bytes; errors name the object and the HTTP status or S3 error code.
   Status Upload(const std::string& local, const std::string& path,
                 const std::function<Status(const std::string& upload_id)>& started);
-  // Whether the object exists (HEAD): errors name it and the HTTP status.
+  // Whether the object exists: false for NoSuchKey; a missing bucket, a
+  // refusal or an unreachable store fail, naming the object and the status.
   Result<bool> Exists(const std::string& path);
+  // The object's size; NotFound when it does not exist.
+  Result<uint64_t> Size(const std::string& path);
   // Aborts a multipart upload; one the store no longer knows counts as
   // aborted, and a store that cannot abort (405, 501) keeps its parts.
   Status Abort(const std::string& path, const std::string& upload_id);
@@ -46,6 +49,7 @@ class S3Uploader {
     long status = 0;
     std::string body;
     std::string etag;  // without quotes
+    uint64_t content_length = 0;
     int curl_code = 0;
     std::string curl_error;
   };

@@ -114,8 +114,26 @@ AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3
   --work-dir "$tmp/wo" >/dev/null 2>&1
 if ! "$tools/pcr-convert" images "$data/sample" s3://pcrtest/other --images-per-record 7 --work-dir "$tmp/wo" \
        >/dev/null 2>"$tmp/err" &&
-   grep -q 'holds an unfinished conversion of other inputs or options into s3://pcrtest/other' "$tmp/err"; then ok; else
+   grep -q 'holds an unfinished conversion with other inputs, options or output than this one' "$tmp/err"; then ok; else
   bad "another conversion into an unfinished output"; cat "$tmp/err"; fi
+
+# Files the journal holds as up but the store lost (or another store) are
+# sent again before the manifest.
+proxy no-manifest
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/lost --images-per-record 5 \
+  --work-dir "$tmp/wl" >/dev/null 2>&1 && bad "a manifest refused yet success"
+grep -c '^done' "$tmp/wl/upload.journal" | grep -q '^5$' && ok || bad "the record files were not up"
+/usr/bin/python3 -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], method="DELETE"))' \
+  "$endpoint/pcrtest/lost/records-00002.pcr"
+if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/lost/ --images-per-record 5 --work-dir "$tmp/wl" >/dev/null \
+     2>"$tmp/err"; then ok; else bad "rerun after a lost object"; cat "$tmp/err"; fi
+same_objects "rerun after a lost object" "$tmp/local5" lost
+"$tools/pcr-dump" verify s3://pcrtest/lost >/dev/null 2>&1 && ok || bad "verify after a lost object"
+if ! "$tools/pcr-convert" images "$data/sample" s3://pcrtest/part --shard 0 --num-shards 2 >/dev/null 2>"$tmp/err" &&
+   grep -q 's3://pcrtest/part: the parts of a sharded conversion are written locally' "$tmp/err"; then ok; else
+  bad "a shard into s3 refused"; cat "$tmp/err"; fi
+if ! "$tools/pcr-convert" images "$data/sample" s3://nobucket/x >/dev/null 2>"$tmp/err" &&
+   grep -q 's3://nobucket/x/dataset.pcrd: HTTP 404 NoSuchBucket' "$tmp/err"; then ok; else bad "a missing bucket named"; cat "$tmp/err"; fi
 
 # Killed in the middle of a multipart upload: no manifest and an upload left
 # open, which the rerun aborts (s3rver has no abort and keeps its parts)

@@ -5,7 +5,8 @@ usage: s3_proxy.py PORT UPSTREAM_PORT MODE
 MODE: slow-parts (each part upload waits 2 s first), flaky-parts (every
 other part upload is answered 503 without reaching the store, and the
 first upload of a whole object has its connection dropped), down (every
-PUT and POST answered 503), none.
+PUT and POST answered 503), no-manifest (PUTs of dataset.pcrd answered
+503), none.
 """
 import http.client
 import http.server
@@ -34,7 +35,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             n = count
         if mode == "slow-parts" and part:
             time.sleep(2)
-        if (mode == "flaky-parts" and part and n % 2 == 0) or (mode == "down" and self.command in ("PUT", "POST")):
+        no_manifest = mode == "no-manifest" and self.command == "PUT" and self.path.split("?")[0].endswith(".pcrd")
+        if (mode == "flaky-parts" and part and n % 2 == 0) or (mode == "down" and self.command in ("PUT", "POST")) or \
+                no_manifest:
             error = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
             self.send_response(503)
             self.send_header("Content-Length", str(len(error)))

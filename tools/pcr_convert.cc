@@ -295,7 +295,8 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   progress.Finish();
   if (!result.ok()) {
     pcr::cli::ReportError("pcr-convert", result.status());
-    if (to_store && std::filesystem::exists(pcr::ConversionWorkDir(o.out_dir, o.work_dir))) {
+    if (to_store && result.status().code() != pcr::StatusCode::kInvalidArgument &&
+        std::filesystem::exists(pcr::ConversionWorkDir(o.out_dir, o.work_dir))) {
       std::fprintf(stderr, "pcr-convert: %s holds no manifest; the same command run again resumes from %s\n",
                    o.out_dir.c_str(), pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str());
     } else if (std::filesystem::exists(std::filesystem::path(o.out_dir) / pcr::kConversionMarkerName)) {

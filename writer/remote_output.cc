@@ -19,6 +19,7 @@
 #include "io/pcr_file.h"
 #include "io/remote_path.h"
 #include "io/s3_upload.h"
+#include "writer/atomic_file.h"
 
 namespace pcr {
 
@@ -83,10 +84,12 @@ bool IsObjectStoreOutput(std::string_view out_dir) { return out_dir.starts_with(
 
 std::string ConversionWorkDir(const std::string& out_dir, const std::string& work_dir) {
   if (!work_dir.empty()) return work_dir;
+  std::string_view out = out_dir;
+  while (out.size() > 5 && out.ends_with('/')) out.remove_suffix(1);
   char name[64];
   std::snprintf(name, sizeof(name), "pcr-convert-%016llx",
-                static_cast<unsigned long long>(Checksum64(ByteSpan(reinterpret_cast<const uint8_t*>(out_dir.data()),
-                                                                    out_dir.size()))));
+                static_cast<unsigned long long>(
+                    Checksum64(ByteSpan(reinterpret_cast<const uint8_t*>(out.data()), out.size()))));
   std::error_code ec;
   const fs::path tmp = fs::temp_directory_path(ec);
   return ((ec ? fs::path("/tmp") : tmp) / name).string();
@@ -94,7 +97,7 @@ std::string ConversionWorkDir(const std::string& out_dir, const std::string& wor
 
 Status PublishDirectory(const std::string& local, const std::string& remote, const std::vector<std::string>& last,
                         const std::string& journal, const RemoteOptions& remote_options,
-                        const UploadOptions& upload) {
+                        const UploadOptions& upload, const std::atomic<bool>* cancel) {
   PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(remote_options, upload));
   UploadJournal j = ReadJournal(journal);
   for (const auto& [name, id] : j.open) {
@@ -118,10 +121,16 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
     if (name.find_first_of("\t\n") != std::string::npos) {
       return Status::InvalidArgument(local + "/" + name + ": a file name with a tab or newline");
     }
+    if (cancel != nullptr && cancel->load()) return Status::Cancelled("upload to " + remote + " interrupted");
     const std::string path = (fs::path(local) / name).string();
     PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
-    if (auto it = j.done.find(name); it != j.done.end() && it->second == stamp) continue;
     const std::string object = JoinRemotePath(remote, name);
+    if (auto it = j.done.find(name); it != j.done.end() && it->second == stamp) {
+      // Up already, if the store still holds it.
+      auto size = uploader->Size(object);
+      if (size.ok() && *size == stamp.size) continue;
+      if (!size.ok() && size.status().code() != StatusCode::kNotFound) return size.status();
+    }
     PCR_RETURN_IF_ERROR(uploader->Upload(path, object, [&](const std::string& id) {
       return Append(journal, "open\t" + id + "\t" + name + "\n");
     }));
@@ -153,8 +162,9 @@ Status ClaimWorkDir(const fs::path& work, const std::string& identity, const std
   if (fs::exists(path, ec)) {
     PCR_ASSIGN_OR_RETURN(const Bytes held, ReadRegularFile(path.string()));
     if (std::string(held.begin(), held.end()) != identity) {
-      return Status::InvalidArgument(work.string() + " holds an unfinished conversion of other inputs or options into " +
-                                     out_dir + ": delete it, or give another --work-dir");
+      return Status::InvalidArgument(work.string() + " holds an unfinished conversion with other inputs, options or "
+                                     "output than this one into " + out_dir +
+                                     ": delete it, give another --work-dir, or (images) --restart");
     }
     return Status::OK();
   }
@@ -165,8 +175,15 @@ Status ClaimWorkDir(const fs::path& work, const std::string& identity, const std
   return ok ? Status::OK() : Status::IOError(path.string() + ": cannot write");
 }
 
+// The output's objects, without trailing slashes.
+std::string OutputName(const std::string& out_dir) {
+  std::string out = out_dir;
+  while (out.size() > 5 && out.ends_with('/')) out.pop_back();
+  return out;
+}
+
 std::string ImagesIdentity(const ConvertImagesOptions& o) {
-  std::string s = "images\n" + o.src_dir + "\n" + o.list_file + "\n";
+  std::string s = "images " + OutputName(o.out_dir) + "\n" + o.src_dir + "\n" + o.list_file + "\n";
   for (const std::string& shard : o.shards) s += shard + "\n";
   s += std::to_string(o.images_per_record) + " " + std::to_string(o.records_per_file) + " " + o.scan_script + " " +
        std::to_string(o.strip_metadata) + " " + std::to_string(o.by_content) + " " + std::to_string(o.skip_bad) +
@@ -180,7 +197,7 @@ std::string ImagesIdentity(const ConvertImagesOptions& o) {
 
 std::string TableIdentity(const TableConvertOptions& o) {
   const TableWriterOptions& w = o.writer;
-  std::string s = "table\n" + o.input + "\n" + o.schema_file + "\n" + std::to_string(w.rows_per_stripe) + " " +
+  std::string s = "table " + OutputName(o.out_dir) + "\n" + o.input + "\n" + o.schema_file + "\n" + std::to_string(w.rows_per_stripe) + " " +
                   std::to_string(w.stripe_bytes) + " " + std::to_string(w.zstd_level) + " " + w.stream_encoding +
                   " " + std::to_string(o.float32) + " " + std::to_string(o.strings) + " " +
                   std::to_string(static_cast<int>(o.on_bad_value)) + "\n";
@@ -203,21 +220,31 @@ void RemoveWorkFiles(const fs::path& work, const std::string& out, bool own_dir)
 Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     const ConvertImagesOptions& options, Result<ConvertImagesSummary> (*convert)(const ConvertImagesOptions&)) {
   PCR_RETURN_IF_ERROR(CheckUploadOptions(options.upload));
+  if (options.num_shards > 1) {
+    return Status::InvalidArgument(options.out_dir + ": the parts of a sharded conversion are written locally; "
+                                   "merge them, then copy the dataset up with your store's tools");
+  }
   const fs::path work = ConversionWorkDir(options.out_dir, options.work_dir);
   ConvertImagesOptions local = options;
   local.out_dir = (work / "out").string();
   local.work_dir.clear();
-  const std::string manifest = options.num_shards > 1 ? kPartManifestName : kDatasetManifestName;
+  const std::string manifest = kDatasetManifestName;
   const fs::path manifest_path = fs::path(local.out_dir) / manifest;
   std::error_code ec;
   PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, manifest, options.remote, options.upload));
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));  // held through the upload
+  if (options.restart) {
+    fs::remove_all(local.out_dir, ec);
+    fs::remove(work / "upload.journal", ec);
+    fs::remove(work / "conversion", ec);
+  }
   PCR_RETURN_IF_ERROR(ClaimWorkDir(work, ImagesIdentity(options), options.out_dir));
   ConvertImagesSummary summary;
   if (fs::exists(manifest_path, ec) && !fs::exists(fs::path(local.out_dir) / kConversionMarkerName, ec)) {
     // Converted by an earlier run whose upload did not finish.
     PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
     PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(manifest_path.string(), engine.get()));
-    const DatasetManifest& m = options.num_shards > 1 ? file->part().dataset : file->manifest();
+    const DatasetManifest& m = file->manifest();
     for (const DatasetFileEntry& e : m.files) {
       summary.images += e.image_count;
       summary.records += e.stripe_count;
@@ -228,7 +255,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     PCR_ASSIGN_OR_RETURN(summary, convert(local));
   }
   PCR_RETURN_IF_ERROR(PublishDirectory(local.out_dir, options.out_dir, {manifest}, (work / "upload.journal").string(),
-                                       options.remote, options.upload));
+                                       options.remote, options.upload, options.cancel));
   RemoveWorkFiles(work, local.out_dir, options.work_dir.empty());
   return summary;
 }
@@ -242,6 +269,7 @@ Result<TableConvertReport> ConvertTableToObjectStore(
   local.work_dir.clear();
   const std::string name = fs::path(options.input).stem().string() + ".pcr";
   PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, name, options.remote, options.upload));
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));  // held through the upload
   PCR_RETURN_IF_ERROR(ClaimWorkDir(work, TableIdentity(options), options.out_dir));
   const fs::path table = fs::path(local.out_dir) / name;
   std::error_code ec;
@@ -259,7 +287,7 @@ Result<TableConvertReport> ConvertTableToObjectStore(
     PCR_ASSIGN_OR_RETURN(report, convert(local));
   }
   PCR_RETURN_IF_ERROR(PublishDirectory(local.out_dir, options.out_dir, {}, (work / "upload.journal").string(),
-                                       options.remote, options.upload));
+                                       options.remote, options.upload, nullptr));
   RemoveWorkFiles(work, local.out_dir, options.work_dir.empty());
   report.path = JoinRemotePath(options.out_dir, name);
   return report;

@@ -2,6 +2,7 @@
 // then uploaded with the manifest last, journaled so that a rerun resumes.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,15 +20,17 @@ bool IsObjectStoreOutput(std::string_view out_dir);
 // as `remote`/NAME, the files named in `last` after all others and in that
 // order, each checked (S3Uploader::Upload). `journal` (a local file) records
 // each file uploaded (its size and modification time) and each multipart
-// upload started; a run finds the files already up and aborts the uploads
-// left open before it starts.
+// upload started; a run aborts the uploads left open, and sends again only
+// the files the journal lacks or the store does not hold at their size.
+// Cancelled once `cancel` holds true, checked before each file.
 Status PublishDirectory(const std::string& local, const std::string& remote, const std::vector<std::string>& last,
                         const std::string& journal, const RemoteOptions& remote_options,
-                        const UploadOptions& upload);
+                        const UploadOptions& upload, const std::atomic<bool>* cancel);
 
 // ConvertImages or ConvertWebDataset (`convert`) into options.out_dir in
 // object storage: into ConversionWorkDir's out/ (kept from an earlier run
 // when it finished there), then PublishDirectory with the manifest last.
+// Parts of a sharded conversion are refused: merge reads local parts.
 Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     const ConvertImagesOptions& options, Result<ConvertImagesSummary> (*convert)(const ConvertImagesOptions&));
 
