@@ -768,11 +768,7 @@ LibjpegCoefficientReader::~LibjpegCoefficientReader() { jpeg_destroy_decompress(
 
 CoefficientOutcome LibjpegCoefficientReader::Read(ByteSpan jpeg, bool warnings_are_errors, const BlockRowFn& row,
                                                   CoefficientFrame* frame) {
-  // A fresh decompressor: libjpeg keeps the tables of earlier images.
-  jpeg_destroy_decompress(&s_->cinfo);
-  s_->cinfo = {};
-  s_->err.Install(reinterpret_cast<j_common_ptr>(&s_->cinfo));
-  jpeg_create_decompress(&s_->cinfo);
+  RenewDecompressor(&s_->cinfo, &s_->err);
   jpeg_decompress_struct& cinfo = s_->cinfo;
   s_->err.Reset();
   s_->err.warnings = warnings_are_errors ? JpegWarnings::kAllAreErrors : JpegWarnings::kIgnore;

@@ -74,4 +74,11 @@ void JpegErrorManager::WatchScans(j_decompress_ptr cinfo) {
   cinfo->progress = &progress_;
 }
 
+void RenewDecompressor(jpeg_decompress_struct* cinfo, JpegErrorManager* err) {
+  jpeg_destroy_decompress(cinfo);
+  *cinfo = {};
+  err->Install(reinterpret_cast<j_common_ptr>(cinfo));
+  jpeg_create_decompress(cinfo);
+}
+
 }  // namespace pcr

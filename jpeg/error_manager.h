@@ -45,4 +45,9 @@ struct JpegErrorManager {
   jpeg_progress_mgr progress_{};
 };
 
+// Destroys `cinfo` and creates it anew with `err` installed. libjpeg keeps
+// the Huffman and quantisation tables of earlier images, which a JPEG
+// without its own would otherwise use.
+void RenewDecompressor(jpeg_decompress_struct* cinfo, JpegErrorManager* err);
+
 }  // namespace pcr

@@ -38,19 +38,10 @@ namespace {
 // Every C++ object here outlives the longjmp target or is POD. Returns false
 // on a libjpeg error (err.message) or an unfit request (invalid); `out` is
 // null for a header-only call.
-// A decompressor with no tables: libjpeg keeps the Huffman and quantisation
-// tables of earlier images, which a JPEG without its own would use.
-void Fresh(JpegDecoder::State* s) {
-  jpeg_destroy_decompress(&s->cinfo);
-  s->cinfo = {};
-  s->err.Install(reinterpret_cast<j_common_ptr>(&s->cinfo));
-  jpeg_create_decompress(&s->cinfo);
-  s->cinfo.mem->max_memory_to_use = 1L << 30;
-}
-
 bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* out, size_t out_size,
          ImageShape* shape) {
-  Fresh(s);
+  RenewDecompressor(&s->cinfo, &s->err);
+  s->cinfo.mem->max_memory_to_use = 1L << 30;
   jpeg_decompress_struct& cinfo = s->cinfo;
   s->err.warnings = o.warnings_are_errors ? JpegWarnings::kAllAreErrors : JpegWarnings::kIgnore;
   s->err.Reset();

@@ -43,6 +43,13 @@ struct ColorTables {
   int64_t cr_g[256], cb_g[256];
   int64_t r_y[256], g_y[256], b_y[256];
 
+  // R, G and B before the range limit.
+  void YccToRgb(int y, int cb, int cr, int* rgb) const {
+    rgb[0] = y + cr_r[cr];
+    rgb[1] = y + static_cast<int>((cb_g[cb] + cr_g[cr]) >> 16);
+    rgb[2] = y + cb_b[cb];
+  }
+
   ColorTables() {
     constexpr int kScaleBits = 16;
     constexpr int64_t kHalf = int64_t{1} << (kScaleBits - 1);
@@ -264,10 +271,9 @@ void PixelDecoder::State::ConvertRow(int y) {
         return;
       }
       for (size_t x = 0; x < w; ++x) {
-        const int yy = c0[x], cb = c1[x], cr = c2[x];
-        dst[3 * x] = Clamp255(yy + t.cr_r[cr]);
-        dst[3 * x + 1] = Clamp255(yy + static_cast<int>((t.cb_g[cb] + t.cr_g[cr]) >> 16));
-        dst[3 * x + 2] = Clamp255(yy + t.cb_b[cb]);
+        int rgb[3];
+        t.YccToRgb(c0[x], c1[x], c2[x], rgb);
+        for (int j = 0; j < 3; ++j) dst[3 * x + static_cast<size_t>(j)] = Clamp255(rgb[j]);
       }
       return;
     case JpegColorSpace::kRgb:
@@ -292,10 +298,9 @@ void PixelDecoder::State::ConvertRow(int y) {
           cmyk[4 * x + 1] = c1[x];
           cmyk[4 * x + 2] = c2[x];
         } else {
-          const int yy = c0[x], cb = c1[x], cr = c2[x];
-          cmyk[4 * x] = Clamp255(255 - (yy + t.cr_r[cr]));
-          cmyk[4 * x + 1] = Clamp255(255 - (yy + static_cast<int>((t.cb_g[cb] + t.cr_g[cr]) >> 16)));
-          cmyk[4 * x + 2] = Clamp255(255 - (yy + t.cb_b[cb]));
+          int rgb[3];
+          t.YccToRgb(c0[x], c1[x], c2[x], rgb);
+          for (int j = 0; j < 3; ++j) cmyk[4 * x + static_cast<size_t>(j)] = Clamp255(255 - rgb[j]);
         }
         cmyk[4 * x + 3] = c3[x];
       }
