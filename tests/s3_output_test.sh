@@ -94,6 +94,28 @@ if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3:
 same_objects "multipart upload" "$tmp/biglocal" big
 "$tools/pcr-dump" verify s3://pcrtest/big >/dev/null 2>&1 && ok || bad "verify the multipart upload"
 
+# Each record file goes up as soon as it is finished: the first is in the
+# store before the last is written.
+proxy no-manifest
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3://pcrtest/eager --images-per-record 128 \
+  --jobs 1 --work-dir "$tmp/we" >/dev/null 2>&1
+first_up=$(stat -c %.9Y "$(find "$tmp/store/pcrtest" -path '*eager/records-00000.pcr*' -name '*_S3rver_object' | head -1)" 2>/dev/null)
+last_written=$(stat -c %.9Y "$(ls "$tmp/we/out"/records-*.pcr | tail -1)")
+if [ -n "$first_up" ] && [ "$(ls "$tmp/we/out"/records-*.pcr | wc -l)" -gt 4 ] &&
+   awk -v a="$first_up" -v b="$last_written" 'BEGIN { exit !(a < b) }'; then ok; else
+  bad "the first record file went up at $first_up, the last was written at $last_written"; fi
+
+# Merge into the store: the parts' record files, the manifest last.
+for i in 0 1; do
+  "$tools/pcr-convert" images "$data/sample" "$tmp/part$i" --images-per-record 5 --shard $i --num-shards 2 >/dev/null
+done
+"$tools/pcr-convert" merge "$tmp/mlocal" "$tmp/part0" "$tmp/part1" >/dev/null
+if "$tools/pcr-convert" merge s3://pcrtest/merged "$tmp/part0" "$tmp/part1" --work-dir "$tmp/wm" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q '^2 parts: 24 images in 5 files' "$tmp/out"; then ok; else bad "merge into s3"; cat "$tmp/out" "$tmp/err"; fi
+same_objects "merged into s3" "$tmp/mlocal" merged
+"$tools/pcr-dump" verify s3://pcrtest/merged >/dev/null 2>&1 && ok || bad "verify the merged upload"
+[ -e "$tmp/part0/part.pcrd" ] && [ ! -e "$tmp/wm/out" ] && ok || bad "merge left its work or lost a part"
+
 # A store that refuses writes: no manifest, the object and status named; the
 # same command against a working store then finishes from the work directory.
 proxy down

@@ -73,10 +73,13 @@ constexpr char kWebdatasetUsage[] =
     "  .txt a string, .cls an int64 and the label, each member of a .json object\n"
     "  a field of its inferred type, anything else bytes.\n";
 constexpr char kMergeUsage[] =
-    "pcr-convert merge OUT_DIR PART_DIR...\n"
+    "pcr-convert merge OUT_DIR PART_DIR... [--work-dir DIR] [--part-size-mib N]\n"
+    "                         [--multipart-threshold-mib N]\n"
     "\n"
     "  Joins the parts of a sharded conversion into the dataset OUT_DIR by hard\n"
-    "  links (same filesystem): the same bytes as converting on one machine.\n";
+    "  links (same filesystem): the same bytes as converting on one machine.\n"
+    "  OUT_DIR may be s3://BUCKET/PREFIX, as for images: the record files go up\n"
+    "  from the parts, the manifest last.\n";
 constexpr char kTableUsage[] =
     "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
@@ -160,6 +163,30 @@ bool NameAndType(const std::string& v, std::string* name, pcr::FeatureType* type
   return true;
 }
 
+// Takes `a` (and its value) when it is one of the upload options: true
+// with *status set to a usage error's exit code when the value is bad.
+bool UploadOption(const std::string& a, pcr::cli::Args& args, std::string* work_dir, pcr::UploadOptions* upload,
+                  int* status) {
+  if (a != "--work-dir" && a != "--part-size-mib" && a != "--multipart-threshold-mib") return false;
+  const std::string v = args.empty() ? "" : args.next();
+  uint64_t n = 0;
+  const bool is_number = pcr::cli::ParseUint(v, &n);
+  *status = pcr::cli::kExitOk;
+  if (a == "--work-dir") {
+    if (v.empty()) *status = Usage("--work-dir needs a directory");
+    *work_dir = v;
+  } else if (a == "--part-size-mib") {
+    if (!is_number || n < 5 || n > 5120) *status = Usage("--part-size-mib needs 5..5120");
+    upload->part_size = n << 20;
+  } else {
+    if (!is_number || n == 0 || n > (uint64_t{1} << 30)) {
+      *status = Usage("--multipart-threshold-mib needs a positive integer");
+    }
+    upload->multipart_threshold = n << 20;
+  }
+  return true;
+}
+
 // `images SRC_DIR OUT_DIR`, or with `webdataset`, `webdataset SHARD... OUT_DIR`.
 int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   pcr::ConvertImagesOptions o;
@@ -240,14 +267,8 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
       if (!number(&o.shard_index)) return Usage("--shard needs an integer");
     } else if (a == "--num-shards") {
       if (!number(&o.num_shards) || o.num_shards == 0) return Usage("--num-shards needs a positive integer");
-    } else if (a == "--work-dir") {
-      if (!value(&o.work_dir) || o.work_dir.empty()) return Usage("--work-dir needs a directory");
-    } else if (a == "--part-size-mib") {
-      if (!number(&n) || n < 5 || n > 5120) return Usage("--part-size-mib needs 5..5120");
-      o.upload.part_size = n << 20;
-    } else if (a == "--multipart-threshold-mib") {
-      if (!number(&n) || n == 0 || n > (uint64_t{1} << 30)) return Usage("--multipart-threshold-mib needs a positive integer");
-      o.upload.multipart_threshold = n << 20;
+    } else if (int status = 0; UploadOption(a, args, &o.work_dir, &o.upload, &status)) {
+      if (status != pcr::cli::kExitOk) return status;
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
     } else {
@@ -330,14 +351,29 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
 }
 
 int MergeCommand(pcr::cli::Args& args) {
+  pcr::MergeOptions o;
   std::vector<std::string> positional;
   while (!args.empty()) {
     const std::string a = args.next();
-    if (a.starts_with("--")) return Usage("unknown option " + a);
-    positional.push_back(a);
+    if (int status = 0; UploadOption(a, args, &o.work_dir, &o.upload, &status)) {
+      if (status != pcr::cli::kExitOk) return status;
+    } else if (a.starts_with("--")) {
+      return Usage("unknown option " + a);
+    } else {
+      positional.push_back(a);
+    }
   }
   if (positional.size() < 2) return Usage("merge needs OUT_DIR and at least one PART_DIR");
-  auto result = pcr::MergeParts(positional[0], {positional.begin() + 1, positional.end()});
+  o.out_dir = positional[0];
+  o.part_dirs.assign(positional.begin() + 1, positional.end());
+  if (o.out_dir.starts_with("s3://")) {
+    auto io = pcr::cli::IoOptionsFromEnvironment();
+    if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
+    o.remote = io->remote;
+    std::fprintf(stderr, "pcr-convert: merging into %s, then uploading to %s\n",
+                 pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str(), o.out_dir.c_str());
+  }
+  auto result = pcr::MergeParts(o);
   if (!result.ok()) return pcr::cli::ReportError("pcr-convert", result.status());
   std::printf("%llu parts: %llu images in %llu files\n", static_cast<unsigned long long>(result->parts),
               static_cast<unsigned long long>(result->images), static_cast<unsigned long long>(result->files));
@@ -401,14 +437,8 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       const std::string v = args.empty() ? "" : args.next();
       if (v != "error" && v != "missing") return Usage("--on-bad-value needs error or missing");
       o.on_bad_value = v == "error" ? pcr::BadValue::kError : pcr::BadValue::kMissing;
-    } else if (!reorder && a == "--work-dir") {
-      if (args.empty() || (o.work_dir = args.next()).empty()) return Usage("--work-dir needs a directory");
-    } else if (!reorder && a == "--part-size-mib") {
-      if (!number() || n < 5 || n > 5120) return Usage("--part-size-mib needs 5..5120");
-      o.upload.part_size = n << 20;
-    } else if (!reorder && a == "--multipart-threshold-mib") {
-      if (!number() || n == 0 || n > (uint64_t{1} << 30)) return Usage("--multipart-threshold-mib needs a positive integer");
-      o.upload.multipart_threshold = n << 20;
+    } else if (int status = 0; !reorder && UploadOption(a, args, &o.work_dir, &o.upload, &status)) {
+      if (status != pcr::cli::kExitOk) return status;
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
     } else {

@@ -35,7 +35,8 @@ class FileAssembler {
   // `finished` are the files kept from an earlier run, numbered from `first_file`.
   FileAssembler(fs::path out_dir, const ScanScript& script, const TableSchema& fields,
                 const FieldWriterOptions& field_options, uint64_t images_per_record, uint64_t images_per_file,
-                JournalWriter* journal, uint64_t first_file, std::vector<FinishedFile> finished)
+                JournalWriter* journal, uint64_t first_file, std::vector<FinishedFile> finished,
+                const std::function<void(const std::string&)>& file_done)
       : out_dir_(std::move(out_dir)),
         script_(script),
         fields_(fields),
@@ -43,7 +44,8 @@ class FileAssembler {
         images_per_record_(images_per_record),
         images_per_file_(images_per_file),
         journal_(journal),
-        finished_(std::move(finished)) {
+        finished_(std::move(finished)),
+        file_done_(file_done) {
     current_.file = first_file + finished_.size();
   }
 
@@ -114,6 +116,7 @@ class FileAssembler {
       if (current_.entry.size > 0) fs::remove(out_dir_ / current_.entry.name, ec);  // unlisted: never kept
       return journaled;
     }
+    if (file_done_ && current_.entry.size > 0) file_done_((out_dir_ / current_.entry.name).string());
     finished_.push_back(std::move(current_));
     current_ = {.file = finished_.back().file + 1};
     return Status::OK();
@@ -127,6 +130,7 @@ class FileAssembler {
   const uint64_t images_per_file_;
   JournalWriter* journal_;
   std::vector<FinishedFile> finished_;
+  const std::function<void(const std::string&)>& file_done_;
   FinishedFile current_;
   std::unique_ptr<ImageFileWriter> writer_;
   uint64_t record_ = 0;
@@ -378,7 +382,7 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
   summary.ignored_examples = input.list.ignored.examples;
   const FieldWriterOptions field_options{.stream_order = options.field_order};
   FileAssembler files(out_dir, plan.script, input.fields, field_options, options.images_per_record, plan.per_file,
-                      journal.get(), plan.first_file, std::move(kept));
+                      journal.get(), plan.first_file, std::move(kept), options.file_done);
   Status failed = TranscodeShard(options, input, plan, files);
   if (failed.ok()) failed = files.FinishUpTo(plan.end_file);
   const std::vector<FinishedFile>& finished = files.Close();

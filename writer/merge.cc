@@ -14,6 +14,7 @@
 #include "io/pcr_file.h"
 #include "writer/atomic_file.h"
 #include "writer/file_writer.h"
+#include "writer/remote_output.h"
 #include "writer/resume.h"
 
 namespace pcr {
@@ -42,11 +43,14 @@ Result<PartManifest> ReadPartManifest(const fs::path& part_dir) {
   return file->part();
 }
 
-// Hard-links the part file `from`, described by `entry`, as `to`. A file
-// already at `to` with the entry's size and index checksum (left by an
-// interrupted merge) is kept.
-Status LinkFile(const fs::path& from, const fs::path& to, const DatasetFileEntry& entry) {
-  if (link(from.c_str(), to.c_str()) == 0) return Status::OK();
+// Hard-links (or symbolically links) the part file `from`, described by
+// `entry`, as `to`. A file already at `to` with the entry's size and index
+// checksum (left by an interrupted merge) is kept.
+Status LinkFile(const fs::path& from, const fs::path& to, const DatasetFileEntry& entry, bool symbolic) {
+  std::error_code ec;
+  if (symbolic ? symlink(fs::absolute(from, ec).c_str(), to.c_str()) == 0 : link(from.c_str(), to.c_str()) == 0) {
+    return Status::OK();
+  }
   const int err = errno;
   if (err == EEXIST && FooterIndexChecksum(to, entry.size) == entry.index_checksum) return Status::OK();
   if (err == EXDEV) {
@@ -57,9 +61,9 @@ Status LinkFile(const fs::path& from, const fs::path& to, const DatasetFileEntry
   return Status::IOError(to.string() + ": cannot link to " + from.string() + ": " + std::strerror(err));
 }
 
-}  // namespace
-
-Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs) {
+// MergeParts into the local directory `out_dir`, linking the record files
+// symbolically or not.
+Result<MergeSummary> MergeInto(const std::string& out_dir, const std::vector<std::string>& part_dirs, bool symbolic) {
   if (part_dirs.empty()) return Status::InvalidArgument("merge needs at least one part directory");
   PCR_RETURN_IF_ERROR(CheckLocalOutput(out_dir));
   std::vector<std::optional<PartManifest>> shards;
@@ -121,7 +125,7 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
   std::string skip_list;
   for (size_t i = 0; i < shards.size(); ++i) {
     for (const DatasetFileEntry& e : shards[i]->dataset.files) {
-      PCR_RETURN_IF_ERROR(LinkFile(shard_dirs[i] / e.name, out / e.name, e));
+      PCR_RETURN_IF_ERROR(LinkFile(shard_dirs[i] / e.name, out / e.name, e, symbolic));
       summary.images += e.image_count;
       manifest.files.push_back(e);
     }
@@ -138,6 +142,17 @@ Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<st
   if (!skip_list.empty()) PCR_RETURN_IF_ERROR(WriteTextFile(out / kSkippedListName, skip_list));
   PCR_RETURN_IF_ERROR(WriteDatasetManifest((out / kDatasetManifestName).string(), manifest));
   return summary;
+}
+
+}  // namespace
+
+Result<MergeSummary> MergeParts(const MergeOptions& options) {
+  if (IsObjectStoreOutput(options.out_dir)) return MergeToObjectStore(options, MergeInto);
+  return MergeInto(options.out_dir, options.part_dirs, false);
+}
+
+Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs) {
+  return MergeParts(MergeOptions{.out_dir = out_dir, .part_dirs = part_dirs});
 }
 
 }  // namespace pcr

@@ -6,11 +6,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "format/checksum.h"
 #include "format/file_format.h"
@@ -40,10 +45,11 @@ Result<Stamp> StampOf(const std::string& path) {
   return Stamp{static_cast<uint64_t>(st.st_size), int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
 }
 
-// The journal: "done\tSIZE\tMTIME_NS\tNAME" and "open\tUPLOAD_ID\tNAME" lines.
+// The journal: "done\tSIZE\tMTIME_NS\tNAME", "open\tUPLOAD_ID\tNAME" and
+// "closed\tUPLOAD_ID\tNAME" (an open upload aborted) lines.
 struct UploadJournal {
   std::map<std::string, Stamp> done;
-  std::vector<std::pair<std::string, std::string>> open;  // (name, upload id)
+  std::vector<std::pair<std::string, std::string>> open;  // (name, upload id), neither done nor closed
 };
 
 UploadJournal ReadJournal(const std::string& path) {
@@ -60,8 +66,11 @@ UploadJournal ReadJournal(const std::string& path) {
     for (std::string field; std::getline(in, field, '\t');) fields.push_back(field);
     if (fields.size() == 4 && fields[0] == "done") {
       j.done[fields[3]] = {std::strtoull(fields[1].c_str(), nullptr, 10), std::strtoll(fields[2].c_str(), nullptr, 10)};
+      std::erase_if(j.open, [&](const auto& o) { return o.first == fields[3]; });
     } else if (fields.size() == 3 && fields[0] == "open") {
       j.open.emplace_back(fields[2], fields[1]);
+    } else if (fields.size() == 3 && fields[0] == "closed") {
+      std::erase(j.open, std::pair(fields[2], fields[1]));
     }
   }
   std::fclose(f);
@@ -77,6 +86,101 @@ Status Append(const std::string& path, const std::string& line) {
   close(fd);
   return ok ? Status::OK() : Status::IOError(path + ": cannot write: " + std::strerror(err));
 }
+
+// Aborts the multipart uploads `journal` holds open, journaling each.
+Status AbortOpenUploads(S3Uploader& uploader, const std::string& remote, const std::string& journal) {
+  for (const auto& [name, id] : ReadJournal(journal).open) {
+    PCR_RETURN_IF_ERROR(uploader.Abort(JoinRemotePath(remote, name), id));
+    PCR_RETURN_IF_ERROR(Append(journal, "closed\t" + id + "\t" + name + "\n"));
+  }
+  return Status::OK();
+}
+
+// Uploads the local file `path` as `remote`/NAME and journals it.
+Status UploadFile(S3Uploader& uploader, const std::string& path, const std::string& remote,
+                  const std::string& journal) {
+  const std::string name = fs::path(path).filename().string();
+  if (name.find_first_of("\t\n") != std::string::npos) {
+    return Status::InvalidArgument(path + ": a file name with a tab or newline");
+  }
+  PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
+  PCR_RETURN_IF_ERROR(uploader.Upload(path, JoinRemotePath(remote, name), [&](const std::string& id) {
+    return Append(journal, "open\t" + id + "\t" + name + "\n");
+  }));
+  return Append(journal, "done\t" + std::to_string(stamp.size) + "\t" + std::to_string(stamp.mtime_ns) + "\t" + name +
+                             "\n");
+}
+
+// Uploads files as a conversion finishes them, in order, on a thread of its
+// own, while the conversion goes on. Its cancel flag, given to the
+// conversion, turns true once an upload fails or `cancel` does.
+class EagerUploader {
+ public:
+  EagerUploader(std::unique_ptr<S3Uploader> uploader, std::string remote, std::string journal,
+                const std::atomic<bool>* cancel)
+      : uploader_(std::move(uploader)),
+        remote_(std::move(remote)),
+        journal_(std::move(journal)),
+        user_cancel_(cancel),
+        thread_([this] { Run(); }) {}
+  ~EagerUploader() { (void)Finish(false); }
+
+  const std::atomic<bool>* cancel() const { return &stop_; }
+
+  void Add(const std::string& path) {
+    std::lock_guard lock(mu_);
+    queue_.push_back(path);
+    changed_.notify_one();
+  }
+
+  // Waits for the files added (`drain`) or only the one being sent; the
+  // first upload error.
+  Status Finish(bool drain) {
+    {
+      std::lock_guard lock(mu_);
+      finishing_ = true;
+      if (!drain) queue_.clear();
+      changed_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    return failed_;
+  }
+
+ private:
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      if (user_cancel_ != nullptr && user_cancel_->load()) stop_ = true;
+      if (stop_) queue_.clear();
+      if (queue_.empty()) {
+        if (finishing_) return;
+        changed_.wait_for(lock, std::chrono::milliseconds(100));
+        continue;
+      }
+      const std::string path = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      Status s = UploadFile(*uploader_, path, remote_, journal_);
+      lock.lock();
+      if (!s.ok()) {
+        failed_ = std::move(s);
+        stop_ = true;
+      }
+    }
+  }
+
+  const std::unique_ptr<S3Uploader> uploader_;
+  const std::string remote_;
+  const std::string journal_;
+  const std::atomic<bool>* const user_cancel_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::string> queue_;  // guarded by mu_
+  bool finishing_ = false;         // guarded by mu_
+  Status failed_;                  // written by the thread; read after join
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -99,10 +203,8 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
                         const std::string& journal, const RemoteOptions& remote_options,
                         const UploadOptions& upload, const std::atomic<bool>* cancel) {
   PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(remote_options, upload));
-  UploadJournal j = ReadJournal(journal);
-  for (const auto& [name, id] : j.open) {
-    if (j.done.count(name) == 0) PCR_RETURN_IF_ERROR(uploader->Abort(JoinRemotePath(remote, name), id));
-  }
+  PCR_RETURN_IF_ERROR(AbortOpenUploads(*uploader, remote, journal));
+  const UploadJournal j = ReadJournal(journal);
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(local, ec)) {
@@ -118,24 +220,18 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
     if (fs::exists(fs::path(local) / name)) names.push_back(name);
   }
   for (const std::string& name : names) {
-    if (name.find_first_of("\t\n") != std::string::npos) {
-      return Status::InvalidArgument(local + "/" + name + ": a file name with a tab or newline");
-    }
     if (cancel != nullptr && cancel->load()) return Status::Cancelled("upload to " + remote + " interrupted");
     const std::string path = (fs::path(local) / name).string();
-    PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
-    const std::string object = JoinRemotePath(remote, name);
-    if (auto it = j.done.find(name); it != j.done.end() && it->second == stamp) {
-      // Up already, if the store still holds it.
-      auto size = uploader->Size(object);
-      if (size.ok() && *size == stamp.size) continue;
-      if (!size.ok() && size.status().code() != StatusCode::kNotFound) return size.status();
+    if (auto it = j.done.find(name); it != j.done.end()) {
+      PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
+      if (it->second == stamp) {
+        // Up already, if the store still holds it.
+        auto size = uploader->Size(JoinRemotePath(remote, name));
+        if (size.ok() && *size == stamp.size) continue;
+        if (!size.ok() && size.status().code() != StatusCode::kNotFound) return size.status();
+      }
     }
-    PCR_RETURN_IF_ERROR(uploader->Upload(path, object, [&](const std::string& id) {
-      return Append(journal, "open\t" + id + "\t" + name + "\n");
-    }));
-    PCR_RETURN_IF_ERROR(Append(journal, "done\t" + std::to_string(stamp.size) + "\t" + std::to_string(stamp.mtime_ns) +
-                                            "\t" + name + "\n"));
+    PCR_RETURN_IF_ERROR(UploadFile(*uploader, path, remote, journal));
   }
   return Status::OK();
 }
@@ -229,6 +325,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
   local.out_dir = (work / "out").string();
   local.work_dir.clear();
   const std::string manifest = kDatasetManifestName;
+  const std::string journal = (work / "upload.journal").string();
   const fs::path manifest_path = fs::path(local.out_dir) / manifest;
   std::error_code ec;
   PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, manifest, options.remote, options.upload));
@@ -252,10 +349,21 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     }
     summary.files = summary.resumed_files = m.files.size();
   } else {
-    PCR_ASSIGN_OR_RETURN(summary, convert(local));
+    // Each file goes up as soon as it is finished.
+    PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(options.remote, options.upload));
+    PCR_RETURN_IF_ERROR(AbortOpenUploads(*uploader, options.out_dir, journal));
+    EagerUploader eager(std::move(uploader), options.out_dir, journal, options.cancel);
+    local.cancel = eager.cancel();
+    local.file_done = [&](const std::string& path) {
+      eager.Add(path);
+      if (options.file_done) options.file_done(path);
+    };
+    Result<ConvertImagesSummary> converted = convert(local);
+    PCR_RETURN_IF_ERROR(eager.Finish(converted.ok()));  // a failed upload stopped the conversion
+    PCR_ASSIGN_OR_RETURN(summary, std::move(converted));
   }
-  PCR_RETURN_IF_ERROR(PublishDirectory(local.out_dir, options.out_dir, {manifest}, (work / "upload.journal").string(),
-                                       options.remote, options.upload, options.cancel));
+  PCR_RETURN_IF_ERROR(PublishDirectory(local.out_dir, options.out_dir, {manifest}, journal, options.remote,
+                                       options.upload, options.cancel));
   RemoveWorkFiles(work, local.out_dir, options.work_dir.empty());
   return summary;
 }
@@ -291,6 +399,26 @@ Result<TableConvertReport> ConvertTableToObjectStore(
   RemoveWorkFiles(work, local.out_dir, options.work_dir.empty());
   report.path = JoinRemotePath(options.out_dir, name);
   return report;
+}
+
+Result<MergeSummary> MergeToObjectStore(
+    const MergeOptions& options,
+    Result<MergeSummary> (*merge)(const std::string& out_dir, const std::vector<std::string>& part_dirs, bool symbolic)) {
+  PCR_RETURN_IF_ERROR(CheckUploadOptions(options.upload));
+  const fs::path work = ConversionWorkDir(options.out_dir, options.work_dir);
+  const std::string local = (work / "out").string();
+  PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, kDatasetManifestName, options.remote, options.upload));
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));  // held through the upload
+  std::string identity = "merge " + OutputName(options.out_dir) + "\n";
+  for (const std::string& part : options.part_dirs) identity += fs::absolute(part).string() + "\n";
+  PCR_RETURN_IF_ERROR(ClaimWorkDir(work, identity, options.out_dir));
+  std::error_code ec;
+  fs::remove(fs::path(local) / kDatasetManifestName, ec);  // merged by an earlier run: merged again, links kept
+  PCR_ASSIGN_OR_RETURN(const MergeSummary summary, merge(local, options.part_dirs, true));
+  PCR_RETURN_IF_ERROR(PublishDirectory(local, options.out_dir, {kDatasetManifestName},
+                                       (work / "upload.journal").string(), options.remote, options.upload, nullptr));
+  RemoveWorkFiles(work, local, options.work_dir.empty());
+  return summary;
 }
 
 }  // namespace pcr

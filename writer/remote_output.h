@@ -39,4 +39,11 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
 Result<TableConvertReport> ConvertTableToObjectStore(
     const TableConvertOptions& options, Result<TableConvertReport> (*convert)(const TableConvertOptions&));
 
+// MergeParts into options.out_dir in object storage: `merge` (which links
+// symbolically when told) into ConversionWorkDir's out/, then
+// PublishDirectory with the manifest last.
+Result<MergeSummary> MergeToObjectStore(
+    const MergeOptions& options,
+    Result<MergeSummary> (*merge)(const std::string& out_dir, const std::vector<std::string>& part_dirs, bool symbolic));
+
 }  // namespace pcr

@@ -85,6 +85,11 @@ struct ConvertImagesOptions {
   // stops as a killed one does (the files finished so far stay, listed in
   // the journal, so the same call again resumes) and returns Cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // When set, called from the converting thread with the path of each record
+  // file once it is complete and journaled (never rewritten after); files
+  // kept from an interrupted run are not announced again. With an s3://
+  // out_dir, the file in the work directory, called before its upload.
+  std::function<void(const std::string& path)> file_done;
   // out_dir may be s3://BUCKET/PREFIX: the conversion is written to
   // work_dir (empty: ConversionWorkDir) and then uploaded, every file before
   // the manifest, with `remote`'s endpoint, credentials and retries.
@@ -164,6 +169,20 @@ struct MergeSummary {
 // conversion of the same input and options, byte for byte. Parts are left
 // as they are; an interrupted merge completes when run again.
 PCR_EXPORT Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs);
+
+struct MergeOptions {
+  std::string out_dir;  // a local directory, or s3://BUCKET/PREFIX
+  std::vector<std::string> part_dirs;
+  // For an s3:// out_dir, as in ConvertImagesOptions: the dataset is put
+  // together in work_dir from symbolic links to the parts' files, then
+  // uploaded, the manifest last; the same call again resumes.
+  std::string work_dir;
+  RemoteOptions remote;
+  UploadOptions upload;
+};
+
+// MergeParts(options.out_dir, options.part_dirs), into object storage too.
+PCR_EXPORT Result<MergeSummary> MergeParts(const MergeOptions& options);
 
 struct TableWriterOptions {
   // A stripe is closed when it holds this many rows (0: no row limit) ...
