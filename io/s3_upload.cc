@@ -34,6 +34,17 @@ std::string XmlValue(const std::string& body, const std::string& tag) {
   return b == std::string::npos ? "" : body.substr(a + open.size(), b - a - open.size());
 }
 
+// The pause before retry `attempt` (from 0): 100 ms doubling, at most 5 s.
+int64_t RetryDelayMs(unsigned attempt) { return std::min<int64_t>(int64_t{100} << std::min(attempt, 16u), 5000); }
+
+// The bytes that lowercase hex digits spell.
+std::string HexBytes(std::string_view hex) {
+  auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1]));
+  return out;
+}
+
 // "HTTP 403 AccessDenied: Access Denied", or why no answer came.
 std::string Describe(const S3Uploader::Response& r) {
   if (r.curl_code != 0) return "request failed: " + r.curl_error;
@@ -191,7 +202,7 @@ Result<S3Uploader::Response> S3Uploader::Send(const std::string& method, const s
     if (r.curl_code == -1) return Status::IOError(path + ": " + r.curl_error);
     const bool transient = r.curl_code != 0 || r.status >= 500 || r.status == 429;
     if (!transient || attempt >= remote_.retries) return r;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(int64_t{100} << std::min(attempt, 16u), 5000)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
   }
 }
 
@@ -266,10 +277,33 @@ Status S3Uploader::Upload(const std::string& local, const std::string& path,
     xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>\"" + etags[i] + "\"</ETag></Part>";
   }
   xml += "</CompleteMultipartUpload>";
-  PCR_ASSIGN_OR_RETURN(const Response done, Send("POST", path, id_query, xml, {}));
-  // S3 may answer 200 and report the failure in the body.
-  if (done.curl_code != 0 || done.status != 200 || done.body.find("<Error>") != std::string::npos) {
-    return Status::IOError(path + ": cannot complete the multipart upload: " + Describe(done));
+  // S3 may answer 200 and report the failure in the body; an internal error
+  // or a slow-down is retried as a 5xx would be.
+  Response done;
+  for (unsigned attempt = 0;; ++attempt) {
+    PCR_ASSIGN_OR_RETURN(done, Send("POST", path, id_query, xml, {}));
+    const std::string code = XmlValue(done.body, "Code");
+    const bool error = done.body.find("<Error>") != std::string::npos;
+    if (done.curl_code == 0 && done.status == 200 && !error) break;
+    if (done.curl_code != 0 || done.status != 200 || (code != "InternalError" && code != "SlowDown") ||
+        attempt >= remote_.retries) {
+      (void)Abort(path, upload_id);
+      return Status::IOError(path + ": cannot complete the multipart upload: " + Describe(done));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
+  }
+  // The object's ETag, where the store gives S3's: the MD5 of the parts' MD5s, "-" and the count.
+  std::string etag = XmlValue(done.body, "ETag");
+  for (const std::string_view quote : {"&quot;", "\""}) {
+    for (size_t at = etag.find(quote); at != std::string::npos; at = etag.find(quote)) etag.erase(at, quote.size());
+  }
+  if (etag.find('-') != std::string::npos) {
+    std::string digests;
+    for (const std::string& e : etags) digests += HexBytes(e);
+    const std::string expected = Md5Hex(digests) + "-" + std::to_string(parts);
+    if (etag != expected) {
+      return Status::IOError(path + ": the store's ETag " + etag + " is not the MD5 of the parts' MD5s, " + expected);
+    }
   }
   return Check(local, path, size);
 }

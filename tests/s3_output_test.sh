@@ -22,6 +22,7 @@ pid=$!
 wait_port "$port" "$pid"
 endpoint="http://127.0.0.1:$port"
 export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export TMPDIR="$tmp"  # default work directories, apart from other tests
 unset AWS_SESSION_TOKEN AWS_PROFILE
 
 # proxy MODE: a misbehaving proxy to s3rver in front of the next commands.

@@ -6,7 +6,8 @@ MODE: slow-parts (each part upload waits 2 s first), flaky-parts (every
 other part upload is answered 503 without reaching the store, and the
 first upload of a whole object has its connection dropped), down (every
 PUT and POST answered 503), no-manifest (PUTs of dataset.pcrd answered
-503), none.
+503), complete-error (every CompleteMultipartUpload answered 200 with an
+<Error> body, as S3 may), complete-error-once (the first one only), none.
 """
 import http.client
 import http.server
@@ -16,6 +17,7 @@ import time
 
 port, upstream, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 count = 0
+completes = 0
 lock = threading.Lock()
 
 
@@ -26,13 +28,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def forward(self):
-        global count
+        global count, completes
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length) if length else b""
         part = "partNumber=" in self.path
+        complete = self.command == "POST" and "uploadId=" in self.path
         with lock:
             count += 1
             n = count
+            completes += complete
+        if complete and (mode == "complete-error" or (mode == "complete-error-once" and completes == 1)):
+            error = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>InternalError</Code>" \
+                    b"<Message>We encountered an internal error. Please try again.</Message></Error>"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(error)))
+            self.end_headers()
+            self.wfile.write(error)
+            return
         if mode == "slow-parts" and part:
             time.sleep(2)
         no_manifest = mode == "no-manifest" and self.command == "PUT" and self.path.split("?")[0].endswith(".pcrd")
