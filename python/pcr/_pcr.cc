@@ -101,13 +101,10 @@ py::array_t<T> Own(std::vector<T>&& values) {
 }
 
 // `remote`: None, or a dict of RemoteOptions fields.
-pcr::IoEngineOptions IoOptions(const std::string& engine, bool direct, const py::object& remote) {
-  pcr::IoEngineOptions io;
-  io.kind = Take(pcr::ParseIoEngineKind(engine));
-  io.direct = direct;
-  if (remote.is_none()) return io;
+pcr::RemoteOptions RemoteFromDict(const py::object& remote) {
+  pcr::RemoteOptions r;
+  if (remote.is_none()) return r;
   if (!py::isinstance<py::dict>(remote)) throw py::type_error("remote must be a dict of options");
-  pcr::RemoteOptions& r = io.remote;
   for (const auto& [key_object, value] : remote.cast<py::dict>()) {
     const std::string key = py::str(key_object);
     auto number = [&](auto* field) {
@@ -150,7 +147,34 @@ pcr::IoEngineOptions IoOptions(const std::string& engine, bool direct, const py:
                             "s3_endpoint, s3_region or anonymous)");
     }
   }
+  return r;
+}
+
+pcr::IoEngineOptions IoOptions(const std::string& engine, bool direct, const py::object& remote) {
+  pcr::IoEngineOptions io;
+  io.kind = Take(pcr::ParseIoEngineKind(engine));
+  io.direct = direct;
+  io.remote = RemoteFromDict(remote);
   return io;
+}
+
+// The options of a conversion into s3:// (ignored for local outputs).
+struct UploadArgs {
+  std::string work_dir;
+  pcr::RemoteOptions remote;
+  pcr::UploadOptions upload;
+};
+
+UploadArgs UploadArgsOf(const std::string& work_dir, const py::object& remote, uint64_t part_size_mb,
+                        uint64_t multipart_threshold_mb) {
+  UploadArgs a{.work_dir = work_dir, .remote = RemoteFromDict(remote)};
+  if (part_size_mb < 5 || part_size_mb > 5120) throw py::value_error("part_size_mb must be 5..5120");
+  if (multipart_threshold_mb == 0 || multipart_threshold_mb > (uint64_t{1} << 30)) {
+    throw py::value_error("multipart_threshold_mb must be positive");
+  }
+  a.upload.part_size = part_size_mb << 20;
+  a.upload.multipart_threshold = multipart_threshold_mb << 20;
+  return a;
 }
 
 // [{"name", "type", "id", "present_count", "value_count"}, ...]
@@ -831,7 +855,9 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                        const std::string& fields, const std::string& fields_key,
                        const std::map<std::string, std::string>& field_types,
                        const std::vector<std::string>& field_order, const std::vector<std::string>& shards,
-                       bool exif_orientation, const py::object& progress) {
+                       bool exif_orientation, const std::string& work_dir, const py::object& remote,
+                       uint64_t part_size_mb, uint64_t multipart_threshold_mb, const py::object& progress) {
+  UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb);
   std::map<std::string, pcr::FeatureType> types;
   for (const auto& [name, type] : field_types) {
     if (!pcr::ParseFeatureTypeName(type, &types[name])) {
@@ -859,7 +885,10 @@ py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t 
                                           .memory_bytes = memory_mb << 20,
                                           .shuffle_seed = keep_order ? std::nullopt : std::optional(shuffle),
                                           .shard_index = shard,
-                                          .num_shards = num_shards};
+                                          .num_shards = num_shards,
+                                          .work_dir = std::move(up.work_dir),
+                                          .remote = up.remote,
+                                          .upload = up.upload};
   const pcr::ConvertImagesSummary s = ConvertCancellable(options, progress, [](const pcr::ConvertImagesOptions& o) {
     return o.shards.empty() ? pcr::ConvertImages(o) : pcr::ConvertWebDataset(o);
   });
@@ -893,13 +922,21 @@ py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t
                       std::vector<std::string> stream_order, const std::string& popularity, bool float32,
                       int zstd_level, const std::string& encoding,
                       const std::map<std::string, std::string>& column_types, const py::object& schema,
-                      bool strings, const std::string& on_bad_value) {
+                      bool strings, const std::string& on_bad_value, const std::string& work_dir,
+                      const py::object& remote, uint64_t part_size_mb, uint64_t multipart_threshold_mb) {
+  UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb);
   if (!popularity.empty()) {
     if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
     stream_order = Take(pcr::ReadPopularityFile(popularity));
   }
   if (stripe_mb == 0) throw py::value_error("stripe_mb must be positive");
-  pcr::TableConvertOptions options{.input = input, .out_dir = out, .float32 = float32, .strings = strings};
+  pcr::TableConvertOptions options{.input = input,
+                                   .out_dir = out,
+                                   .float32 = float32,
+                                   .strings = strings,
+                                   .work_dir = std::move(up.work_dir),
+                                   .remote = up.remote,
+                                   .upload = up.upload};
   auto declare = [&](const std::map<std::string, std::string>& types, const char* what) {
     for (const auto& [name, type] : types) {
       if (!pcr::ParseTableType(type, &options.column_types[name])) {
@@ -1057,11 +1094,13 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("memory_mb") = 0, py::arg("fields") = "", py::arg("fields_key") = "path",
         py::arg("field_types") = std::map<std::string, std::string>(),
         py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false,
-        py::arg("progress") = py::none());
+        py::arg("work_dir") = "", py::arg("remote") = py::none(), py::arg("part_size_mb") = 16,
+        py::arg("multipart_threshold_mb") = 64, py::arg("progress") = py::none());
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,
         py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
         py::arg("column_types") = std::map<std::string, std::string>(), py::arg("schema") = py::none(),
-        py::arg("strings") = false, py::arg("on_bad_value") = "error");
+        py::arg("strings") = false, py::arg("on_bad_value") = "error", py::arg("work_dir") = "",
+        py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64);
 }

@@ -184,13 +184,21 @@ def convert_images(
     field_order: Sequence[str] = (),
     shards: Sequence[str] = (),
     exif_orientation: bool = False,
+    work_dir: str = "",
+    remote: Optional[dict[str, object]] = None,
+    part_size_mb: int = 16,
+    multipart_threshold_mb: int = 64,
     progress: Optional[Callable[[dict[str, int]], None]] = None,
 ) -> dict[str, object]:
     """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out,
     with the per-image fields of the .csv or .jsonl file `fields` keyed by image path.
     Images are written in an order shuffled by the seed `shuffle` (so records mix
     classes), or in source order with keep_order.
-    With `shards` (WebDataset tars), see convert_webdataset."""
+    With `shards` (WebDataset tars), see convert_webdataset.
+    out may be s3://bucket/prefix: converted into work_dir (default: named after out
+    under the temp dir), each file uploaded as it is finished (in parts of
+    part_size_mb above multipart_threshold_mb), the manifest last; `remote` as for
+    ImageDataset. The same call again after a failure resumes."""
 def convert_table(
     input: str,
     out: str,
@@ -206,6 +214,10 @@ def convert_table(
     schema: str | os.PathLike[str] | dict[str, str] | None = None,
     strings: bool = False,
     on_bad_value: str = "error",
+    work_dir: str = "",
+    remote: Optional[dict[str, object]] = None,
+    part_size_mb: int = 16,
+    multipart_threshold_mb: int = 64,
 ) -> dict[str, object]:
     """pcr-convert table: a .csv or .jsonl file into out/<stem>.pcr. `encoding` is
     "auto" (chosen per stream), "plain" (files readers before format 0.5 read),
@@ -215,4 +227,5 @@ def convert_table(
     bool, int64, uint64, float32, float64, timestamp (timestamp_us),
     timestamp_s, timestamp_ms, timestamp_ns, string, bytes. `strings` makes
     undeclared columns strings. `on_bad_value` ("error" or "missing") decides
-    what a cell that does not fit its column's type does."""
+    what a cell that does not fit its column's type does. out may be s3://bucket/prefix,
+    with work_dir, remote, part_size_mb and multipart_threshold_mb as for convert_images."""

@@ -18,3 +18,34 @@ def sample_dataset(data_dir, tmp_path_factory):
     summary = pcr.convert_images(str(data_dir / "sample"), str(out), images_per_record=5, jobs=2)
     assert summary["images"] == 24
     return out
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint(tmp_path_factory):
+    """An s3rver on a free loopback port with the bucket pcrtest, stopped after the module."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    s3rver = shutil.which("s3rver")
+    if s3rver is None:
+        pytest.skip("s3rver is not installed (npm install -g s3rver@3)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = tmp_path_factory.mktemp("s3store")
+    server = subprocess.Popen([s3rver, "-d", str(store), "-a", "127.0.0.1", "-p", str(port), "-s",
+                               "--configure-bucket", "pcrtest"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                assert server.poll() is None, "s3rver exited"
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait()
