@@ -302,57 +302,89 @@ std::string TableIdentity(const TableConvertOptions& o) {
   return s + "\n";
 }
 
-// Removes the local copy once it is up.
-void RemoveWorkFiles(const fs::path& work, const std::string& out, bool own_dir) {
+// Where an upload into object storage happens, and how.
+struct Destination {
+  std::string out_dir;     // s3://BUCKET/PREFIX
+  std::string work_dir;    // as given: empty for ConversionWorkDir's
+  std::string marker;      // the object whose presence means the output is taken
+  std::string identity;    // the conversion, for ClaimWorkDir
+  std::vector<std::string> last;  // uploaded after every other file, in order
+  const RemoteOptions& remote;
+  const UploadOptions& upload;
+  bool restart = false;    // start the work directory over
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// The sequence every output into object storage shares: the options and
+// the output checked, the work directory locked (through the upload) and
+// claimed, `produce(work, journal)` writing the local copy into work/out
+// (keeping what an earlier run left), then PublishDirectory and, once all is
+// up, the work files removed.
+template <typename T, typename Produce>
+Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
+  PCR_RETURN_IF_ERROR(CheckUploadOptions(d.upload));
+  const fs::path work = ConversionWorkDir(d.out_dir, d.work_dir);
+  const std::string local = (work / "out").string(), journal = (work / "upload.journal").string();
+  PCR_RETURN_IF_ERROR(CheckNoObject(d.out_dir, d.marker, d.remote, d.upload));
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));
   std::error_code ec;
-  fs::remove_all(out, ec);
-  fs::remove(work / "upload.journal", ec);
+  if (d.restart) {
+    fs::remove_all(local, ec);
+    fs::remove(journal, ec);
+    fs::remove(work / "conversion", ec);
+  }
+  PCR_RETURN_IF_ERROR(ClaimWorkDir(work, d.identity, d.out_dir));
+  PCR_ASSIGN_OR_RETURN(T result, produce(local, journal));
+  PCR_RETURN_IF_ERROR(PublishDirectory(local, d.out_dir, d.last, journal, d.remote, d.upload, d.cancel));
+  fs::remove_all(local, ec);
+  fs::remove(journal, ec);
   fs::remove(work / "conversion", ec);
-  if (own_dir) fs::remove(work, ec);
+  if (d.work_dir.empty()) fs::remove(work, ec);
+  return result;
 }
 
 }  // namespace
 
 Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     const ConvertImagesOptions& options, Result<ConvertImagesSummary> (*convert)(const ConvertImagesOptions&)) {
-  PCR_RETURN_IF_ERROR(CheckUploadOptions(options.upload));
   if (options.num_shards > 1) {
     return Status::InvalidArgument(options.out_dir + ": the parts of a sharded conversion are written locally; "
-                                   "merge them, then copy the dataset up with your store's tools");
+                                   "convert each into a local directory, then merge them into " + options.out_dir);
   }
-  const fs::path work = ConversionWorkDir(options.out_dir, options.work_dir);
-  ConvertImagesOptions local = options;
-  local.out_dir = (work / "out").string();
-  local.work_dir.clear();
-  const std::string manifest = kDatasetManifestName;
-  const std::string journal = (work / "upload.journal").string();
-  const fs::path manifest_path = fs::path(local.out_dir) / manifest;
-  std::error_code ec;
-  PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, manifest, options.remote, options.upload));
-  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));  // held through the upload
-  if (options.restart) {
-    fs::remove_all(local.out_dir, ec);
-    fs::remove(work / "upload.journal", ec);
-    fs::remove(work / "conversion", ec);
-  }
-  PCR_RETURN_IF_ERROR(ClaimWorkDir(work, ImagesIdentity(options), options.out_dir));
-  ConvertImagesSummary summary;
-  if (fs::exists(manifest_path, ec) && !fs::exists(fs::path(local.out_dir) / kConversionMarkerName, ec)) {
-    // Converted by an earlier run whose upload did not finish.
-    PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
-    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(manifest_path.string(), engine.get()));
-    const DatasetManifest& m = file->manifest();
-    for (const DatasetFileEntry& e : m.files) {
-      summary.images += e.image_count;
-      summary.records += e.stripe_count;
-      summary.output_bytes += e.size;
+  const Destination d{.out_dir = options.out_dir,
+                      .work_dir = options.work_dir,
+                      .marker = kDatasetManifestName,
+                      .identity = ImagesIdentity(options),
+                      .last = {kDatasetManifestName},
+                      .remote = options.remote,
+                      .upload = options.upload,
+                      .restart = options.restart,
+                      .cancel = options.cancel};
+  return ThroughWorkDir<ConvertImagesSummary>(d, [&](const std::string& out, const std::string& journal)
+                                                     -> Result<ConvertImagesSummary> {
+    const fs::path manifest = fs::path(out) / kDatasetManifestName;
+    std::error_code ec;
+    if (fs::exists(manifest, ec) && !fs::exists(fs::path(out) / kConversionMarkerName, ec)) {
+      // Converted by an earlier run whose upload did not finish.
+      PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
+      PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(manifest.string(), engine.get()));
+      ConvertImagesSummary summary;
+      for (const DatasetFileEntry& e : file->manifest().files) {
+        summary.images += e.image_count;
+        summary.records += e.stripe_count;
+        summary.output_bytes += e.size;
+      }
+      summary.files = summary.resumed_files = file->manifest().files.size();
+      return summary;
     }
-    summary.files = summary.resumed_files = m.files.size();
-  } else {
     // Each file goes up as soon as it is finished.
     PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(options.remote, options.upload));
     PCR_RETURN_IF_ERROR(AbortOpenUploads(*uploader, options.out_dir, journal));
     EagerUploader eager(std::move(uploader), options.out_dir, journal, options.cancel);
+    ConvertImagesOptions local = options;
+    local.out_dir = out;
+    local.work_dir.clear();
+    local.restart = false;
     local.cancel = eager.cancel();
     local.file_done = [&](const std::string& path) {
       eager.Add(path);
@@ -360,43 +392,39 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     };
     Result<ConvertImagesSummary> converted = convert(local);
     PCR_RETURN_IF_ERROR(eager.Finish(converted.ok()));  // a failed upload stopped the conversion
-    PCR_ASSIGN_OR_RETURN(summary, std::move(converted));
-  }
-  PCR_RETURN_IF_ERROR(PublishDirectory(local.out_dir, options.out_dir, {manifest}, journal, options.remote,
-                                       options.upload, options.cancel));
-  RemoveWorkFiles(work, local.out_dir, options.work_dir.empty());
-  return summary;
+    return converted;
+  });
 }
 
 Result<TableConvertReport> ConvertTableToObjectStore(
     const TableConvertOptions& options, Result<TableConvertReport> (*convert)(const TableConvertOptions&)) {
-  PCR_RETURN_IF_ERROR(CheckUploadOptions(options.upload));
-  const fs::path work = ConversionWorkDir(options.out_dir, options.work_dir);
-  TableConvertOptions local = options;
-  local.out_dir = (work / "out").string();
-  local.work_dir.clear();
   const std::string name = fs::path(options.input).stem().string() + ".pcr";
-  PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, name, options.remote, options.upload));
-  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));  // held through the upload
-  PCR_RETURN_IF_ERROR(ClaimWorkDir(work, TableIdentity(options), options.out_dir));
-  const fs::path table = fs::path(local.out_dir) / name;
-  std::error_code ec;
-  TableConvertReport report;
-  if (fs::exists(table, ec)) {
-    // Converted by an earlier run whose upload did not finish.
-    PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
-    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(table.string(), engine.get()));
-    report.schema = file->index().schema;
-    report.stripes = file->index().stripes.size();
-    report.output_bytes = file->size();
-  } else {
-    // A table is written whole or not at all: an earlier run left none.
-    fs::remove_all(local.out_dir, ec);
-    PCR_ASSIGN_OR_RETURN(report, convert(local));
-  }
-  PCR_RETURN_IF_ERROR(PublishDirectory(local.out_dir, options.out_dir, {}, (work / "upload.journal").string(),
-                                       options.remote, options.upload, nullptr));
-  RemoveWorkFiles(work, local.out_dir, options.work_dir.empty());
+  const Destination d{.out_dir = options.out_dir,
+                      .work_dir = options.work_dir,
+                      .marker = name,
+                      .identity = TableIdentity(options),
+                      .remote = options.remote,
+                      .upload = options.upload};
+  PCR_ASSIGN_OR_RETURN(TableConvertReport report,
+                       ThroughWorkDir<TableConvertReport>(d, [&](const std::string& out, const std::string&)
+                                                                 -> Result<TableConvertReport> {
+                         const fs::path table = fs::path(out) / name;
+                         std::error_code ec;
+                         if (fs::exists(table, ec)) {
+                           // Converted by an earlier run whose upload did not finish.
+                           PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
+                           PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(table.string(), engine.get()));
+                           return TableConvertReport{.schema = file->index().schema,
+                                                     .stripes = file->index().stripes.size(),
+                                                     .output_bytes = file->size()};
+                         }
+                         // A table is written whole or not at all: an earlier run left none.
+                         fs::remove_all(out, ec);
+                         TableConvertOptions local = options;
+                         local.out_dir = out;
+                         local.work_dir.clear();
+                         return convert(local);
+                       }));
   report.path = JoinRemotePath(options.out_dir, name);
   return report;
 }
@@ -404,21 +432,20 @@ Result<TableConvertReport> ConvertTableToObjectStore(
 Result<MergeSummary> MergeToObjectStore(
     const MergeOptions& options,
     Result<MergeSummary> (*merge)(const std::string& out_dir, const std::vector<std::string>& part_dirs, bool symbolic)) {
-  PCR_RETURN_IF_ERROR(CheckUploadOptions(options.upload));
-  const fs::path work = ConversionWorkDir(options.out_dir, options.work_dir);
-  const std::string local = (work / "out").string();
-  PCR_RETURN_IF_ERROR(CheckNoObject(options.out_dir, kDatasetManifestName, options.remote, options.upload));
-  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));  // held through the upload
   std::string identity = "merge " + OutputName(options.out_dir) + "\n";
   for (const std::string& part : options.part_dirs) identity += fs::absolute(part).string() + "\n";
-  PCR_RETURN_IF_ERROR(ClaimWorkDir(work, identity, options.out_dir));
-  std::error_code ec;
-  fs::remove(fs::path(local) / kDatasetManifestName, ec);  // merged by an earlier run: merged again, links kept
-  PCR_ASSIGN_OR_RETURN(const MergeSummary summary, merge(local, options.part_dirs, true));
-  PCR_RETURN_IF_ERROR(PublishDirectory(local, options.out_dir, {kDatasetManifestName},
-                                       (work / "upload.journal").string(), options.remote, options.upload, nullptr));
-  RemoveWorkFiles(work, local, options.work_dir.empty());
-  return summary;
+  const Destination d{.out_dir = options.out_dir,
+                      .work_dir = options.work_dir,
+                      .marker = kDatasetManifestName,
+                      .identity = identity,
+                      .last = {kDatasetManifestName},
+                      .remote = options.remote,
+                      .upload = options.upload};
+  return ThroughWorkDir<MergeSummary>(d, [&](const std::string& out, const std::string&) {
+    std::error_code ec;
+    fs::remove(fs::path(out) / kDatasetManifestName, ec);  // merged by an earlier run: merged again, links kept
+    return merge(out, options.part_dirs, true);
+  });
 }
 
 }  // namespace pcr
