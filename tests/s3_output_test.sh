@@ -117,6 +117,13 @@ same_objects "merged into s3" "$tmp/mlocal" merged
 "$tools/pcr-dump" verify s3://pcrtest/merged >/dev/null 2>&1 && ok || bad "verify the merged upload"
 [ -e "$tmp/part0/part.pcrd" ] && [ ! -e "$tmp/wm/out" ] && ok || bad "merge left its work or lost a part"
 
+# A part upload left unanswered: given up after the timeout, sent again.
+proxy stall-parts
+if AWS_ENDPOINT_URL="$proxy_endpoint" PCR_REMOTE_TIMEOUT_MS=2000 "$tools/pcr-convert" images "$tmp/big" \
+     s3://pcrtest/stalled --images-per-record 4096 --part-size-mib 5 --multipart-threshold-mib 5 >/dev/null 2>"$tmp/err"
+then ok; else bad "a stalled part"; cat "$tmp/err"; fi
+same_objects "a stalled part" "$tmp/biglocal" stalled
+
 # A store that refuses writes: no manifest, the object and status named; the
 # same command against a working store then finishes from the work directory.
 proxy down

@@ -7,7 +7,9 @@ other part upload is answered 503 without reaching the store, and the
 first upload of a whole object has its connection dropped), down (every
 PUT and POST answered 503), no-manifest (PUTs of dataset.pcrd answered
 503), complete-error (every CompleteMultipartUpload answered 200 with an
-<Error> body, as S3 may), complete-error-once (the first one only), none.
+<Error> body, as S3 may), complete-error-once (the first one only),
+stall-parts (the first part upload is read, then left unanswered for a
+minute), none.
 """
 import http.client
 import http.server
@@ -18,6 +20,8 @@ import time
 port, upstream, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 count = 0
 completes = 0
+stalled = False
+
 lock = threading.Lock()
 
 
@@ -28,7 +32,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def forward(self):
-        global count, completes
+        global count, completes, stalled
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length) if length else b""
         part = "partNumber=" in self.path
@@ -37,6 +41,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             count += 1
             n = count
             completes += complete
+            stall = mode == "stall-parts" and part and not stalled
+            stalled = stalled or stall
         if complete and (mode == "complete-error" or (mode == "complete-error-once" and completes == 1)):
             error = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>InternalError</Code>" \
                     b"<Message>We encountered an internal error. Please try again.</Message></Error>"
@@ -47,6 +53,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if mode == "slow-parts" and part:
             time.sleep(2)
+        if stall:
+            time.sleep(60)
+            return
         no_manifest = mode == "no-manifest" and self.command == "PUT" and self.path.split("?")[0].endswith(".pcrd")
         if (mode == "flaky-parts" and part and n % 2 == 0) or (mode == "down" and self.command in ("PUT", "POST")) or \
                 no_manifest:
