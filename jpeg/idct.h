@@ -24,4 +24,17 @@ using IdctFn = bool (*)(const int16_t*, const int32_t*, uint8_t*, ptrdiff_t);
 // The transform libjpeg-turbo uses for a DCT scaled size of 1, 2, 4 or 8.
 IdctFn IdctForSize(int size);
 
+// Quantisation steps prepared for IdctIslow8x8Simd.
+struct IdctSteps {
+  alignas(16) int16_t step[64];   // each step's low 16 bits
+  alignas(16) int16_t limit[64];  // the largest |coefficient| whose dequantised value stays in the lanes
+};
+IdctSteps PrepareIdctSteps(const int32_t* quant);
+
+// IdctIslow8x8 in SSE2 where the build targets it (every x86-64), else
+// IdctIslow8x8 itself: the same samples wherever that returns true, and
+// false wherever it returns false (and for a coefficient of -32768 under a
+// step of 0, which it accepts).
+bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
+
 }  // namespace pcr

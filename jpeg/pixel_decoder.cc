@@ -94,6 +94,7 @@ struct PixelDecoder::State {
     int size = 8;             // DCT scaled size
     IdctFn idct = nullptr;
     std::array<int32_t, 64> quant{};
+    IdctSteps steps{};  // for size 8
     int width = 0, height = 0;  // downsampled_width and _height
     int fh = 1, fv = 1;         // upsampling factors
     bool fancy_h = false, fancy_v = false;
@@ -173,6 +174,7 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
     p.size = size;
     p.idct = IdctForSize(size);
     for (size_t k = 0; k < 64; ++k) p.quant[k] = comp.quant[k];
+    p.steps = PrepareIdctSteps(p.quant.data());
     p.width = CeilDiv(int64_t{f.width} * comp.h * size, int64_t{s.max_h} * 8);
     p.height = CeilDiv(int64_t{f.height} * comp.v * size, int64_t{s.max_v} * 8);
     // jinit_upsampler's choice.
@@ -358,6 +360,13 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
     if (r * size >= p.y1 || (r + 1) * size <= p.y0) return;
     const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size;
     uint8_t* dst = p.ring.data() + static_cast<size_t>((r * size) % (3 * p.rows_per_imcu)) * static_cast<size_t>(p.stride);
+    if (size == 8) {
+      for (int bx = bx0; bx < bx1; ++bx) {
+        in_range &= IdctIslow8x8Simd(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8,
+                                     p.stride);
+      }
+      return;
+    }
     for (int bx = bx0; bx < bx1; ++bx) {
       in_range &= p.idct(blocks + static_cast<size_t>(bx) * 64, p.quant.data(), dst + static_cast<size_t>(bx) * size,
                          p.stride);
