@@ -1,5 +1,9 @@
 #include "jpeg/pixel_decoder.h"
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <vector>
@@ -80,6 +84,124 @@ int MinScaledSize(int scale_denom) { return 8 / scale_denom; }
 
 inline int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
+
+#if defined(__SSE2__)
+constexpr bool kSimd = true;
+
+// Two 16-bit constants for _mm_madd_epi16: a weighs the first of each pair, b the second.
+inline __m128i Pair(int a, int b) {
+  return _mm_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(b) << 16) | (static_cast<uint32_t>(a) & 0xffff)));
+}
+
+// ColorTables::YccToRgb and the range limit on 8 pixels (16-bit lanes): the
+// tables' products regrouped so that each factor fits 16 bits, exactly.
+inline void YccToRgb8(__m128i y, __m128i cb, __m128i cr, __m128i* r, __m128i* g, __m128i* b) {
+  const __m128i center = _mm_set1_epi16(128), two = _mm_set1_epi16(2), half = _mm_set1_epi32(1 << 15);
+  cb = _mm_sub_epi16(cb, center);
+  cr = _mm_sub_epi16(cr, center);
+  auto shr16 = [](__m128i lo, __m128i hi) { return _mm_packs_epi32(_mm_srai_epi32(lo, 16), _mm_srai_epi32(hi, 16)); };
+  // 91881 = 65536 + 26345: (91881 x + 2^15) >> 16 = x + ((26345 x + 2 * 16384) >> 16).
+  const __m128i kr = Pair(26345, 16384);
+  const __m128i rr = shr16(_mm_madd_epi16(_mm_unpacklo_epi16(cr, two), kr), _mm_madd_epi16(_mm_unpackhi_epi16(cr, two), kr));
+  // -46802 = 18734 - 65536.
+  const __m128i kg = Pair(-22554, 18734);
+  const __m128i gg = _mm_sub_epi16(
+      shr16(_mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi16(cb, cr), kg), half),
+            _mm_add_epi32(_mm_madd_epi16(_mm_unpackhi_epi16(cb, cr), kg), half)),
+      cr);
+  // 116130 = 131072 - 14942.
+  const __m128i kb = Pair(-14942, 16384);
+  const __m128i bb = shr16(_mm_madd_epi16(_mm_unpacklo_epi16(cb, two), kb), _mm_madd_epi16(_mm_unpackhi_epi16(cb, two), kb));
+  *r = _mm_add_epi16(y, _mm_add_epi16(cr, rr));
+  *g = _mm_add_epi16(y, gg);
+  *b = _mm_add_epi16(y, _mm_add_epi16(_mm_add_epi16(cb, cb), bb));
+}
+
+// YCbCr rows to packed RGB, n pixels; returns how many it converted (a
+// multiple of 16), the rest left to the caller.
+size_t YccToRgbRowSse2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n) {
+  const __m128i zero = _mm_setzero_si128();
+  alignas(16) uint8_t rgb[3][16];
+  size_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    const __m128i vy = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y + x));
+    const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + x));
+    const __m128i vr = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + x));
+    __m128i r0, g0, b0, r1, g1, b1;
+    YccToRgb8(_mm_unpacklo_epi8(vy, zero), _mm_unpacklo_epi8(vb, zero), _mm_unpacklo_epi8(vr, zero), &r0, &g0, &b0);
+    YccToRgb8(_mm_unpackhi_epi8(vy, zero), _mm_unpackhi_epi8(vb, zero), _mm_unpackhi_epi8(vr, zero), &r1, &g1, &b1);
+    _mm_store_si128(reinterpret_cast<__m128i*>(rgb[0]), _mm_packus_epi16(r0, r1));
+    _mm_store_si128(reinterpret_cast<__m128i*>(rgb[1]), _mm_packus_epi16(g0, g1));
+    _mm_store_si128(reinterpret_cast<__m128i*>(rgb[2]), _mm_packus_epi16(b0, b1));
+    uint8_t* o = out + 3 * x;
+    for (int i = 0; i < 16; ++i) {
+      o[3 * i] = rgb[0][i];
+      o[3 * i + 1] = rgb[1][i];
+      o[3 * i + 2] = rgb[2][i];
+    }
+  }
+  return x;
+}
+
+// Fancy upsampling by 2 across, from 16-bit column values c[-1..n] (edges
+// repeated): out[2i] = (3 c[i] + c[i-1] + even) >> shift, out[2i+1] = (3
+// c[i] + c[i+1] + odd) >> shift. Returns the i done (a multiple of 8).
+size_t Fancy2xSse2(const int16_t* c, size_t n, int even, int odd, int shift, uint8_t* out) {
+  const __m128i ke = _mm_set1_epi16(static_cast<int16_t>(even)), ko = _mm_set1_epi16(static_cast<int16_t>(odd));
+  const __m128i sh = _mm_cvtsi32_si128(shift);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i mid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + i));
+    const __m128i left = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + i - 1));
+    const __m128i right = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + i + 1));
+    const __m128i three = _mm_add_epi16(mid, _mm_add_epi16(mid, mid));
+    const __m128i e = _mm_srl_epi16(_mm_add_epi16(_mm_add_epi16(three, left), ke), sh);
+    const __m128i o = _mm_srl_epi16(_mm_add_epi16(_mm_add_epi16(three, right), ko), sh);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i),
+                     _mm_packus_epi16(_mm_unpacklo_epi16(e, o), _mm_unpackhi_epi16(e, o)));
+  }
+  return i;
+}
+// YccToRgbRowSse2 with the RGB interleave in byte shuffles (AVX2's VEX
+// encoding of SSSE3's pshufb).
+__attribute__((target("avx2"))) size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr,
+                                                       uint8_t* out, size_t n) {
+  const __m128i zero = _mm_setzero_si128();
+  // Byte i of each 16-byte output chunk takes channel i % 3 of pixel i / 3.
+  auto mask = [](int chunk, int channel) {
+    alignas(16) int8_t m[16];
+    for (int i = 0; i < 16; ++i) {
+      const int j = 16 * chunk + i;
+      m[i] = static_cast<int8_t>(j % 3 == channel ? j / 3 : -1);
+    }
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(m));
+  };
+  __m128i masks[3][3];
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    for (int channel = 0; channel < 3; ++channel) masks[chunk][channel] = mask(chunk, channel);
+  }
+  size_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    const __m128i vy = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y + x));
+    const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + x));
+    const __m128i vr = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + x));
+    __m128i r0, g0, b0, r1, g1, b1;
+    YccToRgb8(_mm_unpacklo_epi8(vy, zero), _mm_unpacklo_epi8(vb, zero), _mm_unpacklo_epi8(vr, zero), &r0, &g0, &b0);
+    YccToRgb8(_mm_unpackhi_epi8(vy, zero), _mm_unpackhi_epi8(vb, zero), _mm_unpackhi_epi8(vr, zero), &r1, &g1, &b1);
+    const __m128i rgb[3] = {_mm_packus_epi16(r0, r1), _mm_packus_epi16(g0, g1), _mm_packus_epi16(b0, b1)};
+    for (int chunk = 0; chunk < 3; ++chunk) {
+      __m128i v = zero;
+      for (int channel = 0; channel < 3; ++channel) {
+        v = _mm_or_si128(v, _mm_shuffle_epi8(rgb[channel], masks[chunk][channel]));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 16 * static_cast<size_t>(chunk)), v);
+    }
+  }
+  return x;
+}
+#else
+constexpr bool kSimd = false;
+#endif
 }  // namespace
 
 struct PixelDecoder::State {
@@ -104,6 +226,7 @@ struct PixelDecoder::State {
     // Samples the crop needs (context included): columns and rows.
     int x0 = 0, x1 = 0, y0 = 0, y1 = 0;
     std::vector<uint8_t> row;   // one upsampled row of the crop
+    std::vector<int16_t> cols;  // the SIMD path's column values for it
     const uint8_t* Row(int r) const {
       r = std::clamp(r, 0, height - 1);
       return ring.data() + static_cast<size_t>(r % (3 * rows_per_imcu)) * static_cast<size_t>(stride);
@@ -113,14 +236,25 @@ struct PixelDecoder::State {
   int crop_x = 0, crop_y = 0, crop_w = 0, crop_h = 0;
   std::vector<uint8_t> pixel;  // one row in the decoded colour space, when a CMYK conversion follows
   uint8_t* out = nullptr;
+  SimdLevel simd = BestSimdLevel();
 
-  void Upsample(Plane& p, int y);
+  // Row y of plane p upsampled: its first sample in the crop. Upsample is
+  // the reference, UpsampleFast the same samples with SIMD.
+  const uint8_t* Upsample(Plane& p, int y);
+  const uint8_t* UpsampleFast(Plane& p, int y);
   void EmitImcu(int m);
   void ConvertRow(int y);
 };
 
 PixelDecoder::PixelDecoder() : s_(std::make_unique<State>()) {}
 PixelDecoder::~PixelDecoder() = default;
+SimdLevel BestSimdLevel() {
+  if (!kSimd) return SimdLevel::kNone;
+  static const SimdLevel best = __builtin_cpu_supports("avx2") ? SimdLevel::kAvx2 : SimdLevel::kSse2;
+  return best;
+}
+
+void PixelDecoder::set_simd(SimdLevel level) { s_->simd = std::min(level, BestSimdLevel()); }
 const CoefficientFrame& PixelDecoder::frame() const { return s_->coefficients.frame(); }
 ImageShape PixelDecoder::scaled() const { return s_->whole; }
 
@@ -197,15 +331,16 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
   return {};
 }
 
-// One row of plane p's samples for output row y, upsampled, over the crop.
-void PixelDecoder::State::Upsample(Plane& p, int y) {
+// The reference: one row of plane p's samples for output row y, upsampled,
+// over the crop.
+const uint8_t* PixelDecoder::State::Upsample(Plane& p, int y) {
   const int w = crop_w;
   p.row.resize(static_cast<size_t>(w));
   uint8_t* dst = p.row.data();
   const int last = p.width - 1;
   if (p.fv == 1 && p.fh == 1) {
     std::copy_n(p.Row(y) + crop_x, w, dst);
-    return;
+    return dst;
   }
   if (!p.fancy_v) {
     const uint8_t* src = p.Row(p.fv == 2 ? y / 2 : y);
@@ -220,7 +355,7 @@ void PixelDecoder::State::Upsample(Plane& p, int y) {
         dst[x] = static_cast<uint8_t>((3 * src[i] + src[other] + ((ox & 1) ? 2 : 1)) >> 2);
       }
     }
-    return;
+    return dst;
   }
   // Vertical fancy: the nearer row weighs 3, the row above (even y) or below
   // (odd y) 1; rows past the image's edges repeat its first and last.
@@ -233,7 +368,7 @@ void PixelDecoder::State::Upsample(Plane& p, int y) {
       const int ox = crop_x + x;
       dst[x] = static_cast<uint8_t>((3 * a[ox] + b[ox] + bias) >> 2);
     }
-    return;
+    return dst;
   }
   auto colsum = [&](int i) { return 3 * a[i] + b[i]; };
   for (int x = 0; x < w; ++x) {
@@ -244,19 +379,81 @@ void PixelDecoder::State::Upsample(Plane& p, int y) {
       dst[x] = static_cast<uint8_t>((3 * colsum(i) + colsum(std::max(i - 1, 0)) + 8) >> 4);
     }
   }
+  return dst;
 }
+
+#if defined(__SSE2__)
+const uint8_t* PixelDecoder::State::UpsampleFast(Plane& p, int y) {
+  if (p.fh == 1 && !p.fancy_v) return p.Row(p.fv == 2 ? y / 2 : y) + crop_x;
+  if (!p.fancy_h && (p.fh == 2 || !p.fancy_v)) return Upsample(p, y);
+  const __m128i zero = _mm_setzero_si128();
+  const int near = y / 2, far = (y & 1) ? near + 1 : near - 1;
+  const uint8_t* a = p.fancy_v ? p.Row(near) : p.Row(p.fv == 2 ? y / 2 : y);
+  const uint8_t* b = p.fancy_v ? p.Row(far) : nullptr;
+  if (p.fh == 1) {
+    // Vertical only: (3 a + b + 1 or 2) >> 2.
+    const int w = crop_w;
+    p.row.resize(static_cast<size_t>(w));
+    uint8_t* dst = p.row.data();
+    const int bias = (y & 1) ? 2 : 1;
+    const __m128i kb = _mm_set1_epi16(static_cast<int16_t>(bias));
+    int x = 0;
+    for (; x + 16 <= w; x += 16) {
+      const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + crop_x + x));
+      const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + crop_x + x));
+      __m128i half[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m128i ma = h == 0 ? _mm_unpacklo_epi8(va, zero) : _mm_unpackhi_epi8(va, zero);
+        const __m128i mb = h == 0 ? _mm_unpacklo_epi8(vb, zero) : _mm_unpackhi_epi8(vb, zero);
+        half[h] = _mm_srli_epi16(_mm_add_epi16(_mm_add_epi16(_mm_add_epi16(ma, _mm_add_epi16(ma, ma)), mb), kb), 2);
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + x), _mm_packus_epi16(half[0], half[1]));
+    }
+    for (; x < w; ++x) dst[x] = static_cast<uint8_t>((3 * a[crop_x + x] + b[crop_x + x] + bias) >> 2);
+    return dst;
+  }
+  // By 2 across: the column values (samples, or 3 a + b with vertical
+  // fancy) of the samples the crop comes from, edges repeated.
+  const int i0 = crop_x / 2, n = (crop_x + crop_w - 1) / 2 - i0 + 1, last = p.width - 1;
+  p.cols.resize(static_cast<size_t>(n) + 2);
+  int16_t* c = p.cols.data() + 1;
+  auto value = [&](int i) { return static_cast<int16_t>(p.fancy_v ? 3 * a[i] + b[i] : a[i]); };
+  int k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const __m128i ma = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i0 + k)), zero);
+    __m128i v = ma;
+    if (p.fancy_v) {
+      const __m128i mb = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i0 + k)), zero);
+      v = _mm_add_epi16(_mm_add_epi16(ma, _mm_add_epi16(ma, ma)), mb);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c + k), v);
+  }
+  for (; k < n; ++k) c[k] = value(i0 + k);
+  c[-1] = value(std::max(i0 - 1, 0));
+  c[n] = value(std::min(i0 + n, last));
+  const int even = p.fancy_v ? 8 : 1, odd = p.fancy_v ? 7 : 2, shift = p.fancy_v ? 4 : 2;
+  p.row.resize(2 * static_cast<size_t>(n));
+  uint8_t* out = p.row.data();
+  for (size_t i = Fancy2xSse2(c, static_cast<size_t>(n), even, odd, shift, out); i < static_cast<size_t>(n); ++i) {
+    out[2 * i] = static_cast<uint8_t>((3 * c[i] + c[i - 1] + even) >> shift);
+    out[2 * i + 1] = static_cast<uint8_t>((3 * c[i] + c[i + 1] + odd) >> shift);
+  }
+  return out + (crop_x - 2 * i0);
+}
+#else
+const uint8_t* PixelDecoder::State::UpsampleFast(Plane& p, int y) { return Upsample(p, y); }
+#endif
 
 void PixelDecoder::State::ConvertRow(int y) {
   const CoefficientFrame& f = coefficients.frame();
+  const uint8_t* rows[4] = {};
   for (int c = 0; c < f.num_components; ++c) {
-    if (planes[static_cast<size_t>(c)].needed) Upsample(planes[static_cast<size_t>(c)], y);
+    Plane& p = planes[static_cast<size_t>(c)];
+    if (p.needed) rows[c] = simd != SimdLevel::kNone ? UpsampleFast(p, y) : Upsample(p, y);
   }
   const size_t w = static_cast<size_t>(crop_w);
   uint8_t* dst = out + static_cast<size_t>(y - crop_y) * w * static_cast<size_t>(whole.components);
-  const uint8_t* c0 = planes[0].row.data();
-  const uint8_t* c1 = planes[1].row.data();
-  const uint8_t* c2 = planes[2].row.data();
-  const uint8_t* c3 = planes[3].row.data();
+  const uint8_t *c0 = rows[0], *c1 = rows[1], *c2 = rows[2], *c3 = rows[3];
   const ColorTables& t = Tables();
   const PixelFormat format = options.format;
   switch (f.color_space) {
@@ -272,7 +469,14 @@ void PixelDecoder::State::ConvertRow(int y) {
         std::copy_n(c0, w, dst);
         return;
       }
+#if defined(__SSE2__)
+      for (size_t x = simd == SimdLevel::kAvx2   ? YccToRgbRowAvx2(c0, c1, c2, dst, w)
+                      : simd == SimdLevel::kSse2 ? YccToRgbRowSse2(c0, c1, c2, dst, w)
+                                                 : 0;
+           x < w; ++x) {
+#else
       for (size_t x = 0; x < w; ++x) {
+#endif
         int rgb[3];
         t.YccToRgb(c0[x], c1[x], c2[x], rgb);
         for (int j = 0; j < 3; ++j) dst[3 * x + static_cast<size_t>(j)] = Clamp255(rgb[j]);
@@ -360,7 +564,7 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
     if (r * size >= p.y1 || (r + 1) * size <= p.y0) return;
     const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size;
     uint8_t* dst = p.ring.data() + static_cast<size_t>((r * size) % (3 * p.rows_per_imcu)) * static_cast<size_t>(p.stride);
-    if (size == 8) {
+    if (size == 8 && s.simd != SimdLevel::kNone) {
       for (int bx = bx0; bx < bx1; ++bx) {
         in_range &= IdctIslow8x8Simd(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8,
                                      p.stride);

@@ -31,6 +31,12 @@ std::string BufferTooSmallMessage(size_t have, size_t need);
 // one of the first 10 coefficients in zigzag order while every component has
 // its DC). For YCbCr to gray, scans of only chroma are not decoded at all.
 // Not thread-safe; reuse one per thread to keep its buffers.
+enum class SimdLevel { kNone, kSse2, kAvx2 };
+
+// The highest level this build and CPU run: SSE2 on every x86-64, AVX2 where
+// the CPU has it.
+SimdLevel BestSimdLevel();
+
 class PixelDecoder {
  public:
   PixelDecoder();
@@ -47,6 +53,11 @@ class PixelDecoder {
   // REQUIRES: Open() returned kOk, the crop lies inside scaled() and `out`
   // holds its pixels.
   CoefficientOutcome Decode(uint8_t* out);
+
+  // The plain C++ stages (kNone: the reference), SSE2, or SSE2 with AVX2
+  // where it helps; every level gives the same pixels. Levels above
+  // BestSimdLevel() mean BestSimdLevel(), the default.
+  void set_simd(SimdLevel level);
 
  private:
   struct State;

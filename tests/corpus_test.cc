@@ -12,6 +12,7 @@
 #include "pcr/decode.h"
 #include "tests/csv_check.h"
 #include "tests/image_util.h"
+#include "tests/simd_levels.h"
 #include "test_util.h"
 #include "pcr/convert.h"
 #include "jpeg/coefficients.h"
@@ -151,6 +152,7 @@ TEST_CASE("pcr's decoder gives libjpeg-turbo's pixels for every corpus image pcr
               << b.status().ToString());
     REQUIRE(a.ok() == b.ok());
     if (a.ok()) CHECK((want == got));
+    if (b.ok()) test::CheckSimdLevels(jpeg, o, got);
   };
   size_t images = 0, full_fallbacks = 0;
   for (const std::string name : {"spectral5", "spectral"}) {

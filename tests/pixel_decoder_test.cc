@@ -12,6 +12,7 @@
 #include "jpeg/idct.h"
 #include "pcr/decode.h"
 #include "tests/image_util.h"
+#include "tests/simd_levels.h"
 #include "writer/transcode.h"
 
 namespace pcr {
@@ -77,6 +78,7 @@ std::pair<int, int> CompareAll(ByteSpan jpeg, const std::string& what) {
         CHECK(want.shape.width == got.shape.width);
         CHECK(want.shape.height == got.shape.height);
         CHECK(want.shape.components == got.shape.components);
+        if (got.status.ok()) test::CheckSimdLevels(jpeg, o, got.pixels);
         if (want.pixels != got.pixels) {
           size_t i = 0;
           while (want.pixels[i] == got.pixels[i]) ++i;
