@@ -97,11 +97,11 @@ check "merge summary" '^3 parts: 24 images in 6 files' "$tmp/out"
 (
   cd "$tmp" || exit 1
   expect 1 "images into http://" "$tools/pcr-convert" images "$data/sample" http://host/out
-  check "http output refused" 'http://host/out: not a local directory; images, webdataset and table also write' \
+  check "http output refused" 'http://host/out: not a local directory; images, webdataset, table and merge also write' \
     "$tmp/err"
   expect 1 "table into https://" "$tools/pcr-convert" table "$data/tabular/Soybean.csv" https://host/out
-  expect 1 "merge into s3://" "$tools/pcr-convert" merge s3://bucket/merged "$tmp/part0" "$tmp/part1" "$tmp/part2"
-  check "merge output refused" 's3://bucket/merged: not a local directory' "$tmp/err"
+  expect 1 "merge into http://" "$tools/pcr-convert" merge http://host/merged "$tmp/part0" "$tmp/part1" "$tmp/part2"
+  check "merge output refused" 'http://host/merged: not a local directory' "$tmp/err"
   [ ! -e "$tmp/s3:" ] && [ ! -e "$tmp/http:" ] && [ ! -e "$tmp/https:" ] && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL: a URL output made a local directory"; }
   echo "$passed $failed" >"$tmp/counts"

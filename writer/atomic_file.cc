@@ -124,7 +124,7 @@ Status AtomicFile::Commit() {
 
 Status CheckLocalOutput(const std::string& dir) {
   if (!IsRemotePath(dir) && dir.find("://") == std::string::npos) return Status::OK();
-  return Status::InvalidArgument(dir + ": not a local directory; images, webdataset and table also write to "
+  return Status::InvalidArgument(dir + ": not a local directory; images, webdataset, table and merge also write to "
                                  "s3://BUCKET/PREFIX, the rest only locally (copy the result up with your store's "
                                  "tools)");
 }
