@@ -206,8 +206,8 @@ Result<S3Uploader::Response> S3Uploader::Send(const std::string& method, const s
   }
 }
 
-Status S3Uploader::Upload(const std::string& local, const std::string& path,
-                          const std::function<Status(const std::string& upload_id)>& started) {
+Result<std::string> S3Uploader::Upload(const std::string& local, const std::string& path,
+                                       const std::function<Status(const std::string& upload_id)>& started) {
   Fd file{open(local.c_str(), O_RDONLY | O_CLOEXEC)};
   struct stat st {};
   if (file.fd < 0 || fstat(file.fd, &st) != 0) return Status::IOError(local + ": cannot open: " + std::strerror(errno));
@@ -221,7 +221,8 @@ Status S3Uploader::Upload(const std::string& local, const std::string& path,
       return Status::IOError(path + ": the store's ETag " + r.etag + " is not the MD5 of the bytes sent, " +
                              Md5Hex(body));
     }
-    return Check(local, path, size);
+    PCR_RETURN_IF_ERROR(Check(local, path, size));
+    return r.etag;
   }
   const uint64_t part_size = std::max(upload_.part_size, (size + kMaxParts - 1) / kMaxParts);
   const uint64_t parts = (size + part_size - 1) / part_size;
@@ -297,15 +298,14 @@ Status S3Uploader::Upload(const std::string& local, const std::string& path,
   for (const std::string_view quote : {"&quot;", "\""}) {
     for (size_t at = etag.find(quote); at != std::string::npos; at = etag.find(quote)) etag.erase(at, quote.size());
   }
-  if (etag.find('-') != std::string::npos) {
-    std::string digests;
-    for (const std::string& e : etags) digests += HexBytes(e);
-    const std::string expected = Md5Hex(digests) + "-" + std::to_string(parts);
-    if (etag != expected) {
-      return Status::IOError(path + ": the store's ETag " + etag + " is not the MD5 of the parts' MD5s, " + expected);
-    }
+  std::string digests;
+  for (const std::string& e : etags) digests += HexBytes(e);
+  const std::string expected = Md5Hex(digests) + "-" + std::to_string(parts);
+  if (etag.find('-') != std::string::npos && etag != expected) {
+    return Status::IOError(path + ": the store's ETag " + etag + " is not the MD5 of the parts' MD5s, " + expected);
   }
-  return Check(local, path, size);
+  PCR_RETURN_IF_ERROR(Check(local, path, size));
+  return etag.empty() ? expected : etag;
 }
 
 Status S3Uploader::Check(const std::string& local, const std::string& path, uint64_t size) {
@@ -335,12 +335,13 @@ Result<bool> S3Uploader::Exists(const std::string& path) {
   if (r.curl_code == 0 && r.status == 404 && XmlValue(r.body, "Code") != "NoSuchBucket") return false;
   std::string hint;
   if (r.status == 403 || r.status == 401) hint = " (check the credentials and the bucket's permissions)";
+  if (r.status == 404) hint = " (check the bucket's name, and AWS_ENDPOINT_URL for a store other than AWS)";
   return Status::IOError(path + ": " + Describe(r) + hint);
 }
 
-Result<uint64_t> S3Uploader::Size(const std::string& path) {
+Result<S3Uploader::ObjectInfo> S3Uploader::Head(const std::string& path) {
   PCR_ASSIGN_OR_RETURN(const Response r, Send("HEAD", path, "", "", {}));
-  if (r.curl_code == 0 && r.status == 200) return r.content_length;
+  if (r.curl_code == 0 && r.status == 200) return ObjectInfo{r.content_length, r.etag};
   if (r.curl_code == 0 && r.status == 404) return Status::NotFound(path + ": not found");
   return Status::IOError(path + ": " + Describe(r));
 }

@@ -29,18 +29,24 @@ class S3Uploader {
   S3Uploader(const S3Uploader&) = delete;
   S3Uploader& operator=(const S3Uploader&) = delete;
 
-  // Uploads the local file `local` as the object `path` (s3://BUCKET/KEY).
-  // A multipart upload calls `started(upload_id)` before its first part,
-  // so that a failed run can be cleaned up (Abort). Each part's ETag must be
-  // its MD5, and the object must then have the file's size and its last
-  // bytes; errors name the object and the HTTP status or S3 error code.
-  Status Upload(const std::string& local, const std::string& path,
-                const std::function<Status(const std::string& upload_id)>& started);
+  // Uploads the local file `local` as the object `path` (s3://BUCKET/KEY)
+  // and returns its ETag. A multipart upload calls `started(upload_id)`
+  // before its first part, so that a failed run can be cleaned up (Abort).
+  // Each part's ETag must be its MD5 (and a multipart object's, where the
+  // store gives S3's form, the MD5 of theirs), and the object must then
+  // have the file's size and its last bytes; errors name the object and the
+  // HTTP status or S3 error code.
+  Result<std::string> Upload(const std::string& local, const std::string& path,
+                             const std::function<Status(const std::string& upload_id)>& started);
   // Whether the object exists: false for NoSuchKey; a missing bucket, a
   // refusal or an unreachable store fail, naming the object and the status.
   Result<bool> Exists(const std::string& path);
-  // The object's size; NotFound when it does not exist.
-  Result<uint64_t> Size(const std::string& path);
+  struct ObjectInfo {
+    uint64_t size = 0;
+    std::string etag;  // without quotes; empty where the store sends none
+  };
+  // The object's size and ETag; NotFound when it does not exist.
+  Result<ObjectInfo> Head(const std::string& path);
   // Aborts a multipart upload; one the store no longer knows counts as
   // aborted, and a store that cannot abort (405, 501) keeps its parts.
   Status Abort(const std::string& path, const std::string& upload_id);

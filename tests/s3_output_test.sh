@@ -144,8 +144,51 @@ AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3
   --work-dir "$tmp/wo" >/dev/null 2>&1
 if ! "$tools/pcr-convert" images "$data/sample" s3://pcrtest/other --images-per-record 7 --work-dir "$tmp/wo" \
        >/dev/null 2>"$tmp/err" &&
-   grep -q 'holds an unfinished conversion with other inputs, options or output than this one' "$tmp/err"; then ok; else
-  bad "another conversion into an unfinished output"; cat "$tmp/err"; fi
+   grep -q 'holds a finished conversion into s3://pcrtest/other of other inputs or options, not yet uploaded' "$tmp/err"
+then ok; else bad "another conversion into an unfinished output"; cat "$tmp/err"; fi
+
+# A work directory holding files pcr-convert did not make is refused, and
+# its files are left alone.
+mkdir -p "$tmp/wf/out"
+echo mine >"$tmp/wf/out/results.txt"
+if ! "$tools/pcr-convert" images "$data/sample" s3://pcrtest/foreign --work-dir "$tmp/wf" >/dev/null 2>"$tmp/err" &&
+   grep -q "$tmp/wf: not empty, and not a work directory of pcr-convert" "$tmp/err" &&
+   [ "$(cat "$tmp/wf/out/results.txt")" = mine ]; then ok; else bad "a foreign work directory"; cat "$tmp/err"; fi
+
+# A conversion that failed on a bad image, run again with --skip-bad as the
+# error says, finishes.
+mkdir -p "$tmp/badsrc/c"
+cp "$data"/sample/misc/testimg*.jpg "$tmp/badsrc/c/"
+head -c 3000 "$data/sample/misc/testimgari.jpg" >"$tmp/badsrc/c/cut.jpg"
+if ! "$tools/pcr-convert" images "$tmp/badsrc" s3://pcrtest/skip --work-dir "$tmp/wb" >/dev/null 2>"$tmp/err" &&
+   grep -q 'cut.jpg' "$tmp/err" &&
+   "$tools/pcr-convert" images "$tmp/badsrc" s3://pcrtest/skip --work-dir "$tmp/wb" --skip-bad >/dev/null 2>"$tmp/err"
+then ok; else bad "--skip-bad after a failure"; cat "$tmp/err"; fi
+"$tools/pcr-dump" verify s3://pcrtest/skip >/dev/null 2>&1 && ok || bad "verify after --skip-bad"
+
+# Another writer's file in the output: found before the manifest goes up.
+proxy no-manifest
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/race --images-per-record 5 \
+  --work-dir "$tmp/wr" >/dev/null 2>&1
+/usr/bin/python3 -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b"other", method="PUT"))' \
+  "$endpoint/pcrtest/race/records-00001.pcr"
+if ! "$tools/pcr-convert" images "$data/sample" s3://pcrtest/race --images-per-record 5 --work-dir "$tmp/wr" \
+       >/dev/null 2>"$tmp/err" &&
+   grep -q 's3://pcrtest/race/records-00001.pcr: changed in the store since this conversion uploaded it' "$tmp/err"
+then ok; else bad "another writer's file"; cat "$tmp/err"; fi
+"$tools/pcr-dump" s3://pcrtest/race >/dev/null 2>&1 && bad "a manifest over another writer's file" || ok
+
+# Killed after the manifest went up but before the work directory went: the
+# same command finds its own manifest and cleans up.
+proxy slow-manifest
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late --images-per-record 5 \
+  --work-dir "$tmp/wl2" >/dev/null 2>&1 &
+victim=$!
+for _ in $(seq 300); do "$tools/pcr-dump" s3://pcrtest/late >/dev/null 2>&1 && break; sleep 0.1; done
+kill -9 "$victim" 2>/dev/null
+wait "$victim" 2>/dev/null
+if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late --images-per-record 5 --work-dir "$tmp/wl2" \
+     >/dev/null 2>"$tmp/err" && [ ! -e "$tmp/wl2/out" ]; then ok; else bad "rerun after the manifest went up"; cat "$tmp/err"; fi
 
 # Files the journal holds as up but the store lost (or another store) are
 # sent again before the manifest.

@@ -9,7 +9,8 @@ PUT and POST answered 503), no-manifest (PUTs of dataset.pcrd answered
 503), complete-error (every CompleteMultipartUpload answered 200 with an
 <Error> body, as S3 may), complete-error-once (the first one only),
 stall-parts (the first part upload is read, then left unanswered for a
-minute), none.
+minute), slow-manifest (PUTs of dataset.pcrd reach the store, and their
+answer comes a minute later), none.
 """
 import http.client
 import http.server
@@ -75,6 +76,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                      headers=headers)
         r = conn.getresponse()
         data = r.read()
+        if mode == "slow-manifest" and self.command == "PUT" and self.path.split("?")[0].endswith(".pcrd"):
+            time.sleep(60)
         self.send_response(r.status)
         for k, v in r.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length"):

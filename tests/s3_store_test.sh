@@ -87,6 +87,21 @@ if [ -f "$fauxqs" ]; then
            "$store/pcrtest/killed/records-00000.pcr?partNumber=1&uploadId=$id" | sed -n 's:.*<Code>\(.*\)</Code>.*:\1:p')
   [ "$code" = NoSuchUpload ] && ok || bad "the upload left open by the kill answers '$code', not NoSuchUpload"
 
+  # Killed again, then started over with --restart: the upload left open is
+  # aborted all the same.
+  proxy slow-parts "$port"
+  AWS_ENDPOINT_URL=$proxy_endpoint "$tools/pcr-convert" $big s3://pcrtest/restarted --work-dir "$tmp/wr" >/dev/null 2>&1 &
+  victim=$!
+  for _ in $(seq 600); do grep -q '^open' "$tmp/wr/upload.journal" 2>/dev/null && break; sleep 0.1; done
+  kill -9 "$victim" 2>/dev/null
+  wait "$victim" 2>/dev/null
+  id=$(awk -F'\t' '$1 == "open" { print $2; exit }' "$tmp/wr/upload.journal" 2>/dev/null)
+  if [ -n "$id" ] && AWS_ENDPOINT_URL=$store "$tools/pcr-convert" $big s3://pcrtest/restarted --work-dir "$tmp/wr" \
+       --restart >/dev/null 2>"$tmp/err"; then ok; else bad "--restart after a kill"; cat "$tmp/err"; fi
+  code=$(curl -s -X PUT -H 'Content-Type: application/octet-stream' --data-binary x \
+           "$store/pcrtest/restarted/records-00000.pcr?partNumber=1&uploadId=$id" | sed -n 's:.*<Code>\(.*\)</Code>.*:\1:p')
+  [ "$code" = NoSuchUpload ] && ok || bad "the upload left open before --restart answers '$code', not NoSuchUpload"
+
   # CompleteMultipartUpload answered 200 with an <Error> body: retried when
   # it passes; when it never does, a clear error naming the object, and no
   # manifest.

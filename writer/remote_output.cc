@@ -21,6 +21,7 @@
 #include "format/file_format.h"
 #include "format/journal.h"
 #include "io/io_engine.h"
+#include "io/md5.h"
 #include "io/pcr_file.h"
 #include "io/remote_path.h"
 #include "io/s3_upload.h"
@@ -45,10 +46,15 @@ Result<Stamp> StampOf(const std::string& path) {
   return Stamp{static_cast<uint64_t>(st.st_size), int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
 }
 
-// The journal: "done\tSIZE\tMTIME_NS\tNAME", "open\tUPLOAD_ID\tNAME" and
-// "closed\tUPLOAD_ID\tNAME" (an open upload aborted) lines.
+// The journal: "done\tSIZE\tMTIME_NS\tETAG\tNAME" (an upload finished),
+// "open\tUPLOAD_ID\tNAME" (a multipart upload started) and
+// "closed\tUPLOAD_ID\tNAME" (one aborted) lines.
+struct Uploaded {
+  Stamp stamp;
+  std::string etag;
+};
 struct UploadJournal {
-  std::map<std::string, Stamp> done;
+  std::map<std::string, Uploaded> done;
   std::vector<std::pair<std::string, std::string>> open;  // (name, upload id), neither done nor closed
 };
 
@@ -64,9 +70,10 @@ UploadJournal ReadJournal(const std::string& path) {
     std::vector<std::string> fields;
     std::stringstream in(s);
     for (std::string field; std::getline(in, field, '\t');) fields.push_back(field);
-    if (fields.size() == 4 && fields[0] == "done") {
-      j.done[fields[3]] = {std::strtoull(fields[1].c_str(), nullptr, 10), std::strtoll(fields[2].c_str(), nullptr, 10)};
-      std::erase_if(j.open, [&](const auto& o) { return o.first == fields[3]; });
+    if (fields.size() == 5 && fields[0] == "done") {
+      j.done[fields[4]] = {{std::strtoull(fields[1].c_str(), nullptr, 10), std::strtoll(fields[2].c_str(), nullptr, 10)},
+                           fields[3]};
+      std::erase_if(j.open, [&](const auto& o) { return o.first == fields[4]; });
     } else if (fields.size() == 3 && fields[0] == "open") {
       j.open.emplace_back(fields[2], fields[1]);
     } else if (fields.size() == 3 && fields[0] == "closed") {
@@ -104,11 +111,12 @@ Status UploadFile(S3Uploader& uploader, const std::string& path, const std::stri
     return Status::InvalidArgument(path + ": a file name with a tab or newline");
   }
   PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
-  PCR_RETURN_IF_ERROR(uploader.Upload(path, JoinRemotePath(remote, name), [&](const std::string& id) {
-    return Append(journal, "open\t" + id + "\t" + name + "\n");
-  }));
-  return Append(journal, "done\t" + std::to_string(stamp.size) + "\t" + std::to_string(stamp.mtime_ns) + "\t" + name +
-                             "\n");
+  PCR_ASSIGN_OR_RETURN(const std::string etag,
+                       uploader.Upload(path, JoinRemotePath(remote, name), [&](const std::string& id) {
+                         return Append(journal, "open\t" + id + "\t" + name + "\n");
+                       }));
+  return Append(journal, "done\t" + std::to_string(stamp.size) + "\t" + std::to_string(stamp.mtime_ns) + "\t" + etag +
+                             "\t" + name + "\n");
 }
 
 // Uploads files as a conversion finishes them, in order, on a thread of its
@@ -219,51 +227,75 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
   for (const std::string& name : last) {
     if (fs::exists(fs::path(local) / name)) names.push_back(name);
   }
-  for (const std::string& name : names) {
-    if (cancel != nullptr && cancel->load()) return Status::Cancelled("upload to " + remote + " interrupted");
-    const std::string path = (fs::path(local) / name).string();
-    if (auto it = j.done.find(name); it != j.done.end()) {
-      PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
-      if (it->second == stamp) {
-        // Up already, if the store still holds it.
-        auto size = uploader->Size(JoinRemotePath(remote, name));
-        if (size.ok() && *size == stamp.size) continue;
-        if (!size.ok() && size.status().code() != StatusCode::kNotFound) return size.status();
-      }
-    }
+  // Every file but the last ones: sent unless the journal has it up.
+  const size_t first_last = names.size() - std::count_if(last.begin(), last.end(), [&](const std::string& n) {
+                              return fs::exists(fs::path(local) / n);
+                            });
+  auto interrupted = [&] { return cancel != nullptr && cancel->load(); };
+  for (size_t i = 0; i < first_last; ++i) {
+    if (interrupted()) return Status::Cancelled("upload to " + remote + " interrupted");
+    const std::string path = (fs::path(local) / names[i]).string();
+    PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
+    if (auto it = j.done.find(names[i]); it != j.done.end() && it->second.stamp == stamp) continue;
     PCR_RETURN_IF_ERROR(UploadFile(*uploader, path, remote, journal));
+  }
+  // Then each checked against the store: sent again where it is gone (a
+  // store that lost it, or another store), refused where it changed since
+  // (another conversion writing to the same output).
+  const UploadJournal up = ReadJournal(journal);
+  for (size_t i = 0; i < first_last; ++i) {
+    if (interrupted()) return Status::Cancelled("upload to " + remote + " interrupted");
+    const std::string object = JoinRemotePath(remote, names[i]);
+    const Uploaded& u = up.done.at(names[i]);
+    auto head = uploader->Head(object);
+    if (!head.ok() && head.status().code() == StatusCode::kNotFound) {
+      PCR_RETURN_IF_ERROR(UploadFile(*uploader, (fs::path(local) / names[i]).string(), remote, journal));
+      continue;
+    }
+    if (!head.ok()) return head.status();
+    if (head->size != u.stamp.size || (!head->etag.empty() && !u.etag.empty() && head->etag != u.etag)) {
+      return Status::IOError(object + ": changed in the store since this conversion uploaded it (" +
+                             std::to_string(head->size) + " bytes, ETag " + head->etag + "; sent " +
+                             std::to_string(u.stamp.size) + " bytes, ETag " + u.etag +
+                             "): is another conversion writing to " + remote + "? No manifest was uploaded");
+    }
+  }
+  for (size_t i = first_last; i < names.size(); ++i) {
+    if (interrupted()) return Status::Cancelled("upload to " + remote + " interrupted");
+    PCR_RETURN_IF_ERROR(UploadFile(*uploader, (fs::path(local) / names[i]).string(), remote, journal));
   }
   return Status::OK();
 }
 
 namespace {
 
-// Refuses an output that already holds `name`.
-Status CheckNoObject(const std::string& out_dir, const std::string& name, const RemoteOptions& remote,
-                     const UploadOptions& upload) {
+// Refuses an output that already holds `name`, unless it is the file
+// `local`/NAME that this conversion uploaded (a run stopped before it
+// cleaned up): in `journal`, or of the same MD5.
+Status CheckNoObject(const std::string& out_dir, const std::string& name, const std::string& local,
+                     const std::string& journal, const RemoteOptions& remote, const UploadOptions& upload) {
   PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(remote, upload));
-  PCR_ASSIGN_OR_RETURN(const bool exists, uploader->Exists(JoinRemotePath(out_dir, name)));
-  if (exists) return Status::InvalidArgument(out_dir + " already holds a pcr " + (name.ends_with(".pcrd") ? "dataset (" + name + ")" : "table (" + name + ")"));
-  return Status::OK();
+  const std::string object = JoinRemotePath(out_dir, name);
+  PCR_ASSIGN_OR_RETURN(const bool exists, uploader->Exists(object));
+  if (!exists || ReadJournal(journal).done.count(name) > 0) return Status::OK();
+  std::error_code ec;
+  const fs::path path = fs::path(local) / name;
+  const uint64_t size = fs::file_size(path, ec);
+  if (!ec && size < upload.multipart_threshold) {  // sent in one PUT: its ETag is its MD5
+    const auto mine = ReadRegularFile(path.string());
+    const auto head = uploader->Head(object);
+    if (mine.ok() && head.ok() &&
+        head->etag == Md5Hex(std::string_view(reinterpret_cast<const char*>(mine->data()), mine->size()))) {
+      return Status::OK();
+    }
+  }
+  return Status::InvalidArgument(out_dir + " already holds a pcr " +
+                                 (name.ends_with(".pcrd") ? "dataset (" + name + ")" : "table (" + name + ")"));
 }
 
-// Takes `work` for the conversion `identity` (its inputs and options, one
-// per line): a work directory left by a different conversion into the same
-// output is refused rather than its files uploaded.
-Status ClaimWorkDir(const fs::path& work, const std::string& identity, const std::string& out_dir) {
-  std::error_code ec;
-  fs::create_directories(work, ec);
-  if (ec) return Status::IOError(work.string() + ": cannot create directory: " + ec.message());
+// Writes `identity` as the conversion `work` holds.
+Status WriteIdentity(const fs::path& work, const std::string& identity) {
   const fs::path path = work / "conversion";
-  if (fs::exists(path, ec)) {
-    PCR_ASSIGN_OR_RETURN(const Bytes held, ReadRegularFile(path.string()));
-    if (std::string(held.begin(), held.end()) != identity) {
-      return Status::InvalidArgument(work.string() + " holds an unfinished conversion with other inputs, options or "
-                                     "output than this one into " + out_dir +
-                                     ": delete it, give another --work-dir, or (images) --restart");
-    }
-    return Status::OK();
-  }
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const bool ok = fd >= 0 && write(fd, identity.data(), identity.size()) == static_cast<ssize_t>(identity.size()) &&
                   fsync(fd) == 0;
@@ -307,38 +339,68 @@ struct Destination {
   std::string out_dir;     // s3://BUCKET/PREFIX
   std::string work_dir;    // as given: empty for ConversionWorkDir's
   std::string marker;      // the object whose presence means the output is taken
-  std::string identity;    // the conversion, for ClaimWorkDir
+  std::string identity;    // the conversion: its inputs, options and output
   std::vector<std::string> last;  // uploaded after every other file, in order
   const RemoteOptions& remote;
   const UploadOptions& upload;
   bool restart = false;    // start the work directory over
+  // Whether files another conversion left unfinished in out/ stay for this
+  // one to judge (as ConvertImages judges an interrupted conversion's).
+  bool keep_unfinished = false;
   const std::atomic<bool>* cancel = nullptr;
 };
 
 // The sequence every output into object storage shares: the options and
 // the output checked, the work directory locked (through the upload) and
-// claimed, `produce(work, journal)` writing the local copy into work/out
+// claimed, `produce(out, journal)` writing the local copy into work/out
 // (keeping what an earlier run left), then PublishDirectory and, once all is
 // up, the work files removed.
+//
+// The work directory must be new, empty, or one pcr-convert made. One left
+// by another conversion is taken over unless that one finished converting
+// (its files are not this conversion's to upload); restart first aborts the
+// multipart uploads it left open.
 template <typename T, typename Produce>
 Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
   PCR_RETURN_IF_ERROR(CheckUploadOptions(d.upload));
   const fs::path work = ConversionWorkDir(d.out_dir, d.work_dir);
   const std::string local = (work / "out").string(), journal = (work / "upload.journal").string();
-  PCR_RETURN_IF_ERROR(CheckNoObject(d.out_dir, d.marker, d.remote, d.upload));
-  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));
   std::error_code ec;
+  const fs::path identity_file = work / "conversion";
+  if (fs::exists(work, ec) && !fs::exists(identity_file, ec) && !fs::is_empty(work, ec)) {
+    return Status::InvalidArgument(work.string() + ": not empty, and not a work directory of pcr-convert: give a new "
+                                   "or empty --work-dir");
+  }
+  PCR_RETURN_IF_ERROR(CheckNoObject(d.out_dir, d.marker, local, journal, d.remote, d.upload));
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));
   if (d.restart) {
+    PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(d.remote, d.upload));
+    PCR_RETURN_IF_ERROR(AbortOpenUploads(*uploader, d.out_dir, journal));
     fs::remove_all(local, ec);
     fs::remove(journal, ec);
-    fs::remove(work / "conversion", ec);
+    fs::remove(identity_file, ec);
   }
-  PCR_RETURN_IF_ERROR(ClaimWorkDir(work, d.identity, d.out_dir));
+  if (fs::exists(identity_file, ec)) {
+    PCR_ASSIGN_OR_RETURN(const Bytes held, ReadRegularFile(identity_file.string()));
+    if (std::string(held.begin(), held.end()) != d.identity) {
+      const bool finished = fs::exists(fs::path(local) / d.marker, ec) &&
+                            !fs::exists(fs::path(local) / kConversionMarkerName, ec);
+      if (finished) {
+        return Status::InvalidArgument(work.string() + " holds a finished conversion into " + d.out_dir +
+                                       " of other inputs or options, not yet uploaded: run that conversion again to "
+                                       "upload it, start over with --restart (images), or give another --work-dir");
+      }
+      if (!d.keep_unfinished) fs::remove_all(local, ec);
+      PCR_RETURN_IF_ERROR(WriteIdentity(work, d.identity));
+    }
+  } else {
+    PCR_RETURN_IF_ERROR(WriteIdentity(work, d.identity));
+  }
   PCR_ASSIGN_OR_RETURN(T result, produce(local, journal));
   PCR_RETURN_IF_ERROR(PublishDirectory(local, d.out_dir, d.last, journal, d.remote, d.upload, d.cancel));
   fs::remove_all(local, ec);
   fs::remove(journal, ec);
-  fs::remove(work / "conversion", ec);
+  fs::remove(identity_file, ec);
   if (d.work_dir.empty()) fs::remove(work, ec);
   return result;
 }
@@ -359,6 +421,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
                       .remote = options.remote,
                       .upload = options.upload,
                       .restart = options.restart,
+                      .keep_unfinished = true,
                       .cancel = options.cancel};
   return ThroughWorkDir<ConvertImagesSummary>(d, [&](const std::string& out, const std::string& journal)
                                                      -> Result<ConvertImagesSummary> {
