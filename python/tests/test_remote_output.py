@@ -52,3 +52,18 @@ def test_upload_options_checked(data_dir, tmp_path):
         pcr.convert_table(str(data_dir / "tabular" / "Soybean.csv"), "s3://pcrtest/x", multipart_threshold_mb=0)
     with pytest.raises(ValueError, match="unknown remote option"):
         pcr.convert_images(str(data_dir / "sample"), "s3://pcrtest/x", remote={"bogus": 1}, progress=False)
+
+
+def test_readme_snippet(data_dir, s3_endpoint, monkeypatch):
+    from test_readme import python_block
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    code = python_block('pcr.convert_images("train"')
+    code = (code.replace('"train"', repr(str(data_dir / "sample"))).replace("http://minio:9000", s3_endpoint)
+            .replace("s3://bucket/", "s3://pcrtest/readme-"))
+    scope = {"pcr": pcr}
+    exec("import pcr.torch\n" + code, scope)
+    images = sum(len(batch[0]) for batch in scope["loader"])
+    assert images == 24
