@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "jpeg/idct_internal.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -10,33 +12,6 @@
 namespace pcr {
 
 namespace {
-
-constexpr int kConstBits = 13;
-constexpr int kPass1Bits = 2;
-
-// FIX(x) at 13 bits, as jidctint.c and jidctred.c round them.
-constexpr int64_t k0_211164243 = 1730;
-constexpr int64_t k0_298631336 = 2446;
-constexpr int64_t k0_390180644 = 3196;
-constexpr int64_t k0_509795579 = 4176;
-constexpr int64_t k0_541196100 = 4433;
-constexpr int64_t k0_601344887 = 4926;
-constexpr int64_t k0_720959822 = 5906;
-constexpr int64_t k0_765366865 = 6270;
-constexpr int64_t k0_850430095 = 6967;
-constexpr int64_t k0_899976223 = 7373;
-constexpr int64_t k1_061594337 = 8697;
-constexpr int64_t k1_175875602 = 9633;
-constexpr int64_t k1_272758580 = 10426;
-constexpr int64_t k1_451774981 = 11893;
-constexpr int64_t k1_501321110 = 12299;
-constexpr int64_t k1_847759065 = 15137;
-constexpr int64_t k1_961570560 = 16069;
-constexpr int64_t k2_053119869 = 16819;
-constexpr int64_t k2_172734803 = 17799;
-constexpr int64_t k2_562915447 = 20995;
-constexpr int64_t k3_072711026 = 25172;
-constexpr int64_t k3_624509785 = 29692;
 
 // libjpeg's LEFT_SHIFT: through unsigned, so it wraps rather than overflows.
 inline int64_t Shl(int64_t a, int b) { return static_cast<int64_t>(static_cast<uint64_t>(a) << b); }
@@ -46,11 +21,6 @@ inline int64_t Descale(int64_t x, int n) { return (x + (int64_t{1} << (n - 1))) 
 inline int32_t Int(int64_t x) { return static_cast<int32_t>(x); }
 inline int32_t Dequantize(int16_t coef, int32_t q) { return coef * q; }
 
-// The ranges inside which libjpeg-turbo's SIMD transforms, with their 16-bit
-// lanes and saturating packs, agree with its C code: dequantised
-// coefficients and first-pass outputs within +-kLaneLimit, outputs within
-// -512..511 (before the +128 level shift).
-constexpr int32_t kLaneLimit = 8191;
 inline bool InLane(int64_t v) { return v >= -kLaneLimit && v <= kLaneLimit; }
 inline bool InOutput(int64_t v) { return v >= -512 && v <= 511; }
 
@@ -261,86 +231,33 @@ IdctSteps PrepareIdctSteps(const int32_t* quant) {
 
 namespace {
 
-// Two 16-bit constants for _mm_madd_epi16: a weighs the first of each pair, b the second.
-inline __m128i Pair(int64_t a, int64_t b) {
-  return _mm_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(b) << 16) | (static_cast<uint32_t>(a) & 0xffff)));
-}
-
-// Islow1D on eight lanes at once, x[i] holding element i of each lane's
-// vector (16-bit), into out[i] descaled by kShift and packed to 16 bits
-// with saturation. The multiplications are C's, regrouped into pairs:
-// exact while the inputs and their pairwise sums fit 16 bits.
-template <int kShift>
-inline void Islow1DSse2(const __m128i* x, __m128i* out) {
-  const __m128i round = _mm_set1_epi32(1 << (kShift - 1));
-  const __m128i zero = _mm_setzero_si128();
-  __m128i even[4][2], odd[4][2];  // [tmp10, tmp11, tmp12, tmp13] and [tmp0..tmp3], low and high halves
-  for (int h = 0; h < 2; ++h) {
-    auto unpack = [h](__m128i a, __m128i b) { return h == 0 ? _mm_unpacklo_epi16(a, b) : _mm_unpackhi_epi16(a, b); };
-    const __m128i z23 = unpack(x[2], x[6]);
-    const __m128i tmp3 = _mm_madd_epi16(z23, Pair(k0_541196100 + k0_765366865, k0_541196100));
-    const __m128i tmp2 = _mm_madd_epi16(z23, Pair(k0_541196100, k0_541196100 - k1_847759065));
-    // (x0 +- x4) << 13, sign-extended from the high half of each 32-bit lane.
-    const __m128i tmp0 = _mm_srai_epi32(unpack(zero, _mm_add_epi16(x[0], x[4])), 16 - kConstBits);
-    const __m128i tmp1 = _mm_srai_epi32(unpack(zero, _mm_sub_epi16(x[0], x[4])), 16 - kConstBits);
-    even[0][h] = _mm_add_epi32(tmp0, tmp3);
-    even[3][h] = _mm_sub_epi32(tmp0, tmp3);
-    even[1][h] = _mm_add_epi32(tmp1, tmp2);
-    even[2][h] = _mm_sub_epi32(tmp1, tmp2);
-    const __m128i z34 = unpack(_mm_add_epi16(x[7], x[3]), _mm_add_epi16(x[5], x[1]));
-    const __m128i z3 = _mm_madd_epi16(z34, Pair(k1_175875602 - k1_961570560, k1_175875602));
-    const __m128i z4 = _mm_madd_epi16(z34, Pair(k1_175875602, k1_175875602 - k0_390180644));
-    const __m128i x71 = unpack(x[7], x[1]), x53 = unpack(x[5], x[3]);
-    odd[0][h] = _mm_add_epi32(_mm_madd_epi16(x71, Pair(k0_298631336 - k0_899976223, -k0_899976223)), z3);
-    odd[3][h] = _mm_add_epi32(_mm_madd_epi16(x71, Pair(-k0_899976223, k1_501321110 - k0_899976223)), z4);
-    odd[1][h] = _mm_add_epi32(_mm_madd_epi16(x53, Pair(k2_053119869 - k2_562915447, -k2_562915447)), z4);
-    odd[2][h] = _mm_add_epi32(_mm_madd_epi16(x53, Pair(-k2_562915447, k3_072711026 - k2_562915447)), z3);
-  }
-  auto descale = [&](__m128i a) { return _mm_srai_epi32(_mm_add_epi32(a, round), kShift); };
-  auto emit = [&](int i, int e, int o, bool plus) {
-    __m128i half[2];
-    for (int h = 0; h < 2; ++h) {
-      half[h] = descale(plus ? _mm_add_epi32(even[e][h], odd[o][h]) : _mm_sub_epi32(even[e][h], odd[o][h]));
-    }
-    out[i] = _mm_packs_epi32(half[0], half[1]);
-  };
-  emit(0, 0, 3, true);
-  emit(7, 0, 3, false);
-  emit(1, 1, 2, true);
-  emit(6, 1, 2, false);
-  emit(2, 2, 1, true);
-  emit(5, 2, 1, false);
-  emit(3, 3, 0, true);
-  emit(4, 3, 0, false);
-}
-
-inline void Transpose8x8(__m128i* r) {
-  const __m128i a0 = _mm_unpacklo_epi16(r[0], r[1]), a1 = _mm_unpackhi_epi16(r[0], r[1]);
-  const __m128i a2 = _mm_unpacklo_epi16(r[2], r[3]), a3 = _mm_unpackhi_epi16(r[2], r[3]);
-  const __m128i a4 = _mm_unpacklo_epi16(r[4], r[5]), a5 = _mm_unpackhi_epi16(r[4], r[5]);
-  const __m128i a6 = _mm_unpacklo_epi16(r[6], r[7]), a7 = _mm_unpackhi_epi16(r[6], r[7]);
-  const __m128i b0 = _mm_unpacklo_epi32(a0, a2), b1 = _mm_unpackhi_epi32(a0, a2);
-  const __m128i b2 = _mm_unpacklo_epi32(a1, a3), b3 = _mm_unpackhi_epi32(a1, a3);
-  const __m128i b4 = _mm_unpacklo_epi32(a4, a6), b5 = _mm_unpackhi_epi32(a4, a6);
-  const __m128i b6 = _mm_unpacklo_epi32(a5, a7), b7 = _mm_unpackhi_epi32(a5, a7);
-  r[0] = _mm_unpacklo_epi64(b0, b4);
-  r[1] = _mm_unpackhi_epi64(b0, b4);
-  r[2] = _mm_unpacklo_epi64(b1, b5);
-  r[3] = _mm_unpackhi_epi64(b1, b5);
-  r[4] = _mm_unpacklo_epi64(b2, b6);
-  r[5] = _mm_unpackhi_epi64(b2, b6);
-  r[6] = _mm_unpacklo_epi64(b3, b7);
-  r[7] = _mm_unpackhi_epi64(b3, b7);
-}
-
-// Lanes of v outside lo..hi, as all-ones lanes.
-inline __m128i Outside(__m128i v, int16_t lo, int16_t hi) {
-  return _mm_or_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(hi)), _mm_cmplt_epi16(v, _mm_set1_epi16(lo)));
-}
+struct Sse2 {
+  using V = __m128i;
+  static V Zero() { return _mm_setzero_si128(); }
+  static V Set16(int16_t v) { return _mm_set1_epi16(v); }
+  static V Set32(int32_t v) { return _mm_set1_epi32(v); }
+  static V Add16(V a, V b) { return _mm_add_epi16(a, b); }
+  static V Sub16(V a, V b) { return _mm_sub_epi16(a, b); }
+  static V Add32(V a, V b) { return _mm_add_epi32(a, b); }
+  static V Sub32(V a, V b) { return _mm_sub_epi32(a, b); }
+  static V Madd(V a, V b) { return _mm_madd_epi16(a, b); }
+  template <int n>
+  static V Sra32(V a) { return _mm_srai_epi32(a, n); }
+  static V Packs32(V a, V b) { return _mm_packs_epi32(a, b); }
+  static V UnpackLo16(V a, V b) { return _mm_unpacklo_epi16(a, b); }
+  static V UnpackHi16(V a, V b) { return _mm_unpackhi_epi16(a, b); }
+  static V UnpackLo32(V a, V b) { return _mm_unpacklo_epi32(a, b); }
+  static V UnpackHi32(V a, V b) { return _mm_unpackhi_epi32(a, b); }
+  static V UnpackLo64(V a, V b) { return _mm_unpacklo_epi64(a, b); }
+  static V UnpackHi64(V a, V b) { return _mm_unpackhi_epi64(a, b); }
+  static V Or(V a, V b) { return _mm_or_si128(a, b); }
+  static V Gt16(V a, V b) { return _mm_cmpgt_epi16(a, b); }
+  static V Lt16(V a, V b) { return _mm_cmplt_epi16(a, b); }
+};
 
 }  // namespace
 
-bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
   __m128i ac = _mm_setzero_si128();
@@ -360,12 +277,7 @@ bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
     for (int r = 0; r < 8; ++r) _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * stride), v);
     return in_range;
   }
-  Islow1DSse2<kConstBits - kPass1Bits>(x, x);
-  for (int r = 0; r < 8; ++r) bad = _mm_or_si128(bad, Outside(x[r], -kLaneLimit, kLaneLimit));
-  Transpose8x8(x);
-  Islow1DSse2<kConstBits + kPass1Bits + 3>(x, x);
-  for (int r = 0; r < 8; ++r) bad = _mm_or_si128(bad, Outside(x[r], -512, 511));
-  Transpose8x8(x);
+  IslowSimd<Sse2>::Transform(x, &bad);
   const __m128i center = _mm_set1_epi16(128);
   for (int r = 0; r < 8; r += 2) {
     const __m128i two = _mm_packus_epi16(_mm_add_epi16(x[r], center), _mm_add_epi16(x[r + 1], center));
@@ -373,6 +285,10 @@ bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (r + 1) * stride), _mm_srli_si128(two, 8));
   }
   return _mm_movemask_epi8(bad) == 0;
+}
+
+bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  return IdctIslow8x8Sse2(coef, steps, out, stride);
 }
 
 #else

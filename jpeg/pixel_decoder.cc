@@ -565,7 +565,16 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
     const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size;
     uint8_t* dst = p.ring.data() + static_cast<size_t>((r * size) % (3 * p.rows_per_imcu)) * static_cast<size_t>(p.stride);
     if (size == 8 && s.simd != SimdLevel::kNone) {
-      for (int bx = bx0; bx < bx1; ++bx) {
+      int bx = bx0;
+#if defined(__x86_64__)
+      if (s.simd == SimdLevel::kAvx2) {
+        for (; bx + 1 < bx1; bx += 2) {
+          in_range &= IdctIslow8x8PairAvx2(blocks + static_cast<size_t>(bx) * 64, p.steps,
+                                           dst + static_cast<size_t>(bx) * 8, p.stride);
+        }
+      }
+#endif
+      for (; bx < bx1; ++bx) {
         in_range &= IdctIslow8x8Simd(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8,
                                      p.stride);
       }

@@ -10,6 +10,7 @@
 
 #include "jpeg/error_manager.h"
 #include "jpeg/idct.h"
+#include "jpeg/pixel_decoder.h"
 #include "pcr/decode.h"
 #include "tests/image_util.h"
 #include "tests/simd_levels.h"
@@ -309,7 +310,7 @@ TEST_CASE("the range limit clamps and wraps as libjpeg-turbo's table does") {
   }
 }
 
-TEST_CASE("the SIMD 8x8 inverse DCT gives the reference's samples, and refuses what it refuses") {
+TEST_CASE("the SIMD 8x8 inverse DCTs give the reference's samples, and refuse what it refuses") {
   std::mt19937 rng(7);
   int agreed = 0, refused = 0;
   for (int trial = 0; trial < 200000; ++trial) {
@@ -327,8 +328,9 @@ TEST_CASE("the SIMD 8x8 inverse DCT gives the reference's samples, and refuses w
       coef[k] = static_cast<int16_t>(std::uniform_int_distribution<int>(-span, span)(rng));
     }
     uint8_t want[64], got[64];
+    const IdctSteps steps = PrepareIdctSteps(quant);
     const bool ok_want = IdctIslow8x8(coef, quant, want, 8);
-    const bool ok_got = IdctIslow8x8Simd(coef, PrepareIdctSteps(quant), got, 8);
+    const bool ok_got = IdctIslow8x8Simd(coef, steps, got, 8);
     INFO("trial " << trial);
     REQUIRE(ok_got == ok_want);
     if (ok_want) {
@@ -337,6 +339,23 @@ TEST_CASE("the SIMD 8x8 inverse DCT gives the reference's samples, and refuses w
     } else {
       ++refused;
     }
+#if defined(__x86_64__)
+    if (BestSimdLevel() == SimdLevel::kAvx2) {
+      // With the previous trial's block beside it (same steps).
+      static int16_t previous[64] = {};
+      alignas(16) int16_t pair[128];
+      std::copy_n(coef, 64, pair);
+      std::copy_n(previous, 64, pair + 64);
+      std::copy_n(coef, 64, previous);
+      uint8_t other[64], both[16 * 8];
+      const bool ok_other = IdctIslow8x8(pair + 64, quant, other, 8);
+      REQUIRE(IdctIslow8x8PairAvx2(pair, steps, both, 16) == (ok_want && ok_other));
+      for (int r = 0; ok_want && ok_other && r < 8; ++r) {
+        REQUIRE(std::equal(want + 8 * r, want + 8 * r + 8, both + 16 * r));
+        REQUIRE(std::equal(other + 8 * r, other + 8 * r + 8, both + 16 * r + 8));
+      }
+    }
+#endif
   }
   CHECK(agreed > 20000);
   CHECK(refused > 1000);

@@ -1,0 +1,78 @@
+// IdctIslow8x8PairAvx2: the SSE2 transform's kernel on two blocks at once,
+// one in each 16-byte half of AVX2's registers. Built with -mavx2; called
+// only where the CPU has AVX2.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "jpeg/idct.h"
+#include "jpeg/idct_internal.h"
+
+namespace pcr {
+
+namespace {
+
+struct Avx2 {
+  using V = __m256i;
+  static V Zero() { return _mm256_setzero_si256(); }
+  static V Set16(int16_t v) { return _mm256_set1_epi16(v); }
+  static V Set32(int32_t v) { return _mm256_set1_epi32(v); }
+  static V Add16(V a, V b) { return _mm256_add_epi16(a, b); }
+  static V Sub16(V a, V b) { return _mm256_sub_epi16(a, b); }
+  static V Add32(V a, V b) { return _mm256_add_epi32(a, b); }
+  static V Sub32(V a, V b) { return _mm256_sub_epi32(a, b); }
+  static V Madd(V a, V b) { return _mm256_madd_epi16(a, b); }
+  template <int n>
+  static V Sra32(V a) { return _mm256_srai_epi32(a, n); }
+  static V Packs32(V a, V b) { return _mm256_packs_epi32(a, b); }
+  static V UnpackLo16(V a, V b) { return _mm256_unpacklo_epi16(a, b); }
+  static V UnpackHi16(V a, V b) { return _mm256_unpackhi_epi16(a, b); }
+  static V UnpackLo32(V a, V b) { return _mm256_unpacklo_epi32(a, b); }
+  static V UnpackHi32(V a, V b) { return _mm256_unpackhi_epi32(a, b); }
+  static V UnpackLo64(V a, V b) { return _mm256_unpacklo_epi64(a, b); }
+  static V UnpackHi64(V a, V b) { return _mm256_unpackhi_epi64(a, b); }
+  static V Or(V a, V b) { return _mm256_or_si256(a, b); }
+  static V Gt16(V a, V b) { return _mm256_cmpgt_epi16(a, b); }
+  static V Lt16(V a, V b) { return _mm256_cmpgt_epi16(b, a); }
+};
+
+}  // namespace
+
+bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  __m256i x[8];
+  __m256i bad = _mm256_setzero_si256();
+  __m256i ac = _mm256_setzero_si256();
+  const __m256i first_ac = _mm256_setr_epi16(0, -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1);
+  for (int r = 0; r < 8; ++r) {
+    const __m256i c = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 8 * r))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 64 + 8 * r)), 1);
+    const __m256i limit =
+        _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(steps.limit + 8 * r)));
+    bad = _mm256_or_si256(bad, _mm256_or_si256(_mm256_cmpgt_epi16(c, limit),
+                                               _mm256_cmpgt_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), limit), c)));
+    ac = _mm256_or_si256(ac, r == 0 ? _mm256_and_si256(c, first_ac) : c);
+    x[r] = _mm256_mullo_epi16(
+        c, _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(steps.step + 8 * r))));
+  }
+  const int zero_ac = _mm256_movemask_epi8(_mm256_cmpeq_epi16(ac, _mm256_setzero_si256()));
+  if ((zero_ac & 0xffff) == 0xffff || (static_cast<unsigned>(zero_ac) >> 16) == 0xffff) {
+    // A block of DC alone: SSE2's shortcut, for both.
+    const bool a = IdctIslow8x8Sse2(coef, steps, out, stride);
+    return IdctIslow8x8Sse2(coef + 64, steps, out + 8, stride) && a;
+  }
+  IslowSimd<Avx2>::Transform(x, &bad);
+  const __m256i center = _mm256_set1_epi16(128);
+  for (int r = 0; r < 8; r += 2) {
+    // Each half: block rows r and r + 1.
+    const __m256i two = _mm256_packus_epi16(_mm256_add_epi16(x[r], center), _mm256_add_epi16(x[r + 1], center));
+    const __m128i a = _mm256_castsi256_si128(two), b = _mm256_extracti128_si256(two, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * stride), a);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (r + 1) * stride), _mm_srli_si128(a, 8));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 8 + r * stride), b);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 8 + (r + 1) * stride), _mm_srli_si128(b, 8));
+  }
+  return _mm256_movemask_epi8(bad) == 0;
+}
+
+}  // namespace pcr
