@@ -291,6 +291,79 @@ bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
   return IdctIslow8x8Sse2(coef, steps, out, stride);
 }
 
+namespace {
+
+// jidctred.c's 4-point odd and even parts, on the low and high halves
+// (h) of rows or columns x: x[0] the DC, x[1], x[3], x[5], x[7] the odd
+// inputs, x[2], x[6] the even ones. Outputs 0..3 before their descale.
+inline void Idct4Parts(const __m128i* x, int h, __m128i* sum) {
+  using Ops = Sse2;
+  using K = IslowSimd<Sse2>;
+  auto unpack = [h](__m128i a, __m128i b) { return h == 0 ? Ops::UnpackLo16(a, b) : Ops::UnpackHi16(a, b); };
+  const __m128i tmp0 = Ops::Sra32<16 - (kConstBits + 1)>(unpack(Ops::Zero(), x[0]));
+  const __m128i tmp2 = Ops::Madd(unpack(x[2], x[6]), K::Pair(k1_847759065, -k0_765366865));
+  const __m128i tmp10 = Ops::Add32(tmp0, tmp2), tmp12 = Ops::Sub32(tmp0, tmp2);
+  const __m128i x75 = unpack(x[7], x[5]), x31 = unpack(x[3], x[1]);
+  const __m128i odd0 = Ops::Add32(Ops::Madd(x75, K::Pair(-k0_211164243, k1_451774981)),
+                                  Ops::Madd(x31, K::Pair(-k2_172734803, k1_061594337)));
+  const __m128i odd2 = Ops::Add32(Ops::Madd(x75, K::Pair(-k0_509795579, -k0_601344887)),
+                                  Ops::Madd(x31, K::Pair(k0_899976223, k2_562915447)));
+  sum[0] = Ops::Add32(tmp10, odd2);
+  sum[3] = Ops::Sub32(tmp10, odd2);
+  sum[1] = Ops::Add32(tmp12, odd0);
+  sum[2] = Ops::Sub32(tmp12, odd0);
+}
+
+template <int kShift>
+inline __m128i Descale32(__m128i v) {
+  return _mm_srai_epi32(_mm_add_epi32(v, _mm_set1_epi32(1 << (kShift - 1))), kShift);
+}
+
+}  // namespace
+
+bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  __m128i x[8];
+  __m128i bad = _mm_setzero_si128();
+  for (int r = 0; r < 8; ++r) {
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 8 * r));
+    const __m128i limit = _mm_load_si128(reinterpret_cast<const __m128i*>(steps.limit + 8 * r));
+    bad = _mm_or_si128(bad, _mm_or_si128(_mm_cmpgt_epi16(c, limit),
+                                         _mm_cmplt_epi16(c, _mm_sub_epi16(_mm_setzero_si128(), limit))));
+    x[r] = _mm_mullo_epi16(c, _mm_load_si128(reinterpret_cast<const __m128i*>(steps.step + 8 * r)));
+  }
+  // Pass 1, columns as lanes: rows 0..3 of the workspace.
+  __m128i ws[8];
+  for (int h = 0; h < 2; ++h) {
+    __m128i sum[4];
+    Idct4Parts(x, h, sum);
+    for (int i = 0; i < 4; ++i) sum[i] = Descale32<kConstBits - kPass1Bits + 1>(sum[i]);
+    for (int i = 0; i < 4; ++i) {
+      ws[i] = h == 0 ? sum[i] : _mm_packs_epi32(ws[i], sum[i]);
+    }
+  }
+  // Column 4 plays no part.
+  const __m128i used = _mm_setr_epi16(-1, -1, -1, -1, 0, -1, -1, -1);
+  for (int i = 0; i < 4; ++i) bad = _mm_or_si128(bad, _mm_and_si128(used, IslowSimd<Sse2>::Outside(ws[i], -kLaneLimit, kLaneLimit)));
+  for (int i = 4; i < 8; ++i) ws[i] = _mm_setzero_si128();
+  IslowSimd<Sse2>::Transpose8x8(ws);  // ws[c]: column c, rows 0..3 in the low lanes
+  __m128i o[4];
+  Idct4Parts(ws, 0, o);
+  for (int i = 0; i < 4; ++i) o[i] = Descale32<kConstBits + kPass1Bits + 3 + 1>(o[i]);
+  // o[i] lane r: row r, column i; rows as 16-bit lanes.
+  const __m128i t01 = _mm_unpacklo_epi32(o[0], o[1]), t23 = _mm_unpacklo_epi32(o[2], o[3]);
+  const __m128i u01 = _mm_unpackhi_epi32(o[0], o[1]), u23 = _mm_unpackhi_epi32(o[2], o[3]);
+  const __m128i rows01 = _mm_packs_epi32(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
+  const __m128i rows23 = _mm_packs_epi32(_mm_unpacklo_epi64(u01, u23), _mm_unpackhi_epi64(u01, u23));
+  bad = _mm_or_si128(bad, _mm_or_si128(IslowSimd<Sse2>::Outside(rows01, -512, 511),
+                                       IslowSimd<Sse2>::Outside(rows23, -512, 511)));
+  const __m128i center = _mm_set1_epi16(128);
+  const __m128i bytes = _mm_packus_epi16(_mm_add_epi16(rows01, center), _mm_add_epi16(rows23, center));
+  alignas(16) uint8_t b[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(b), bytes);
+  for (int r = 0; r < 4; ++r) std::copy_n(b + 4 * r, 4, out + r * stride);
+  return _mm_movemask_epi8(bad) == 0;
+}
+
 #else
 
 bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {

@@ -40,6 +40,9 @@ bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
 #if defined(__SSE2__)
 // IdctIslow8x8Simd in SSE2.
 bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
+// Idct4x4 in SSE2: its samples wherever it returns true, and false wherever
+// it does (as IdctIslow8x8Simd).
+bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
 #endif
 #if defined(__x86_64__)
 // Two blocks side by side: coef[0, 64) written at out and coef[64, 128) at

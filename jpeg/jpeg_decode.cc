@@ -205,8 +205,8 @@ DecoderCounts JpegDecoder::counts() const { return state_->counts; }
 
 Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& options, std::span<uint8_t> out) {
   PCR_RETURN_IF_ERROR(CheckOptions(options));
-  // Where pcr's decoder is the faster one (bench/README.md, "Decoding to pixels").
-  const bool automatic = options.decoder == DecoderChoice::kAuto && (options.scale_denom == 1 || options.scale_denom == 8);
+  // pcr's decoder is the faster one at every scale (bench/README.md, "Decoding to pixels").
+  const bool automatic = options.decoder == DecoderChoice::kAuto;
   if (!out.empty() && (options.decoder == DecoderChoice::kPcr || automatic)) {
     Result<ImageShape> result = ImageShape{};
     if (DecodeWithPcr(state_.get(), jpeg, options, out, &result)) {

@@ -580,6 +580,15 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
       }
       return;
     }
+#if defined(__SSE2__)
+    if (size == 4 && s.simd != SimdLevel::kNone) {
+      for (int bx = bx0; bx < bx1; ++bx) {
+        in_range &= Idct4x4Sse2(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 4,
+                                p.stride);
+      }
+      return;
+    }
+#endif
     for (int bx = bx0; bx < bx1; ++bx) {
       in_range &= p.idct(blocks + static_cast<size_t>(bx) * 64, p.quant.data(), dst + static_cast<size_t>(bx) * size,
                          p.stride);

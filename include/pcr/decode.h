@@ -37,9 +37,8 @@ struct Crop {
 // Which decoder turns a JPEG into pixels. Both give identical pixels; see
 // JpegDecoder for where pcr's decoder reports less.
 enum class DecoderChoice {
-  kAuto,     // the faster for the image: pcr's decoder at scale 1 and 1/8
-             // for the images it takes, else libjpeg-turbo (not counted as
-             // fallbacks)
+  kAuto,     // the faster for the image: pcr's decoder for the images it
+             // takes, else libjpeg-turbo (not counted as fallbacks)
   kPcr,      // pcr's decoder for the progressive files pcr writes (see
              // JpegDecoder); libjpeg-turbo for any other image
   kLibjpeg,  // libjpeg-turbo
