@@ -255,20 +255,27 @@ struct Sse2 {
   static V Lt16(V a, V b) { return _mm_cmplt_epi16(a, b); }
 };
 
+// The dequantised rows of a block into x, the coefficients outside the
+// lanes marked in *bad; returns the AC coefficients ORed together.
+inline __m128i LoadBlock(const int16_t* coef, const IdctSteps& steps, __m128i* x, __m128i* bad) {
+  __m128i ac = _mm_setzero_si128();
+  for (int r = 0; r < 8; ++r) {
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 8 * r));
+    const __m128i limit = _mm_load_si128(reinterpret_cast<const __m128i*>(steps.limit + 8 * r));
+    *bad = _mm_or_si128(*bad, _mm_or_si128(_mm_cmpgt_epi16(c, limit),
+                                           _mm_cmplt_epi16(c, _mm_sub_epi16(_mm_setzero_si128(), limit))));
+    ac = _mm_or_si128(ac, r == 0 ? _mm_srli_si128(c, 2) : c);
+    x[r] = _mm_mullo_epi16(c, _mm_load_si128(reinterpret_cast<const __m128i*>(steps.step + 8 * r)));
+  }
+  return ac;
+}
+
 }  // namespace
 
 bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
-  __m128i ac = _mm_setzero_si128();
-  for (int r = 0; r < 8; ++r) {
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 8 * r));
-    const __m128i limit = _mm_load_si128(reinterpret_cast<const __m128i*>(steps.limit + 8 * r));
-    bad = _mm_or_si128(bad, _mm_or_si128(_mm_cmpgt_epi16(c, limit),
-                                         _mm_cmplt_epi16(c, _mm_sub_epi16(_mm_setzero_si128(), limit))));
-    ac = _mm_or_si128(ac, r == 0 ? _mm_srli_si128(c, 2) : c);
-    x[r] = _mm_mullo_epi16(c, _mm_load_si128(reinterpret_cast<const __m128i*>(steps.step + 8 * r)));
-  }
+  const __m128i ac = LoadBlock(coef, steps, x, &bad);
   if (_mm_movemask_epi8(_mm_cmpeq_epi16(ac, _mm_setzero_si128())) == 0xffff) {
     // DC alone: every sample is the first pass's dc << 2, descaled by 5.
     const int32_t dc = int32_t{coef[0]} * steps.step[0];
@@ -324,13 +331,7 @@ inline __m128i Descale32(__m128i v) {
 bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
-  for (int r = 0; r < 8; ++r) {
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 8 * r));
-    const __m128i limit = _mm_load_si128(reinterpret_cast<const __m128i*>(steps.limit + 8 * r));
-    bad = _mm_or_si128(bad, _mm_or_si128(_mm_cmpgt_epi16(c, limit),
-                                         _mm_cmplt_epi16(c, _mm_sub_epi16(_mm_setzero_si128(), limit))));
-    x[r] = _mm_mullo_epi16(c, _mm_load_si128(reinterpret_cast<const __m128i*>(steps.step + 8 * r)));
-  }
+  LoadBlock(coef, steps, x, &bad);
   // Pass 1, columns as lanes: rows 0..3 of the workspace.
   __m128i ws[8];
   for (int h = 0; h < 2; ++h) {

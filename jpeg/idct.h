@@ -44,10 +44,5 @@ bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
 // it does (as IdctIslow8x8Simd).
 bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
 #endif
-#if defined(__x86_64__)
-// Two blocks side by side: coef[0, 64) written at out and coef[64, 128) at
-// out + 8. True when both are. REQUIRES: the CPU has AVX2.
-bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
-#endif
 
 }  // namespace pcr

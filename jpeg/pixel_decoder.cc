@@ -1,7 +1,11 @@
 #include "jpeg/pixel_decoder.h"
 
+#if defined(__x86_64__)
+#include "jpeg/avx2.h"
+#endif
+
 #if defined(__SSE2__)
-#include <immintrin.h>
+#include <emmintrin.h>
 #endif
 
 #include <algorithm>
@@ -119,20 +123,27 @@ inline void YccToRgb8(__m128i y, __m128i cb, __m128i cr, __m128i* r, __m128i* g,
 
 // YCbCr rows to packed RGB, n pixels; returns how many it converted (a
 // multiple of 16), the rest left to the caller.
-size_t YccToRgbRowSse2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n) {
+// Pixels x..x + 15 of YCbCr rows as R, G and B bytes.
+inline void YccToRgb16(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t x, __m128i* rgb) {
   const __m128i zero = _mm_setzero_si128();
+  const __m128i vy = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y + x));
+  const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + x));
+  const __m128i vr = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + x));
+  __m128i r0, g0, b0, r1, g1, b1;
+  YccToRgb8(_mm_unpacklo_epi8(vy, zero), _mm_unpacklo_epi8(vb, zero), _mm_unpacklo_epi8(vr, zero), &r0, &g0, &b0);
+  YccToRgb8(_mm_unpackhi_epi8(vy, zero), _mm_unpackhi_epi8(vb, zero), _mm_unpackhi_epi8(vr, zero), &r1, &g1, &b1);
+  rgb[0] = _mm_packus_epi16(r0, r1);
+  rgb[1] = _mm_packus_epi16(g0, g1);
+  rgb[2] = _mm_packus_epi16(b0, b1);
+}
+
+size_t YccToRgbRowSse2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n) {
   alignas(16) uint8_t rgb[3][16];
   size_t x = 0;
   for (; x + 16 <= n; x += 16) {
-    const __m128i vy = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y + x));
-    const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + x));
-    const __m128i vr = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + x));
-    __m128i r0, g0, b0, r1, g1, b1;
-    YccToRgb8(_mm_unpacklo_epi8(vy, zero), _mm_unpacklo_epi8(vb, zero), _mm_unpacklo_epi8(vr, zero), &r0, &g0, &b0);
-    YccToRgb8(_mm_unpackhi_epi8(vy, zero), _mm_unpackhi_epi8(vb, zero), _mm_unpackhi_epi8(vr, zero), &r1, &g1, &b1);
-    _mm_store_si128(reinterpret_cast<__m128i*>(rgb[0]), _mm_packus_epi16(r0, r1));
-    _mm_store_si128(reinterpret_cast<__m128i*>(rgb[1]), _mm_packus_epi16(g0, g1));
-    _mm_store_si128(reinterpret_cast<__m128i*>(rgb[2]), _mm_packus_epi16(b0, b1));
+    __m128i v[3];
+    YccToRgb16(y, cb, cr, x, v);
+    for (int c = 0; c < 3; ++c) _mm_store_si128(reinterpret_cast<__m128i*>(rgb[c]), v[c]);
     uint8_t* o = out + 3 * x;
     for (int i = 0; i < 16; ++i) {
       o[3 * i] = rgb[0][i];
@@ -161,43 +172,6 @@ size_t Fancy2xSse2(const int16_t* c, size_t n, int even, int odd, int shift, uin
                      _mm_packus_epi16(_mm_unpacklo_epi16(e, o), _mm_unpackhi_epi16(e, o)));
   }
   return i;
-}
-// YccToRgbRowSse2 with the RGB interleave in byte shuffles (AVX2's VEX
-// encoding of SSSE3's pshufb).
-__attribute__((target("avx2"))) size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr,
-                                                       uint8_t* out, size_t n) {
-  const __m128i zero = _mm_setzero_si128();
-  // Byte i of each 16-byte output chunk takes channel i % 3 of pixel i / 3.
-  auto mask = [](int chunk, int channel) {
-    alignas(16) int8_t m[16];
-    for (int i = 0; i < 16; ++i) {
-      const int j = 16 * chunk + i;
-      m[i] = static_cast<int8_t>(j % 3 == channel ? j / 3 : -1);
-    }
-    return _mm_load_si128(reinterpret_cast<const __m128i*>(m));
-  };
-  __m128i masks[3][3];
-  for (int chunk = 0; chunk < 3; ++chunk) {
-    for (int channel = 0; channel < 3; ++channel) masks[chunk][channel] = mask(chunk, channel);
-  }
-  size_t x = 0;
-  for (; x + 16 <= n; x += 16) {
-    const __m128i vy = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y + x));
-    const __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + x));
-    const __m128i vr = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + x));
-    __m128i r0, g0, b0, r1, g1, b1;
-    YccToRgb8(_mm_unpacklo_epi8(vy, zero), _mm_unpacklo_epi8(vb, zero), _mm_unpacklo_epi8(vr, zero), &r0, &g0, &b0);
-    YccToRgb8(_mm_unpackhi_epi8(vy, zero), _mm_unpackhi_epi8(vb, zero), _mm_unpackhi_epi8(vr, zero), &r1, &g1, &b1);
-    const __m128i rgb[3] = {_mm_packus_epi16(r0, r1), _mm_packus_epi16(g0, g1), _mm_packus_epi16(b0, b1)};
-    for (int chunk = 0; chunk < 3; ++chunk) {
-      __m128i v = zero;
-      for (int channel = 0; channel < 3; ++channel) {
-        v = _mm_or_si128(v, _mm_shuffle_epi8(rgb[channel], masks[chunk][channel]));
-      }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 16 * static_cast<size_t>(chunk)), v);
-    }
-  }
-  return x;
 }
 #else
 constexpr bool kSimd = false;

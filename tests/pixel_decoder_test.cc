@@ -9,6 +9,7 @@
 #include <random>
 
 #include "jpeg/error_manager.h"
+#include "jpeg/avx2.h"
 #include "jpeg/idct.h"
 #include "jpeg/pixel_decoder.h"
 #include "pcr/decode.h"

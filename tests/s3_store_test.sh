@@ -42,6 +42,17 @@ same_objects() {
   [ "$differ" -eq 0 ] && ok || bad "$what"
 }
 
+# killed_upload DIR PREFIX: the big conversion through the slow proxy, killed
+# (-9) once a multipart upload is open; sets $id to that upload's id.
+killed_upload() {
+  AWS_ENDPOINT_URL=$proxy_endpoint "$tools/pcr-convert" $big "s3://pcrtest/$2" --work-dir "$1" >/dev/null 2>&1 &
+  local victim=$!
+  for _ in $(seq 600); do grep -q '^open' "$1/upload.journal" 2>/dev/null && break; sleep 0.1; done
+  kill -9 "$victim" 2>/dev/null
+  wait "$victim" 2>/dev/null
+  id=$(awk -F'\t' '$1 == "open" { print $2; exit }' "$1/upload.journal" 2>/dev/null)
+}
+
 # One file of about 12 MiB (three 5 MiB parts), its local conversion, and a
 # small dataset.
 mkdir -p "$tmp/big/c"
@@ -72,12 +83,7 @@ if [ -f "$fauxqs" ]; then
   # Killed with a multipart upload open: the rerun aborts it (a part sent to
   # it afterwards gets NoSuchUpload) and finishes with the same bytes.
   proxy slow-parts "$port"
-  AWS_ENDPOINT_URL=$proxy_endpoint "$tools/pcr-convert" $big s3://pcrtest/killed --work-dir "$tmp/wk" >/dev/null 2>&1 &
-  victim=$!
-  for _ in $(seq 600); do grep -q '^open' "$tmp/wk/upload.journal" 2>/dev/null && break; sleep 0.1; done
-  kill -9 "$victim" 2>/dev/null
-  wait "$victim" 2>/dev/null
-  id=$(awk -F'\t' '$1 == "open" { print $2; exit }' "$tmp/wk/upload.journal" 2>/dev/null)
+  killed_upload "$tmp/wk" killed
   [ -n "$id" ] && ok || bad "no multipart upload was open when killed"
   AWS_ENDPOINT_URL=$store "$tools/pcr-dump" s3://pcrtest/killed >/dev/null 2>&1 && bad "a manifest after a kill" || ok
   if AWS_ENDPOINT_URL=$store "$tools/pcr-convert" $big s3://pcrtest/killed --work-dir "$tmp/wk" >/dev/null 2>"$tmp/err"
@@ -90,12 +96,7 @@ if [ -f "$fauxqs" ]; then
   # Killed again, then started over with --restart: the upload left open is
   # aborted all the same.
   proxy slow-parts "$port"
-  AWS_ENDPOINT_URL=$proxy_endpoint "$tools/pcr-convert" $big s3://pcrtest/restarted --work-dir "$tmp/wr" >/dev/null 2>&1 &
-  victim=$!
-  for _ in $(seq 600); do grep -q '^open' "$tmp/wr/upload.journal" 2>/dev/null && break; sleep 0.1; done
-  kill -9 "$victim" 2>/dev/null
-  wait "$victim" 2>/dev/null
-  id=$(awk -F'\t' '$1 == "open" { print $2; exit }' "$tmp/wr/upload.journal" 2>/dev/null)
+  killed_upload "$tmp/wr" restarted
   if [ -n "$id" ] && AWS_ENDPOINT_URL=$store "$tools/pcr-convert" $big s3://pcrtest/restarted --work-dir "$tmp/wr" \
        --restart >/dev/null 2>"$tmp/err"; then ok; else bad "--restart after a kill"; cat "$tmp/err"; fi
   code=$(curl -s -X PUT -H 'Content-Type: application/octet-stream' --data-binary x \

@@ -135,7 +135,7 @@ def decode(
     With strict, libjpeg's corrupt-data warnings are errors (CorruptionError).
     decoder: "libjpeg" (libjpeg-turbo), "pcr" (pcr's own decoder for the
     progressive files pcr writes, libjpeg-turbo for the rest; the same
-    pixels) or "auto" (today libjpeg-turbo).
+    pixels) or "auto" (the default: pcr's decoder where it takes the file, the faster of the two).
     """
 
 class Table:

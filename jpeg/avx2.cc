@@ -1,11 +1,11 @@
-// IdctIslow8x8PairAvx2: the SSE2 transform's kernel on two blocks at once,
-// one in each 16-byte half of AVX2's registers. Built with -mavx2; called
-// only where the CPU has AVX2.
+// The AVX2 stages of pcr's decoder. Built with -mavx2; called only where
+// the CPU has AVX2.
+#include "jpeg/avx2.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
 
-#include "jpeg/idct.h"
 #include "jpeg/idct_internal.h"
 
 namespace pcr {
@@ -73,6 +73,59 @@ bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* 
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 8 + (r + 1) * stride), _mm_srli_si128(b, 8));
   }
   return _mm256_movemask_epi8(bad) == 0;
+}
+
+// jdcolor.c's YCbCr to RGB with the regrouped products of the SSE2 path
+// (YccToRgb8 in pixel_decoder.cc).
+size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n) {
+  const __m128i zero = _mm_setzero_si128();
+  // Byte i of each 16-byte output chunk takes channel i % 3 of pixel i / 3.
+  auto mask = [](int chunk, int channel) {
+    alignas(16) int8_t m[16];
+    for (int i = 0; i < 16; ++i) {
+      const int j = 16 * chunk + i;
+      m[i] = static_cast<int8_t>(j % 3 == channel ? j / 3 : -1);
+    }
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(m));
+  };
+  __m128i masks[3][3];
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    for (int channel = 0; channel < 3; ++channel) masks[chunk][channel] = mask(chunk, channel);
+  }
+  const __m256i center = _mm256_set1_epi16(128), two = _mm256_set1_epi16(2), half = _mm256_set1_epi32(1 << 15);
+  const __m256i kr = _mm256_set1_epi32((16384 << 16) | 26345), kb = _mm256_set1_epi32((16384 << 16) | (-14942 & 0xffff));
+  const __m256i kg = _mm256_set1_epi32((18734 << 16) | (-22554 & 0xffff));
+  auto shr16 = [](__m256i lo, __m256i hi) {
+    return _mm256_packs_epi32(_mm256_srai_epi32(lo, 16), _mm256_srai_epi32(hi, 16));
+  };
+  auto bytes = [](__m256i v) {
+    return _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  };
+  size_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    // Unpacks and packs pair up within each 16-byte half, so the order holds.
+    const __m256i vy = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + x)));
+    const __m256i vb = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + x))), center);
+    const __m256i vr = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + x))), center);
+    const __m256i rr = shr16(_mm256_madd_epi16(_mm256_unpacklo_epi16(vr, two), kr),
+                             _mm256_madd_epi16(_mm256_unpackhi_epi16(vr, two), kr));
+    const __m256i gg = _mm256_sub_epi16(shr16(_mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi16(vb, vr), kg), half),
+                                              _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpackhi_epi16(vb, vr), kg), half)),
+                                        vr);
+    const __m256i bb = shr16(_mm256_madd_epi16(_mm256_unpacklo_epi16(vb, two), kb),
+                             _mm256_madd_epi16(_mm256_unpackhi_epi16(vb, two), kb));
+    const __m128i rgb[3] = {bytes(_mm256_add_epi16(vy, _mm256_add_epi16(vr, rr))),
+                            bytes(_mm256_add_epi16(vy, gg)),
+                            bytes(_mm256_add_epi16(vy, _mm256_add_epi16(_mm256_add_epi16(vb, vb), bb)))};
+    for (int chunk = 0; chunk < 3; ++chunk) {
+      __m128i v = zero;
+      for (int channel = 0; channel < 3; ++channel) {
+        v = _mm_or_si128(v, _mm_shuffle_epi8(rgb[channel], masks[chunk][channel]));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 16 * static_cast<size_t>(chunk)), v);
+    }
+  }
+  return x;
 }
 
 }  // namespace pcr
