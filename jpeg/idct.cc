@@ -365,6 +365,48 @@ bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrd
   return _mm_movemask_epi8(bad) == 0;
 }
 
+bool Idct2x2Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  using K = IslowSimd<Sse2>;
+  __m128i x[8];
+  __m128i bad = _mm_setzero_si128();
+  LoadBlock(coef, steps, x, &bad);
+  // jidctred.c's 2-point parts on the low half (h = 0) or high half of x:
+  // the DC << 15 and the odd sum.
+  auto parts = [](const __m128i* v, int h, __m128i* even, __m128i* odd) {
+    auto unpack = [h](__m128i a, __m128i b) { return h == 0 ? _mm_unpacklo_epi16(a, b) : _mm_unpackhi_epi16(a, b); };
+    *even = _mm_srai_epi32(unpack(_mm_setzero_si128(), v[0]), 16 - (kConstBits + 2));
+    *odd = _mm_add_epi32(_mm_madd_epi16(unpack(v[7], v[5]), K::Pair(-k0_720959822, k0_850430095)),
+                         _mm_madd_epi16(unpack(v[3], v[1]), K::Pair(-k1_272758580, k3_624509785)));
+  };
+  // Pass 1, columns as lanes: rows 0 and 1 of the workspace.
+  __m128i ws[8] = {};
+  for (int h = 0; h < 2; ++h) {
+    __m128i even, odd;
+    parts(x, h, &even, &odd);
+    const __m128i w0 = Descale32<kConstBits - kPass1Bits + 2>(_mm_add_epi32(even, odd));
+    const __m128i w1 = Descale32<kConstBits - kPass1Bits + 2>(_mm_sub_epi32(even, odd));
+    ws[0] = h == 0 ? w0 : _mm_packs_epi32(ws[0], w0);
+    ws[1] = h == 0 ? w1 : _mm_packs_epi32(ws[1], w1);
+  }
+  // Columns 2, 4 and 6 play no part.
+  const __m128i used = _mm_setr_epi16(-1, -1, 0, -1, 0, -1, 0, -1);
+  for (int i = 0; i < 2; ++i) bad = _mm_or_si128(bad, _mm_and_si128(used, K::Outside(ws[i], -kLaneLimit, kLaneLimit)));
+  K::Transpose8x8(ws);  // ws[c]: column c, rows 0 and 1 in the low lanes
+  __m128i even, odd;
+  parts(ws, 0, &even, &odd);
+  const __m128i o0 = Descale32<kConstBits + kPass1Bits + 3 + 2>(_mm_add_epi32(even, odd));
+  const __m128i o1 = Descale32<kConstBits + kPass1Bits + 3 + 2>(_mm_sub_epi32(even, odd));
+  const __m128i pixels = _mm_packs_epi32(_mm_unpacklo_epi32(o0, o1), _mm_setzero_si128());  // row 0, row 1
+  bad = _mm_or_si128(bad, _mm_and_si128(_mm_setr_epi16(-1, -1, -1, -1, 0, 0, 0, 0), K::Outside(pixels, -512, 511)));
+  const uint32_t b = static_cast<uint32_t>(
+      _mm_cvtsi128_si32(_mm_packus_epi16(_mm_add_epi16(pixels, _mm_set1_epi16(128)), _mm_setzero_si128())));
+  out[0] = static_cast<uint8_t>(b);
+  out[1] = static_cast<uint8_t>(b >> 8);
+  out[stride] = static_cast<uint8_t>(b >> 16);
+  out[stride + 1] = static_cast<uint8_t>(b >> 24);
+  return _mm_movemask_epi8(bad) == 0;
+}
+
 #else
 
 bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {

@@ -43,6 +43,8 @@ bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
 // Idct4x4 in SSE2: its samples wherever it returns true, and false wherever
 // it does (as IdctIslow8x8Simd).
 bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
+// Idct2x2 in SSE2, as Idct4x4Sse2.
+bool Idct2x2Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
 #endif
 
 }  // namespace pcr

@@ -555,10 +555,10 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
       return;
     }
 #if defined(__SSE2__)
-    if (size == 4 && s.simd != SimdLevel::kNone) {
+    if ((size == 4 || size == 2) && s.simd != SimdLevel::kNone) {
+      const auto idct = size == 4 ? Idct4x4Sse2 : Idct2x2Sse2;
       for (int bx = bx0; bx < bx1; ++bx) {
-        in_range &= Idct4x4Sse2(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 4,
-                                p.stride);
+        in_range &= idct(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * size, p.stride);
       }
       return;
     }

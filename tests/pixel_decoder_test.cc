@@ -345,6 +345,10 @@ TEST_CASE("the SIMD 8x8 inverse DCTs give the reference's samples, and refuse wh
     const bool ok_want4 = Idct4x4(coef, quant, want4, 4);
     REQUIRE(Idct4x4Sse2(coef, steps, got4, 4) == ok_want4);
     if (ok_want4) REQUIRE(std::equal(want4, want4 + 16, got4));
+    uint8_t want2[4], got2[4];
+    const bool ok_want2 = Idct2x2(coef, quant, want2, 2);
+    REQUIRE(Idct2x2Sse2(coef, steps, got2, 2) == ok_want2);
+    if (ok_want2) REQUIRE(std::equal(want2, want2 + 4, got2));
 #endif
 #if defined(__x86_64__)
     if (BestSimdLevel() == SimdLevel::kAvx2) {
