@@ -76,7 +76,8 @@ struct ImageShape {
 // space kept across images, so steady-state decoding allocates nothing on the
 // caller's side.
 //
-// pcr's decoder (DecoderChoice::kPcr) reads progressive Huffman 8-bit JPEGs
+// pcr's decoder (DecoderChoice::kAuto, the default, and kPcr) reads
+// progressive Huffman 8-bit JPEGs
 // whose scans use spectral selection only, as pcr-convert writes them, with
 // 1, 3 or 4 components sampled 1x1 but for the first (1x1, 2x1, 1x2 or
 // 2x2): the full-fidelity records of every image so sampled, and partial
