@@ -623,7 +623,8 @@ bool ProgressiveCoefficientDecoder::State::DecodeAcBlocks(Scan& sc, int16_t* blo
   return good;
 }
 
-CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, unsigned components) {
+CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, unsigned components,
+                                                         unsigned dc_only) {
   State& st = *s_;
   const CoefficientFrame& f = st.frame;
   const size_t num_scans = st.num_scans;
@@ -654,7 +655,9 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, 
   for (size_t s = 0; s < num_scans; ++s) {
     Scan& sc = st.scans[s];
     sc.done = true;  // a scan of no component asked for is passed over
-    for (int i = 0; i < sc.ncomp; ++i) sc.done &= ((components >> sc.comp[i]) & 1) == 0;
+    for (int i = 0; i < sc.ncomp; ++i) {
+      sc.done &= ((components >> sc.comp[i]) & 1) == 0 || (sc.ss != 0 && ((dc_only >> sc.comp[i]) & 1) != 0);
+    }
     st.StartSegment(sc, 0);
   }
   // How many MCUs scan s may decode before its next restart marker, after

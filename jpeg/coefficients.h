@@ -82,10 +82,11 @@ class ProgressiveCoefficientDecoder {
   // The frame of the last successful Open().
   const CoefficientFrame& frame() const;
   // Delivers every block row of every component in order of rows. Scans
-  // that hold no component of `components` (bit c: component c) are not
-  // decoded, so their errors go unseen and their coefficients stay 0.
+  // that hold no component of `components` (bit c: component c), and the AC
+  // scans of the components in `dc_only`, are not decoded, so their errors
+  // go unseen and their coefficients stay 0.
   // REQUIRES: the last Open() returned kOk.
-  CoefficientOutcome Decode(const BlockRowFn& row, unsigned components = 0xf);
+  CoefficientOutcome Decode(const BlockRowFn& row, unsigned components = 0xf, unsigned dc_only = 0);
 
  private:
   struct State;

@@ -568,7 +568,10 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
                          p.stride);
     }
   };
-  CoefficientOutcome outcome = s.coefficients.Decode(row, mask);
+  // A component whose blocks become single samples needs their DC alone.
+  unsigned dc_only = 0;
+  for (int c = 0; c < f.num_components; ++c) dc_only |= s.planes[static_cast<size_t>(c)].size == 1 ? 1u << c : 0;
+  CoefficientOutcome outcome = s.coefficients.Decode(row, mask, dc_only);
   if (!outcome.ok()) return outcome;
   if (!in_range) return {CoefficientOutcome::kNotHandled, "coefficients outside the range of an 8-bit image"};
   for (int m = std::max(0, current - 1); m <= current; ++m) s.EmitImcu(m);

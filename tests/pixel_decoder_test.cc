@@ -291,6 +291,36 @@ TEST_CASE("YCbCr to gray does not read the chroma scans") {
   CHECK((gray.pixels == reference.pixels));
 }
 
+TEST_CASE("at 1/8 the luma AC scans of a 4:2:0 image are not read") {
+  const ScanScript script = *BuiltinScanScript("spectral5");
+  auto t = TranscodeToScanGroups(ReadFile(DataDir() + "/sample/video/video-001.jpeg"), script);
+  REQUIRE(t.ok());
+  Bytes jpeg = t->AtFidelity(5);
+  // The first scan of one component (the first component's id) from coefficient 1 on.
+  size_t luma_ac = 0;
+  for (size_t i = 0; i + 8 < jpeg.size() && luma_ac == 0; ++i) {
+    if (jpeg[i] == 0xff && jpeg[i + 1] == 0xda && jpeg[i + 4] == 1 && jpeg[i + 7] > 0) luma_ac = i;
+  }
+  REQUIRE(luma_ac > 0);
+  JpegDecoder decoder;
+  auto whole = decoder.Shape(jpeg, {});
+  REQUIRE(whole.ok());
+  std::mt19937 rng(9);
+  Bytes bad;
+  for (int attempt = 0; attempt < 500 && bad.empty(); ++attempt) {
+    Bytes b = jpeg;
+    for (int i = 0; i < 4; ++i) b[luma_ac + 20 + rng() % 200] = static_cast<uint8_t>(rng() % 255);
+    if (!Decode(decoder, b, {.scale_denom = 8, .decoder = DecoderChoice::kLibjpeg}).status.ok()) bad = b;
+  }
+  REQUIRE_FALSE(bad.empty());
+  const Decoded small = Decode(decoder, bad, {.scale_denom = 8, .format = PixelFormat::kRgb});
+  CHECK(small.status.ok());
+  const Decoded reference = Decode(decoder, jpeg, {.scale_denom = 8, .format = PixelFormat::kRgb,
+                                                   .decoder = DecoderChoice::kLibjpeg});
+  CHECK((small.pixels == reference.pixels));
+  CHECK(Decode(decoder, bad, {.format = PixelFormat::kRgb}).status.code() == StatusCode::kCorruption);
+}
+
 TEST_CASE("the range limit clamps and wraps as libjpeg-turbo's table does") {
   // A DC alone: the output is DC * q / 8 + 128, through the 10-bit table.
   int16_t coef[64] = {};
