@@ -262,57 +262,57 @@ TEST_CASE("a reused decoder never lends an image the tables of the one before") 
   }
 }
 
-TEST_CASE("YCbCr to gray does not read the chroma scans") {
-  const ScanScript script = *BuiltinScanScript("spectral5");
-  auto t = TranscodeToScanGroups(ReadFile(DataDir() + "/sample/video/video-001.jpeg"), script);
+// The sample's video frame (4:2:0) at full fidelity.
+Bytes FullVideoFrame() {
+  auto t = TranscodeToScanGroups(ReadFile(DataDir() + "/sample/video/video-001.jpeg"), *BuiltinScanScript("spectral5"));
   REQUIRE(t.ok());
-  Bytes jpeg = t->AtFidelity(5);
+  return t->AtFidelity(5);
+}
+
+// `jpeg` with a few bytes of the scan data from `from` to `to` changed so
+// that libjpeg-turbo refuses it under `o`.
+Bytes DamagedScan(const Bytes& jpeg, size_t from, size_t to, DecodeOptions o) {
+  JpegDecoder decoder;
+  o.decoder = DecoderChoice::kLibjpeg;
+  std::mt19937 rng(5);
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    Bytes b = jpeg;
+    for (int i = 0; i < 4; ++i) b[from + rng() % (to - from)] = static_cast<uint8_t>(rng() % 255);
+    if (!Decode(decoder, b, o).status.ok()) return b;
+  }
+  return {};
+}
+
+TEST_CASE("YCbCr to gray does not read the chroma scans") {
+  const Bytes jpeg = FullVideoFrame();
   // The last scan holds chroma only: damage its data.
   size_t last_sos = 0;
   for (size_t i = 0; i + 1 < jpeg.size(); ++i) {
     if (jpeg[i] == 0xff && jpeg[i + 1] == 0xda) last_sos = i;
   }
   REQUIRE(last_sos > 0);
-  // Damage there that libjpeg-turbo reports.
-  JpegDecoder decoder;
-  std::mt19937 rng(5);
-  Bytes bad;
-  for (int attempt = 0; attempt < 500 && bad.empty(); ++attempt) {
-    Bytes b = jpeg;
-    for (int i = 0; i < 4; ++i) b[last_sos + 20 + rng() % (b.size() - last_sos - 24)] = static_cast<uint8_t>(rng() % 255);
-    if (!Decode(decoder, b, {.format = PixelFormat::kRgb, .decoder = DecoderChoice::kLibjpeg}).status.ok()) bad = b;
-  }
+  const Bytes bad = DamagedScan(jpeg, last_sos + 20, jpeg.size() - 4, {.format = PixelFormat::kRgb});
   REQUIRE_FALSE(bad.empty());
+  JpegDecoder decoder;
   const Decoded gray = Decode(decoder, bad, {.format = PixelFormat::kGray, .decoder = DecoderChoice::kPcr});
   CHECK(gray.status.ok());
   const Decoded rgb = Decode(decoder, bad, {.format = PixelFormat::kRgb, .decoder = DecoderChoice::kPcr});
   CHECK(rgb.status.code() == StatusCode::kCorruption);
-  const Decoded reference = Decode(decoder, jpeg, {.format = PixelFormat::kGray});
+  const Decoded reference = Decode(decoder, jpeg, {.format = PixelFormat::kGray, .decoder = DecoderChoice::kLibjpeg});
   CHECK((gray.pixels == reference.pixels));
 }
 
 TEST_CASE("at 1/8 the luma AC scans of a 4:2:0 image are not read") {
-  const ScanScript script = *BuiltinScanScript("spectral5");
-  auto t = TranscodeToScanGroups(ReadFile(DataDir() + "/sample/video/video-001.jpeg"), script);
-  REQUIRE(t.ok());
-  Bytes jpeg = t->AtFidelity(5);
+  const Bytes jpeg = FullVideoFrame();
   // The first scan of one component (the first component's id) from coefficient 1 on.
   size_t luma_ac = 0;
   for (size_t i = 0; i + 8 < jpeg.size() && luma_ac == 0; ++i) {
     if (jpeg[i] == 0xff && jpeg[i + 1] == 0xda && jpeg[i + 4] == 1 && jpeg[i + 7] > 0) luma_ac = i;
   }
   REQUIRE(luma_ac > 0);
-  JpegDecoder decoder;
-  auto whole = decoder.Shape(jpeg, {});
-  REQUIRE(whole.ok());
-  std::mt19937 rng(9);
-  Bytes bad;
-  for (int attempt = 0; attempt < 500 && bad.empty(); ++attempt) {
-    Bytes b = jpeg;
-    for (int i = 0; i < 4; ++i) b[luma_ac + 20 + rng() % 200] = static_cast<uint8_t>(rng() % 255);
-    if (!Decode(decoder, b, {.scale_denom = 8, .decoder = DecoderChoice::kLibjpeg}).status.ok()) bad = b;
-  }
+  const Bytes bad = DamagedScan(jpeg, luma_ac + 20, luma_ac + 220, {.scale_denom = 8});
   REQUIRE_FALSE(bad.empty());
+  JpegDecoder decoder;
   const Decoded small = Decode(decoder, bad, {.scale_denom = 8, .format = PixelFormat::kRgb});
   CHECK(small.status.ok());
   const Decoded reference = Decode(decoder, jpeg, {.scale_denom = 8, .format = PixelFormat::kRgb,
