@@ -408,7 +408,7 @@ const uint8_t* PixelDecoder::State::UpsampleFast(Plane& p, int y) {
   const int even = p.fancy_v ? 8 : 1, odd = p.fancy_v ? 7 : 2, shift = p.fancy_v ? 4 : 2;
   p.row.resize(2 * static_cast<size_t>(n));
   uint8_t* out = p.row.data();
-  for (size_t i = Fancy2xSse2(c, static_cast<size_t>(n), even, odd, shift, out); i < static_cast<size_t>(n); ++i) {
+  for (int i = static_cast<int>(Fancy2xSse2(c, static_cast<size_t>(n), even, odd, shift, out)); i < n; ++i) {
     out[2 * i] = static_cast<uint8_t>((3 * c[i] + c[i - 1] + even) >> shift);
     out[2 * i + 1] = static_cast<uint8_t>((3 * c[i] + c[i + 1] + odd) >> shift);
   }
