@@ -5,7 +5,7 @@
 
 #include "jpeg/idct_internal.h"
 
-#if defined(__SSE2__)
+#if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
@@ -227,7 +227,7 @@ IdctSteps PrepareIdctSteps(const int32_t* quant) {
   return s;
 }
 
-#if defined(__SSE2__)
+#if defined(__x86_64__)
 
 namespace {
 
@@ -278,9 +278,9 @@ bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
   const __m128i ac = LoadBlock(coef, steps, x, &bad);
   if (_mm_movemask_epi8(_mm_cmpeq_epi16(ac, _mm_setzero_si128())) == 0xffff) {
     // DC alone: every sample is the first pass's dc << 2, descaled by 5.
-    const int32_t dc = int32_t{coef[0]} * steps.step[0];
-    const bool in_range = _mm_movemask_epi8(bad) == 0 && InLane(int64_t{dc} * 4);
-    const __m128i v = _mm_set1_epi8(static_cast<char>(std::clamp(((dc * 4 + 16) >> 5) + 128, 0, 255)));
+    const int64_t dc = int64_t{coef[0]} * steps.step[0];
+    const bool in_range = _mm_movemask_epi8(bad) == 0 && InLane(dc * 4);
+    const __m128i v = _mm_set1_epi8(static_cast<char>(std::clamp<int64_t>(((dc * 4 + 16) >> 5) + 128, 0, 255)));
     for (int r = 0; r < 8; ++r) _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * stride), v);
     return in_range;
   }

@@ -37,7 +37,7 @@ IdctSteps PrepareIdctSteps(const int32_t* quant);
 // step of 0, which it accepts).
 bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
 
-#if defined(__SSE2__)
+#if defined(__x86_64__)
 // IdctIslow8x8Simd in SSE2.
 bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
 // Idct4x4 in SSE2: its samples wherever it returns true, and false wherever

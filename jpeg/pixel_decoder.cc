@@ -1,11 +1,9 @@
 #include "jpeg/pixel_decoder.h"
 
 #if defined(__x86_64__)
-#include "jpeg/avx2.h"
-#endif
-
-#if defined(__SSE2__)
 #include <emmintrin.h>
+
+#include "jpeg/avx2.h"
 #endif
 
 #include <algorithm>
@@ -89,8 +87,7 @@ int MinScaledSize(int scale_denom) { return 8 / scale_denom; }
 inline int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
 
-#if defined(__SSE2__)
-constexpr bool kSimd = true;
+#if defined(__x86_64__)
 
 // Two 16-bit constants for _mm_madd_epi16: a weighs the first of each pair, b the second.
 inline __m128i Pair(int a, int b) {
@@ -173,8 +170,6 @@ size_t Fancy2xSse2(const int16_t* c, size_t n, int even, int odd, int shift, uin
   }
   return i;
 }
-#else
-constexpr bool kSimd = false;
 #endif
 }  // namespace
 
@@ -223,9 +218,12 @@ struct PixelDecoder::State {
 PixelDecoder::PixelDecoder() : s_(std::make_unique<State>()) {}
 PixelDecoder::~PixelDecoder() = default;
 SimdLevel BestSimdLevel() {
-  if (!kSimd) return SimdLevel::kNone;
+#if defined(__x86_64__)
   static const SimdLevel best = __builtin_cpu_supports("avx2") ? SimdLevel::kAvx2 : SimdLevel::kSse2;
   return best;
+#else
+  return SimdLevel::kNone;
+#endif
 }
 
 void PixelDecoder::set_simd(SimdLevel level) { s_->simd = std::min(level, BestSimdLevel()); }
@@ -356,7 +354,7 @@ const uint8_t* PixelDecoder::State::Upsample(Plane& p, int y) {
   return dst;
 }
 
-#if defined(__SSE2__)
+#if defined(__x86_64__)
 const uint8_t* PixelDecoder::State::UpsampleFast(Plane& p, int y) {
   if (p.fh == 1 && !p.fancy_v) return p.Row(p.fv == 2 ? y / 2 : y) + crop_x;
   if (!p.fancy_h && (p.fh == 2 || !p.fancy_v)) return Upsample(p, y);
@@ -443,7 +441,7 @@ void PixelDecoder::State::ConvertRow(int y) {
         std::copy_n(c0, w, dst);
         return;
       }
-#if defined(__SSE2__)
+#if defined(__x86_64__)
       for (size_t x = simd == SimdLevel::kAvx2   ? YccToRgbRowAvx2(c0, c1, c2, dst, w)
                       : simd == SimdLevel::kSse2 ? YccToRgbRowSse2(c0, c1, c2, dst, w)
                                                  : 0;
@@ -554,7 +552,7 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
       }
       return;
     }
-#if defined(__SSE2__)
+#if defined(__x86_64__)
     if ((size == 4 || size == 2) && s.simd != SimdLevel::kNone) {
       const auto idct = size == 4 ? Idct4x4Sse2 : Idct2x2Sse2;
       for (int bx = bx0; bx < bx1; ++bx) {

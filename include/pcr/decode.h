@@ -89,7 +89,8 @@ struct ImageShape {
 // Its errors carry the scan and the byte offset where the data went wrong.
 // Decoding YCbCr to kGray, it does not read the chroma scans, and at scale
 // 1/8 not the AC scans of components whose blocks become single samples
-// (the luma of 4:2:0 images), so corruption there goes unseen.
+// (every component but the chroma of 4:2:0 and 1x2 images), so corruption
+// there goes unseen.
 // Thread safety: not thread-safe; use one decoder per thread.
 class PCR_EXPORT JpegDecoder {
  public:
