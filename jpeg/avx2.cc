@@ -32,15 +32,20 @@ struct Avx2 {
   static V UnpackLo64(V a, V b) { return _mm256_unpacklo_epi64(a, b); }
   static V UnpackHi64(V a, V b) { return _mm256_unpackhi_epi64(a, b); }
   static V Or(V a, V b) { return _mm256_or_si256(a, b); }
+  static V And(V a, V b) { return _mm256_and_si256(a, b); }
   static V Gt16(V a, V b) { return _mm256_cmpgt_epi16(a, b); }
   static V Lt16(V a, V b) { return _mm256_cmpgt_epi16(b, a); }
+  static V PackUs16(V a, V b) { return _mm256_packus_epi16(a, b); }
+  // The same eight lanes in each 16-byte half.
+  static V Lanes16(short a, short b, short c, short d, short e, short f, short g, short h) {
+    return _mm256_setr_epi16(a, b, c, d, e, f, g, h, a, b, c, d, e, f, g, h);
+  }
 };
 
-}  // namespace
-
-bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
-  __m256i x[8];
-  __m256i bad = _mm256_setzero_si256();
+// Two blocks' dequantised rows into x (the first block in the low halves),
+// the coefficients outside the lanes marked in *bad; true when either block
+// is DC alone.
+bool LoadPair(const int16_t* coef, const IdctSteps& steps, __m256i* x, __m256i* bad) {
   __m256i ac = _mm256_setzero_si256();
   const __m256i first_ac = _mm256_setr_epi16(0, -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1);
   for (int r = 0; r < 8; ++r) {
@@ -49,14 +54,22 @@ bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* 
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 64 + 8 * r)), 1);
     const __m256i limit =
         _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(steps.limit + 8 * r)));
-    bad = _mm256_or_si256(bad, _mm256_or_si256(_mm256_cmpgt_epi16(c, limit),
-                                               _mm256_cmpgt_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), limit), c)));
+    *bad = _mm256_or_si256(*bad, _mm256_or_si256(_mm256_cmpgt_epi16(c, limit),
+                                                 _mm256_cmpgt_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), limit), c)));
     ac = _mm256_or_si256(ac, r == 0 ? _mm256_and_si256(c, first_ac) : c);
     x[r] = _mm256_mullo_epi16(
         c, _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(steps.step + 8 * r))));
   }
   const int zero_ac = _mm256_movemask_epi8(_mm256_cmpeq_epi16(ac, _mm256_setzero_si256()));
-  if ((zero_ac & 0xffff) == 0xffff || (static_cast<unsigned>(zero_ac) >> 16) == 0xffff) {
+  return (zero_ac & 0xffff) == 0xffff || (static_cast<unsigned>(zero_ac) >> 16) == 0xffff;
+}
+
+}  // namespace
+
+bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  __m256i x[8];
+  __m256i bad = _mm256_setzero_si256();
+  if (LoadPair(coef, steps, x, &bad)) {
     // A block of DC alone: SSE2's shortcut, for both.
     const bool a = IdctIslow8x8Sse2(coef, steps, out, stride);
     return IdctIslow8x8Sse2(coef + 64, steps, out + 8, stride) && a;
@@ -72,6 +85,24 @@ bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* 
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 8 + r * stride), b);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 8 + (r + 1) * stride), _mm_srli_si128(b, 8));
   }
+  return _mm256_movemask_epi8(bad) == 0;
+}
+
+bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  __m256i x[8];
+  __m256i bad = _mm256_setzero_si256();
+  if (LoadPair(coef, steps, x, &bad)) {
+    const bool a = Idct4x4Sse2(coef, steps, out, stride);
+    return Idct4x4Sse2(coef + 64, steps, out + 4, stride) && a;
+  }
+  const __m256i samples = IslowSimd<Avx2>::Transform4x4(x, &bad);
+  // Row r of each block side by side: rows 0 and 1, then 2 and 3.
+  const __m128i a = _mm256_castsi256_si128(samples), b = _mm256_extracti128_si256(samples, 1);
+  const __m128i lo = _mm_unpacklo_epi32(a, b), hi = _mm_unpackhi_epi32(a, b);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), lo);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out + stride), _mm_srli_si128(lo, 8));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 2 * stride), hi);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 3 * stride), _mm_srli_si128(hi, 8));
   return _mm256_movemask_epi8(bad) == 0;
 }
 

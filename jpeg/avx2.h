@@ -14,6 +14,10 @@ namespace pcr {
 // and coef[64, 128) at out + 8. True when both are.
 bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
 
+// Idct4x4Sse2 on two blocks side by side: coef[0, 64) written at out and
+// coef[64, 128) at out + 4. True when both are.
+bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
+
 // YCbCr rows to packed RGB, n pixels: returns how many it converted (a
 // multiple of 16), the rest left to the caller.
 size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n);

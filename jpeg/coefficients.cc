@@ -39,17 +39,19 @@ struct RawTable {
   uint8_t values[256] = {};
 };
 
-// fast_value entries: value << 16 | kFastEob | run << 8 | bits used.
+// fast entries: value << 16 | kFastEob | run << 8 | bits used, for a symbol
+// whose value bits fit too; symbol << 16 | kFastSymbol | code length, for one
+// whose value bits do not (or a run of zeros, or an EOB run); kFastSymbol
+// alone for a code longer than kFastBits.
 constexpr int32_t kFastEob = 1 << 12;
+constexpr int32_t kFastSymbol = 1 << 13;
 
-// A decoding table: the next kFastBits bits give the code length and symbol
-// (fast), and where the value bits fit too, the symbol's whole meaning
-// (fast_value): a DC difference, an AC coefficient after its run, or the end
-// of the block; longer codes go through maxcode as in the JPEG standard
-// (F.2.2.3).
+// A decoding table: the next kFastBits bits give the symbol's whole meaning
+// (a DC difference, an AC coefficient after its run, or the end of the
+// block), or the symbol alone; longer codes go through maxcode as in the JPEG
+// standard (F.2.2.3).
 struct HuffTable {
-  uint16_t fast[1 << kFastBits];       // length << 8 | symbol; 0: longer code
-  int32_t fast_value[1 << kFastBits];  // 0: none
+  int32_t fast[1 << kFastBits];
   int32_t maxcode[18];
   int32_t valoffset[17];
   uint8_t values[256];
@@ -95,28 +97,29 @@ bool BuildTable(const RawTable& raw, bool dc, HuffTable* t) {
       if (raw.values[i] > 15) return false;
     }
   }
-  std::memset(t->fast, 0, sizeof(t->fast));
-  std::memset(t->fast_value, 0, sizeof(t->fast_value));
-  for (int i = 0; i < count; ++i) {
+  uint32_t end = 0;  // past the entries filled so far
+  for (int i = 0; i < count && size[i] <= kFastBits; ++i) {
     const int len = size[i];
-    if (len > kFastBits) break;
     const uint8_t sym = raw.values[i];
     const int spare = kFastBits - len;
     const uint32_t first = code_of[i] << spare;
-    for (uint32_t j = 0; j < (1u << spare); ++j) {
-      const uint32_t idx = first | j;
-      t->fast[idx] = static_cast<uint16_t>(len << 8 | sym);
-      const int run = dc ? 0 : sym >> 4, s = dc ? sym : sym & 15;
-      if (s != 0 && len + s <= kFastBits) {
-        const uint32_t r = (idx >> (spare - s)) & ((1u << s) - 1);
-        t->fast_value[idx] = static_cast<int32_t>(static_cast<uint32_t>(Extend(r, s)) << 16) | run << 8 | (len + s);
-      } else if (dc && s == 0) {
-        t->fast_value[idx] = len;
-      } else if (!dc && sym == 0x00) {
-        t->fast_value[idx] = kFastEob | len;
+    const int run = dc ? 0 : sym >> 4, s = dc ? sym : sym & 15;
+    int32_t* e = t->fast + first;
+    end = first + (1u << spare);
+    if (s != 0 && len + s <= kFastBits) {
+      for (uint32_t j = 0; j < (1u << spare); ++j) {
+        const uint32_t r = (j >> (spare - s)) & ((1u << s) - 1);
+        e[j] = static_cast<int32_t>(static_cast<uint32_t>(Extend(r, s)) << 16) | run << 8 | (len + s);
       }
+      continue;
     }
+    int32_t v = sym << 16 | kFastSymbol | len;
+    if (dc && s == 0) v = len;
+    if (!dc && sym == 0x00) v = kFastEob | len;
+    std::fill_n(e, 1u << spare, v);
   }
+  // Longer codes, and bits that start no code.
+  std::fill(t->fast + end, t->fast + (1 << kFastBits), kFastSymbol);
   return true;
 }
 
@@ -173,12 +176,12 @@ struct BitReader {
   }
 };
 
-// A symbol, or -1 for a code libjpeg calls bad. REQUIRES: 16 bits buffered.
-inline int DecodeSymbol(BitReader& br, const HuffTable& t) {
-  const uint16_t e = t.fast[br.Peek(kFastBits)];
-  if (e != 0) {
-    br.Skip(e >> 8);
-    return e & 0xff;
+// The symbol of a code whose fast entry `e` has kFastSymbol, or -1 for a
+// code libjpeg calls bad. REQUIRES: 16 bits buffered.
+inline int DecodeSymbol(BitReader& br, const HuffTable& t, int32_t e) {
+  if ((e & 0xff) != 0) {
+    br.Skip(e & 0xff);
+    return (e >> 16) & 0xff;
   }
   int l = kFastBits + 1;
   int32_t code = static_cast<int32_t>(br.Peek(l));
@@ -236,7 +239,6 @@ struct ProgressiveCoefficientDecoder::State {
                       std::to_string(scans[scan].sos_offset) + ")"};
   }
   void StartSegment(Scan& sc, size_t segment);
-  bool DecodeDcMcu(Scan& sc, int mcu_x, int mcu_row, int* dc_overflow);
   bool DecodeDcMcus(Scan& sc, int x0, int n, int mcu_row, int* dc_overflow);
   bool DecodeAcBlocks(Scan& sc, int16_t* blocks, int n);
 };
@@ -527,56 +529,63 @@ void ProgressiveCoefficientDecoder::State::StartSegment(Scan& sc, size_t segment
   std::fill(std::begin(sc.last_dc), std::end(sc.last_dc), 0);
 }
 
-// One MCU of a DC scan. False on a bad code or an overflowing DC
-// (*dc_overflow set).
-bool ProgressiveCoefficientDecoder::State::DecodeDcMcu(Scan& sc, int mcu_x, int mcu_row, int* dc_overflow) {
+// MCUs [x0, x0 + n) of a DC scan of iMCU row (or, not interleaved, block
+// row) mcu_row. False on a bad code or an overflowing DC (*dc_overflow set).
+bool ProgressiveCoefficientDecoder::State::DecodeDcMcus(Scan& sc, int x0, int n, int mcu_row, int* dc_overflow) {
   const bool interleaved = sc.ncomp > 1;
-  BitReader br = sc.br;  // a local copy stays in registers
-  bool good = true;
-  for (int i = 0; i < sc.ncomp && good; ++i) {
+  struct Part {
+    const HuffTable* t;
+    int16_t* out;  // the MCU's first block
+    size_t row_step;
+    int bh, bv;
+  } parts[4];
+  for (int i = 0; i < sc.ncomp; ++i) {
     const int c = sc.comp[i];
     const auto& comp = frame.components[static_cast<size_t>(c)];
-    const int bh = interleaved ? comp.h : 1, bv = interleaved ? comp.v : 1;
-    const HuffTable& t = sc.dc[i];
-    int last = sc.last_dc[i];
-    int16_t* out = rows[c].data() + (static_cast<size_t>(interleaved ? 0 : mcu_row) * padded_width[c] +
-                                     static_cast<size_t>(mcu_x) * bh) * 64;
-    for (int y = 0; y < bv && good; ++y) {
-      for (int x = 0; x < bh; ++x) {
-        br.Ensure(32);
-        int diff;
-        if (const int32_t f = t.fast_value[br.Peek(kFastBits)]; f != 0) {
-          br.Skip(f & 0xff);
-          diff = f >> 16;
-        } else {
-          const int s = DecodeSymbol(br, t);
-          if (s < 0) {
+    Part& p = parts[i];
+    p.t = &sc.dc[i];
+    p.bh = interleaved ? comp.h : 1;
+    p.bv = interleaved ? comp.v : 1;
+    p.row_step = static_cast<size_t>(padded_width[c]) * 64;
+    p.out = rows[c].data() + static_cast<size_t>(interleaved ? 0 : mcu_row) * p.row_step +
+            static_cast<size_t>(x0) * static_cast<size_t>(p.bh) * 64;
+  }
+  BitReader br = sc.br;  // a local copy stays in registers
+  bool good = true;
+  for (int m = 0; m < n && good; ++m) {
+    for (int i = 0; i < sc.ncomp && good; ++i) {
+      Part& p = parts[i];
+      const HuffTable& t = *p.t;
+      int last = sc.last_dc[i];
+      for (int y = 0; y < p.bv && good; ++y) {
+        for (int x = 0; x < p.bh; ++x) {
+          br.Ensure(32);
+          int diff;
+          if (const int32_t f = t.fast[br.Peek(kFastBits)]; (f & kFastSymbol) == 0) {
+            br.Skip(f & 0xff);
+            diff = f >> 16;
+          } else {
+            const int s = DecodeSymbol(br, t, f);
+            if (s < 0) {
+              good = false;
+              break;
+            }
+            diff = s ? Extend(br.Get(s), s) : 0;
+          }
+          if (__builtin_add_overflow(last, diff, &last)) {
+            *dc_overflow = 1;
             good = false;
             break;
           }
-          diff = s ? Extend(br.Get(s), s) : 0;
+          p.out[static_cast<size_t>(y) * p.row_step + static_cast<size_t>(x) * 64] = static_cast<int16_t>(last);
         }
-        if ((last >= 0 && diff > INT_MAX - last) || (last < 0 && diff < INT_MIN - last)) {
-          *dc_overflow = 1;
-          good = false;
-          break;
-        }
-        last += diff;
-        out[(static_cast<size_t>(y) * padded_width[c] + x) * 64] = static_cast<int16_t>(last);
       }
+      sc.last_dc[i] = last;
+      p.out += static_cast<size_t>(p.bh) * 64;
     }
-    sc.last_dc[i] = last;
   }
   sc.br = br;
   return good;
-}
-
-// MCUs [x0, x0 + n) of a DC scan, as DecodeDcMcu.
-bool ProgressiveCoefficientDecoder::State::DecodeDcMcus(Scan& sc, int x0, int n, int mcu_row, int* dc_overflow) {
-  for (int x = x0; x < x0 + n; ++x) {
-    if (!DecodeDcMcu(sc, x, mcu_row, dc_overflow)) return false;
-  }
-  return true;
 }
 
 // `n` consecutive blocks of an AC scan; false on a bad code.
@@ -588,20 +597,24 @@ bool ProgressiveCoefficientDecoder::State::DecodeAcBlocks(Scan& sc, int16_t* blo
   bool good = true;
   for (int b = 0; b < n && good; ++b, blocks += 64) {
     if (eobrun > 0) {
-      --eobrun;
+      // The run's blocks have nothing in this band.
+      const int skip = static_cast<int>(std::min<unsigned>(eobrun, static_cast<unsigned>(n - b)));
+      eobrun -= static_cast<unsigned>(skip);
+      b += skip - 1;
+      blocks += static_cast<ptrdiff_t>(skip - 1) * 64;
       continue;
     }
     for (int k = ss; k <= se; ++k) {
       br.Ensure(32);
-      const int32_t f = t.fast_value[br.Peek(kFastBits)];
-      if (f != 0) {
+      const int32_t f = t.fast[br.Peek(kFastBits)];
+      if ((f & kFastSymbol) == 0) {
         br.Skip(f & 0xff);
         if (f & kFastEob) break;
         k += (f >> 8) & 15;
         blocks[kNaturalOrder[static_cast<size_t>(k)]] = static_cast<int16_t>(f >> 16);
         continue;
       }
-      const int sym = DecodeSymbol(br, t);
+      const int sym = DecodeSymbol(br, t, f);
       if (sym < 0) {
         good = false;
         break;

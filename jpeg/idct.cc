@@ -1,6 +1,7 @@
 #include "jpeg/idct.h"
 
 #include <algorithm>
+#include <cstring>
 #include <initializer_list>
 
 #include "jpeg/idct_internal.h"
@@ -251,8 +252,13 @@ struct Sse2 {
   static V UnpackLo64(V a, V b) { return _mm_unpacklo_epi64(a, b); }
   static V UnpackHi64(V a, V b) { return _mm_unpackhi_epi64(a, b); }
   static V Or(V a, V b) { return _mm_or_si128(a, b); }
+  static V And(V a, V b) { return _mm_and_si128(a, b); }
   static V Gt16(V a, V b) { return _mm_cmpgt_epi16(a, b); }
   static V Lt16(V a, V b) { return _mm_cmplt_epi16(a, b); }
+  static V PackUs16(V a, V b) { return _mm_packus_epi16(a, b); }
+  static V Lanes16(short a, short b, short c, short d, short e, short f, short g, short h) {
+    return _mm_setr_epi16(a, b, c, d, e, f, g, h);
+  }
 };
 
 // The dequantised rows of a block into x, the coefficients outside the
@@ -270,20 +276,27 @@ inline __m128i LoadBlock(const int16_t* coef, const IdctSteps& steps, __m128i* x
   return ac;
 }
 
+// A block of DC alone, which every size turns into one value: the first
+// pass's dc << 2, descaled by 5. Writes it to the size x size samples and
+// returns true, with *in_range as the transform would return it; false for
+// any other block.
+inline bool DcAlone(const int16_t* coef, const IdctSteps& steps, __m128i ac, __m128i bad, int size, uint8_t* out,
+                    ptrdiff_t stride, bool* in_range) {
+  if (_mm_movemask_epi8(_mm_cmpeq_epi16(ac, _mm_setzero_si128())) != 0xffff) return false;
+  const int64_t dc = int64_t{coef[0]} * steps.step[0];
+  *in_range = _mm_movemask_epi8(bad) == 0 && InLane(dc * 4);
+  const uint8_t v = static_cast<uint8_t>(std::clamp<int64_t>(((dc * 4 + 16) >> 5) + 128, 0, 255));
+  for (int r = 0; r < size; ++r) std::memset(out + r * stride, v, static_cast<size_t>(size));
+  return true;
+}
+
 }  // namespace
 
 bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
   const __m128i ac = LoadBlock(coef, steps, x, &bad);
-  if (_mm_movemask_epi8(_mm_cmpeq_epi16(ac, _mm_setzero_si128())) == 0xffff) {
-    // DC alone: every sample is the first pass's dc << 2, descaled by 5.
-    const int64_t dc = int64_t{coef[0]} * steps.step[0];
-    const bool in_range = _mm_movemask_epi8(bad) == 0 && InLane(dc * 4);
-    const __m128i v = _mm_set1_epi8(static_cast<char>(std::clamp<int64_t>(((dc * 4 + 16) >> 5) + 128, 0, 255)));
-    for (int r = 0; r < 8; ++r) _mm_storel_epi64(reinterpret_cast<__m128i*>(out + r * stride), v);
-    return in_range;
-  }
+  if (bool in_range; DcAlone(coef, steps, ac, bad, 8, out, stride, &in_range)) return in_range;
   IslowSimd<Sse2>::Transform(x, &bad);
   const __m128i center = _mm_set1_epi16(128);
   for (int r = 0; r < 8; r += 2) {
@@ -300,27 +313,6 @@ bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
 
 namespace {
 
-// jidctred.c's 4-point odd and even parts, on the low and high halves
-// (h) of rows or columns x: x[0] the DC, x[1], x[3], x[5], x[7] the odd
-// inputs, x[2], x[6] the even ones. Outputs 0..3 before their descale.
-inline void Idct4Parts(const __m128i* x, int h, __m128i* sum) {
-  using Ops = Sse2;
-  using K = IslowSimd<Sse2>;
-  auto unpack = [h](__m128i a, __m128i b) { return h == 0 ? Ops::UnpackLo16(a, b) : Ops::UnpackHi16(a, b); };
-  const __m128i tmp0 = Ops::Sra32<16 - (kConstBits + 1)>(unpack(Ops::Zero(), x[0]));
-  const __m128i tmp2 = Ops::Madd(unpack(x[2], x[6]), K::Pair(k1_847759065, -k0_765366865));
-  const __m128i tmp10 = Ops::Add32(tmp0, tmp2), tmp12 = Ops::Sub32(tmp0, tmp2);
-  const __m128i x75 = unpack(x[7], x[5]), x31 = unpack(x[3], x[1]);
-  const __m128i odd0 = Ops::Add32(Ops::Madd(x75, K::Pair(-k0_211164243, k1_451774981)),
-                                  Ops::Madd(x31, K::Pair(-k2_172734803, k1_061594337)));
-  const __m128i odd2 = Ops::Add32(Ops::Madd(x75, K::Pair(-k0_509795579, -k0_601344887)),
-                                  Ops::Madd(x31, K::Pair(k0_899976223, k2_562915447)));
-  sum[0] = Ops::Add32(tmp10, odd2);
-  sum[3] = Ops::Sub32(tmp10, odd2);
-  sum[1] = Ops::Add32(tmp12, odd0);
-  sum[2] = Ops::Sub32(tmp12, odd0);
-}
-
 template <int kShift>
 inline __m128i Descale32(__m128i v) {
   return _mm_srai_epi32(_mm_add_epi32(v, _mm_set1_epi32(1 << (kShift - 1))), kShift);
@@ -331,37 +323,11 @@ inline __m128i Descale32(__m128i v) {
 bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
-  LoadBlock(coef, steps, x, &bad);
-  // Pass 1, columns as lanes: rows 0..3 of the workspace.
-  __m128i ws[8];
-  for (int h = 0; h < 2; ++h) {
-    __m128i sum[4];
-    Idct4Parts(x, h, sum);
-    for (int i = 0; i < 4; ++i) sum[i] = Descale32<kConstBits - kPass1Bits + 1>(sum[i]);
-    for (int i = 0; i < 4; ++i) {
-      ws[i] = h == 0 ? sum[i] : _mm_packs_epi32(ws[i], sum[i]);
-    }
-  }
-  // Column 4 plays no part.
-  const __m128i used = _mm_setr_epi16(-1, -1, -1, -1, 0, -1, -1, -1);
-  for (int i = 0; i < 4; ++i) bad = _mm_or_si128(bad, _mm_and_si128(used, IslowSimd<Sse2>::Outside(ws[i], -kLaneLimit, kLaneLimit)));
-  for (int i = 4; i < 8; ++i) ws[i] = _mm_setzero_si128();
-  IslowSimd<Sse2>::Transpose8x8(ws);  // ws[c]: column c, rows 0..3 in the low lanes
-  __m128i o[4];
-  Idct4Parts(ws, 0, o);
-  for (int i = 0; i < 4; ++i) o[i] = Descale32<kConstBits + kPass1Bits + 3 + 1>(o[i]);
-  // o[i] lane r: row r, column i; rows as 16-bit lanes.
-  const __m128i t01 = _mm_unpacklo_epi32(o[0], o[1]), t23 = _mm_unpacklo_epi32(o[2], o[3]);
-  const __m128i u01 = _mm_unpackhi_epi32(o[0], o[1]), u23 = _mm_unpackhi_epi32(o[2], o[3]);
-  const __m128i rows01 = _mm_packs_epi32(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
-  const __m128i rows23 = _mm_packs_epi32(_mm_unpacklo_epi64(u01, u23), _mm_unpackhi_epi64(u01, u23));
-  bad = _mm_or_si128(bad, _mm_or_si128(IslowSimd<Sse2>::Outside(rows01, -512, 511),
-                                       IslowSimd<Sse2>::Outside(rows23, -512, 511)));
-  const __m128i center = _mm_set1_epi16(128);
-  const __m128i bytes = _mm_packus_epi16(_mm_add_epi16(rows01, center), _mm_add_epi16(rows23, center));
+  const __m128i ac = LoadBlock(coef, steps, x, &bad);
+  if (bool in_range; DcAlone(coef, steps, ac, bad, 4, out, stride, &in_range)) return in_range;
   alignas(16) uint8_t b[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(b), bytes);
-  for (int r = 0; r < 4; ++r) std::copy_n(b + 4 * r, 4, out + r * stride);
+  _mm_store_si128(reinterpret_cast<__m128i*>(b), IslowSimd<Sse2>::Transform4x4(x, &bad));
+  for (int r = 0; r < 4; ++r) std::memcpy(out + r * stride, b + 4 * r, 4);
   return _mm_movemask_epi8(bad) == 0;
 }
 
@@ -369,7 +335,8 @@ bool Idct2x2Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrd
   using K = IslowSimd<Sse2>;
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
-  LoadBlock(coef, steps, x, &bad);
+  const __m128i ac = LoadBlock(coef, steps, x, &bad);
+  if (bool in_range; DcAlone(coef, steps, ac, bad, 2, out, stride, &in_range)) return in_range;
   // jidctred.c's 2-point parts on the low half (h = 0) or high half of x:
   // the DC << 15 and the odd sum.
   auto parts = [](const __m128i* v, int h, __m128i* even, __m128i* odd) {

@@ -126,6 +126,60 @@ struct IslowSimd {
     return Ops::Or(Ops::Gt16(v, Ops::Set16(hi)), Ops::Lt16(v, Ops::Set16(lo)));
   }
 
+  template <int kShift>
+  static V Descale32(V v) {
+    return Ops::template Sra32<kShift>(Ops::Add32(v, Ops::Set32(1 << (kShift - 1))));
+  }
+
+  // jidctred.c's 4-point odd and even parts, on the low and high halves
+  // (h) of rows or columns x: x[0] the DC, x[1], x[3], x[5], x[7] the odd
+  // inputs, x[2], x[6] the even ones. Outputs 0..3 before their descale.
+  static void Idct4Parts(const V* x, int h, V* sum) {
+    auto unpack = [h](V a, V b) { return h == 0 ? Ops::UnpackLo16(a, b) : Ops::UnpackHi16(a, b); };
+    const V tmp0 = Ops::template Sra32<16 - (kConstBits + 1)>(unpack(Ops::Zero(), x[0]));
+    const V tmp2 = Ops::Madd(unpack(x[2], x[6]), Pair(k1_847759065, -k0_765366865));
+    const V tmp10 = Ops::Add32(tmp0, tmp2), tmp12 = Ops::Sub32(tmp0, tmp2);
+    const V x75 = unpack(x[7], x[5]), x31 = unpack(x[3], x[1]);
+    const V odd0 = Ops::Add32(Ops::Madd(x75, Pair(-k0_211164243, k1_451774981)),
+                              Ops::Madd(x31, Pair(-k2_172734803, k1_061594337)));
+    const V odd2 = Ops::Add32(Ops::Madd(x75, Pair(-k0_509795579, -k0_601344887)),
+                              Ops::Madd(x31, Pair(k0_899976223, k2_562915447)));
+    sum[0] = Ops::Add32(tmp10, odd2);
+    sum[3] = Ops::Sub32(tmp10, odd2);
+    sum[1] = Ops::Add32(tmp12, odd0);
+    sum[2] = Ops::Sub32(tmp12, odd0);
+  }
+
+  // jidctred.c's 4x4 transform of dequantised rows x (clobbered), the lanes
+  // outside the agreement range added to `bad`: each 16 bytes hold the 4x4
+  // samples, row after row.
+  static V Transform4x4(V* x, V* bad) {
+    V ws[8];
+    // Pass 1, columns as lanes: rows 0..3 of the workspace.
+    for (int h = 0; h < 2; ++h) {
+      V sum[4];
+      Idct4Parts(x, h, sum);
+      for (int i = 0; i < 4; ++i) sum[i] = Descale32<kConstBits - kPass1Bits + 1>(sum[i]);
+      for (int i = 0; i < 4; ++i) ws[i] = h == 0 ? sum[i] : Ops::Packs32(ws[i], sum[i]);
+    }
+    // Column 4 plays no part.
+    const V used = Ops::Lanes16(-1, -1, -1, -1, 0, -1, -1, -1);
+    for (int i = 0; i < 4; ++i) *bad = Ops::Or(*bad, Ops::And(used, Outside(ws[i], -kLaneLimit, kLaneLimit)));
+    for (int i = 4; i < 8; ++i) ws[i] = Ops::Zero();
+    Transpose8x8(ws);  // ws[c]: column c, rows 0..3 in the low lanes
+    V o[4];
+    Idct4Parts(ws, 0, o);
+    for (int i = 0; i < 4; ++i) o[i] = Descale32<kConstBits + kPass1Bits + 3 + 1>(o[i]);
+    // o[i] lane r: row r, column i; rows as 16-bit lanes.
+    const V t01 = Ops::UnpackLo32(o[0], o[1]), t23 = Ops::UnpackLo32(o[2], o[3]);
+    const V u01 = Ops::UnpackHi32(o[0], o[1]), u23 = Ops::UnpackHi32(o[2], o[3]);
+    const V rows01 = Ops::Packs32(Ops::UnpackLo64(t01, t23), Ops::UnpackHi64(t01, t23));
+    const V rows23 = Ops::Packs32(Ops::UnpackLo64(u01, u23), Ops::UnpackHi64(u01, u23));
+    *bad = Ops::Or(*bad, Ops::Or(Outside(rows01, -512, 511), Outside(rows23, -512, 511)));
+    const V center = Ops::Set16(128);
+    return Ops::PackUs16(Ops::Add16(rows01, center), Ops::Add16(rows23, center));
+  }
+
   // Both passes over dequantised rows x (in place, rows again after), with
   // the lanes outside the agreement range added to `bad`; x[r] then holds
   // row r of samples before the +128 level shift.

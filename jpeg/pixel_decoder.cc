@@ -555,7 +555,14 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
 #if defined(__x86_64__)
     if ((size == 4 || size == 2) && s.simd != SimdLevel::kNone) {
       const auto idct = size == 4 ? Idct4x4Sse2 : Idct2x2Sse2;
-      for (int bx = bx0; bx < bx1; ++bx) {
+      int bx = bx0;
+      if (size == 4 && s.simd == SimdLevel::kAvx2) {
+        for (; bx + 1 < bx1; bx += 2) {
+          in_range &= Idct4x4PairAvx2(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 4,
+                                      p.stride);
+        }
+      }
+      for (; bx < bx1; ++bx) {
         in_range &= idct(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * size, p.stride);
       }
       return;

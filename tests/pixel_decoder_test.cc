@@ -395,6 +395,13 @@ TEST_CASE("the SIMD 8x8 inverse DCTs give the reference's samples, and refuse wh
         REQUIRE(std::equal(want + 8 * r, want + 8 * r + 8, both + 16 * r));
         REQUIRE(std::equal(other + 8 * r, other + 8 * r + 8, both + 16 * r + 8));
       }
+      uint8_t other4[16], both4[8 * 4];
+      const bool ok_other4 = Idct4x4(pair + 64, quant, other4, 4);
+      REQUIRE(Idct4x4PairAvx2(pair, steps, both4, 8) == (ok_want4 && ok_other4));
+      for (int r = 0; ok_want4 && ok_other4 && r < 4; ++r) {
+        REQUIRE(std::equal(want4 + 4 * r, want4 + 4 * r + 4, both4 + 8 * r));
+        REQUIRE(std::equal(other4 + 4 * r, other4 + 4 * r + 4, both4 + 8 * r + 4));
+      }
     }
 #endif
   }
