@@ -43,9 +43,9 @@ struct Avx2 {
 };
 
 // Two blocks' dequantised rows into x (the first block in the low halves),
-// the coefficients outside the lanes marked in *bad; true when either block
-// is DC alone.
-bool LoadPair(const int16_t* coef, const IdctSteps& steps, __m256i* x, __m256i* bad) {
+// the coefficients outside the lanes marked in *bad; bit 0 set when the
+// first block is DC alone, bit 1 when the second is.
+inline __attribute__((always_inline)) int LoadPair(const int16_t* coef, const IdctSteps& steps, __m256i* x, __m256i* bad) {
   __m256i ac = _mm256_setzero_si256();
   const __m256i first_ac = _mm256_setr_epi16(0, -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1);
   for (int r = 0; r < 8; ++r) {
@@ -61,7 +61,7 @@ bool LoadPair(const int16_t* coef, const IdctSteps& steps, __m256i* x, __m256i* 
         c, _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(steps.step + 8 * r))));
   }
   const int zero_ac = _mm256_movemask_epi8(_mm256_cmpeq_epi16(ac, _mm256_setzero_si256()));
-  return (zero_ac & 0xffff) == 0xffff || (static_cast<unsigned>(zero_ac) >> 16) == 0xffff;
+  return ((zero_ac & 0xffff) == 0xffff ? 1 : 0) | ((static_cast<unsigned>(zero_ac) >> 16) == 0xffff ? 2 : 0);
 }
 
 }  // namespace
@@ -69,10 +69,12 @@ bool LoadPair(const int16_t* coef, const IdctSteps& steps, __m256i* x, __m256i* 
 bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m256i x[8];
   __m256i bad = _mm256_setzero_si256();
-  if (LoadPair(coef, steps, x, &bad)) {
-    // A block of DC alone: SSE2's shortcut, for both.
-    const bool a = IdctIslow8x8Sse2(coef, steps, out, stride);
-    return IdctIslow8x8Sse2(coef + 64, steps, out + 8, stride) && a;
+  if (const int dc = LoadPair(coef, steps, x, &bad); dc != 0) {
+    // A block of DC alone: the shortcut for it, SSE2 for the other.
+    const bool a = dc & 1 ? DcBlock(coef, steps, 8, out, stride) : IdctIslow8x8Sse2(coef, steps, out, stride);
+    const bool b = dc & 2 ? DcBlock(coef + 64, steps, 8, out + 8, stride)
+                          : IdctIslow8x8Sse2(coef + 64, steps, out + 8, stride);
+    return a && b;
   }
   IslowSimd<Avx2>::Transform(x, &bad);
   const __m256i center = _mm256_set1_epi16(128);
@@ -91,9 +93,10 @@ bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* 
 bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m256i x[8];
   __m256i bad = _mm256_setzero_si256();
-  if (LoadPair(coef, steps, x, &bad)) {
-    const bool a = Idct4x4Sse2(coef, steps, out, stride);
-    return Idct4x4Sse2(coef + 64, steps, out + 4, stride) && a;
+  if (const int dc = LoadPair(coef, steps, x, &bad); dc != 0) {
+    const bool a = dc & 1 ? DcBlock(coef, steps, 4, out, stride) : Idct4x4Sse2(coef, steps, out, stride);
+    const bool b = dc & 2 ? DcBlock(coef + 64, steps, 4, out + 4, stride) : Idct4x4Sse2(coef + 64, steps, out + 4, stride);
+    return a && b;
   }
   const __m256i samples = IslowSimd<Avx2>::Transform4x4(x, &bad);
   // Row r of each block side by side: rows 0 and 1, then 2 and 3.

@@ -276,17 +276,12 @@ inline __m128i LoadBlock(const int16_t* coef, const IdctSteps& steps, __m128i* x
   return ac;
 }
 
-// A block of DC alone, which every size turns into one value: the first
-// pass's dc << 2, descaled by 5. Writes it to the size x size samples and
-// returns true, with *in_range as the transform would return it; false for
-// any other block.
-inline bool DcAlone(const int16_t* coef, const IdctSteps& steps, __m128i ac, __m128i bad, int size, uint8_t* out,
+// A block of DC alone (ac all zero): its samples written, and true with
+// *in_range as the transform would return it; false for any other block.
+inline bool DcAlone(const int16_t* coef, const IdctSteps& steps, __m128i ac, int size, uint8_t* out,
                     ptrdiff_t stride, bool* in_range) {
   if (_mm_movemask_epi8(_mm_cmpeq_epi16(ac, _mm_setzero_si128())) != 0xffff) return false;
-  const int64_t dc = int64_t{coef[0]} * steps.step[0];
-  *in_range = _mm_movemask_epi8(bad) == 0 && InLane(dc * 4);
-  const uint8_t v = static_cast<uint8_t>(std::clamp<int64_t>(((dc * 4 + 16) >> 5) + 128, 0, 255));
-  for (int r = 0; r < size; ++r) std::memset(out + r * stride, v, static_cast<size_t>(size));
+  *in_range = DcBlock(coef, steps, size, out, stride);
   return true;
 }
 
@@ -296,7 +291,7 @@ bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
   const __m128i ac = LoadBlock(coef, steps, x, &bad);
-  if (bool in_range; DcAlone(coef, steps, ac, bad, 8, out, stride, &in_range)) return in_range;
+  if (bool in_range; DcAlone(coef, steps, ac, 8, out, stride, &in_range)) return in_range;
   IslowSimd<Sse2>::Transform(x, &bad);
   const __m128i center = _mm_set1_epi16(128);
   for (int r = 0; r < 8; r += 2) {
@@ -324,7 +319,7 @@ bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrd
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
   const __m128i ac = LoadBlock(coef, steps, x, &bad);
-  if (bool in_range; DcAlone(coef, steps, ac, bad, 4, out, stride, &in_range)) return in_range;
+  if (bool in_range; DcAlone(coef, steps, ac, 4, out, stride, &in_range)) return in_range;
   alignas(16) uint8_t b[16];
   _mm_store_si128(reinterpret_cast<__m128i*>(b), IslowSimd<Sse2>::Transform4x4(x, &bad));
   for (int r = 0; r < 4; ++r) std::memcpy(out + r * stride, b + 4 * r, 4);
@@ -336,7 +331,7 @@ bool Idct2x2Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrd
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
   const __m128i ac = LoadBlock(coef, steps, x, &bad);
-  if (bool in_range; DcAlone(coef, steps, ac, bad, 2, out, stride, &in_range)) return in_range;
+  if (bool in_range; DcAlone(coef, steps, ac, 2, out, stride, &in_range)) return in_range;
   // jidctred.c's 2-point parts on the low half (h = 0) or high half of x:
   // the DC << 15 and the odd sum.
   auto parts = [](const __m128i* v, int h, __m128i* even, __m128i* odd) {

@@ -1,10 +1,15 @@
 // Internal to the inverse DCTs: libjpeg's constants, and the SIMD islow
 // kernel written once over a vector type, for the SSE2 (idct.cc) and AVX2
-// (idct_avx2.cc) translation units. Everything has internal linkage, so
+// (avx2.cc) translation units. Everything has internal linkage, so
 // that each unit keeps the code its own flags compiled.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "jpeg/idct.h"
 
 namespace pcr {
 namespace {
@@ -41,6 +46,17 @@ constexpr int64_t k3_624509785 = 29692;
 // coefficients and first-pass outputs within +-kLaneLimit, outputs within
 // -512..511 (before the +128 level shift).
 constexpr int32_t kLaneLimit = 8191;
+
+// The samples of a block whose AC coefficients are all zero, at every size:
+// the first pass's dc << 2, descaled by 5, in size x size samples. Returns
+// what the SIMD transforms return for it.
+inline bool DcBlock(const int16_t* coef, const IdctSteps& steps, int size, uint8_t* out, ptrdiff_t stride) {
+  const int64_t dc = int64_t{coef[0]} * steps.step[0];
+  const bool in_range = std::abs(int{coef[0]}) <= steps.limit[0] && dc * 4 >= -kLaneLimit && dc * 4 <= kLaneLimit;
+  const uint8_t v = static_cast<uint8_t>(std::clamp<int64_t>(((dc * 4 + 16) >> 5) + 128, 0, 255));
+  for (int r = 0; r < size; ++r) std::memset(out + r * stride, v, static_cast<size_t>(size));
+  return in_range;
+}
 
 // The islow transform in 16-bit lanes. Ops supplies the vector type V and
 // its operations on 16 bytes (SSE2) or on each 16-byte half (AVX2).
