@@ -112,17 +112,17 @@ bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, 
 // jdcolor.c's YCbCr to RGB with the regrouped products of the SSE2 path
 // (YccToRgb8 in pixel_decoder.cc).
 size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n) {
-  const __m128i zero = _mm_setzero_si128();
-  // Byte i of each 16-byte output chunk takes channel i % 3 of pixel i / 3.
+  // Byte i of each 16-byte output chunk takes channel i % 3 of pixel i / 3
+  // (of the pixels in the same 16-byte half).
   auto mask = [](int chunk, int channel) {
     alignas(16) int8_t m[16];
     for (int i = 0; i < 16; ++i) {
       const int j = 16 * chunk + i;
       m[i] = static_cast<int8_t>(j % 3 == channel ? j / 3 : -1);
     }
-    return _mm_load_si128(reinterpret_cast<const __m128i*>(m));
+    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
   };
-  __m128i masks[3][3];
+  __m256i masks[3][3];
   for (int chunk = 0; chunk < 3; ++chunk) {
     for (int channel = 0; channel < 3; ++channel) masks[chunk][channel] = mask(chunk, channel);
   }
@@ -132,11 +132,8 @@ size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, u
   auto shr16 = [](__m256i lo, __m256i hi) {
     return _mm256_packs_epi32(_mm256_srai_epi32(lo, 16), _mm256_srai_epi32(hi, 16));
   };
-  auto bytes = [](__m256i v) {
-    return _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  };
-  size_t x = 0;
-  for (; x + 16 <= n; x += 16) {
+  // R, G and B of pixels x..x+15 as 16-bit lanes, before the clamp.
+  auto channels = [&](size_t x, __m256i* rgb) {
     // Unpacks and packs pair up within each 16-byte half, so the order holds.
     const __m256i vy = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + x)));
     const __m256i vb = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + x))), center);
@@ -148,14 +145,33 @@ size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, u
                                         vr);
     const __m256i bb = shr16(_mm256_madd_epi16(_mm256_unpacklo_epi16(vb, two), kb),
                              _mm256_madd_epi16(_mm256_unpackhi_epi16(vb, two), kb));
-    const __m128i rgb[3] = {bytes(_mm256_add_epi16(vy, _mm256_add_epi16(vr, rr))),
-                            bytes(_mm256_add_epi16(vy, gg)),
-                            bytes(_mm256_add_epi16(vy, _mm256_add_epi16(_mm256_add_epi16(vb, vb), bb)))};
+    rgb[0] = _mm256_add_epi16(vy, _mm256_add_epi16(vr, rr));
+    rgb[1] = _mm256_add_epi16(vy, gg);
+    rgb[2] = _mm256_add_epi16(vy, _mm256_add_epi16(_mm256_add_epi16(vb, vb), bb));
+  };
+  size_t x = 0;
+  for (; x + 32 <= n; x += 32) {
+    __m256i a[3], b[3], bytes[3];
+    channels(x, a);
+    channels(x + 16, b);
+    // Pixels 0..15 in the low half, 16..31 in the high half.
+    for (int c = 0; c < 3; ++c) bytes[c] = _mm256_permute4x64_epi64(_mm256_packus_epi16(a[c], b[c]), 0xd8);
     for (int chunk = 0; chunk < 3; ++chunk) {
-      __m128i v = zero;
-      for (int channel = 0; channel < 3; ++channel) {
-        v = _mm_or_si128(v, _mm_shuffle_epi8(rgb[channel], masks[chunk][channel]));
-      }
+      __m256i v = _mm256_setzero_si256();
+      for (int c = 0; c < 3; ++c) v = _mm256_or_si256(v, _mm256_shuffle_epi8(bytes[c], masks[chunk][c]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 16 * static_cast<size_t>(chunk)), _mm256_castsi256_si128(v));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 48 + 16 * static_cast<size_t>(chunk)),
+                       _mm256_extracti128_si256(v, 1));
+    }
+  }
+  for (; x + 16 <= n; x += 16) {
+    __m256i a[3];
+    __m128i bytes[3];
+    channels(x, a);
+    for (int c = 0; c < 3; ++c) bytes[c] = _mm_packus_epi16(_mm256_castsi256_si128(a[c]), _mm256_extracti128_si256(a[c], 1));
+    for (int chunk = 0; chunk < 3; ++chunk) {
+      __m128i v = _mm_setzero_si128();
+      for (int c = 0; c < 3; ++c) v = _mm_or_si128(v, _mm_shuffle_epi8(bytes[c], _mm256_castsi256_si128(masks[chunk][c])));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 16 * static_cast<size_t>(chunk)), v);
     }
   }
