@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -24,8 +25,62 @@ constexpr uint64_t kMinPartSize = uint64_t{5} << 20;
 constexpr uint64_t kMaxPartSize = uint64_t{5} << 30;
 constexpr uint64_t kMaxParts = 10000;
 constexpr uint64_t kTailBytes = 64 << 10;  // read back after an upload
+constexpr size_t kMaxBody = 16 << 20;      // kept of an answer's body (a listing page is about 300 KiB)
 
 // The text of the first <tag> element of an XML body, or "".
+// XML text with its five entities and character references decoded.
+std::string XmlText(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t semi = s[i] == '&' ? s.find(';', i) : std::string::npos;
+    if (semi == std::string::npos) {
+      out += s[i];
+      continue;
+    }
+    const std::string name = s.substr(i + 1, semi - i - 1);
+    static const std::pair<const char*, char> kEntities[] = {
+        {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+    bool known = false;
+    for (const auto& [n, c] : kEntities) {
+      if (name == n) {
+        out += c;
+        known = true;
+      }
+    }
+    if (!known && name.size() > 1 && name[0] == '#') {
+      const bool hex = name[1] == 'x';
+      const std::string digits = name.substr(hex ? 2 : 1);
+      uint32_t cp = 0;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
+      if (ec == std::errc() && end == digits.data() + digits.size() && cp > 0 && cp < 0x110000) {
+        // UTF-8 of the code point.
+        if (cp < 0x80) {
+          out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          out += static_cast<char>(0xC0 | (cp >> 6));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+          out += static_cast<char>(0xE0 | (cp >> 12));
+          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+          out += static_cast<char>(0xF0 | (cp >> 18));
+          out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+        known = true;
+      }
+    }
+    if (!known) {
+      out += s[i];
+      continue;
+    }
+    i = semi;
+  }
+  return out;
+}
+
 std::string XmlValue(const std::string& body, const std::string& tag) {
   const std::string open = "<" + tag + ">", close = "</" + tag + ">";
   const size_t a = body.find(open);
@@ -57,7 +112,7 @@ std::string Describe(const S3Uploader::Response& r) {
 
 size_t WriteBody(char* data, size_t size, size_t n, void* user) {
   auto* r = static_cast<S3Uploader::Response*>(user);
-  if (r->body.size() < (kTailBytes << 1)) r->body.append(data, size * n);
+  if (r->body.size() < kMaxBody) r->body.append(data, size * n);
   return size * n;
 }
 
@@ -195,8 +250,9 @@ S3Uploader::Response S3Uploader::Attempt(const std::string& method, const std::s
 
 Result<S3Uploader::Response> S3Uploader::Send(const std::string& method, const std::string& path,
                                               const std::string& query, std::string_view body,
-                                              const std::vector<std::pair<std::string, std::string>>& headers) {
-  PCR_ASSIGN_OR_RETURN(const S3Object object, signer_.Locate(path));
+                                              const std::vector<std::pair<std::string, std::string>>& headers,
+                                              bool bucket_only) {
+  PCR_ASSIGN_OR_RETURN(const S3Object object, signer_.Locate(path, bucket_only));
   for (unsigned attempt = 0;; ++attempt) {
     Response r = Attempt(method, path, object, query, body, headers);
     if (r.curl_code == -1) return Status::IOError(path + ": " + r.curl_error);
@@ -337,6 +393,52 @@ Result<bool> S3Uploader::Exists(const std::string& path) {
   if (r.status == 403 || r.status == 401) hint = " (check the credentials and the bucket's permissions)";
   if (r.status == 404) hint = " (check the bucket's name, and AWS_ENDPOINT_URL for a store other than AWS)";
   return Status::IOError(path + ": " + Describe(r) + hint);
+}
+
+Result<std::vector<S3Uploader::ListedObject>> S3Uploader::List(const std::string& bucket, const std::string& prefix) {
+  const unsigned page_size = std::clamp(remote_.list_page_size, 1u, 1000u);
+  const std::string where = "s3://" + bucket + "/" + prefix;
+  std::vector<ListedObject> out;
+  std::string token;
+  while (true) {
+    std::string query = "list-type=2&max-keys=" + std::to_string(page_size) + "&prefix=" + UriEncode(prefix, false);
+    if (!token.empty()) query += "&continuation-token=" + UriEncode(token, false);
+    Response r;
+    for (unsigned attempt = 0;; ++attempt) {
+      PCR_ASSIGN_OR_RETURN(r, Send("GET", "s3://" + bucket + "/", query, "", {}, true));
+      // A page cut short still parses: only its closing tag tells.
+      if (r.curl_code != 0 || r.status != 200 || r.body.find("</ListBucketResult>") != std::string::npos) break;
+      if (attempt >= remote_.retries) return Status::IOError(where + ": a listing page ended before its last entry");
+      std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
+    }
+    if (r.curl_code != 0 || r.status != 200) {
+      std::string hint;
+      if (r.status == 403 || r.status == 401) hint = " (check the credentials and the bucket's permissions)";
+      if (r.status == 404) hint = " (check the bucket's name, and AWS_ENDPOINT_URL for a store other than AWS)";
+      return Status::IOError(where + ": cannot list: " + Describe(r) + hint);
+    }
+    size_t at = 0;
+    while (true) {
+      const size_t open = r.body.find("<Contents>", at);
+      if (open == std::string::npos) break;
+      const size_t close = r.body.find("</Contents>", open);
+      if (close == std::string::npos) break;
+      const std::string entry = r.body.substr(open, close - open);
+      ListedObject o{.key = XmlText(XmlValue(entry, "Key"))};
+      const std::string size = XmlValue(entry, "Size");
+      if (o.key.empty() || size.empty() || size.find_first_not_of("0123456789") != std::string::npos) {
+        return Status::IOError(where + ": a listing entry without a key or a size");
+      }
+      o.size = std::stoull(size);
+      out.push_back(std::move(o));
+      at = close;
+    }
+    if (XmlValue(r.body, "IsTruncated") != "true") break;
+    const std::string next = XmlText(XmlValue(r.body, "NextContinuationToken"));
+    if (next.empty() || next == token) return Status::IOError(where + ": a listing page marked truncated without a new continuation token");
+    token = next;
+  }
+  return out;
 }
 
 Result<S3Uploader::ObjectInfo> S3Uploader::Head(const std::string& path) {

@@ -47,6 +47,15 @@ class S3Uploader {
   };
   // The object's size and ETag; NotFound when it does not exist.
   Result<ObjectInfo> Head(const std::string& path);
+  struct ListedObject {
+    std::string key;  // the whole key, prefix included
+    uint64_t size = 0;
+  };
+  // The objects of s3://BUCKET whose keys start with `prefix`, in key order,
+  // every page of a ListObjectsV2 listing of RemoteOptions::list_page_size
+  // keys. Errors name s3://BUCKET/PREFIX and the status: a missing bucket, a
+  // refusal.
+  Result<std::vector<ListedObject>> List(const std::string& bucket, const std::string& prefix);
   // Aborts a multipart upload; one the store no longer knows counts as
   // aborted, and a store that cannot abort (405, 501) keeps its parts.
   Status Abort(const std::string& path, const std::string& upload_id);
@@ -63,8 +72,10 @@ class S3Uploader {
  private:
   S3Uploader(const RemoteOptions& remote, const UploadOptions& upload);
   // One request, retried on connection failures, 5xx and 429 answers.
+  // `path` is s3://BUCKET/KEY, or with bucket_only s3://BUCKET/.
   Result<Response> Send(const std::string& method, const std::string& path, const std::string& query,
-                        std::string_view body, const std::vector<std::pair<std::string, std::string>>& headers);
+                        std::string_view body, const std::vector<std::pair<std::string, std::string>>& headers,
+                        bool bucket_only = false);
   Response Attempt(const std::string& method, const std::string& path, const S3Object& object,
                    const std::string& query, std::string_view body,
                    const std::vector<std::pair<std::string, std::string>>& headers);

@@ -10,7 +10,9 @@ PUT and POST answered 503), no-manifest (PUTs of dataset.pcrd answered
 <Error> body, as S3 may), complete-error-once (the first one only),
 stall-parts (the first part upload is read, then left unanswered for a
 minute), slow-manifest (PUTs of dataset.pcrd reach the store, and their
-answer comes a minute later), none.
+answer comes a minute later), flaky-gets (of every six GETs, one is
+answered 503 SlowDown and one is cut short, its connection closed halfway
+through the body or its body half the length asked for, in turn), none.
 """
 import http.client
 import http.server
@@ -20,6 +22,7 @@ import time
 
 port, upstream, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 count = 0
+gets = 0
 completes = 0
 stalled = False
 
@@ -33,7 +36,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def forward(self):
-        global count, completes, stalled
+        global count, gets, completes, stalled
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length) if length else b""
         part = "partNumber=" in self.path
@@ -41,6 +44,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             count += 1
             n = count
+            gets += self.command == "GET"
+            g = gets
             completes += complete
             stall = mode == "stall-parts" and part and not stalled
             stalled = stalled or stall
@@ -56,6 +61,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(2)
         if stall:
             time.sleep(60)
+            return
+        flaky_get = mode == "flaky-gets" and self.command == "GET"
+        if flaky_get and g % 6 == 1:
+            error = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(error)))
+            self.end_headers()
+            self.wfile.write(error)
             return
         no_manifest = mode == "no-manifest" and self.command == "PUT" and self.path.split("?")[0].endswith(".pcrd")
         if (mode == "flaky-parts" and part and n % 2 == 0) or (mode == "down" and self.command in ("PUT", "POST")) or \
@@ -78,13 +91,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         data = r.read()
         if mode == "slow-manifest" and self.command == "PUT" and self.path.split("?")[0].endswith(".pcrd"):
             time.sleep(60)
+        cut = flaky_get and g % 6 == 4 and len(data) > 1
+        if cut and g % 12 == 4:
+            data = data[: len(data) // 2]  # a short body, its length as sent
+            cut = False
         self.send_response(r.status)
         for k, v in r.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length"):
                 self.send_header(k, v)
         self.send_header("Content-Length", r.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data)))
         self.end_headers()
-        if self.command != "HEAD":
+        if cut:  # the connection closed halfway through the body
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)
+        elif self.command != "HEAD":
             self.wfile.write(data)
         conn.close()
 

@@ -26,7 +26,8 @@ Result<IoEngineOptions> IoOptionsFromEnvironment() {
   };
   for (const Knob& k : {Knob{"PCR_REMOTE_CONCURRENCY", &io.remote.concurrency, 1, 1024},
                         Knob{"PCR_REMOTE_RETRIES", &io.remote.retries, 0, 100},
-                        Knob{"PCR_REMOTE_TIMEOUT_MS", &io.remote.timeout_ms, 1, 3600000}}) {
+                        Knob{"PCR_REMOTE_TIMEOUT_MS", &io.remote.timeout_ms, 1, 3600000},
+                        Knob{"PCR_REMOTE_LIST_PAGE_SIZE", &io.remote.list_page_size, 1, 1000}}) {
     const char* v = std::getenv(k.name);
     if (v == nullptr || *v == '\0') continue;
     uint64_t n = 0;

@@ -39,7 +39,8 @@ class Args {
 // The I/O engine options the tools start from: the default engine, or the
 // one PCR_IO_ENGINE names (auto, pread or uring), and for remote paths
 // PCR_REMOTE_CONCURRENCY, PCR_REMOTE_RETRIES, PCR_REMOTE_TIMEOUT_MS,
-// PCR_REMOTE_HOLE_LIMIT, PCR_REMOTE_MAX_READ and PCR_REMOTE_MAX_BYTES_IN_FLIGHT.
+// PCR_REMOTE_LIST_PAGE_SIZE, PCR_REMOTE_HOLE_LIMIT, PCR_REMOTE_MAX_READ and
+// PCR_REMOTE_MAX_BYTES_IN_FLIGHT.
 Result<IoEngineOptions> IoOptionsFromEnvironment();
 
 // Parses a non-negative integer option value; false on anything else.

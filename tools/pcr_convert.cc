@@ -293,10 +293,11 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   o.src_dir = positional[0];
   o.out_dir = positional[1];
   const bool to_store = o.out_dir.starts_with("s3://");
+  // For remote inputs and outputs.
+  auto io = pcr::cli::IoOptionsFromEnvironment();
+  if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
+  o.remote = io->remote;
   if (to_store) {
-    auto io = pcr::cli::IoOptionsFromEnvironment();
-    if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
-    o.remote = io->remote;
     std::fprintf(stderr, "pcr-convert: converting into %s, then uploading to %s\n",
                  pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str(), o.out_dir.c_str());
   }

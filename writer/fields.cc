@@ -26,8 +26,9 @@ bool ExactDouble(int64_t i) {
 class FieldsReader {
  public:
   FieldsReader(const std::string& path, const std::string& key_column,
-               const std::map<std::string, FeatureType>& declared, bool float32)
+               const std::map<std::string, FeatureType>& declared, bool float32, const RemoteOptions& remote)
       : path_(path),
+        remote_(remote),
         key_column_(key_column),
         declared_(declared),
         types_(declared, float32, [this](uint64_t line, uint64_t column, const std::string& what) {
@@ -35,7 +36,7 @@ class FieldsReader {
         }) {}
 
   Result<FieldsFile> Read() {
-    PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(path_));
+    PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(path_, remote_));
     std::string_view text = in->text();
     if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
     const bool csv = path_.ends_with(".csv");
@@ -185,6 +186,7 @@ class FieldsReader {
   }
 
   const std::string& path_;
+  const RemoteOptions& remote_;
   const std::string& key_column_;
   const std::map<std::string, FeatureType>& declared_;
   FieldInference types_;
@@ -345,8 +347,9 @@ uint64_t FieldsChecksum(const FieldsFile& fields, const std::vector<std::string>
 }
 
 Result<FieldsFile> ReadFieldsFile(const std::string& path, const std::string& key_column,
-                                  const std::map<std::string, FeatureType>& declared, bool float32) {
-  return FieldsReader(path, key_column, declared, float32).Read();
+                                  const std::map<std::string, FeatureType>& declared, bool float32,
+                                  const RemoteOptions& remote) {
+  return FieldsReader(path, key_column, declared, float32, remote).Read();
 }
 
 }  // namespace pcr

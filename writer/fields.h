@@ -12,6 +12,7 @@
 
 #include "format/table_format.h"
 #include "writer/column_types.h"
+#include "pcr/io.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
 
@@ -103,9 +104,11 @@ struct FieldsFile {
 // `declared[name]` when given, else inferred as for tables: int64, float64
 // (float32 with `float32`) or string; JSON arrays of numbers are id_list, or
 // float64_list when one element is not an integer. Errors name the line and
-// column; a key given twice is an error.
+// column; a key given twice is an error. An http(s):// or s3:// `path` is
+// read with `remote`.
 Result<FieldsFile> ReadFieldsFile(const std::string& path, const std::string& key_column,
-                                  const std::map<std::string, FeatureType>& declared, bool float32);
+                                  const std::map<std::string, FeatureType>& declared, bool float32,
+                                  const RemoteOptions& remote = {});
 
 // A checksum of the fields' names, types and values (row by row, in `keys`
 // order) and of the stream order, for a conversion's plan checksum.

@@ -14,8 +14,10 @@
 #include "format/journal.h"
 #include "format/permutation.h"
 #include "format/scan_script.h"
+#include "io/remote_path.h"
 #include "writer/convert_input.h"
 #include "writer/file_writer.h"
+#include "writer/remote_input.h"
 #include "writer/remote_output.h"
 #include "writer/resume.h"
 #include "writer/sources.h"
@@ -404,11 +406,30 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
   if (IsObjectStoreOutput(options.out_dir)) return ConvertImagesToObjectStore(options, ConvertImages);
   PCR_RETURN_IF_ERROR(CheckOptions(options));
+  // An s3:// SRC_DIR: its objects' sizes, by key.
+  const bool remote = IsRemotePath(options.src_dir);
+  std::unordered_map<std::string, uint64_t> sizes;
+  std::unique_ptr<HttpClient> client;
+  std::unique_ptr<S3Uploader> s3;
+  if (remote) {
+    if (!options.src_dir.starts_with("s3://")) {
+      return Status::InvalidArgument(options.src_dir + ": images are listed from s3:// prefixes; over HTTP(S), "
+                                     "convert WebDataset shards (pcr-convert webdataset)");
+    }
+    PCR_ASSIGN_OR_RETURN(client, HttpClient::Create(options.remote));
+    PCR_ASSIGN_OR_RETURN(s3, S3Uploader::Create(options.remote, options.upload));
+  }
   SourceList list;
   if (options.list_file.empty()) {
-    PCR_ASSIGN_OR_RETURN(list, ListImageFolder(options.src_dir, options.by_content));
+    PCR_ASSIGN_OR_RETURN(list, remote ? ListRemoteImageFolder(options.src_dir, options.by_content, *s3, *client, &sizes)
+                                      : ListImageFolder(options.src_dir, options.by_content));
   } else {
-    PCR_ASSIGN_OR_RETURN(list, ReadSourceList(options.list_file));
+    PCR_ASSIGN_OR_RETURN(list, ReadSourceList(options.list_file, options.remote));
+    if (remote) {
+      PCR_ASSIGN_OR_RETURN(const auto where, SplitS3Prefix(options.src_dir));
+      PCR_ASSIGN_OR_RETURN(const auto objects, s3->List(where.first, where.second));
+      for (const auto& o : objects) sizes[o.key.substr(where.second.size())] = o.size;
+    }
   }
   std::vector<SampleMetadata>& sources = list.sources;
   const IgnoredFiles& ignored = list.ignored;
@@ -430,7 +451,7 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   ConversionInput input;
   if (!options.fields_file.empty()) {
     PCR_ASSIGN_OR_RETURN(fields, ReadFieldsFile(options.fields_file, options.fields_key, options.field_types,
-                                                false));
+                                                false, options.remote));
     std::unordered_set<std::string_view> keys;
     for (const SampleMetadata& s : sources) keys.insert(s.key);
     for (size_t r = 0; r < fields.keys.size(); ++r) {
@@ -447,13 +468,32 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
       }
     }
   }
-  const FileSourceReader reader(options.src_dir, options.fields_file.empty() ? nullptr : &fields,
-                                options.fields_file);
   input.list = std::move(list);
+  // Remote images are fetched ahead of the conversion, one GET each.
+  auto object = [&](uint64_t i) {
+    const std::string& key = input.list.sources[i].key;
+    const auto it = sizes.find(key);
+    const uint64_t size = it == sizes.end() ? 0 : it->second;
+    return ObjectRange{.path = JoinRemotePath(options.src_dir, key), .offset = 0, .length = size, .object_size = size};
+  };
+  std::unique_ptr<RangePrefetcher> prefetcher;
+  if (remote) prefetcher = std::make_unique<RangePrefetcher>(*client, object, input.list.sources.size());
+  FileSourceReader::Fetch fetch;
+  if (remote) {
+    fetch = [&](const SampleMetadata& source, uint64_t index) -> Result<Bytes> {
+      if (!sizes.count(source.key)) return Status::NotFound("no such object");
+      return prefetcher->Get(index);
+    };
+  }
+  const FileSourceReader reader(options.src_dir, options.fields_file.empty() ? nullptr : &fields,
+                                options.fields_file, fetch);
   input.fields = fields.schema;
   if (!options.fields_file.empty()) input.fields_checksum = FieldsChecksum(fields, options.field_order);
   input.reader = &reader;
-  input.describe = [&](uint64_t i) { return (fs::path(options.src_dir) / input.list.sources[i].key).string(); };
+  input.describe = [&](uint64_t i) {
+    return remote ? JoinRemotePath(options.src_dir, input.list.sources[i].key)
+                  : (fs::path(options.src_dir) / input.list.sources[i].key).string();
+  };
   return ConvertInput(options, input);
 }
 

@@ -3,12 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "io/io_engine.h"
+#include "io/remote_path.h"
+#include "writer/text_input.h"
 
 namespace pcr {
 
@@ -81,6 +85,85 @@ Result<SourceList> ListImageFolder(const std::string& root, bool by_content) {
   return list;
 }
 
+Result<std::pair<std::string, std::string>> SplitS3Prefix(const std::string& root) {
+  if (!root.starts_with("s3://")) return Status::InvalidArgument(root + ": expected s3://BUCKET/PREFIX");
+  const std::string rest = root.substr(5);
+  const size_t slash = rest.find('/');
+  const std::string bucket = rest.substr(0, slash);
+  std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (bucket.empty()) return Status::InvalidArgument(root + ": expected s3://BUCKET/PREFIX");
+  if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
+  return std::make_pair(bucket, prefix);
+}
+
+Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_content, S3Uploader& s3, HttpClient& client,
+                                         std::unordered_map<std::string, uint64_t>* sizes) {
+  PCR_ASSIGN_OR_RETURN(const auto where, SplitS3Prefix(root));
+  const auto& [bucket, prefix] = where;
+  PCR_ASSIGN_OR_RETURN(const std::vector<S3Uploader::ListedObject> objects, s3.List(bucket, prefix));
+  if (objects.empty()) {
+    return Status::NotFound("s3://" + bucket + "/" + prefix + ": no objects under this prefix (expected " +
+                            "s3://BUCKET/PREFIX/<class>/<image>.jpg)");
+  }
+  // Class name -> keys, both sorted at the end.
+  std::map<std::string, std::vector<std::string>> classes;
+  std::vector<std::string> candidates;
+  for (const S3Uploader::ListedObject& o : objects) {
+    std::string key = o.key.substr(prefix.size());
+    (*sizes)[key] = o.size;
+    const size_t slash = key.find('/');
+    if (slash == std::string::npos || slash == 0) continue;  // beside the class folders
+    bool hidden = false;
+    for (size_t start = 0; start < key.size();) {
+      const size_t end = std::min(key.find('/', start), key.size());
+      hidden |= key[start] == '.';
+      start = end + 1;
+    }
+    if (hidden) continue;
+    classes[key.substr(0, slash)];
+    if (!key.ends_with('/')) candidates.push_back(std::move(key));  // else a folder marker
+  }
+  std::vector<bool> jpeg(candidates.size());
+  if (by_content) {
+    std::vector<std::array<uint8_t, 3>> heads(candidates.size());
+    std::vector<Status> statuses(candidates.size());
+    std::vector<std::string> paths(candidates.size());
+    std::vector<RemoteRead> reads;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (sizes->at(candidates[i]) < 3) continue;
+      paths[i] = JoinRemotePath(root, candidates[i]);
+      reads.push_back({.path = paths[i], .offset = 0, .length = 3, .out = heads[i].data(), .status = &statuses[i],
+                       .object_size = sizes->at(candidates[i])});
+    }
+    client.Fetch(reads);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      PCR_RETURN_IF_ERROR(statuses[i]);
+      jpeg[i] = !paths[i].empty() && heads[i][0] == 0xFF && heads[i][1] == 0xD8 && heads[i][2] == 0xFF;
+    }
+  } else {
+    for (size_t i = 0; i < candidates.size(); ++i) jpeg[i] = IsJpegName(fs::path(candidates[i]));
+  }
+  SourceList list;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!jpeg[i]) {
+      list.ignored.Add(std::move(candidates[i]));
+      continue;
+    }
+    if (candidates[i].size() > kMaxKeyLength) {
+      return Status::InvalidArgument(JoinRemotePath(root, candidates[i]) + ": path longer than " +
+                                     std::to_string(kMaxKeyLength) + " bytes");
+    }
+    classes[candidates[i].substr(0, candidates[i].find('/'))].push_back(std::move(candidates[i]));
+  }
+  for (auto& [name, keys] : classes) {
+    const int64_t label = static_cast<int64_t>(list.class_names.size());
+    list.class_names.push_back(name);
+    std::sort(keys.begin(), keys.end());
+    for (std::string& k : keys) list.sources.push_back({label, std::move(k)});
+  }
+  return list;
+}
+
 namespace {
 
 // A key is a relative, normalised path: no leading '/', no empty, "." or
@@ -99,13 +182,21 @@ bool IsNormalKey(const std::string& key) {
 
 }  // namespace
 
-Result<SourceList> ReadSourceList(const std::string& list_file) {
+Result<SourceList> ReadSourceList(const std::string& list_file, const RemoteOptions& remote) {
   SourceList list;
-  std::ifstream in(list_file);
-  if (!in) return Status::InvalidArgument(list_file + ": cannot open list file: " + std::strerror(errno));
-  std::string line;
+  Result<std::unique_ptr<MappedInput>> in = MappedInput::Open(list_file, remote);
+  if (!in.ok()) {
+    const Status failed = in.status();
+    const std::string& m = failed.message();
+    return failed.WithMessage(list_file + ": cannot open list file: " +
+                                   (m.starts_with(list_file + ": ") ? m.substr(list_file.size() + 2) : m));
+  }
+  std::string_view text = (*in)->text();
   int line_no = 0;
-  while (std::getline(in, line)) {
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    std::string line(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;

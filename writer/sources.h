@@ -3,9 +3,14 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "format/file_format.h"
+#include "io/http_client.h"
+#include "io/s3_upload.h"
+#include "pcr/io.h"
 #include "pcr/status.h"
 
 namespace pcr {
@@ -32,8 +37,20 @@ struct SourceList {
 // in `ignored`.
 Result<SourceList> ListImageFolder(const std::string& root, bool by_content);
 
+// An S3 prefix taken as an ImageFolder: s3://BUCKET/PREFIX/<class>/.../<image>
+// listed (ListObjectsV2, every page), with ListImageFolder's rules; keys
+// ending in '/' (folder markers) are passed over. `by_content` reads the
+// first bytes of every candidate through `client`. *sizes receives every
+// listed object's size by key (relative to the prefix).
+Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_content, S3Uploader& s3, HttpClient& client,
+                                         std::unordered_map<std::string, uint64_t>* sizes);
+
+// s3://BUCKET/PREFIX split into the bucket and the prefix ending in '/' (or
+// empty); InvalidArgument for another path.
+Result<std::pair<std::string, std::string>> SplitS3Prefix(const std::string& root);
+
 // The "path,label" lines of `list_file`. Paths must be relative and in
 // normal form; InvalidArgument names the line.
-Result<SourceList> ReadSourceList(const std::string& list_file);
+Result<SourceList> ReadSourceList(const std::string& list_file, const RemoteOptions& remote = {});
 
 }  // namespace pcr

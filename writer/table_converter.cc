@@ -742,7 +742,7 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   if (!csv && !jsonl) {
     return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .jsonl or .ndjson)");
   }
-  PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(options.input));
+  PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(options.input, options.remote));
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
   std::error_code ec;
   TableConvertReport report;

@@ -100,24 +100,14 @@ bool ParsePax(std::string_view data, std::string* path, uint64_t* size, bool* ha
 }  // namespace
 
 Result<std::unique_ptr<TarReader>> TarReader::Open(const std::string& path) {
-  uint64_t size = 0;
-  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, 0, &size));
-  return std::unique_ptr<TarReader>(new TarReader(path, fd, size));
+  PCR_ASSIGN_OR_RETURN(auto source, OpenByteSource(path, nullptr));
+  return std::make_unique<TarReader>(std::move(source));
 }
 
-TarReader::~TarReader() { close(fd_); }
-
-Status TarReader::ReadAt(uint64_t offset, size_t length, uint8_t* out) const {
-  size_t done = 0;
-  while (done < length) {
-    const ssize_t n = pread(fd_, out + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IOError(path_ + ": cannot read at offset " + std::to_string(offset) + ": " +
-                                      std::strerror(errno));
-    if (n == 0) return Status::Corruption(path_ + ": truncated at offset " + std::to_string(offset + done));
-    done += static_cast<size_t>(n);
-  }
-  return Status::OK();
+Result<Bytes> TarReader::ReadRange(uint64_t offset, uint64_t length) {
+  Bytes out(length);
+  PCR_RETURN_IF_ERROR(source_->ReadAt(offset, out.size(), out.data()));
+  return out;
 }
 
 Result<bool> TarReader::Next(TarMember* member) {
@@ -129,13 +119,13 @@ Result<bool> TarReader::Next(TarMember* member) {
   uint64_t first_header = pos_;
   uint8_t h[kBlock];
   auto corrupt = [&](uint64_t at, const std::string& what) {
-    return Status::Corruption(path_ + ": " + what + " at offset " + std::to_string(at) +
+    return Status::Corruption(path() + ": " + what + " at offset " + std::to_string(at) +
                               (last_.empty() ? " (the first member)" : " (after member " + last_ + ")"));
   };
   while (true) {
     if (pos_ == size_) return corrupt(pos_, "no end-of-archive marker: the tar file is cut short");
     if (pos_ + kBlock > size_) return corrupt(pos_, "truncated tar header");
-    PCR_RETURN_IF_ERROR(ReadAt(pos_, kBlock, h));
+    PCR_RETURN_IF_ERROR(source_->ReadAt(pos_, kBlock, h));
     if (std::all_of(h, h + kBlock, [](uint8_t b) { return b == 0; })) {
       if (!long_name.empty() || !pax_path.empty() || has_pax_size) {
         return corrupt(pos_, "end of archive after an extended header");
@@ -166,7 +156,7 @@ Result<bool> TarReader::Next(TarMember* member) {
     if (type == 'L' || type == 'x') {
       if (size > (1u << 20)) return corrupt(header, "extended header of " + std::to_string(size) + " bytes");
       std::string text(size, '\0');
-      PCR_RETURN_IF_ERROR(ReadAt(data, size, reinterpret_cast<uint8_t*>(text.data())));
+      PCR_RETURN_IF_ERROR(source_->ReadAt(data, size, reinterpret_cast<uint8_t*>(text.data())));
       if (type == 'L') {
         long_name.assign(text.c_str());
       } else if (!ParsePax(text, &pax_path, &pax_size, &has_pax_size)) {
@@ -186,12 +176,6 @@ Result<bool> TarReader::Next(TarMember* member) {
     last_ = name;
     return true;
   }
-}
-
-Result<Bytes> TarReader::Read(const TarMember& member) const {
-  Bytes out(member.size);
-  PCR_RETURN_IF_ERROR(ReadAt(member.data_offset, out.size(), out.data()));
-  return out;
 }
 
 Result<Bytes> ReadFileRange(const std::string& path, uint64_t offset, uint64_t length) {

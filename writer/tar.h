@@ -9,6 +9,7 @@
 
 #include "format/coding.h"
 #include "pcr/status.h"
+#include "writer/remote_input.h"
 
 namespace pcr {
 
@@ -19,11 +20,12 @@ struct TarMember {
   uint64_t size = 0;
 };
 
-// The regular-file members of one tar file, in order. Not thread-safe.
+// The regular-file members of one tar file or object, in order. Not
+// thread-safe.
 class TarReader {
  public:
   static Result<std::unique_ptr<TarReader>> Open(const std::string& path);
-  ~TarReader();
+  explicit TarReader(std::unique_ptr<ByteSource> source) : source_(std::move(source)), size_(source_->size()) {}
   TarReader(const TarReader&) = delete;
   TarReader& operator=(const TarReader&) = delete;
 
@@ -34,17 +36,17 @@ class TarReader {
   // short by the end of the file.
   Result<bool> Next(TarMember* member);
   // The data of a member Next returned.
-  Result<Bytes> Read(const TarMember& member) const;
+  Result<Bytes> Read(const TarMember& member) { return ReadRange(member.data_offset, member.size); }
+  // `length` bytes at `offset`.
+  Result<Bytes> ReadRange(uint64_t offset, uint64_t length);
   uint64_t size() const { return size_; }
   // After Next failed on a member whose header holds but whose data is cut
   // short: the member's name; else empty.
   const std::string& cut_member() const { return cut_; }
 
  private:
-  TarReader(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
-  Status ReadAt(uint64_t offset, size_t length, uint8_t* out) const;
-  std::string path_;
-  int fd_;
+  const std::string& path() const { return source_->name(); }
+  std::unique_ptr<ByteSource> source_;
   uint64_t size_;
   uint64_t pos_ = 0;
   bool ended_ = false;

@@ -13,11 +13,21 @@
 #include <limits>
 
 #include "format/json.h"
+#include "io/http_client.h"
 #include "io/io_engine.h"
+#include "io/remote_path.h"
+#include "writer/remote_input.h"
 
 namespace pcr {
 
-Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path) {
+Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path, const RemoteOptions& remote) {
+  if (IsRemotePath(path)) {
+    PCR_ASSIGN_OR_RETURN(auto client, HttpClient::Create(remote));
+    auto in = std::unique_ptr<MappedInput>(new MappedInput());
+    PCR_ASSIGN_OR_RETURN(in->owned_, ReadWholeInput(path, client.get()));
+    in->text_ = std::string_view(reinterpret_cast<const char*>(in->owned_.data()), in->owned_.size());
+    return in;
+  }
   uint64_t size = 0;
   PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, 0, &size));
   auto in = std::unique_ptr<MappedInput>(new MappedInput());
@@ -30,13 +40,14 @@ Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path) 
     }
     madvise(p, static_cast<size_t>(size), MADV_SEQUENTIAL);
     in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(size));
+    in->mapped_ = true;
   }
   close(fd);
   return in;
 }
 
 MappedInput::~MappedInput() {
-  if (!text_.empty()) munmap(const_cast<char*>(text_.data()), text_.size());
+  if (mapped_) munmap(const_cast<char*>(text_.data()), text_.size());
 }
 
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what) {

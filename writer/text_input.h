@@ -9,15 +9,18 @@
 #include <string_view>
 #include <vector>
 
+#include "format/coding.h"
+#include "pcr/io.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
 
 namespace pcr {
 
-// A read-only view of a whole input file.
+// A read-only view of a whole input file, or of an http(s):// or s3://
+// object read into memory in ranged GETs.
 class MappedInput {
  public:
-  static Result<std::unique_ptr<MappedInput>> Open(const std::string& path);
+  static Result<std::unique_ptr<MappedInput>> Open(const std::string& path, const RemoteOptions& remote = {});
   ~MappedInput();
   MappedInput(const MappedInput&) = delete;
   MappedInput& operator=(const MappedInput&) = delete;
@@ -26,6 +29,8 @@ class MappedInput {
  private:
   MappedInput() = default;
   std::string_view text_;
+  bool mapped_ = false;
+  Bytes owned_;  // an object's bytes
 };
 
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what);

@@ -6,12 +6,13 @@
 
 namespace pcr {
 
-Result<Bytes> FileSourceReader::Read(const SampleMetadata& source, uint64_t, FieldRow* fields) const {
+Result<Bytes> FileSourceReader::Read(const SampleMetadata& source, uint64_t index, FieldRow* fields) const {
   if (fields_ != nullptr) {
     const auto it = fields_->rows.find(source.key);
     if (it == fields_->rows.end()) return Status::InvalidArgument("no row in " + fields_name_);
     *fields = it->second;
   }
+  if (fetch_) return fetch_(source, index);
   const std::string path = (std::filesystem::path(root_) / source.key).string();
   Result<Bytes> data = ReadRegularFile(path);
   if (!data.ok()) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -26,18 +27,21 @@ class SourceReader {
   virtual Result<Bytes> Read(const SampleMetadata& source, uint64_t index, FieldRow* fields) const = 0;
 };
 
-// Files root/key, with the fields `fields` holds for each key (none when
-// nullptr; an error for a key without a row).
+// Files root/key (or what `fetch` returns for the source, when given), with
+// the fields `fields` holds for each key (none when nullptr; an error for a
+// key without a row).
 class FileSourceReader : public SourceReader {
  public:
-  FileSourceReader(std::string root, const FieldsFile* fields, std::string fields_name)
-      : root_(std::move(root)), fields_(fields), fields_name_(std::move(fields_name)) {}
+  using Fetch = std::function<Result<Bytes>(const SampleMetadata& source, uint64_t index)>;
+  FileSourceReader(std::string root, const FieldsFile* fields, std::string fields_name, Fetch fetch = nullptr)
+      : root_(std::move(root)), fields_(fields), fields_name_(std::move(fields_name)), fetch_(std::move(fetch)) {}
   Result<Bytes> Read(const SampleMetadata& source, uint64_t index, FieldRow* fields) const override;
 
  private:
   const std::string root_;
   const FieldsFile* fields_;
   const std::string fields_name_;
+  const Fetch fetch_;
 };
 
 // Its threads start once and wait between batches. Run() may be called

@@ -9,6 +9,8 @@
 #include "format/checksum.h"
 #include "format/permutation.h"
 #include "pcr/convert.h"
+#include "io/http_client.h"
+#include "io/remote_path.h"
 #include "writer/convert_input.h"
 #include "writer/remote_output.h"
 #include "writer/tar.h"
@@ -52,8 +54,10 @@ bool SplitName(const std::string& name, std::string* key, std::string* ext) {
 
 class WebDataset : public SourceReader {
  public:
-  WebDataset(std::vector<std::string> shards, const ConvertImagesOptions& options)
+  WebDataset(std::vector<std::string> shards, const ConvertImagesOptions& options, HttpClient* client)
       : shards_(std::move(shards)),
+        shard_sizes_(shards_.size()),
+        client_(client),
         skip_bad_(options.skip_bad),
         types_(options.field_types, false, [this](uint64_t line, uint64_t member, const std::string& what) {
           // Values carry their sample's index plus one as their line.
@@ -68,7 +72,10 @@ class WebDataset : public SourceReader {
     for (uint32_t s = 0; s < shards_.size(); ++s) {
       Status scanned = ScanShard(s, input);
       if (!scanned.ok()) {
-        if (!skip_bad_ || scanned.code() != StatusCode::kCorruption) return scanned;
+        // A remote shard may also fail to be read at all.
+        const bool unreadable = IsRemotePath(shards_[s]) &&
+                                (scanned.code() == StatusCode::kIOError || scanned.code() == StatusCode::kNotFound);
+        if (!skip_bad_ || (scanned.code() != StatusCode::kCorruption && !unreadable)) return scanned;
         input->skipped.emplace_back(shards_[s], OneLine(scanned.ToString()) + "; the rest of the shard is skipped");
       }
     }
@@ -76,10 +83,9 @@ class WebDataset : public SourceReader {
     input->fields.features = types_.features();
     Bytes plan;
     EncodeTableSchema(input->fields, &plan);
-    for (const std::string& shard : shards_) {
-      PutLengthPrefixed(&plan, shard);
-      std::error_code ec;
-      PutVarint64(&plan, fs::file_size(shard, ec));
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      PutLengthPrefixed(&plan, shards_[s]);
+      PutVarint64(&plan, shard_sizes_[s]);
     }
     // Every member's place and size: a shard rewritten with other samples
     // is another conversion.
@@ -117,17 +123,47 @@ class WebDataset : public SourceReader {
     const Sample& sample = samples_[index];
     std::vector<std::pair<std::string, ColumnValue>> values;
     int64_t label;
-    PCR_RETURN_IF_ERROR(ReadFields(index, &values, &label));
+    const Member& jpeg = sample.members[sample.jpeg];
+    MemberReader read_member = [&](const Member& m) { return ReadFileRange(shards_[sample.shard], m.data_offset, m.size); };
+    Bytes span;  // a remote sample's members, from the first one's data to the last one's end
+    uint64_t span_begin = 0;
+    if (prefetcher_) {
+      PCR_ASSIGN_OR_RETURN(span, prefetcher_->Get(index));
+      span_begin = SpanOf(sample).offset;
+      read_member = [&](const Member& m) -> Result<Bytes> {
+        const auto begin = span.begin() + static_cast<ptrdiff_t>(m.data_offset - span_begin);
+        return Bytes(begin, begin + static_cast<ptrdiff_t>(m.size));
+      };
+    }
+    PCR_RETURN_IF_ERROR(ReadFields(index, read_member, &values, &label));
     for (auto& [name, raw] : values) {
       if (raw.kind == ColumnValue::kNull) continue;
       PCR_ASSIGN_OR_RETURN(FieldValue v, types_.Convert(types_.Index(name), std::move(raw)));
       fields->push_back(std::move(v));
     }
-    const Member& jpeg = sample.members[sample.jpeg];
-    return ReadFileRange(shards_[sample.shard], jpeg.data_offset, jpeg.size);
+    return read_member(jpeg);
+  }
+
+  // Pass 2 on remote shards: every sample's members fetched ahead of the
+  // conversion, one GET each.
+  void StartPrefetching() {
+    if (client_ == nullptr) return;
+    prefetcher_ = std::make_unique<RangePrefetcher>(
+        *client_, [this](uint64_t i) { return SpanOf(samples_[i]); }, samples_.size());
   }
 
  private:
+  using MemberReader = std::function<Result<Bytes>(const Member&)>;
+
+  ObjectRange SpanOf(const Sample& sample) const {
+    uint64_t begin = UINT64_MAX, end = 0;
+    for (const Member& m : sample.members) {
+      begin = std::min(begin, m.data_offset);
+      end = std::max(end, m.data_offset + m.size);
+    }
+    return {.path = shards_[sample.shard], .offset = begin, .length = end - begin, .object_size = shard_sizes_[sample.shard]};
+  }
+
   static std::string OneLine(std::string s) {
     std::replace(s.begin(), s.end(), '\n', ' ');
     return s;
@@ -140,7 +176,10 @@ class WebDataset : public SourceReader {
   }
 
   Status ScanShard(uint32_t s, ConversionInput* input) {
-    PCR_ASSIGN_OR_RETURN(auto tar, TarReader::Open(shards_[s]));
+    PCR_ASSIGN_OR_RETURN(auto source, OpenByteSource(shards_[s], client_));
+    shard_sizes_[s] = source->size();
+    TarReader tar_reader(std::move(source));
+    TarReader* tar = &tar_reader;
     Sample current{.shard = s};
     TarMember m;
     while (true) {
@@ -149,7 +188,7 @@ class WebDataset : public SourceReader {
       if (!next.ok()) {
         // A sample is whole once a member of another key starts.
         if (!current.members.empty() && SplitName(tar->cut_member(), &key, &ext) && key != current.key) {
-          PCR_RETURN_IF_ERROR(AddSample(std::move(current), input));
+          PCR_RETURN_IF_ERROR(AddSample(std::move(current), *tar, input));
         } else if (!current.members.empty()) {
           return next.status().WithMessage(next.status().message() + "; sample " + current.key +
                                            ", perhaps incomplete, is left out");
@@ -165,7 +204,7 @@ class WebDataset : public SourceReader {
         continue;
       }
       if (!current.members.empty() && (!more || key != current.key)) {
-        PCR_RETURN_IF_ERROR(AddSample(std::move(current), input));
+        PCR_RETURN_IF_ERROR(AddSample(std::move(current), *tar, input));
         current = Sample{.shard = s};
       }
       if (!more) return Status::OK();
@@ -174,7 +213,7 @@ class WebDataset : public SourceReader {
     }
   }
 
-  Status AddSample(Sample sample, ConversionInput* input) {
+  Status AddSample(Sample sample, TarReader& tar, ConversionInput* input) {
     std::unordered_set<std::string> exts;
     size_t jpegs = 0;
     std::string refused;
@@ -191,7 +230,8 @@ class WebDataset : public SourceReader {
     std::vector<std::pair<std::string, ColumnValue>> values;
     int64_t label = -1;
     if (refused.empty()) {
-      const Status read = ReadFields(index, &values, &label);
+      const Status read = ReadFields(
+          index, [&tar](const Member& m) { return tar.ReadRange(m.data_offset, m.size); }, &values, &label);
       if (!read.ok()) refused = read.message();
     }
     if (!refused.empty()) {
@@ -219,14 +259,15 @@ class WebDataset : public SourceReader {
 
   // The raw field values of sample `index`, by field name, and its label
   // (.cls, else -1). Each value's line is index + 1, its column the member.
-  Status ReadFields(uint64_t index, std::vector<std::pair<std::string, ColumnValue>>* values, int64_t* label) const {
+  Status ReadFields(uint64_t index, const MemberReader& read_member,
+                    std::vector<std::pair<std::string, ColumnValue>>* values, int64_t* label) const {
     const Sample& sample = samples_[index];
     *label = -1;
     for (size_t k = 0; k < sample.members.size(); ++k) {
       if (k == sample.jpeg) continue;
       const Member& m = sample.members[k];
       auto where = [&](const std::string& what) { return Status::InvalidArgument(Describe(sample, k) + ": " + what); };
-      PCR_ASSIGN_OR_RETURN(Bytes data, ReadFileRange(shards_[sample.shard], m.data_offset, m.size));
+      PCR_ASSIGN_OR_RETURN(Bytes data, read_member(m));
       const std::string text(data.begin(), data.end());
       auto add = [&](const std::string& name, ColumnValue v) {
         v.line = index + 1;
@@ -276,6 +317,9 @@ class WebDataset : public SourceReader {
   }
 
   const std::vector<std::string> shards_;
+  std::vector<uint64_t> shard_sizes_;
+  HttpClient* const client_;  // for remote shards; else nullptr
+  std::unique_ptr<RangePrefetcher> prefetcher_;
   const bool skip_bad_;
   FieldInference types_;
   std::vector<Sample> samples_;
@@ -297,7 +341,11 @@ Result<ConvertImagesSummary> ConvertWebDataset(const ConvertImagesOptions& optio
     for (std::string& s : expanded) shards.push_back(std::move(s));
   }
   if (shards.empty()) return Status::InvalidArgument("no WebDataset shards given");
-  WebDataset wds(std::move(shards), options);
+  std::unique_ptr<HttpClient> client;
+  if (std::any_of(shards.begin(), shards.end(), [](const std::string& s) { return IsRemotePath(s); })) {
+    PCR_ASSIGN_OR_RETURN(client, HttpClient::Create(options.remote));
+  }
+  WebDataset wds(std::move(shards), options, client.get());
   ConversionInput input;
   PCR_RETURN_IF_ERROR(wds.Scan(&input));
   if (input.list.sources.empty()) {
@@ -305,6 +353,7 @@ Result<ConvertImagesSummary> ConvertWebDataset(const ConvertImagesOptions& optio
                                    (input.skipped.empty() ? std::string() : " (" + input.skipped[0].second + ")"));
   }
   wds.Finish(options.shuffle_seed, &input);
+  wds.StartPrefetching();
   return ConvertInput(options, input);
 }
 

@@ -46,6 +46,7 @@ struct RemoteOptions {
   std::string s3_endpoint;
   std::string s3_region;   // empty: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1
   bool anonymous = false;  // never sign S3 requests (public buckets)
+  unsigned list_page_size = 1000;  // keys per page of an S3 listing (ListObjectsV2's max-keys, 1..1000)
 };
 
 // Uploads to object storage: one PUT below multipart_threshold bytes, else

@@ -134,6 +134,8 @@ pcr::RemoteOptions RemoteFromDict(const py::object& remote) {
       number(&r.hole_limit);
     } else if (key == "max_read") {
       number(&r.max_read);
+    } else if (key == "list_page_size") {
+      number(&r.list_page_size);
     } else if (key == "s3_endpoint") {
       text(&r.s3_endpoint);
     } else if (key == "s3_region") {
@@ -144,7 +146,7 @@ pcr::RemoteOptions RemoteFromDict(const py::object& remote) {
     } else {
       throw py::value_error("unknown remote option '" + key +
                             "' (expected concurrency, max_bytes_in_flight, retries, timeout_ms, hole_limit, max_read, "
-                            "s3_endpoint, s3_region or anonymous)");
+                            "list_page_size, s3_endpoint, s3_region or anonymous)");
     }
   }
   return r;

@@ -1,0 +1,234 @@
+#include "writer/remote_input.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "io/io_engine.h"
+#include "io/remote_path.h"
+
+namespace pcr {
+
+namespace {
+
+class LocalSource : public ByteSource {
+ public:
+  LocalSource(std::string path, int fd, uint64_t size) : ByteSource(std::move(path), size), fd_(fd) {}
+  ~LocalSource() override { close(fd_); }
+
+  Status ReadAt(uint64_t offset, size_t length, uint8_t* out) override {
+    size_t done = 0;
+    while (done < length) {
+      const ssize_t n = pread(fd_, out + done, length - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        return Status::IOError(name() + ": cannot read at offset " + std::to_string(offset) + ": " +
+                               std::strerror(errno));
+      }
+      if (n == 0) return Status::Corruption(name() + ": truncated at offset " + std::to_string(offset + done));
+      done += static_cast<size_t>(n);
+    }
+    return Status::OK();
+  }
+
+ private:
+  const int fd_;
+};
+
+// Fetches [offset, offset + length) of `path` into out, as GETs of at most
+// `piece` bytes in flight together.
+Status FetchRange(HttpClient& client, const std::string& path, uint64_t object_size, uint64_t offset, uint64_t length,
+                  uint8_t* out, uint64_t piece) {
+  const size_t n = static_cast<size_t>((length + piece - 1) / piece);
+  std::vector<Status> statuses(n);
+  std::vector<RemoteRead> reads;
+  reads.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t at = uint64_t{i} * piece;
+    reads.push_back({.path = path,
+                     .offset = offset + at,
+                     .length = std::min(piece, length - at),
+                     .out = out + at,
+                     .status = &statuses[i],
+                     .object_size = object_size});
+  }
+  client.Fetch(reads);
+  for (const Status& s : statuses) PCR_RETURN_IF_ERROR(s);
+  return Status::OK();
+}
+
+class RemoteSource : public ByteSource {
+ public:
+  RemoteSource(std::string path, uint64_t size, HttpClient& client, uint64_t window)
+      : ByteSource(std::move(path), size), client_(client), window_(std::max<uint64_t>(window, 2)) {}
+
+  Status ReadAt(uint64_t offset, size_t length, uint8_t* out) override {
+    if (offset > size() || length > size() - offset) {
+      return Status::Corruption(name() + ": truncated at offset " + std::to_string(std::min(offset, size())));
+    }
+    if (offset >= begin_ && offset + length <= begin_ + buffer_.size()) {
+      std::memcpy(out, buffer_.data() + (offset - begin_), length);
+      return Status::OK();
+    }
+    if (offset < begin_ || length > window_) {
+      // Behind the window (a member read again), or larger than it.
+      return FetchRange(client_, name(), size(), offset, length, out, window_ / 2);
+    }
+    const uint64_t n = std::min(window_, size() - offset);
+    buffer_.resize(static_cast<size_t>(n));
+    begin_ = offset;
+    if (Status s = FetchRange(client_, name(), size(), offset, n, buffer_.data(), (n + 1) / 2); !s.ok()) {
+      buffer_.clear();
+      return s;
+    }
+    std::memcpy(out, buffer_.data(), length);
+    return Status::OK();
+  }
+
+ private:
+  HttpClient& client_;
+  const uint64_t window_;
+  uint64_t begin_ = 0;  // the window: bytes [begin_, begin_ + buffer_.size())
+  Bytes buffer_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, HttpClient* client, uint64_t window) {
+  if (IsRemotePath(path)) {
+    PCR_ASSIGN_OR_RETURN(const uint64_t size, client->Size(path));
+    return std::unique_ptr<ByteSource>(new RemoteSource(path, size, *client, window));
+  }
+  uint64_t size = 0;
+  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, 0, &size));
+  return std::unique_ptr<ByteSource>(new LocalSource(path, fd, size));
+}
+
+Result<Bytes> ReadWholeInput(const std::string& path, HttpClient* client) {
+  PCR_ASSIGN_OR_RETURN(auto source, OpenByteSource(path, client, 0));
+  Bytes out(source->size());
+  if (IsRemotePath(path)) {
+    PCR_RETURN_IF_ERROR(FetchRange(*client, path, out.size(), 0, out.size(), out.data(), uint64_t{8} << 20));
+  } else {
+    PCR_RETURN_IF_ERROR(source->ReadAt(0, out.size(), out.data()));
+  }
+  return out;
+}
+
+RangePrefetcher::RangePrefetcher(HttpClient& client, std::function<ObjectRange(uint64_t)> range, uint64_t count,
+                                 uint64_t max_ahead)
+    : client_(client), range_(std::move(range)), count_(count), max_ahead_(max_ahead) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+RangePrefetcher::~RangePrefetcher() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void RangePrefetcher::Loop() {
+  constexpr size_t kBatch = 64;
+  std::unique_lock lock(mu_);
+  while (true) {
+    changed_.wait(lock, [&] { return stop_ || (next_ < count_ && (buffered_ < max_ahead_ || waiting_ > 0)); });
+    if (stop_) return;
+    // A batch of ranges from next_, their GETs in flight together.
+    std::vector<uint64_t> batch;
+    std::vector<ObjectRange> ranges;
+    uint64_t bytes = 0;
+    while (next_ < count_ && batch.size() < kBatch && (batch.empty() || bytes < max_ahead_ / 4)) {
+      ObjectRange r = range_(next_);
+      bytes += r.length;
+      entries_[next_].length = r.length;
+      batch.push_back(next_++);
+      ranges.push_back(std::move(r));
+    }
+    buffered_ += bytes;
+    lock.unlock();
+    std::vector<Bytes> data(batch.size());
+    std::vector<Status> statuses(batch.size());
+    std::vector<RemoteRead> reads;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      data[i].resize(ranges[i].length);
+      reads.push_back({.path = ranges[i].path,
+                       .offset = ranges[i].offset,
+                       .length = ranges[i].length,
+                       .out = data[i].data(),
+                       .status = &statuses[i],
+                       .object_size = ranges[i].object_size});
+    }
+    client_.Fetch(reads);
+    lock.lock();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto it = entries_.find(batch[i]);
+      if (it == entries_.end()) continue;  // dropped while in flight
+      it->second.ready = true;
+      it->second.status = std::move(statuses[i]);
+      it->second.data = std::move(data[i]);
+    }
+    changed_.notify_all();
+  }
+}
+
+Result<Bytes> RangePrefetcher::FetchAlone(uint64_t index) {
+  const ObjectRange r = range_(index);
+  Bytes out(r.length);
+  Status status;
+  RemoteRead read{.path = r.path,
+                  .offset = r.offset,
+                  .length = r.length,
+                  .out = out.data(),
+                  .status = &status,
+                  .object_size = r.object_size};
+  client_.Fetch({&read, 1});
+  if (!status.ok()) return status;
+  return out;
+}
+
+Result<Bytes> RangePrefetcher::Get(uint64_t index) {
+  // How far ahead of the fetching a caller may ask before it moves there,
+  // and how far behind the callers a source is given up.
+  constexpr uint64_t kJump = 256, kBehind = 256;
+  std::unique_lock lock(mu_);
+  if (entries_.count(index) == 0) {
+    if (index < next_) {
+      lock.unlock();
+      return FetchAlone(index);
+    }
+    for (auto e = entries_.begin(); e != entries_.end() && e->first + kBehind < index;) {
+      if (e->second.ready) {
+        buffered_ -= e->second.length;
+        e = entries_.erase(e);
+      } else {
+        ++e;
+      }
+    }
+    if (index >= next_ + kJump) next_ = index;
+    ++waiting_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return index < next_; });
+    --waiting_;
+  }
+  auto found = [&] { return entries_.find(index); };
+  changed_.wait(lock, [&] { return found() == entries_.end() || found()->second.ready; });
+  const auto it = found();
+  if (it == entries_.end()) {  // given up by a caller far ahead
+    lock.unlock();
+    return FetchAlone(index);
+  }
+  Entry entry = std::move(it->second);
+  entries_.erase(it);
+  buffered_ -= entry.length;
+  changed_.notify_all();
+  if (!entry.status.ok()) return entry.status;
+  return std::move(entry.data);
+}
+
+}  // namespace pcr

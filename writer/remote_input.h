@@ -1,0 +1,103 @@
+// Inputs of conversions on HTTP(S) servers and S3-compatible stores: files
+// and objects read at offsets (objects front to back in ranged GETs of a
+// bounded size, read ahead), and byte ranges fetched ahead of a conversion
+// that asks for them by source index.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "format/coding.h"
+#include "io/http_client.h"
+#include "pcr/status.h"
+
+namespace pcr {
+
+// Bytes read at offsets from a local file or an object.
+// Thread safety: not thread-safe.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  const std::string& name() const { return name_; }
+  uint64_t size() const { return size_; }
+  // `length` bytes at `offset`: Corruption past the end, IOError (or
+  // NotFound) naming the file or object, the range and the cause.
+  virtual Status ReadAt(uint64_t offset, size_t length, uint8_t* out) = 0;
+
+ protected:
+  ByteSource(std::string name, uint64_t size) : name_(std::move(name)), size_(size) {}
+
+ private:
+  const std::string name_;
+  const uint64_t size_;
+};
+
+// The local file `path`, or, for an http(s):// or s3:// path, the object
+// read through `client` (which must outlive it): reads are served from a
+// window of `window` bytes fetched as two ranged GETs at once, refilled
+// from the offset asked for when a read passes its end; a read before the
+// window is fetched alone. The object's size comes from a HEAD request.
+Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, HttpClient* client,
+                                                   uint64_t window = uint64_t{16} << 20);
+
+// The whole file or object at `path`; objects in ranged GETs of 8 MiB, many
+// in flight.
+Result<Bytes> ReadWholeInput(const std::string& path, HttpClient* client);
+
+// One byte range of an object.
+struct ObjectRange {
+  std::string path;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t object_size = 0;  // 0: not checked
+};
+
+// Fetches the ranges of sources 0..count-1 in index order on a thread of
+// its own, up to max_ahead bytes ahead of the callers, while they ask for
+// them (in about increasing order, as a conversion's jobs do). A source
+// asked for far ahead moves the fetching there; one already passed is
+// fetched alone.
+// Thread safety: Get may be called from several threads at once; `client`
+// and `range` must outlive the prefetcher.
+class RangePrefetcher {
+ public:
+  RangePrefetcher(HttpClient& client, std::function<ObjectRange(uint64_t)> range, uint64_t count,
+                  uint64_t max_ahead = uint64_t{64} << 20);
+  ~RangePrefetcher();
+  RangePrefetcher(const RangePrefetcher&) = delete;
+  RangePrefetcher& operator=(const RangePrefetcher&) = delete;
+
+  // The bytes of source `index`, or the error of their GET.
+  Result<Bytes> Get(uint64_t index);
+
+ private:
+  struct Entry {
+    bool ready = false;
+    uint64_t length = 0;
+    Status status;
+    Bytes data;
+  };
+  void Loop();
+  Result<Bytes> FetchAlone(uint64_t index);
+
+  HttpClient& client_;
+  const std::function<ObjectRange(uint64_t)> range_;
+  const uint64_t count_;
+  const uint64_t max_ahead_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<uint64_t, Entry> entries_;  // guarded by mu_: fetched or in flight
+  uint64_t next_ = 0;                  // guarded by mu_: the next index to fetch
+  uint64_t buffered_ = 0;              // guarded by mu_: bytes of entries_
+  unsigned waiting_ = 0;               // guarded by mu_: callers waiting for an index not yet fetched
+  bool stop_ = false;                  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace pcr
