@@ -52,6 +52,7 @@ chmod -R a+rX "$tmp"
 
 # The same from local disk.
 "$tools/pcr-convert" images "$up/sample" "$tmp/l-img" --images-per-record 5 >/dev/null || exit 1
+"$tools/pcr-convert" images "$up/sample" "$tmp/l-img5" >/dev/null || exit 1
 "$tools/pcr-convert" images "$up/sample" "$tmp/l-list" --list "$up/list.csv" --fields "$up/fields.jsonl" \
   --images-per-record 5 >/dev/null || exit 1
 "$tools/pcr-convert" images "$up/sample" "$tmp/l-content" --by-content --images-per-record 5 >/dev/null || exit 1
@@ -204,6 +205,20 @@ grep -q "kept [1-9][0-9]* files finished by an interrupted run" "$tmp/out" && ok
 "$tools/pcr-convert" webdataset "$up/wds/shard-{0..2}.tar" "$tmp/l-wds1" --images-per-record 1 --records-per-file 1 \
   >/dev/null
 same_dir "the resumed conversion" "$tmp/l-wds1" "$tmp/i-wds"
+
+# The README's commands, on the test's store, server and files.
+n=0
+while read -r line; do
+  n=$((n + 1))
+  line=${line%%#*}
+  line=${line//s3:\/\/bucket\/train/s3://pcrtest/sample}
+  line=${line//\'https:\/\/host\/shards-\{0000..0099\}.tar\'/$http/wds/shard-\{0..2\}.tar}
+  line=${line//s3:\/\/bucket\/events.jsonl/s3://pcrtest/Soybean.csv}
+  line=${line//OUT/$tmp/readme-$n}
+  if eval "\"\$tools/\"$line" >/dev/null 2>"$tmp/err"; then ok; else bad "README: $line"; cat "$tmp/err"; fi
+done < <(grep -A2 '^pcr-convert images s3://bucket/train OUT' "$here/../README.md")
+[ "$n" -eq 3 ] && ok || bad "the README's three remote input commands not found"
+same_dir "the README's images" "$tmp/l-img5" "$tmp/readme-1"
 
 # Bad inputs: errors name the object.
 refused "a missing bucket" "s3://nobucket/sample/: cannot list: HTTP 404 NoSuchBucket" images s3://nobucket/sample "$tmp/x"

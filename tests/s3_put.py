@@ -33,9 +33,10 @@ def put(endpoint, bucket, key, body, access="S3RVER", secret="S3RVER", region="u
     urllib.request.urlopen(req).read()
 
 
-endpoint, bucket, root = sys.argv[1:4]
-for d, _, files in os.walk(root):
-    for f in files:
-        p = os.path.join(d, f)
-        with open(p, "rb") as data:
-            put(endpoint, bucket, os.path.relpath(p, root), data.read())
+if __name__ == "__main__":
+    endpoint, bucket, root = sys.argv[1:4]
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as data:
+                put(endpoint, bucket, os.path.relpath(p, root), data.read())

@@ -35,8 +35,11 @@ def s3_endpoint(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     store = tmp_path_factory.mktemp("s3store")
+    # Its listings' continuation tokens need the legacy OpenSSL provider on Node 17 and later.
+    env = dict(os.environ, NODE_OPTIONS="--openssl-legacy-provider")
     server = subprocess.Popen([s3rver, "-d", str(store), "-a", "127.0.0.1", "-p", str(port), "-s",
-                               "--configure-bucket", "pcrtest"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               "--configure-bucket", "pcrtest"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=env)
     try:
         for _ in range(200):
             try:

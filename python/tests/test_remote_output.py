@@ -1,4 +1,5 @@
-"""Conversions into an S3-compatible store (s3rver on loopback)."""
+"""Conversions into and from an S3-compatible store (s3rver on loopback)."""
+import pathlib
 import urllib.request
 
 import pytest
@@ -67,3 +68,53 @@ def test_readme_snippet(data_dir, s3_endpoint, monkeypatch):
     exec("import pcr.torch\n" + code, scope)
     images = sum(len(batch[0]) for batch in scope["loader"])
     assert images == 24
+
+
+def test_convert_from_s3(data_dir, tmp_path, s3_endpoint, monkeypatch):
+    import io
+    import sys
+    import tarfile
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "tests"))
+    from s3_put import put
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+    remote = {"s3_endpoint": s3_endpoint, "list_page_size": 5}
+    sample = data_dir / "sample"
+    images = sorted(f for f in sample.rglob("*") if f.is_file())
+    for f in images:
+        put(s3_endpoint, "pcrtest", "py-src/" + f.relative_to(sample).as_posix(), f.read_bytes())
+    shard = io.BytesIO()
+    with tarfile.open(fileobj=shard, mode="w") as tar:
+        for i, f in enumerate(f for f in images if f.suffix in (".jpg", ".jpeg")):
+            for ext, data in (("cls", str(i % 3).encode()), ("jpg", f.read_bytes())):
+                info = tarfile.TarInfo(f"s{i:03d}.{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    (tmp_path / "shard-0.tar").write_bytes(shard.getvalue())
+    put(s3_endpoint, "pcrtest", "py-wds/shard-0.tar", shard.getvalue())
+    csv = data_dir / "tabular" / "Soybean.csv"
+    put(s3_endpoint, "pcrtest", "py-tab/Soybean.csv", csv.read_bytes())
+
+    def same(a, b):
+        assert sorted(p.name for p in a.iterdir()) == sorted(p.name for p in b.iterdir())
+        for f in a.iterdir():
+            assert f.read_bytes() == (b / f.name).read_bytes(), f.name
+
+    pcr.convert_images(str(sample), str(tmp_path / "l-img"), images_per_record=5, progress=False)
+    summary = pcr.convert_images("s3://pcrtest/py-src", str(tmp_path / "r-img"), images_per_record=5, remote=remote,
+                                 progress=False)
+    assert summary["images"] == 24
+    same(tmp_path / "l-img", tmp_path / "r-img")
+    pcr.convert_webdataset(str(tmp_path / "shard-{0..0}.tar"), str(tmp_path / "l-wds"), progress=False)
+    pcr.convert_webdataset("s3://pcrtest/py-wds/shard-{0..0}.tar", str(tmp_path / "r-wds"), remote=remote,
+                           progress=False)
+    same(tmp_path / "l-wds", tmp_path / "r-wds")
+    pcr.convert_table(str(csv), str(tmp_path / "l-tab"), rows_per_stripe=100)
+    pcr.convert_table("s3://pcrtest/py-tab/Soybean.csv", str(tmp_path / "r-tab"), rows_per_stripe=100, remote=remote)
+    same(tmp_path / "l-tab", tmp_path / "r-tab")
+    with pytest.raises(OSError, match="s3://nobucket/x/: cannot list: HTTP 404 NoSuchBucket"):
+        pcr.convert_images("s3://nobucket/x", str(tmp_path / "x"), remote=remote, progress=False)
+    with pytest.raises(FileNotFoundError, match="s3://pcrtest/py-wds/shard-9.tar: not found"):
+        pcr.convert_webdataset("s3://pcrtest/py-wds/shard-9.tar", str(tmp_path / "x"), remote=remote, progress=False)
