@@ -121,7 +121,7 @@ Result<Bytes> ReadWholeInput(const std::string& path, HttpClient* client) {
 RangePrefetcher::RangePrefetcher(HttpClient& client, std::function<ObjectRange(uint64_t)> range, uint64_t count,
                                  uint64_t max_ahead)
     : client_(client), range_(std::move(range)), count_(count), max_ahead_(max_ahead) {
-  thread_ = std::thread([this] { Loop(); });
+  for (int i = 0; i < 4; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
 RangePrefetcher::~RangePrefetcher() {
@@ -130,11 +130,11 @@ RangePrefetcher::~RangePrefetcher() {
     stop_ = true;
   }
   changed_.notify_all();
-  thread_.join();
+  for (std::thread& t : threads_) t.join();
 }
 
 void RangePrefetcher::Loop() {
-  constexpr size_t kBatch = 64;
+  constexpr size_t kBatch = 16;
   std::unique_lock lock(mu_);
   while (true) {
     changed_.wait(lock, [&] { return stop_ || (next_ < count_ && (buffered_ < max_ahead_ || waiting_ > 0)); });
@@ -143,7 +143,7 @@ void RangePrefetcher::Loop() {
     std::vector<uint64_t> batch;
     std::vector<ObjectRange> ranges;
     uint64_t bytes = 0;
-    while (next_ < count_ && batch.size() < kBatch && (batch.empty() || bytes < max_ahead_ / 4)) {
+    while (next_ < count_ && batch.size() < kBatch && (batch.empty() || bytes < max_ahead_ / 16)) {
       ObjectRange r = range_(next_);
       bytes += r.length;
       entries_[next_].length = r.length;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "format/coding.h"
 #include "io/http_client.h"
@@ -58,8 +59,10 @@ struct ObjectRange {
   uint64_t object_size = 0;  // 0: not checked
 };
 
-// Fetches the ranges of sources 0..count-1 in index order on a thread of
-// its own, up to max_ahead bytes ahead of the callers, while they ask for
+// Fetches the ranges of sources 0..count-1 in index order on threads of its
+// own (batches of GETs in flight together, several batches at once, so that
+// one batch's last answers do not leave the link idle), up to max_ahead
+// bytes ahead of the callers, while they ask for
 // them (in about increasing order, as a conversion's jobs do). A source
 // asked for far ahead moves the fetching there; one already passed is
 // fetched alone.
@@ -97,7 +100,7 @@ class RangePrefetcher {
   uint64_t buffered_ = 0;              // guarded by mu_: bytes of entries_
   unsigned waiting_ = 0;               // guarded by mu_: callers waiting for an index not yet fetched
   bool stop_ = false;                  // guarded by mu_
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace pcr

@@ -105,6 +105,7 @@ Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_conten
     return Status::NotFound("s3://" + bucket + "/" + prefix + ": no objects under this prefix (expected " +
                             "s3://BUCKET/PREFIX/<class>/<image>.jpg)");
   }
+  SourceList list;
   // Class name -> keys, both sorted at the end.
   std::map<std::string, std::vector<std::string>> classes;
   std::vector<std::string> candidates;
@@ -113,13 +114,18 @@ Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_conten
     (*sizes)[key] = o.size;
     const size_t slash = key.find('/');
     if (slash == std::string::npos || slash == 0) continue;  // beside the class folders
-    bool hidden = false;
+    bool hidden = false, empty_part = false;
     for (size_t start = 0; start < key.size();) {
       const size_t end = std::min(key.find('/', start), key.size());
       hidden |= key[start] == '.';
+      empty_part |= end == start;
       start = end + 1;
     }
     if (hidden) continue;
+    if (empty_part) {  // "a//b": no file system path
+      list.ignored.Add(std::move(key));
+      continue;
+    }
     classes[key.substr(0, slash)];
     if (!key.ends_with('/')) candidates.push_back(std::move(key));  // else a folder marker
   }
@@ -143,7 +149,6 @@ Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_conten
   } else {
     for (size_t i = 0; i < candidates.size(); ++i) jpeg[i] = IsJpegName(fs::path(candidates[i]));
   }
-  SourceList list;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (!jpeg[i]) {
       list.ignored.Add(std::move(candidates[i]));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <unordered_set>
 
 #include "format/checksum.h"
@@ -69,8 +70,21 @@ class WebDataset : public SourceReader {
   Status Scan(ConversionInput* input) {
     types_.Declare("txt", FeatureType::kString);
     types_.Declare("cls", FeatureType::kInt64);
+    // Remote shards: the next one opened, and its first window read, while
+    // this one is scanned.
+    using Opened = Result<std::unique_ptr<ByteSource>>;
+    auto open = [this](uint32_t s) -> Opened {
+      PCR_ASSIGN_OR_RETURN(auto source, OpenByteSource(shards_[s], client_));
+      uint8_t first;
+      if (source->size() > 0) PCR_RETURN_IF_ERROR(source->ReadAt(0, 1, &first));
+      return source;
+    };
+    std::future<Opened> next;
+    if (client_ != nullptr) next = std::async(std::launch::async, open, 0);
     for (uint32_t s = 0; s < shards_.size(); ++s) {
-      Status scanned = ScanShard(s, input);
+      Opened source = client_ != nullptr ? next.get() : open(s);
+      if (client_ != nullptr && s + 1 < shards_.size()) next = std::async(std::launch::async, open, s + 1);
+      Status scanned = source.ok() ? ScanShard(s, std::move(source).value(), input) : source.status();
       if (!scanned.ok()) {
         // A remote shard may also fail to be read at all.
         const bool unreadable = IsRemotePath(shards_[s]) &&
@@ -175,8 +189,7 @@ class WebDataset : public SourceReader {
            std::to_string(m.header_offset);
   }
 
-  Status ScanShard(uint32_t s, ConversionInput* input) {
-    PCR_ASSIGN_OR_RETURN(auto source, OpenByteSource(shards_[s], client_));
+  Status ScanShard(uint32_t s, std::unique_ptr<ByteSource> source, ConversionInput* input) {
     shard_sizes_[s] = source->size();
     TarReader tar_reader(std::move(source));
     TarReader* tar = &tar_reader;

@@ -39,6 +39,10 @@ class _ProgressBar:
 def convert_images(src, out, *, progress=None, **options):
     """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out.
 
+    src may be a local directory or an s3://BUCKET/PREFIX, out a local
+    directory or s3://BUCKET/PREFIX; `remote` (a dict, as for reading) sets
+    the endpoint, retries and timeouts.
+
     Takes the options of the command, as keywords (images_per_record, jobs,
     skip_bad, shuffle, keep_order, list, fields, ...). `progress` is called
     on this thread with {"images_done", "images_total", "images_resumed",
@@ -59,8 +63,8 @@ def convert_images(src, out, *, progress=None, **options):
 
 
 def convert_webdataset(shards, out, **options):
-    """pcr-convert webdataset: WebDataset tar shards (paths or brace patterns such as
-    "shard-{000000..000099}.tar") into the dataset directory out. Takes the options of
+    """pcr-convert webdataset: WebDataset tar shards (paths, s3:// or http(s):// URLs, or
+    brace patterns such as "shard-{000000..000099}.tar") into the dataset directory out. Takes the options of
     convert_images but list, by_content and fields; each member extension becomes a field."""
     if isinstance(shards, str):
         shards = [shards]
