@@ -39,3 +39,32 @@ same() {
      "$tools/pcr-dump" "$@" "$remote_path" >"$tmp/remote.out" 2>"$tmp/remote.err" &&
      cmp -s "$tmp/local.out" "$tmp/remote.out"; then ok; else bad "$what"; cat "$tmp/remote.err"; fi
 }
+
+# start_nginx ROOT PORT: nginx ($nginx) serving ROOT with byte ranges on
+# 127.0.0.1:PORT, its logs in $tmp/logs (access.log); returns once it
+# listens, its pid in $nginx_pid.
+start_nginx() {
+  mkdir -p "$tmp/logs"
+  cat >"$tmp/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $tmp/nginx.pid;
+error_log $tmp/logs/error.log;
+events {}
+http {
+  access_log $tmp/logs/access.log;
+  client_body_temp_path $tmp/logs;
+  proxy_temp_path $tmp/logs;
+  fastcgi_temp_path $tmp/logs;
+  uwsgi_temp_path $tmp/logs;
+  scgi_temp_path $tmp/logs;
+  server {
+    listen 127.0.0.1:$2;
+    root $1;
+  }
+}
+CONF
+  "$nginx" -c "$tmp/nginx.conf" -p "$tmp" &
+  nginx_pid=$!
+  wait_port "$2" "$nginx_pid"
+}

@@ -23,7 +23,7 @@ trap '[ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null; [ -n "$aux_pid" ] &&
 # fields file, three WebDataset shards of its images, a table, and bad
 # inputs.
 up=$tmp/up
-mkdir -p "$up/wds" "$tmp/store" "$tmp/logs"
+mkdir -p "$up/wds" "$tmp/store"
 cp -r "$data/sample" "$up/sample"
 (cd "$up/sample" && find . -name '*.jp*g' | sed 's:^\./::' | sort | awk '{print $0 "," NR % 3}') >"$up/list.csv"
 cp "$data/fields/sample.jsonl" "$up/fields.jsonl"
@@ -72,28 +72,7 @@ export TMPDIR="$tmp"
 unset AWS_SESSION_TOKEN AWS_PROFILE
 
 hport=$(free_port $((port + 200)))
-cat >"$tmp/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $tmp/nginx.pid;
-error_log $tmp/logs/error.log;
-events {}
-http {
-  access_log $tmp/logs/access.log;
-  client_body_temp_path $tmp/logs;
-  proxy_temp_path $tmp/logs;
-  fastcgi_temp_path $tmp/logs;
-  uwsgi_temp_path $tmp/logs;
-  scgi_temp_path $tmp/logs;
-  server {
-    listen 127.0.0.1:$hport;
-    root $up;
-  }
-}
-CONF
-"$nginx" -c "$tmp/nginx.conf" -p "$tmp" &
-nginx_pid=$!
-wait_port "$hport" "$nginx_pid"
+start_nginx "$up" "$hport"
 http="http://127.0.0.1:$hport"
 
 # same_dir DESCRIPTION LOCAL_DIR DIR: the same files, byte for byte.

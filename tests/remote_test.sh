@@ -12,7 +12,7 @@ nginx=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$nginx" ] || { echo "SKIP: nginx is not installed"; exit 77; }
 . "$(dirname "$0")/net_test_lib.sh"
 
-mkdir -p "$tmp/www/t" "$tmp/logs"
+mkdir -p "$tmp/www/t"
 "$tools/pcr-convert" images "$data/sample" "$tmp/www/ds" --images-per-record 5 --records-per-file 2 \
   --fields "$data/fields/sample.jsonl" --field-type blob=bytes >/dev/null || exit 1
 "$tools/pcr-convert" table "$data/tabular/Soybean.csv" "$tmp/www/t" --rows-per-stripe 100 >/dev/null || exit 1
@@ -20,28 +20,8 @@ chmod -R a+rX "$tmp"
 
 # A free port, and nginx serving $tmp/www with byte ranges.
 port=$(free_port $((20000 + $$ % 5000)))
-cat >"$tmp/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $tmp/nginx.pid;
-error_log $tmp/logs/error.log;
-events {}
-http {
-  access_log $tmp/logs/access.log;
-  client_body_temp_path $tmp/logs;
-  proxy_temp_path $tmp/logs;
-  fastcgi_temp_path $tmp/logs;
-  uwsgi_temp_path $tmp/logs;
-  scgi_temp_path $tmp/logs;
-  server {
-    listen 127.0.0.1:$port;
-    root $tmp/www;
-  }
-}
-CONF
-"$nginx" -c "$tmp/nginx.conf" -p "$tmp" &
-pid=$!
-wait_port "$port" "$pid"
+start_nginx "$tmp/www" "$port"
+pid=$nginx_pid
 url="http://127.0.0.1:$port"
 
 same "cat of a dataset with fields" "$tmp/www/ds" "$url/ds" cat

@@ -35,6 +35,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def slow_down(self):
+        error = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+        self.send_response(503)
+        self.send_header("Content-Length", str(len(error)))
+        self.end_headers()
+        self.wfile.write(error)
+
     def forward(self):
         global count, gets, completes, stalled
         length = int(self.headers.get("Content-Length", "0"))
@@ -64,20 +71,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         flaky_get = mode == "flaky-gets" and self.command == "GET"
         if flaky_get and g % 6 == 1:
-            error = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
-            self.send_response(503)
-            self.send_header("Content-Length", str(len(error)))
-            self.end_headers()
-            self.wfile.write(error)
+            self.slow_down()
             return
         no_manifest = mode == "no-manifest" and self.command == "PUT" and self.path.split("?")[0].endswith(".pcrd")
         if (mode == "flaky-parts" and part and n % 2 == 0) or (mode == "down" and self.command in ("PUT", "POST")) or \
                 no_manifest:
-            error = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
-            self.send_response(503)
-            self.send_header("Content-Length", str(len(error)))
-            self.end_headers()
-            self.wfile.write(error)
+            self.slow_down()
             return
         if mode == "flaky-parts" and self.command == "PUT" and not part and n < 6:
             self.close_connection = True
