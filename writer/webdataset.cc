@@ -9,9 +9,9 @@
 
 #include "format/checksum.h"
 #include "format/permutation.h"
-#include "pcr/convert.h"
 #include "io/http_client.h"
 #include "io/remote_path.h"
+#include "pcr/convert.h"
 #include "writer/convert_input.h"
 #include "writer/remote_output.h"
 #include "writer/tar.h"
@@ -191,17 +191,16 @@ class WebDataset : public SourceReader {
 
   Status ScanShard(uint32_t s, std::unique_ptr<ByteSource> source, ConversionInput* input) {
     shard_sizes_[s] = source->size();
-    TarReader tar_reader(std::move(source));
-    TarReader* tar = &tar_reader;
+    TarReader tar(std::move(source));
     Sample current{.shard = s};
     TarMember m;
     while (true) {
-      Result<bool> next = tar->Next(&m);
+      Result<bool> next = tar.Next(&m);
       std::string key, ext;
       if (!next.ok()) {
         // A sample is whole once a member of another key starts.
-        if (!current.members.empty() && SplitName(tar->cut_member(), &key, &ext) && key != current.key) {
-          PCR_RETURN_IF_ERROR(AddSample(std::move(current), *tar, input));
+        if (!current.members.empty() && SplitName(tar.cut_member(), &key, &ext) && key != current.key) {
+          PCR_RETURN_IF_ERROR(AddSample(std::move(current), tar, input));
         } else if (!current.members.empty()) {
           return next.status().WithMessage(next.status().message() + "; sample " + current.key +
                                            ", perhaps incomplete, is left out");
@@ -217,7 +216,7 @@ class WebDataset : public SourceReader {
         continue;
       }
       if (!current.members.empty() && (!more || key != current.key)) {
-        PCR_RETURN_IF_ERROR(AddSample(std::move(current), *tar, input));
+        PCR_RETURN_IF_ERROR(AddSample(std::move(current), tar, input));
         current = Sample{.shard = s};
       }
       if (!more) return Status::OK();
