@@ -193,9 +193,9 @@ while read -r line; do
   line=${line//s3:\/\/bucket\/train/s3://pcrtest/sample}
   line=${line//\'https:\/\/host\/shards-\{0000..0099\}.tar\'/$http/wds/shard-\{0..2\}.tar}
   line=${line//s3:\/\/bucket\/events.jsonl/s3://pcrtest/Soybean.csv}
-  line=${line//OUT/$tmp/readme-$n}
+  line=${line//OUT_DIR/$tmp/readme-$n}
   if eval "\"\$tools/\"$line" >/dev/null 2>"$tmp/err"; then ok; else bad "README: $line"; cat "$tmp/err"; fi
-done < <(grep -A2 '^pcr-convert images s3://bucket/train OUT' "$here/../README.md")
+done < <(grep -A2 '^pcr-convert images s3://bucket/train OUT_DIR' "$here/../README.md")
 [ "$n" -eq 3 ] && ok || bad "the README's three remote input commands not found"
 same_dir "the README's images" "$tmp/l-img5" "$tmp/readme-1"
 
@@ -207,15 +207,27 @@ AWS_ACCESS_KEY_ID=NOBODY refused "access denied" "s3://pcrtest/sample/: cannot l
 AWS_ACCESS_KEY_ID=NOBODY refused "a shard refused" "s3://pcrtest/wds/shard-0.tar: access denied (HTTP 403)" \
   webdataset s3://pcrtest/wds/shard-0.tar "$tmp/x"
 refused "a missing shard" "s3://pcrtest/wds/shard-9.tar: not found (HTTP 404)" webdataset "s3://pcrtest/wds/shard-{0,9}.tar" "$tmp/x"
+refused "a missing shard, --skip-bad" "s3://pcrtest/wds/shard-9.tar: not found (HTTP 404)" \
+  webdataset "s3://pcrtest/wds/shard-{0,9}.tar" "$tmp/x" --skip-bad
 refused "not a tar" "s3://pcrtest/wds/table.tar: bad tar header checksum at offset 0" webdataset s3://pcrtest/wds/table.tar "$tmp/x"
 refused "a shard cut short" "s3://pcrtest/wds/cut.tar: member .* is cut short by the end of the file" \
   webdataset "s3://pcrtest/wds/cut.tar" "$tmp/x"
-convert "--skip-bad passes over bad shards" webdataset "s3://pcrtest/wds/{shard-1,cut,table,shard-9}.tar" "$tmp/s-wds" \
-  --skip-bad
-for shard in cut table shard-9; do
-  grep -q "s3://pcrtest/wds/$shard.tar" "$tmp/s-wds/skipped.tsv" 2>/dev/null && ok ||
-    { bad "$shard.tar listed as skipped"; cat "$tmp/s-wds/skipped.tsv" 2>/dev/null; }
+# A shard whose GETs all fail (a fault server answering 503 to every GET),
+# beside good ones, local and remote.
+aux "$here/fault_server.py" "$up" "$aux_port" 503 1
+failing="http://127.0.0.1:$aux_port/wds/shard-2.tar"
+PCR_REMOTE_RETRIES=1 convert "--skip-bad passes over bad shards" webdataset "s3://pcrtest/wds/{shard-1,cut,table}.tar" \
+  "$failing" "$up/wds/shard-0.tar" "$tmp/s-wds" --skip-bad
+for shard in s3://pcrtest/wds/cut.tar s3://pcrtest/wds/table.tar "$failing"; do
+  grep -q "$shard" "$tmp/s-wds/skipped.tsv" 2>/dev/null && ok ||
+    { bad "$shard listed as skipped"; cat "$tmp/s-wds/skipped.tsv" 2>/dev/null; }
 done
+grep -q "$failing.*HTTP 503.*the shard is skipped" "$tmp/s-wds/skipped.tsv" && ok || bad "the failing shard's 503 listed"
+PCR_REMOTE_RETRIES=1 refused "a shard whose GETs fail" "$failing: bytes 0-.*HTTP 503" webdataset "$failing" "$tmp/x"
+# Local and remote shards together: the same as all local.
+convert "local and remote shards" webdataset "$up/wds/shard-0.tar" "s3://pcrtest/wds/shard-{1..2}.tar" "$tmp/m-wds" \
+  --images-per-record 4
+same_dir "local and remote shards" "$tmp/l-wds" "$tmp/m-wds"
 refused "an object that is not a JPEG" "s3://pcrtest/bad/a/text.jpg" images s3://pcrtest/bad "$tmp/x"
 convert "--skip-bad passes over an object that is not a JPEG" images s3://pcrtest/bad "$tmp/s-img" --skip-bad
 grep -q "a/text.jpg" "$tmp/s-img/skipped.tsv" 2>/dev/null && ok || bad "the object that is not a JPEG listed"

@@ -120,9 +120,7 @@ Result<Bytes> ReadWholeInput(const std::string& path, HttpClient* client) {
 
 RangePrefetcher::RangePrefetcher(HttpClient& client, std::function<ObjectRange(uint64_t)> range, uint64_t count,
                                  uint64_t max_ahead)
-    : client_(client), range_(std::move(range)), count_(count), max_ahead_(max_ahead) {
-  for (int i = 0; i < 4; ++i) threads_.emplace_back([this] { Loop(); });
-}
+    : client_(client), range_(std::move(range)), count_(count), max_ahead_(max_ahead) {}
 
 RangePrefetcher::~RangePrefetcher() {
   {
@@ -196,7 +194,13 @@ Result<Bytes> RangePrefetcher::Get(uint64_t index) {
   // How far ahead of the fetching a caller may ask before it moves there,
   // and how far behind the callers a source is given up.
   constexpr uint64_t kJump = 256, kBehind = 256;
+  if (index >= count_) return Status::InvalidArgument("source " + std::to_string(index) + " of " + std::to_string(count_));
   std::unique_lock lock(mu_);
+  if (!started_) {
+    started_ = true;
+    next_ = index;
+    for (int i = 0; i < 4; ++i) threads_.emplace_back([this] { Loop(); });
+  }
   if (entries_.count(index) == 0) {
     if (index < next_) {
       lock.unlock();

@@ -59,8 +59,8 @@ struct ObjectRange {
   uint64_t object_size = 0;  // 0: not checked
 };
 
-// Fetches the ranges of sources 0..count-1 in index order on threads of its
-// own (batches of GETs in flight together, several batches at once, so that
+// Fetches the ranges of sources 0..count-1 in index order, from the first
+// one asked for, on threads of its own (started then) (batches of GETs in flight together, several batches at once, so that
 // one batch's last answers do not leave the link idle), up to max_ahead
 // bytes ahead of the callers, while they ask for
 // them (in about increasing order, as a conversion's jobs do). A source
@@ -100,6 +100,7 @@ class RangePrefetcher {
   uint64_t buffered_ = 0;              // guarded by mu_: bytes of entries_
   unsigned waiting_ = 0;               // guarded by mu_: callers waiting for an index not yet fetched
   bool stop_ = false;                  // guarded by mu_
+  bool started_ = false;               // guarded by mu_
   std::vector<std::thread> threads_;
 };
 

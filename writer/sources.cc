@@ -143,6 +143,8 @@ Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_conten
     }
     client.Fetch(reads);
     for (size_t i = 0; i < candidates.size(); ++i) {
+      // Gone since the listing: as a file that cannot be opened, not a JPEG.
+      if (statuses[i].code() == StatusCode::kNotFound) continue;
       PCR_RETURN_IF_ERROR(statuses[i]);
       jpeg[i] = !paths[i].empty() && heads[i][0] == 0xFF && heads[i][1] == 0xD8 && heads[i][2] == 0xFF;
     }

@@ -84,13 +84,15 @@ class WebDataset : public SourceReader {
     for (uint32_t s = 0; s < shards_.size(); ++s) {
       Opened source = client_ != nullptr ? next.get() : open(s);
       if (client_ != nullptr && s + 1 < shards_.size()) next = std::async(std::launch::async, open, s + 1);
-      Status scanned = source.ok() ? ScanShard(s, std::move(source).value(), input) : source.status();
+      const bool opened = source.ok();
+      Status scanned = opened ? ScanShard(s, std::move(source).value(), input) : source.status();
       if (!scanned.ok()) {
-        // A remote shard may also fail to be read at all.
-        const bool unreadable = IsRemotePath(shards_[s]) &&
-                                (scanned.code() == StatusCode::kIOError || scanned.code() == StatusCode::kNotFound);
+        // A remote shard whose GETs keep failing (a missing one is an error,
+        // as a missing file is).
+        const bool unreadable = IsRemotePath(shards_[s]) && scanned.code() == StatusCode::kIOError;
         if (!skip_bad_ || (scanned.code() != StatusCode::kCorruption && !unreadable)) return scanned;
-        input->skipped.emplace_back(shards_[s], OneLine(scanned.ToString()) + "; the rest of the shard is skipped");
+        input->skipped.emplace_back(shards_[s], OneLine(scanned.ToString()) + (opened ? "; the rest of the shard is skipped"
+                                                                                      : "; the shard is skipped"));
       }
     }
     PCR_RETURN_IF_ERROR(types_.Infer());
@@ -141,7 +143,7 @@ class WebDataset : public SourceReader {
     MemberReader read_member = [&](const Member& m) { return ReadFileRange(shards_[sample.shard], m.data_offset, m.size); };
     Bytes span;  // a remote sample's members, from the first one's data to the last one's end
     uint64_t span_begin = 0;
-    if (prefetcher_) {
+    if (prefetcher_ && IsRemotePath(shards_[sample.shard])) {
       PCR_ASSIGN_OR_RETURN(span, prefetcher_->Get(index));
       span_begin = SpanOf(sample).offset;
       read_member = [&](const Member& m) -> Result<Bytes> {
@@ -159,11 +161,17 @@ class WebDataset : public SourceReader {
   }
 
   // Pass 2 on remote shards: every sample's members fetched ahead of the
-  // conversion, one GET each.
+  // conversion, one GET each (none for samples of local shards).
   void StartPrefetching() {
     if (client_ == nullptr) return;
     prefetcher_ = std::make_unique<RangePrefetcher>(
-        *client_, [this](uint64_t i) { return SpanOf(samples_[i]); }, samples_.size());
+        *client_,
+        [this](uint64_t i) {
+          ObjectRange r = SpanOf(samples_[i]);
+          if (!IsRemotePath(r.path)) r.length = 0;
+          return r;
+        },
+        samples_.size());
   }
 
  private:
