@@ -184,8 +184,8 @@ def main():
             t = best[f"{kind} {where}"]
             local = best[f"{kind} local"]
             bound = local + size / rate if kind == "table" else max(local, size / rate)
-            print(f"| {rtt} ms, {mbps} Mbit/s, {where.split('/')[1]} | {kind} | {size / 1e6:.1f} | {t:.2f} | {bound:.2f} | "
-                  f"{bound / t:.2f} |")
+            print(f"| {rtt} ms, {mbps} Mbit/s, {where.split('/')[1]} | {kind} | {size / 1e6:.1f} | {t:.2f} | "
+                  f"{bound:.2f} | {bound / t:.2f} |")
     print()
     print(json.dumps({"seconds": best, "bytes": {k: s for k, _, _, s, _ in inputs}}, indent=1))
 

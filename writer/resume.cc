@@ -95,7 +95,7 @@ Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, con
         for (size_t pos = 0; (pos = text.find("\ndone ", pos)) != std::string_view::npos; ++pos) ++finished;
         return Status::InvalidArgument(
             dir_name + " holds an interrupted conversion with " + Difference(text, header) +
-            ": run it again with the same options to keep its " + std::to_string(finished) +
+            ": run it again with the same options and inputs to keep its " + std::to_string(finished) +
             " finished files, or start over with --restart (restart=True)");
       }
       if (!restart) kept = DecodeJournal(text, header.first, header.limits, first_file, source_count);
