@@ -64,17 +64,22 @@ inline __attribute__((always_inline)) int LoadPair(const int16_t* coef, const Id
   return ((zero_ac & 0xffff) == 0xffff ? 1 : 0) | ((static_cast<unsigned>(zero_ac) >> 16) == 0xffff ? 2 : 0);
 }
 
+// A pair whose blocks are not both transformed in AVX2 (dc from LoadPair,
+// not 0): the DC shortcut for a block of DC alone, `single` for the other.
+bool SplitPair(int dc, const int16_t* coef, const IdctSteps& steps, int size,
+               bool (*single)(const int16_t*, const IdctSteps&, uint8_t*, ptrdiff_t), uint8_t* out, ptrdiff_t stride) {
+  const bool a = dc & 1 ? DcBlock(coef, steps, size, out, stride) : single(coef, steps, out, stride);
+  const bool b = dc & 2 ? DcBlock(coef + 64, steps, size, out + size, stride) : single(coef + 64, steps, out + size, stride);
+  return a && b;
+}
+
 }  // namespace
 
 bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m256i x[8];
   __m256i bad = _mm256_setzero_si256();
   if (const int dc = LoadPair(coef, steps, x, &bad); dc != 0) {
-    // A block of DC alone: the shortcut for it, SSE2 for the other.
-    const bool a = dc & 1 ? DcBlock(coef, steps, 8, out, stride) : IdctIslow8x8Sse2(coef, steps, out, stride);
-    const bool b = dc & 2 ? DcBlock(coef + 64, steps, 8, out + 8, stride)
-                          : IdctIslow8x8Sse2(coef + 64, steps, out + 8, stride);
-    return a && b;
+    return SplitPair(dc, coef, steps, 8, IdctIslow8x8Sse2, out, stride);
   }
   IslowSimd<Avx2>::Transform(x, &bad);
   const __m256i center = _mm256_set1_epi16(128);
@@ -94,9 +99,7 @@ bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, 
   __m256i x[8];
   __m256i bad = _mm256_setzero_si256();
   if (const int dc = LoadPair(coef, steps, x, &bad); dc != 0) {
-    const bool a = dc & 1 ? DcBlock(coef, steps, 4, out, stride) : Idct4x4Sse2(coef, steps, out, stride);
-    const bool b = dc & 2 ? DcBlock(coef + 64, steps, 4, out + 4, stride) : Idct4x4Sse2(coef + 64, steps, out + 4, stride);
-    return a && b;
+    return SplitPair(dc, coef, steps, 4, Idct4x4Sse2, out, stride);
   }
   const __m256i samples = IslowSimd<Avx2>::Transform4x4(x, &bad);
   // Row r of each block side by side: rows 0 and 1, then 2 and 3.

@@ -306,15 +306,6 @@ bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
   return IdctIslow8x8Sse2(coef, steps, out, stride);
 }
 
-namespace {
-
-template <int kShift>
-inline __m128i Descale32(__m128i v) {
-  return _mm_srai_epi32(_mm_add_epi32(v, _mm_set1_epi32(1 << (kShift - 1))), kShift);
-}
-
-}  // namespace
-
 bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
@@ -345,8 +336,8 @@ bool Idct2x2Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrd
   for (int h = 0; h < 2; ++h) {
     __m128i even, odd;
     parts(x, h, &even, &odd);
-    const __m128i w0 = Descale32<kConstBits - kPass1Bits + 2>(_mm_add_epi32(even, odd));
-    const __m128i w1 = Descale32<kConstBits - kPass1Bits + 2>(_mm_sub_epi32(even, odd));
+    const __m128i w0 = K::Descale32<kConstBits - kPass1Bits + 2>(_mm_add_epi32(even, odd));
+    const __m128i w1 = K::Descale32<kConstBits - kPass1Bits + 2>(_mm_sub_epi32(even, odd));
     ws[0] = h == 0 ? w0 : _mm_packs_epi32(ws[0], w0);
     ws[1] = h == 0 ? w1 : _mm_packs_epi32(ws[1], w1);
   }
@@ -356,8 +347,8 @@ bool Idct2x2Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrd
   K::Transpose8x8(ws);  // ws[c]: column c, rows 0 and 1 in the low lanes
   __m128i even, odd;
   parts(ws, 0, &even, &odd);
-  const __m128i o0 = Descale32<kConstBits + kPass1Bits + 3 + 2>(_mm_add_epi32(even, odd));
-  const __m128i o1 = Descale32<kConstBits + kPass1Bits + 3 + 2>(_mm_sub_epi32(even, odd));
+  const __m128i o0 = K::Descale32<kConstBits + kPass1Bits + 3 + 2>(_mm_add_epi32(even, odd));
+  const __m128i o1 = K::Descale32<kConstBits + kPass1Bits + 3 + 2>(_mm_sub_epi32(even, odd));
   const __m128i pixels = _mm_packs_epi32(_mm_unpacklo_epi32(o0, o1), _mm_setzero_si128());  // row 0, row 1
   bad = _mm_or_si128(bad, _mm_and_si128(_mm_setr_epi16(-1, -1, -1, -1, 0, 0, 0, 0), K::Outside(pixels, -512, 511)));
   const uint32_t b = static_cast<uint32_t>(
