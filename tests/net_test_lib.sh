@@ -68,3 +68,15 @@ CONF
   nginx_pid=$!
   wait_port "$2" "$nginx_pid"
 }
+
+# same_objects DESCRIPTION LOCAL_DIR PREFIX: every file of LOCAL_DIR is the
+# object PREFIX/NAME of the bucket pcrtest at $endpoint, byte for byte.
+same_objects() {
+  local what=$1 dir=$2 prefix=$3 f n differ=0
+  for f in "$dir"/*; do
+    n=$(basename "$f")
+    /usr/bin/python3 -c 'import sys, urllib.request; open(sys.argv[2], "wb").write(urllib.request.urlopen(sys.argv[1]).read())' \
+      "$endpoint/pcrtest/$prefix/$n" "$tmp/object" 2>/dev/null && cmp -s "$f" "$tmp/object" || { differ=1; echo "  $n differs"; }
+  done
+  [ "$differ" -eq 0 ] && ok || bad "$what"
+}

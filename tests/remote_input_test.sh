@@ -79,16 +79,6 @@ http="http://127.0.0.1:$hport"
 same_dir() {
   if diff -r "$2" "$3" >/dev/null 2>&1; then ok; else bad "$1"; ls -l "$2" "$3" 2>&1 | head; fi
 }
-# same_objects DESCRIPTION LOCAL_DIR PREFIX: every file is the object PREFIX/NAME.
-same_objects() {
-  local f n differ=0
-  for f in "$2"/*; do
-    n=$(basename "$f")
-    /usr/bin/python3 -c 'import sys, urllib.request; open(sys.argv[2], "wb").write(urllib.request.urlopen(sys.argv[1]).read())' \
-      "$endpoint/pcrtest/$3/$n" "$tmp/object" 2>/dev/null && cmp -s "$f" "$tmp/object" || differ=1
-  done
-  [ "$differ" -eq 0 ] && ok || bad "$1"
-}
 # convert DESCRIPTION ARGS...: pcr-convert ARGS succeeds.
 convert() {
   local what=$1

@@ -36,18 +36,6 @@ proxy() {
   proxy_endpoint="http://127.0.0.1:$p"
 }
 
-# same_objects DESCRIPTION LOCAL_DIR PREFIX: every file of LOCAL_DIR is the
-# object PREFIX/NAME, byte for byte.
-same_objects() {
-  local what=$1 dir=$2 prefix=$3 f n differ=0
-  for f in "$dir"/*; do
-    n=$(basename "$f")
-    /usr/bin/python3 -c 'import sys, urllib.request; open(sys.argv[2], "wb").write(urllib.request.urlopen(sys.argv[1]).read())' \
-      "$endpoint/pcrtest/$prefix/$n" "$tmp/object" 2>/dev/null && cmp -s "$f" "$tmp/object" || { differ=1; echo "  $n differs"; }
-  done
-  [ "$differ" -eq 0 ] && ok || bad "$what"
-}
-
 # Images, single PUTs: the local conversion's bytes; the work directory goes.
 "$tools/pcr-convert" images "$data/sample" "$tmp/local" --images-per-record 5 --records-per-file 2 >/dev/null
 if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/img --images-per-record 5 --records-per-file 2 \

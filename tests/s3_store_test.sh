@@ -30,9 +30,9 @@ proxy() {
   proxy_endpoint="http://127.0.0.1:$p"
 }
 
-# same_objects DESCRIPTION ENDPOINT LOCAL_DIR PREFIX: every file of LOCAL_DIR
+# same_signed_objects DESCRIPTION ENDPOINT LOCAL_DIR PREFIX: every file of LOCAL_DIR
 # is the object pcrtest/PREFIX/NAME, byte for byte.
-same_objects() {
+same_signed_objects() {
   local what=$1 endpoint=$2 dir=$3 prefix=$4 f n differ=0
   for f in "$dir"/*; do
     n=$(basename "$f")
@@ -75,7 +75,7 @@ if [ -f "$fauxqs" ]; then
   # ETag is checked too.
   if AWS_ENDPOINT_URL=$store "$tools/pcr-convert" $big s3://pcrtest/big >/dev/null 2>"$tmp/err"; then ok; else
     bad "multipart upload to fauxqs"; cat "$tmp/err"; fi
-  same_objects "multipart upload to fauxqs" "$store" "$tmp/biglocal" big
+  same_signed_objects "multipart upload to fauxqs" "$store" "$tmp/biglocal" big
   AWS_ENDPOINT_URL=$store "$tools/pcr-dump" verify s3://pcrtest/big >/dev/null 2>&1 && ok || bad "verify on fauxqs"
   if AWS_ENDPOINT_URL=$store "$tools/pcr-convert" table "$data/tabular/Soybean.csv" s3://pcrtest/t >/dev/null 2>"$tmp/err"
   then ok; else bad "table to fauxqs"; cat "$tmp/err"; fi
@@ -88,7 +88,7 @@ if [ -f "$fauxqs" ]; then
   AWS_ENDPOINT_URL=$store "$tools/pcr-dump" s3://pcrtest/killed >/dev/null 2>&1 && bad "a manifest after a kill" || ok
   if AWS_ENDPOINT_URL=$store "$tools/pcr-convert" $big s3://pcrtest/killed --work-dir "$tmp/wk" >/dev/null 2>"$tmp/err"
   then ok; else bad "rerun after a kill"; cat "$tmp/err"; fi
-  same_objects "rerun after a kill" "$store" "$tmp/biglocal" killed
+  same_signed_objects "rerun after a kill" "$store" "$tmp/biglocal" killed
   code=$(curl -s -X PUT -H 'Content-Type: application/octet-stream' --data-binary x \
            "$store/pcrtest/killed/records-00000.pcr?partNumber=1&uploadId=$id" | sed -n 's:.*<Code>\(.*\)</Code>.*:\1:p')
   [ "$code" = NoSuchUpload ] && ok || bad "the upload left open by the kill answers '$code', not NoSuchUpload"
@@ -109,7 +109,7 @@ if [ -f "$fauxqs" ]; then
   proxy complete-error-once "$port"
   if AWS_ENDPOINT_URL=$proxy_endpoint "$tools/pcr-convert" $big s3://pcrtest/once >/dev/null 2>"$tmp/err"; then ok; else
     bad "a complete that failed once"; cat "$tmp/err"; fi
-  same_objects "a complete that failed once" "$store" "$tmp/biglocal" once
+  same_signed_objects "a complete that failed once" "$store" "$tmp/biglocal" once
   proxy complete-error "$port"
   if ! AWS_ENDPOINT_URL=$proxy_endpoint "$tools/pcr-convert" $big s3://pcrtest/never --work-dir "$tmp/wn" >/dev/null \
          2>"$tmp/err" &&
@@ -138,10 +138,10 @@ if [ -d "$sigv4" ]; then
   # Signed single PUTs and multipart uploads.
   if AWS_ENDPOINT_URL=$store "$tools/pcr-convert" images "$data/sample" s3://pcrtest/img --images-per-record 5 \
        >/dev/null 2>"$tmp/err"; then ok; else bad "signed single PUTs"; cat "$tmp/err"; fi
-  same_objects "signed single PUTs" "$store" "$tmp/local" img
+  same_signed_objects "signed single PUTs" "$store" "$tmp/local" img
   if AWS_ENDPOINT_URL=$store "$tools/pcr-convert" $big s3://pcrtest/big >/dev/null 2>"$tmp/err"; then ok; else
     bad "a signed multipart upload"; cat "$tmp/err"; fi
-  same_objects "a signed multipart upload" "$store" "$tmp/biglocal" big
+  same_signed_objects "a signed multipart upload" "$store" "$tmp/biglocal" big
   AWS_ENDPOINT_URL=$store "$tools/pcr-dump" verify s3://pcrtest/big >/dev/null 2>&1 && ok || bad "verify, signed"
 else
   echo "SKIP: @20minutes/s3rver is not installed"

@@ -107,14 +107,10 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, Http
   return std::unique_ptr<ByteSource>(new LocalSource(path, fd, size));
 }
 
-Result<Bytes> ReadWholeInput(const std::string& path, HttpClient* client) {
-  PCR_ASSIGN_OR_RETURN(auto source, OpenByteSource(path, client, 0));
-  Bytes out(source->size());
-  if (IsRemotePath(path)) {
-    PCR_RETURN_IF_ERROR(FetchRange(*client, path, out.size(), 0, out.size(), out.data(), uint64_t{8} << 20));
-  } else {
-    PCR_RETURN_IF_ERROR(source->ReadAt(0, out.size(), out.data()));
-  }
+Result<Bytes> ReadWholeObject(const std::string& path, HttpClient& client) {
+  PCR_ASSIGN_OR_RETURN(const uint64_t size, client.Size(path));
+  Bytes out(size);
+  PCR_RETURN_IF_ERROR(FetchRange(client, path, size, 0, size, out.data(), uint64_t{8} << 20));
   return out;
 }
 

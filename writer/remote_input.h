@@ -47,9 +47,9 @@ class ByteSource {
 Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, HttpClient* client,
                                                    uint64_t window = uint64_t{16} << 20);
 
-// The whole file or object at `path`; objects in ranged GETs of 8 MiB, many
-// in flight.
-Result<Bytes> ReadWholeInput(const std::string& path, HttpClient* client);
+// The whole object at the http(s):// or s3:// `path`, in ranged GETs of 8
+// MiB, many in flight.
+Result<Bytes> ReadWholeObject(const std::string& path, HttpClient& client);
 
 // One byte range of an object.
 struct ObjectRange {

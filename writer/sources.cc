@@ -28,12 +28,15 @@ bool IsJpegName(const fs::path& p) {
 
 bool IsHidden(const fs::path& p) { return p.filename().string().starts_with("."); }
 
-// True when the regular file at `path` starts with the JPEG signature FF D8 FF.
+// True when `head` (3 bytes) is the JPEG signature FF D8 FF.
+bool IsJpegSignature(const uint8_t* head) { return head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF; }
+
+// True when the regular file at `path` starts with the JPEG signature.
 bool HasJpegSignature(const std::string& path) {
   const Result<int> fd = OpenRegularFile(path);
   if (!fd.ok()) return false;
   uint8_t head[3];
-  const bool jpeg = pread(*fd, head, sizeof(head), 0) == 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF;
+  const bool jpeg = pread(*fd, head, sizeof(head), 0) == 3 && IsJpegSignature(head);
   close(*fd);
   return jpeg;
 }
@@ -146,7 +149,7 @@ Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_conten
       // Gone since the listing: as a file that cannot be opened, not a JPEG.
       if (statuses[i].code() == StatusCode::kNotFound) continue;
       PCR_RETURN_IF_ERROR(statuses[i]);
-      jpeg[i] = !paths[i].empty() && heads[i][0] == 0xFF && heads[i][1] == 0xD8 && heads[i][2] == 0xFF;
+      jpeg[i] = !paths[i].empty() && IsJpegSignature(heads[i].data());
     }
   } else {
     for (size_t i = 0; i < candidates.size(); ++i) jpeg[i] = IsJpegName(fs::path(candidates[i]));

@@ -1,12 +1,7 @@
 #include "writer/tar.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-
-#include "io/io_engine.h"
 
 namespace pcr {
 
@@ -99,11 +94,6 @@ bool ParsePax(std::string_view data, std::string* path, uint64_t* size, bool* ha
 
 }  // namespace
 
-Result<std::unique_ptr<TarReader>> TarReader::Open(const std::string& path) {
-  PCR_ASSIGN_OR_RETURN(auto source, OpenByteSource(path, nullptr));
-  return std::make_unique<TarReader>(std::move(source));
-}
-
 Result<Bytes> TarReader::ReadRange(uint64_t offset, uint64_t length) {
   Bytes out(length);
   PCR_RETURN_IF_ERROR(source_->ReadAt(offset, out.size(), out.data()));
@@ -179,22 +169,9 @@ Result<bool> TarReader::Next(TarMember* member) {
 }
 
 Result<Bytes> ReadFileRange(const std::string& path, uint64_t offset, uint64_t length) {
-  PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
+  PCR_ASSIGN_OR_RETURN(auto source, OpenByteSource(path, nullptr));
   Bytes out(length);
-  size_t done = 0;
-  Status status;
-  while (done < length) {
-    const ssize_t n = pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      status = n < 0 ? Status::IOError(path + ": cannot read: " + std::strerror(errno))
-                     : Status::Corruption(path + ": truncated at offset " + std::to_string(offset + done));
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  PCR_RETURN_IF_ERROR(status);
+  PCR_RETURN_IF_ERROR(source->ReadAt(offset, out.size(), out.data()));
   return out;
 }
 

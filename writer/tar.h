@@ -24,7 +24,6 @@ struct TarMember {
 // thread-safe.
 class TarReader {
  public:
-  static Result<std::unique_ptr<TarReader>> Open(const std::string& path);
   explicit TarReader(std::unique_ptr<ByteSource> source) : source_(std::move(source)), size_(source_->size()) {}
   TarReader(const TarReader&) = delete;
   TarReader& operator=(const TarReader&) = delete;

@@ -24,7 +24,7 @@ Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path, 
   if (IsRemotePath(path)) {
     PCR_ASSIGN_OR_RETURN(auto client, HttpClient::Create(remote));
     auto in = std::unique_ptr<MappedInput>(new MappedInput());
-    PCR_ASSIGN_OR_RETURN(in->owned_, ReadWholeInput(path, client.get()));
+    PCR_ASSIGN_OR_RETURN(in->owned_, ReadWholeObject(path, *client));
     in->text_ = std::string_view(reinterpret_cast<const char*>(in->owned_.data()), in->owned_.size());
     return in;
   }
