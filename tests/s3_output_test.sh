@@ -125,6 +125,17 @@ if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/retry --images-per-re
 "$tools/pcr-convert" images "$data/sample" "$tmp/local5" --images-per-record 5 >/dev/null
 same_objects "rerun after a failed upload" "$tmp/local5" retry
 
+# Killed after the local conversion wrote its manifest but before it removed
+# its journal: the rerun uploads what was converted.
+proxy down
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late-journal --images-per-record 5 \
+  --work-dir "$tmp/wl" >/dev/null 2>&1
+[ -f "$tmp/wl/out/dataset.pcrd" ] && ok || bad "no local manifest after a failed upload"
+printf 'journal\n' >"$tmp/wl/out/.pcr-convert-incomplete"
+if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late-journal --images-per-record 5 --work-dir "$tmp/wl" \
+     >/dev/null 2>"$tmp/err"; then ok; else bad "rerun after a kill before the journal went"; cat "$tmp/err"; fi
+same_objects "rerun after a kill before the journal went" "$tmp/local5" late-journal
+
 # Another conversion into an output whose conversion did not finish is
 # refused, not given the first one's files.
 proxy down
@@ -169,7 +180,7 @@ then ok; else bad "another writer's file"; cat "$tmp/err"; fi
 # Killed after the manifest went up but before the work directory went: the
 # same command finds its own manifest and cleans up.
 proxy slow-manifest
-AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late --images-per-record 5 \
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late-journal --images-per-record 5 \
   --work-dir "$tmp/wl2" >/dev/null 2>&1 &
 victim=$!
 for _ in $(seq 300); do "$tools/pcr-dump" s3://pcrtest/late >/dev/null 2>&1 && break; sleep 0.1; done

@@ -383,8 +383,8 @@ Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
   if (fs::exists(identity_file, ec)) {
     PCR_ASSIGN_OR_RETURN(const Bytes held, ReadRegularFile(identity_file.string()));
     if (std::string(held.begin(), held.end()) != d.identity) {
-      const bool finished = fs::exists(fs::path(local) / d.marker, ec) &&
-                            !fs::exists(fs::path(local) / kConversionMarkerName, ec);
+      // The marker file is written last, atomically.
+      const bool finished = fs::exists(fs::path(local) / d.marker, ec);
       if (finished) {
         return Status::InvalidArgument(work.string() + " holds a finished conversion into " + d.out_dir +
                                        " of other inputs or options, not yet uploaded: run that conversion again to "
@@ -427,8 +427,10 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
                                                      -> Result<ConvertImagesSummary> {
     const fs::path manifest = fs::path(out) / kDatasetManifestName;
     std::error_code ec;
-    if (fs::exists(manifest, ec) && !fs::exists(fs::path(out) / kConversionMarkerName, ec)) {
-      // Converted by an earlier run whose upload did not finish.
+    if (fs::exists(manifest, ec)) {
+      // Converted by an earlier run whose upload did not finish (the manifest
+      // is written last, atomically; a kill may have left the journal).
+      fs::remove(fs::path(out) / kConversionMarkerName, ec);
       PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
       PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(manifest.string(), engine.get()));
       ConvertImagesSummary summary;
