@@ -6,9 +6,11 @@
 //       MAP: the dense and sparse maps as two MAP columns.
 //   node duckdb_table.mjs write-csv TABLE.csv OUT.parquet
 //       The CSV as DuckDB reads it (unquoted NA and empty cells missing).
-//   node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map]
+//   node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map] [THREADS]
 //       Materialises the job's features (one per line in JOB.txt) from every
-//       row on one thread; prints {"rows", "seconds", "bytes_selected"}.
+//       row on THREADS threads (default 1); prints {"rows", "seconds",
+//       "bytes_selected", "rss_before_kib", "peak_rss_kib"} (the process's
+//       resident set before the read, and its peak after).
 import { DuckDBInstance } from '@duckdb/node-api';
 import { readFileSync } from 'node:fs';
 
@@ -44,9 +46,11 @@ async function writeCsv(csv, out) {
               `TO ${literal(out)} (FORMAT parquet, COMPRESSION zstd)`);
 }
 
-async function read(file, jobFile, layout) {
+async function read(file, jobFile, layout, threads) {
   const features = readFileSync(jobFile, 'utf8').split('\n').filter((l) => l.length > 0);
   const c = await connect();
+  await c.run(`SET threads = ${Number(threads)}`);
+  const rssBefore = Math.round(process.memoryUsage().rss / 1024);
   let select, selected;
   if (layout === 'map') {
     select = 'dense, sparse';
@@ -62,7 +66,8 @@ async function read(file, jobFile, layout) {
   const seconds = (performance.now() - start) / 1000;
   const rows = Number((await c.runAndReadAll('SELECT count(*) FROM projection')).getRows()[0][0]);
   const bytes = Number((await c.runAndReadAll(selected)).getRows()[0][0]);
-  console.log(JSON.stringify({ rows, seconds, rows_per_s: rows / seconds, bytes_selected: bytes }));
+  console.log(JSON.stringify({ rows, seconds, rows_per_s: rows / seconds, bytes_selected: bytes,
+                               rss_before_kib: rssBefore, peak_rss_kib: process.resourceUsage().maxRSS }));
 }
 
 const [command, ...args] = process.argv.slice(2);
@@ -71,10 +76,10 @@ if (command === 'write' && args.length === 3) {
 } else if (command === 'write-csv' && args.length === 2) {
   await writeCsv(...args);
 } else if (command === 'read' && args.length >= 2) {
-  await read(args[0], args[1], args[2] ?? 'flat');
+  await read(args[0], args[1], args[2] ?? 'flat', args[3] ?? 1);
 } else {
   console.error('usage: node duckdb_table.mjs write TABLE.jsonl FLAT.parquet MAP.parquet\n' +
                 '       node duckdb_table.mjs write-csv TABLE.csv OUT.parquet\n' +
-                '       node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map]');
+                '       node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map] [THREADS]');
   process.exit(2);
 }

@@ -94,6 +94,7 @@ Result<std::unique_ptr<Table>> Table::Rep::Open(const std::string& path, const T
 
 const TableSchema& Table::schema() const { return rep_->file->index().schema; }
 size_t Table::stripe_count() const { return rep_->file->index().stripes.size(); }
+uint64_t Table::stripe_rows(size_t stripe) const { return rep_->file->index().stripes[stripe].row_count; }
 IoCounters Table::io_counters() const { return rep_->engine->counters(); }
 
 Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& names) const {

@@ -70,6 +70,9 @@ class PCR_EXPORT Table {
 
   const TableSchema& schema() const;
   size_t stripe_count() const;
+  // Rows of stripe `stripe` (with the earlier stripes' rows, its first row's
+  // number). REQUIRES: stripe < stripe_count()
+  uint64_t stripe_rows(size_t stripe) const;
   // Feature indices of `names`; InvalidArgument naming the first unknown one.
   Result<std::vector<uint32_t>> Resolve(const std::vector<std::string>& names) const;
   // Every stream of the features over stripes [first, first + count), read in

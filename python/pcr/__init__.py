@@ -11,7 +11,7 @@ import time as _time
 
 from . import _pcr
 from ._errors import CorruptionError, NotSupportedError
-from ._pcr import BatchDecoder, ImageDataset, SampleIterator, Table, __version__, convert_table, decode
+from ._pcr import BatchDecoder, ImageDataset, SampleIterator, __version__, convert_table, decode
 
 
 class _ProgressBar:
@@ -34,6 +34,25 @@ class _ProgressBar:
     def close(self):
         if self._shown:
             _sys.stderr.write("\n")
+
+
+class Table(_pcr.Table):
+    __doc__ = _pcr.Table.__doc__
+
+    def to_pandas(self, features=None, stripes=None):
+        """The features (None: all of them, in schema order) over the stripes
+        (None: all; or a stripe index, a range, a slice or indices) as a
+        pandas DataFrame, one column per feature named as read names it,
+        indexed by row number. Where every row of the table holds a feature
+        its dtype is numpy's (int64, uint64, bool, float32, float64,
+        datetime64), else pandas' nullable one (Int64, UInt64, boolean,
+        Float32, Float64; datetime64 with NaT). Strings are str and bytes
+        bytes, lists numpy arrays viewing the read column, scored lists
+        structured arrays of (id, score); None where a row lacks the feature.
+        Needs pandas."""
+        from . import _frames
+
+        return _frames.to_pandas(self, features, stripes)
 
 
 def convert_images(src, out, *, progress=None, **options):

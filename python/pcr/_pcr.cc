@@ -411,6 +411,40 @@ class PyImageDataset {
     return out;
   }
 
+  // One dict per image of record `record`: {"index", "key", "label", "jpeg"
+  // (unless fidelity is 0), "fields": {name: value or None}}.
+  py::list record_samples(uint64_t record, const py::object& fidelity_arg, const std::vector<std::string>& names) const {
+    const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
+    if (record >= ds_->num_records()) {
+      throw py::index_error("record " + std::to_string(record) + " out of range (" +
+                            std::to_string(ds_->num_records()) + " records)");
+    }
+    const int k = Fidelity(fidelity_arg, true);
+    std::call_once(record_first_once_, [&] {
+      record_first_.assign(ds_->num_records(), 0);
+      for (uint64_t i = ds_->num_images(); i-- > 0;) {
+        const auto [r, row] = ds_->LocateImage(i);
+        if (row == 0) record_first_[r] = i;
+      }
+    });
+    std::vector<pcr::RecordBatch> batches =
+        Unlocked([&] { return ds_->ReadRecordBatches({&record, 1}, {.fidelity = k, .fields = fields}); });
+    const pcr::RecordBatch& b = batches[0];
+    py::list out;
+    for (const pcr::ImageView& v : b.images) {
+      py::dict d;
+      d["index"] = record_first_[record] + v.row;
+      d["key"] = py::str(v.key.data(), v.key.size());
+      d["label"] = v.label;
+      if (k != pcr::kFieldsOnly) d["jpeg"] = py::bytes(reinterpret_cast<const char*>(v.jpeg.data()), v.jpeg.size());
+      py::dict values;
+      for (size_t j = 0; j < names.size(); ++j) values[py::str(names[j])] = ColumnValue(b.fields[j], v.row);
+      d["fields"] = values;
+      out.append(d);
+    }
+    return out;
+  }
+
   // One record: {"labels", "keys", "jpegs" (unless fidelity is 0), "fields": {name: column}}.
   py::dict read_record(uint64_t record, const py::object& fidelity_arg, const std::vector<std::string>& names,
                        bool metadata) const {
@@ -491,6 +525,8 @@ class PyImageDataset {
   std::unique_ptr<pcr::ImageDataset> ds_;
   std::string path_;
   pcr::IoEngineOptions io_;
+  mutable std::once_flag record_first_once_;
+  mutable std::vector<uint64_t> record_first_;  // each record's first image
 };
 
 pcr::UnevenShares Uneven(const std::string& uneven) {
@@ -756,6 +792,49 @@ py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple
                               {static_cast<py::ssize_t>(image.width) * c, c, py::ssize_t{1}}, held->data(), owner);
 }
 
+// An object array with a row per `presence` entry: None where it is false,
+// else values[offsets[r]:offsets[r + 1]] as a str (kind "str"; undecodable
+// bytes kept as surrogates), bytes ("bytes") or a view of `values` ("view").
+py::array RowObjects(const py::array& values, const py::array_t<uint64_t, py::array::c_style>& offsets,
+                     const py::array_t<bool, py::array::c_style>& presence, const std::string& kind) {
+  const bool view = kind == "view";
+  if (!view && kind != "str" && kind != "bytes") throw py::value_error("kind must be 'str', 'bytes' or 'view'");
+  const py::ssize_t rows = presence.size();
+  if (values.ndim() != 1 || offsets.ndim() != 1 || offsets.size() != rows + 1 || (!view && values.itemsize() != 1)) {
+    throw py::value_error("values, offsets and presence do not make a column");
+  }
+  const uint64_t* o = offsets.data();
+  for (py::ssize_t r = 0; r < rows; ++r) {
+    if (o[r] > o[r + 1] || o[r + 1] > static_cast<uint64_t>(values.shape(0))) {
+      throw py::value_error("offsets out of order or beyond the values");
+    }
+  }
+  py::array out(py::dtype("O"), std::vector<py::ssize_t>{rows});
+  auto** slots = static_cast<PyObject**>(out.mutable_data());
+  const auto* base = static_cast<const char*>(values.data());
+  const py::ssize_t stride = values.strides(0);
+  for (py::ssize_t r = 0; r < rows; ++r) {
+    py::object item = py::none();
+    if (presence.data()[r]) {
+      const char* at = base + static_cast<py::ssize_t>(o[r]) * stride;
+      const auto n = static_cast<py::ssize_t>(o[r + 1] - o[r]);
+      if (view) {
+        item = py::array(values.dtype(), std::vector<py::ssize_t>{n}, std::vector<py::ssize_t>{stride}, at, values);
+      } else if (kind == "str") {
+        PyObject* str = PyUnicode_DecodeUTF8(at, n, "surrogateescape");
+        if (str == nullptr) throw py::error_already_set();
+        item = py::reinterpret_steal<py::object>(str);
+      } else {
+        item = py::bytes(at, n);
+      }
+    }
+    PyObject* old = slots[r];
+    slots[r] = item.release().ptr();
+    Py_XDECREF(old);
+  }
+  return out;
+}
+
 class PyTable {
  public:
   PyTable(const std::string& path, const std::string& engine, bool direct, const py::object& remote) {
@@ -766,6 +845,11 @@ class PyTable {
   py::list schema() const { return SchemaList(table_->schema()); }
   uint64_t num_rows() const { return table_->schema().row_count; }
   size_t num_stripes() const { return table_->stripe_count(); }
+  std::vector<uint64_t> stripe_rows() const {
+    std::vector<uint64_t> rows(table_->stripe_count());
+    for (size_t s = 0; s < rows.size(); ++s) rows[s] = table_->stripe_rows(s);
+    return rows;
+  }
 
   // {name: {"values": ..., "presence": ..., ["offsets": ...], ["scores": ...]}}
   py::dict read(const std::vector<std::string>& features, size_t first, std::optional<size_t> count) const {
@@ -1021,6 +1105,8 @@ PYBIND11_MODULE(_pcr, m) {
       .def("fields", &PyImageDataset::fields, py::arg("index"), py::arg("fields"))
       .def("read_record", &PyImageDataset::read_record, py::arg("record"), py::arg("fidelity") = "full",
            py::arg("fields") = std::vector<std::string>(), py::arg("metadata") = false)
+      .def("record_samples", &PyImageDataset::record_samples, py::arg("record"), py::arg("fidelity") = "full",
+           py::arg("fields") = std::vector<std::string>())
       .def("verify", &PyImageDataset::verify);
 
   py::class_<PySampleIterator>(m, "SampleIterator")
@@ -1085,9 +1171,11 @@ PYBIND11_MODULE(_pcr, m) {
       .def_property_readonly("schema", &PyTable::schema)
       .def_property_readonly("num_rows", &PyTable::num_rows)
       .def_property_readonly("num_stripes", &PyTable::num_stripes)
+      .def_property_readonly("stripe_rows", &PyTable::stripe_rows)
       .def("read", &PyTable::read, py::arg("features"), py::arg("first_stripe") = 0,
            py::arg("num_stripes") = py::none());
 
+  m.def("_row_objects", &RowObjects, py::arg("values"), py::arg("offsets"), py::arg("presence"), py::arg("kind"));
   m.def("convert_images", &ConvertImages, py::arg("src"), py::arg("out"), py::kw_only(),
         py::arg("images_per_record") = 1024, py::arg("records_per_file") = 1, py::arg("jobs") = 0,
         py::arg("scan_script") = "spectral5", py::arg("strip_metadata") = false, py::arg("skip_bad") = false,

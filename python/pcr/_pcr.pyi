@@ -50,6 +50,11 @@ class ImageDataset:
     ) -> dict[str, object]:
         """One record: labels, keys, jpegs (none with fidelity=0: fields alone) and
         fields, {name: column}; only the streams asked for are read."""
+    def record_samples(
+        self, record: int, fidelity: Fidelity = "full", fields: Sequence[str] = ()
+    ) -> list[dict[str, object]]:
+        """One dict per image of the record: index, key, label, jpeg (none with fidelity=0)
+        and fields, {name: value or None} as fields() gives them."""
     def verify(self) -> dict[str, int]: ...
 
 class SampleIterator:
@@ -151,6 +156,9 @@ class Table:
     def num_rows(self) -> int: ...
     @property
     def num_stripes(self) -> int: ...
+    @property
+    def stripe_rows(self) -> list[int]:
+        """Rows of each stripe, in order."""
     def read(
         self, features: Sequence[str], first_stripe: int = 0, num_stripes: Optional[int] = None
     ) -> dict[str, dict[str, npt.NDArray]]:
@@ -158,6 +166,11 @@ class Table:
         float64 or datetime64[s|ms|us|ns] per row (zero where missing); strings, bytes and lists
         add "offsets" (rows + 1) into "values" (uint8 bytes, or the list elements), scored lists
         "scores"."""
+
+def _row_objects(
+    values: npt.NDArray, offsets: npt.NDArray[np.uint64], presence: npt.NDArray[np.bool_], kind: str
+) -> npt.NDArray[np.object_]:
+    """Row r of a read column as a str ("str"), bytes ("bytes") or a view of values ("view"); None where missing."""
 
 def convert_images(
     src: str,

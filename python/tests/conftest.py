@@ -1,9 +1,20 @@
 import os
 import pathlib
+import re
 
 import pytest
 
 import pcr
+
+README = pathlib.Path(__file__).parents[2] / "README.md"
+
+
+def python_block(starting):
+    """The README's ```python block whose first line is `starting`."""
+    for block in re.findall(r"```python\n(.*?)```", README.read_text(), re.S):
+        if block.startswith(starting):
+            return block
+    raise AssertionError(f"README has no python block starting {starting!r}")
 
 
 @pytest.fixture(scope="session")

@@ -1,25 +1,14 @@
 """The README's PyTorch example, run as written on the bundled sample
 converted by the README's command: only the dataset path, the batch size and
 the number of epochs are changed."""
-import pathlib
-import re
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import pcr  # noqa: E402
+from conftest import README, python_block  # noqa: E402
 
-README = pathlib.Path(__file__).parents[2] / "README.md"
-
-
-def python_block(starting):
-    """The README's ```python block whose first line is `starting`."""
-    for block in re.findall(r"```python\n(.*?)```", README.read_text(), re.S):
-        if block.startswith(starting):
-            return block
-    raise AssertionError(f"README has no python block starting {starting!r}")
 
 
 def test_the_loader_example_gives_mixed_batches(data_dir, tmp_path):

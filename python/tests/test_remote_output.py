@@ -56,7 +56,7 @@ def test_upload_options_checked(data_dir, tmp_path):
 
 
 def test_readme_snippet(data_dir, s3_endpoint, monkeypatch):
-    from test_readme import python_block
+    from conftest import python_block
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "S3RVER")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")

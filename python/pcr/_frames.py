@@ -1,0 +1,138 @@
+"""Table columns as pandas objects, for Table.to_pandas and pcr.dask.read_table.
+
+A column's dtype follows from the schema alone, so every stripe of a table
+gives the same dtypes: numpy's where every row holds the feature, pandas'
+nullable ones (Int64, UInt64, boolean, Float32, Float64) where some rows lack
+it; timestamps are datetime64 (NaT where missing), strings str and bytes
+bytes (None where missing), lists numpy arrays viewing the column (None
+where missing), scored lists structured arrays of (id, score).
+"""
+import numpy as np
+import pandas as pd
+
+from . import _pcr
+
+_NUMPY = {"int64": "int64", "uint64": "uint64", "bool": "bool", "float32": "float32", "float64": "float64"}
+_NULLABLE = {"int64": "Int64", "uint64": "UInt64", "bool": "boolean", "float32": "Float32", "float64": "Float64"}
+_LISTS = {"id_list": "int64", "float32_list": "float32", "float64_list": "float64"}
+_SCORED = {"scored_id_list32": "float32", "scored_id_list64": "float64"}
+
+
+def _empty_column(kind):
+    """The column Table.read gives for a feature of type `kind` over no rows."""
+    col = {"presence": np.zeros(0, dtype=bool)}
+    if kind in _NUMPY:
+        col["values"] = np.zeros(0, dtype=_NUMPY[kind])
+    elif kind.startswith("timestamp_"):
+        col["values"] = np.zeros(0, dtype=f"datetime64[{kind[len('timestamp_'):]}]")
+    else:
+        col["offsets"] = np.zeros(1, dtype=np.uint64)
+        col["values"] = np.zeros(0, dtype=np.uint8 if kind in ("string", "bytes") else _LISTS.get(kind, "int64"))
+        if kind in _SCORED:
+            col["scores"] = np.zeros(0, dtype=_SCORED[kind])
+    return col
+
+
+def _series_data(name, kind, col, nullable):
+    presence = col["presence"]
+    values = col["values"]
+    if kind in _NUMPY:
+        if not nullable:
+            return values
+        cls = {"bool": pd.arrays.BooleanArray, "float32": pd.arrays.FloatingArray,
+               "float64": pd.arrays.FloatingArray}.get(kind, pd.arrays.IntegerArray)
+        return cls(values, ~presence)
+    if kind.startswith("timestamp_"):
+        if nullable and not presence.all():
+            values = values.copy()
+            values[~presence] = np.datetime64("NaT")
+        try:
+            return pd.Series(values, copy=False).array
+        except pd.errors.OutOfBoundsDatetime as e:
+            raise ValueError(f"feature '{name}': a timestamp beyond what this pandas holds ({e}); "
+                             "Table.read gives it as numpy datetime64") from None
+    if kind in ("string", "bytes"):
+        return _pcr._row_objects(values, col["offsets"], presence, "str" if kind == "string" else "bytes")
+    if kind in _SCORED:
+        pairs = np.empty(len(values), dtype=[("id", "int64"), ("score", _SCORED[kind])])
+        pairs["id"] = values
+        pairs["score"] = col["scores"]
+        values = pairs
+    return _pcr._row_objects(values, col["offsets"], presence, "view")
+
+
+def frame(columns, features, row_count, index):
+    """A DataFrame of Table.read's `columns` of `features` (schema entries, in
+    column order) over the rows `index`; `row_count` is the table's, which
+    with each feature's present_count decides whether its dtype is nullable."""
+    data = {}
+    for f in features:
+        name, kind = f["name"], f["type"]
+        col = columns[name] if columns is not None else _empty_column(kind)
+        data[name] = _series_data(name, kind, col, f["present_count"] < row_count)
+    return pd.DataFrame(data, index=index, columns=[f["name"] for f in features], copy=False)
+
+
+def meta(features, row_count):
+    """The empty DataFrame with the dtypes every stripe of the table gives."""
+    return frame(None, features, row_count, pd.RangeIndex(0, 0))
+
+
+def select(table, features):
+    """Schema entries of the names `features` (None: every feature), in that
+    order; the library's error for a name the table lacks."""
+    schema = table.schema
+    if features is None:
+        return schema
+    if isinstance(features, str):
+        raise TypeError("features must be a list of names, not a str")
+    features = list(features)
+    seen = set()
+    for name in features:
+        if name in seen:
+            raise ValueError(f"features lists '{name}' twice")
+        seen.add(name)
+    table.read(features, first_stripe=0, num_stripes=0)  # resolves the names; reads nothing
+    by_name = {f["name"]: f for f in schema}
+    return [by_name[name] for name in features]
+
+
+def stripe_runs(stripes, count):
+    """Runs (first, count) of consecutive stripes of `stripes`: None (all of
+    them), a stripe index, a range or slice, or indices."""
+    if stripes is None:
+        return [(0, count)] if count else []
+    if isinstance(stripes, slice):
+        stripes = range(count)[stripes]
+    elif isinstance(stripes, (int, np.integer)) and not isinstance(stripes, bool):
+        stripes = [int(stripes)]
+    runs = []
+    for s in stripes:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"stripes must be indices, not {s!r}")
+        s = int(s)
+        if not 0 <= s < count:
+            raise IndexError(f"stripe {s} out of range ({count} stripes)")
+        if runs and runs[-1][0] + runs[-1][1] == s:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((s, 1))
+    return runs
+
+
+def read_frame(table, features, first, count, first_row, row_count):
+    """Stripes [first, first + count) of `table` as a DataFrame indexed by row number."""
+    columns = table.read([f["name"] for f in features], first_stripe=first, num_stripes=count)
+    rows = sum(table.stripe_rows[first:first + count])
+    return frame(columns, features, row_count, pd.RangeIndex(first_row, first_row + rows))
+
+
+def to_pandas(table, features=None, stripes=None):
+    selected = select(table, features)
+    stripe_rows = table.stripe_rows
+    starts = np.concatenate([[0], np.cumsum(stripe_rows, dtype=np.int64)])
+    runs = stripe_runs(stripes, len(stripe_rows))
+    if not runs:
+        return meta(selected, table.num_rows)
+    parts = [read_frame(table, selected, first, count, int(starts[first]), table.num_rows) for first, count in runs]
+    return parts[0] if len(parts) == 1 else pd.concat(parts, copy=False)

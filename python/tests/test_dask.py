@@ -1,0 +1,262 @@
+"""Table.to_pandas, and pcr.dask's collections computed on a real two-process
+distributed.LocalCluster, checked cell for cell against Table.read and
+ImageDataset's own reads."""
+import json
+import math
+import os
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+
+import pcr
+from conftest import README, python_block
+
+pd = pytest.importorskip("pandas")
+distributed = pytest.importorskip("distributed")
+pytest.importorskip("dask.dataframe")
+import pcr.dask  # noqa: E402
+
+SCALAR_DTYPES = {"int64": ("int64", "Int64"), "uint64": ("uint64", "UInt64"), "bool": ("bool", "boolean"),
+                 "float32": ("float32", "Float32"), "float64": ("float64", "Float64")}
+
+EVERY_TYPE_ROWS = [
+    {"i": 1, "u": 18446744073709551615, "f": 0.5, "b": True, "s": "héllo", "y": "raw", "when": 1700000000,
+     "dense": {"101": 0.25}, "sparse": {"9": [3, 99, 12]}, "scored": {"11": [[3, 0.5], [8, 1.25]]}, "all": 7},
+    {"i": None, "u": 5, "f": float("nan"), "b": None, "s": None, "sparse": {"9": []}, "when": None, "all": 8},
+    {"i": -4, "f": -1.5, "b": False, "s": "", "y": "\u0000b", "when": 0, "dense": {"101": -1.5},
+     "scored": {"11": [[-4, 2.0]]}, "all": 9},
+]
+EVERY_TYPE_SCHEMA = {"u": "uint64", "y": "bytes", "when": "timestamp_ms", "f": "float64"}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                       dashboard_address=None,
+                                       local_directory=str(tmp_path_factory.mktemp("dask-workers")))
+    with cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def corpus_tables():
+    found = sorted((pathlib.Path(os.environ.get("PCR_CORPUS_DIR", "")) / "tabular").glob("*.csv"))
+    return found or [pytest.param(None, marks=pytest.mark.skip(reason="no corpus (PCR_CORPUS_DIR/tabular)"))]
+
+
+@pytest.fixture(scope="module")
+def every_type_table(tmp_path_factory):
+    out = tmp_path_factory.mktemp("every-type")
+    src = out / "rows.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in EVERY_TYPE_ROWS * 50))
+    return pcr.convert_table(str(src), str(out), rows_per_stripe=40, schema=EVERY_TYPE_SCHEMA)["path"]
+
+
+def expected_cells(col, kind):
+    """Python values of Table.read's column, None where a row lacks it."""
+    presence = col["presence"]
+    out = []
+    for r in range(len(presence)):
+        if not presence[r]:
+            out.append(None)
+        elif "offsets" not in col:
+            v = col["values"][r]
+            out.append(pd.Timestamp(v) if kind.startswith("timestamp_") else v.item())
+        else:
+            lo, hi = int(col["offsets"][r]), int(col["offsets"][r + 1])
+            if kind == "string":
+                out.append(col["values"][lo:hi].tobytes().decode("utf-8", "surrogateescape"))
+            elif kind == "bytes":
+                out.append(col["values"][lo:hi].tobytes())
+            elif "scores" in col:
+                out.append(list(zip(col["values"][lo:hi].tolist(), col["scores"][lo:hi].tolist())))
+            else:
+                out.append(col["values"][lo:hi].tolist())
+    return out
+
+
+def frame_cells(series, kind):
+    out = []
+    for v in series.array:
+        if v is None or v is pd.NA or v is pd.NaT:
+            out.append(None)
+        elif isinstance(v, np.ndarray):
+            out.append([tuple(x) for x in v.tolist()] if v.dtype.names else v.tolist())
+        elif kind.startswith("timestamp_"):
+            out.append(pd.Timestamp(v))
+        else:
+            out.append(v.item() if isinstance(v, np.generic) else v)
+    return out
+
+
+def same(a, b):
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def check_frame(df, table, rows=None):
+    """df holds every feature of `table` over `rows` (default: all), cell for cell."""
+    schema = table.schema
+    assert list(df.columns) == [f["name"] for f in schema]
+    full = table.read([f["name"] for f in schema])
+    rows = list(range(table.num_rows)) if rows is None else list(rows)
+    assert df.index.tolist() == rows
+    for f in schema:
+        name, kind = f["name"], f["type"]
+        nullable = f["present_count"] < table.num_rows
+        if kind in SCALAR_DTYPES:
+            assert str(df[name].dtype) == SCALAR_DTYPES[kind][nullable], name
+        elif kind.startswith("timestamp_"):
+            assert str(df[name].dtype).startswith("datetime64["), name
+        else:
+            assert df[name].dtype == object, name
+        want = expected_cells(full[name], kind)
+        got = frame_cells(df[name], kind)
+        assert len(got) == len(rows)
+        bad = [r for r, g in zip(rows, got) if not same(g, want[r])]
+        assert not bad, f"{name}: rows {bad[:5]} differ, e.g. {got[rows.index(bad[0])]!r} != {want[bad[0]]!r}"
+
+
+@pytest.mark.parametrize("csv", corpus_tables(), ids=lambda p: p.name if p else "none")
+def test_read_table_equals_table_read_on_corpus_tables(client, csv, tmp_path):
+    rows = sum(1 for _ in open(csv, "rb")) - 1
+    path = pcr.convert_table(str(csv), str(tmp_path), rows_per_stripe=max(rows // 5, 1))["path"]
+    table = pcr.Table(path)
+    assert table.num_stripes > 1
+    ddf = pcr.dask.read_table(path, stripes_per_partition=2)
+    assert ddf.npartitions == (table.num_stripes + 1) // 2
+    assert ddf.known_divisions
+    check_frame(ddf.compute(), table)
+    check_frame(table.to_pandas(), table)
+
+
+def test_every_type_and_missing_values(client, every_type_table):
+    table = pcr.Table(every_type_table)
+    kinds = {f["name"]: f["type"] for f in table.schema}
+    assert kinds["9"] == "id_list" and kinds["11"].startswith("scored_id_list") and kinds["when"] == "timestamp_ms"
+    df = pcr.dask.read_table(every_type_table).compute()
+    check_frame(df, table)
+    assert str(df["all"].dtype) == "int64" and str(df["i"].dtype) == "Int64"
+    assert df["9"][1].tolist() == [] and df["9"][2] is None
+    assert df["11"][0]["id"].tolist() == [3, 8] and df["11"][0]["score"].tolist() == [0.5, 1.25]
+    assert math.isnan(df["f"][1]) and df["f"][1] is not pd.NA
+    check_frame(table.to_pandas(), table)
+
+
+def test_columns_and_stripes_select_what_is_read(client, every_type_table, monkeypatch):
+    table = pcr.Table(every_type_table)
+    ddf = pcr.dask.read_table(every_type_table, features=["s", "i"])
+    assert list(ddf.columns) == ["s", "i"]
+    assert ddf["i"].sum().compute() == pd.Series(expected_cells(table.read(["i"])["i"], "int64")).sum()
+    only = pcr.dask.read_table(every_type_table)[["when"]].compute()
+    assert list(only.columns) == ["when"]
+    # Only the features a computation uses are read (in this process: scheduler="sync").
+    read = []
+    real = pcr._frames.read_frame
+    monkeypatch.setattr(pcr._frames, "read_frame", lambda t, features, *a: read.append(
+        sorted(f["name"] for f in features)) or real(t, features, *a))
+    ddf = pcr.dask.read_table(every_type_table)
+    ddf[ddf["all"] > 7].groupby("s")["f"].count().compute(scheduler="sync")
+    assert read and all(names == ["all", "f", "s"] for names in read), read
+    starts = np.concatenate([[0], np.cumsum(table.stripe_rows)])
+    for stripes, rows in [(1, range(starts[1], starts[2])), (range(1, 3), range(starts[1], starts[3])),
+                          ([0, 2], [*range(starts[0], starts[1]), *range(starts[2], starts[3])]),
+                          (slice(-1, None), range(starts[-2], starts[-1]))]:
+        part = table.to_pandas(stripes=stripes)
+        full = table.to_pandas()
+        assert part.index.tolist() == list(rows)
+        for name in part.columns:
+            kind = next(f["type"] for f in table.schema if f["name"] == name)
+            want = frame_cells(full[name].loc[list(rows)], kind)
+            assert all(same(a, b) for a, b in zip(frame_cells(part[name], kind), want)), name
+    empty = table.to_pandas(stripes=[])
+    assert len(empty) == 0 and list(empty.dtypes) == list(full.dtypes)
+    with pytest.raises(IndexError, match="stripe 99 out of range"):
+        table.to_pandas(stripes=99)
+
+
+def test_read_images_equals_the_dataset_reads(client, data_dir, tmp_path):
+    out = tmp_path / "ds"
+    pcr.convert_images(str(data_dir / "sample"), str(out), images_per_record=5, jobs=2,
+                       fields=str(data_dir / "fields" / "sample.jsonl"),
+                       field_types={"weight": "float32", "blob": "bytes", "box32": "float32_list"}, progress=False)
+    ds = pcr.ImageDataset(str(out))
+    names = [f["name"] for f in ds.field_schema]
+    for fidelity in (1, "full"):
+        bag = pcr.dask.read_images(str(out), fidelity)
+        assert bag.npartitions == ds.num_records
+        samples = bag.compute()
+        assert [s["index"] for s in samples] == list(range(len(ds)))
+        for s in samples:
+            label, key = ds.sample(s["index"])
+            assert (s["label"], s["key"]) == (label, key)
+            assert s["jpeg"] == ds.read(s["index"], fidelity)
+            assert s["fields"] == ds.fields(s["index"], names)
+    only = pcr.dask.read_images(str(out), 0, fields=["caption"]).compute()
+    assert all("jpeg" not in s for s in only)
+    assert [s["fields"]["caption"] for s in only] == [ds.fields(i, ["caption"])["caption"] for i in range(len(ds))]
+
+
+def test_bad_inputs_raise_the_library_exceptions(client, every_type_table, sample_dataset, tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere.pcr"):
+        pcr.dask.read_table(str(tmp_path / "nowhere.pcr"))
+    with pytest.raises(ValueError, match="no feature 'nope'"):
+        pcr.dask.read_table(every_type_table, features=["i", "nope"])
+    with pytest.raises(ValueError, match="no feature 'nope'"):
+        pcr.Table(every_type_table).to_pandas(["nope"])
+    data = bytearray(open(every_type_table, "rb").read())
+    data[300] ^= 0x01
+    bad = tmp_path / "bad.pcr"
+    bad.write_bytes(bytes(data))
+    ddf = pcr.dask.read_table(str(bad))  # the footer is sound; a stripe is not
+    with pytest.raises(pcr.CorruptionError, match="bad.pcr.*offset"):
+        ddf.compute()
+
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        pcr.dask.read_images(str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match="no field 'nope'"):
+        pcr.dask.read_images(str(sample_dataset), fields=["nope"])
+    with pytest.raises(ValueError, match="fidelity must be"):
+        pcr.dask.read_images(str(sample_dataset), 99)
+    damaged = tmp_path / "damaged"
+    shutil.copytree(sample_dataset, damaged)
+    record_file = sorted(damaged.glob("*.pcr"))[0]
+    data = bytearray(record_file.read_bytes())
+    data[len(data) // 3] ^= 0x01
+    record_file.write_bytes(bytes(data))
+    with pytest.raises(pcr.CorruptionError, match=record_file.name):
+        pcr.dask.read_images(str(damaged)).compute()
+
+
+def test_read_table_from_s3(client, every_type_table, s3_endpoint, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+    remote = {"s3_endpoint": s3_endpoint, "anonymous": True}
+    src = pathlib.Path(every_type_table)
+    pcr.convert_table(str(src.parent / "rows.jsonl"), "s3://pcrtest/dask-table", rows_per_stripe=40,
+                      schema=EVERY_TYPE_SCHEMA, remote={"s3_endpoint": s3_endpoint})
+    ddf = pcr.dask.read_table("s3://pcrtest/dask-table/rows.pcr", remote=remote, stripes_per_partition=3)
+    table = pcr.Table(every_type_table)
+    check_frame(ddf.compute(), table)
+    with pytest.raises(FileNotFoundError, match="dask-table/missing.pcr"):
+        pcr.dask.read_table("s3://pcrtest/dask-table/missing.pcr", remote=remote)
+
+
+def test_readme_example(client, data_dir, tmp_path):
+    rows = [{"label": r % 3, "dense": {"101": r * 0.5}} for r in range(200)] + [{"label": 1}]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = pcr.convert_table(str(tmp_path / "rows.jsonl"), str(tmp_path / "out"), rows_per_stripe=30)["path"]
+    pcr.convert_images(str(data_dir / "sample"), str(tmp_path / "train-pcr"), images_per_record=8, progress=False)
+    code = python_block("import pcr, pcr.dask\n")
+    for old, new in [('"out/rows.pcr"', repr(table)), ('"train-pcr"', repr(str(tmp_path / "train-pcr"))),
+                     ("Client()", f"Client({client.scheduler.address!r})")]:
+        assert old in code, old
+        code = code.replace(old, new)
+    scope = {}
+    exec(compile(code, str(README), "exec"), scope)
+    scope["client"].close()
+    assert str(scope["df"]["101"].dtype) == "Float64" and len(scope["df"]) == 201
+    want = {k: sum(r * 0.5 for r in range(200) if r % 3 == k) / len([r for r in range(200) if r % 3 == k])
+            for k in range(3)}
+    assert scope["means"].sort_index().tolist() == pytest.approx([want[0], want[1], want[2]])
+    assert scope["bag"].count().compute() == 24
