@@ -14,8 +14,11 @@ of its rows (at most 262,144), and by DuckDB (npm @duckdb/node-api, installed
 into WORK_DIR) to Parquet with zstd.
 
 Each measurement runs in a fresh process, page cache warm: rows/s (median of
-3) and the peak resident set's growth over the read (peak after less resident
-before; for Dask the client's plus every worker's). DuckDB materialises into its own columns (CREATE TEMP
+3) and the peak resident set's growth over the read (the peak, reset before
+the read, less the resident set then; for Dask the client's plus every
+worker's). read_table is measured into one DataFrame on the client
+(compute()) and with the partitions left on the workers (the sum of their
+lengths). DuckDB materialises into its own columns (CREATE TEMP
 TABLE) with 1 and 2 threads; Debian has no DuckDB for Python, so its
 conversion into pandas is not included. Prints a Markdown table.
 """
@@ -33,28 +36,34 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Runs one measurement in this fresh process; prints {"seconds", "rows", "rss_kib"}.
 MEASURE = r"""
-import json, resource, sys, time
+import json, sys, time
 mode, path = sys.argv[1], sys.argv[2]
 import pandas, pcr
 table = pcr.Table(path)
 names = [f["name"] for f in table.schema]
+def status(field):  # KiB
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+def now():  # the resident set, and its peak reset to it
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return status("VmRSS")
 def peak():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-def now():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize() // 1024
+    return status("VmHWM")
 if mode.startswith("dask"):
     import distributed, pcr.dask
-    cluster = distributed.LocalCluster(n_workers=int(mode[4:]), threads_per_worker=1, processes=True,
+    cluster = distributed.LocalCluster(n_workers=int(mode[4]), threads_per_worker=1, processes=True,
                                        host="127.0.0.1", dashboard_address=None, local_directory=sys.argv[3])
     client = distributed.Client(cluster)
     client.run(lambda: __import__("pcr").Table(path).schema)
     before = now() + sum(client.run(now).values())
     start = time.perf_counter()
-    df = pcr.dask.read_table(path).compute()
+    if mode.endswith("len"):
+        rows = int(pcr.dask.read_table(path).map_partitions(len).sum().compute())
+    else:
+        rows = len(pcr.dask.read_table(path).compute())
     seconds = time.perf_counter() - start
     rss = peak() + sum(client.run(peak).values()) - before
-    rows = len(df)
     client.close()
     cluster.close()
 else:
@@ -137,7 +146,8 @@ def main():
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(a.build), "python"))
     os.environ.update(env)
     header = ["table", "rows x features", "Table.read rows/s", "to_pandas", "read_table, 1 worker",
-              "read_table, 2 workers"] + ([] if a.no_duckdb else ["DuckDB, 1 thread", "DuckDB, 2 threads"])
+              "read_table, 2 workers", "partitions alone, 1 worker", "partitions alone, 2 workers"]
+    header += [] if a.no_duckdb else ["DuckDB, 1 thread", "DuckDB, 2 threads"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     memory = []
@@ -152,7 +162,7 @@ def main():
         names = [f["name"] for f in json.loads(run([PY, "-c", "import json, sys, pcr; "
                                                     "print(json.dumps(pcr.Table(sys.argv[1]).schema))", path]))]
         base = measure("read", path, work)
-        got = {m: measure(m, path, work) for m in ("pandas", "dask1", "dask2")}
+        got = {m: measure(m, path, work) for m in ("pandas", "dask1", "dask2", "dask1len", "dask2len")}
         if not a.no_duckdb:
             parquet = os.path.join(work, stem + ".parquet")
             if not os.path.exists(parquet):

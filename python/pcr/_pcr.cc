@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -795,6 +796,8 @@ py::array_t<uint8_t> Decode(py::buffer jpeg, int scale, std::optional<std::tuple
 // An object array with a row per `presence` entry: None where it is false,
 // else values[offsets[r]:offsets[r + 1]] as a str (kind "str"; undecodable
 // bytes kept as surrogates), bytes ("bytes") or a view of `values` ("view").
+// Equal strs and bytes are one object (as pyarrow's to_pandas dedupes them)
+// while at least a quarter of the rows so far repeat an earlier one.
 py::array RowObjects(const py::array& values, const py::array_t<uint64_t, py::array::c_style>& offsets,
                      const py::array_t<bool, py::array::c_style>& presence, const std::string& kind) {
   const bool view = kind == "view";
@@ -813,19 +816,39 @@ py::array RowObjects(const py::array& values, const py::array_t<uint64_t, py::ar
   auto** slots = static_cast<PyObject**>(out.mutable_data());
   const auto* base = static_cast<const char*>(values.data());
   const py::ssize_t stride = values.strides(0);
+  const bool str = kind == "str";
+  std::unordered_map<std::string_view, PyObject*> seen;  // borrowed from `out`
+  bool dedupe = !view;
+  int64_t looked = 0, repeats = 0;
   for (py::ssize_t r = 0; r < rows; ++r) {
     py::object item = py::none();
     if (presence.data()[r]) {
       const char* at = base + static_cast<py::ssize_t>(o[r]) * stride;
       const auto n = static_cast<py::ssize_t>(o[r + 1] - o[r]);
+      const std::string_view key(at, static_cast<size_t>(n));
+      PyObject** memo = nullptr;
+      if (dedupe) {
+        const auto [it, fresh] = seen.try_emplace(key, nullptr);
+        if (!fresh) ++repeats;
+        memo = &it->second;
+      }
       if (view) {
         item = py::array(values.dtype(), std::vector<py::ssize_t>{n}, std::vector<py::ssize_t>{stride}, at, values);
-      } else if (kind == "str") {
-        PyObject* str = PyUnicode_DecodeUTF8(at, n, "surrogateescape");
-        if (str == nullptr) throw py::error_already_set();
-        item = py::reinterpret_steal<py::object>(str);
+      } else if (memo != nullptr && *memo != nullptr) {
+        item = py::reinterpret_borrow<py::object>(*memo);
+      } else if (str) {
+        PyObject* decoded = PyUnicode_DecodeUTF8(at, n, "surrogateescape");
+        if (decoded == nullptr) throw py::error_already_set();
+        item = py::reinterpret_steal<py::object>(decoded);
       } else {
         item = py::bytes(at, n);
+      }
+      if (memo != nullptr) {
+        *memo = item.ptr();
+        if (++looked % 4096 == 0 && repeats * 4 < looked) {
+          dedupe = false;
+          seen = {};
+        }
       }
     }
     PyObject* old = slots[r];

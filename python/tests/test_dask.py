@@ -143,6 +143,22 @@ def test_every_type_and_missing_values(client, every_type_table):
     check_frame(table.to_pandas(), table)
 
 
+def test_repeated_strings_are_one_object(tmp_path):
+    few = ["red", "gréen", "blue"]
+    lines = ["few,unique,raw"]
+    for i in range(10000):
+        lines.append(",".join(["" if i % 7 == 0 else few[i % 3], f"value {i}" if i < 6000 else "again", few[i % 2]]))
+    (tmp_path / "s.csv").write_text("\n".join(lines) + "\n")
+    table = pcr.Table(pcr.convert_table(str(tmp_path / "s.csv"), str(tmp_path), rows_per_stripe=3000,
+                                        column_types={"raw": "bytes"})["path"])
+    df = table.to_pandas()
+    assert df["few"].tolist() == [None if i % 7 == 0 else few[i % 3] for i in range(10000)]
+    assert df["unique"].tolist() == [f"value {i}" if i < 6000 else "again" for i in range(10000)]
+    assert df["raw"].tolist() == [few[i % 2].encode() for i in range(10000)]
+    assert df["few"][1] is df["few"][4] and df["raw"][0] is df["raw"][2]
+    assert len({id(v) for v in df["unique"][:6000]}) == 6000
+
+
 def test_columns_and_stripes_select_what_is_read(client, every_type_table, monkeypatch):
     table = pcr.Table(every_type_table)
     ddf = pcr.dask.read_table(every_type_table, features=["s", "i"])
