@@ -59,7 +59,7 @@ if mode.startswith("dask"):
     before = now() + sum(client.run(now).values())
     start = time.perf_counter()
     if mode.endswith("len"):
-        rows = int(pcr.dask.read_table(path).map_partitions(len).sum().compute())
+        rows = int(pcr.dask.read_table(path).map_partitions(len).compute().sum())
     else:
         rows = len(pcr.dask.read_table(path).compute())
     seconds = time.perf_counter() - start

@@ -70,7 +70,7 @@ def frame(columns, features, row_count, index):
         name, kind = f["name"], f["type"]
         col = columns[name] if columns is not None else _empty_column(kind)
         data[name] = _series_data(name, kind, col, f["present_count"] < row_count)
-    return pd.DataFrame(data, index=index, columns=[f["name"] for f in features], copy=False)
+    return pd.DataFrame(data, index=index, copy=False)
 
 
 def meta(features, row_count):

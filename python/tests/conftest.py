@@ -17,6 +17,19 @@ def python_block(starting):
     raise AssertionError(f"README has no python block starting {starting!r}")
 
 
+def damaged_copy(dataset, to, record_file=0, mask=0x01):
+    """Copies the dataset directory to `to`, flips one byte a third of the way
+    into its record_file-th record file (name order), and returns that file."""
+    import shutil
+
+    shutil.copytree(dataset, to)
+    record = sorted(pathlib.Path(to).glob("records-*.pcr"))[record_file]
+    data = bytearray(record.read_bytes())
+    data[len(data) // 3] ^= mask
+    record.write_bytes(bytes(data))
+    return record
+
+
 @pytest.fixture(scope="session")
 def data_dir():
     return pathlib.Path(os.environ.get("PCR_TEST_DATA_DIR", pathlib.Path(__file__).parents[2] / "tests" / "data"))

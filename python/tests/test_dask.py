@@ -5,13 +5,12 @@ import json
 import math
 import os
 import pathlib
-import shutil
 
 import numpy as np
 import pytest
 
 import pcr
-from conftest import README, python_block
+from conftest import README, damaged_copy, python_block
 
 pd = pytest.importorskip("pandas")
 distributed = pytest.importorskip("distributed")
@@ -235,11 +234,7 @@ def test_bad_inputs_raise_the_library_exceptions(client, every_type_table, sampl
     with pytest.raises(ValueError, match="fidelity must be"):
         pcr.dask.read_images(str(sample_dataset), 99)
     damaged = tmp_path / "damaged"
-    shutil.copytree(sample_dataset, damaged)
-    record_file = sorted(damaged.glob("*.pcr"))[0]
-    data = bytearray(record_file.read_bytes())
-    data[len(data) // 3] ^= 0x01
-    record_file.write_bytes(bytes(data))
+    record_file = damaged_copy(sample_dataset, damaged)
     with pytest.raises(pcr.CorruptionError, match=record_file.name):
         pcr.dask.read_images(str(damaged)).compute()
 

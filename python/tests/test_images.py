@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pcr
+from conftest import damaged_copy
 
 
 def originals(data_dir):
@@ -148,11 +149,7 @@ def test_bad_input_raises_the_fitting_exception(sample_dataset, data_dir, tmp_pa
         pcr.convert_images(str(tmp_path / "no-such-dir"), str(tmp_path / "out"))
     # A flipped byte inside a scan group: named by file and offset.
     broken = tmp_path / "broken"
-    shutil.copytree(sample_dataset, broken)
-    record = sorted(broken.glob("records-*.pcr"))[1]
-    data = bytearray(record.read_bytes())
-    data[len(data) // 3] ^= 0x40
-    record.write_bytes(bytes(data))
+    record = damaged_copy(sample_dataset, broken, record_file=1, mask=0x40)
     damaged = pcr.ImageDataset(str(broken))
     with pytest.raises(pcr.CorruptionError, match=str(record)):
         damaged.verify()
