@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "format/stream_decoding.h"
 #include "format/stream_encoding.h"
+#include "writer/stream_encoder.h"
 
 namespace {
 

@@ -1,10 +1,9 @@
-// Stream encodings of table and field streams (spec 13.5): how the values of
-// a raw stream are stored, and the rule that chooses one per stream by
-// measuring the candidates on a sample of its values.
+// Stream encodings of table and field streams (spec 13.5): the encodings,
+// what each applies to, and the value model the writer (writer/
+// stream_encoder.h) and the reader (format/stream_decoding.h) share.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -50,42 +49,22 @@ bool ParseEncodingName(std::string_view name, StreamEncoding* encoding);
 // feature's lengths stream may use it.
 bool TopEncodingAllowed(ElementKind kind, StreamEncoding encoding);
 
-struct EncodingChoice {
-  // Unset: chosen per stream by the rule of spec 13.5. Set: used for every
-  // stream whose kind and values allow it, the rule elsewhere.
-  std::optional<StreamEncoding> force;
-  // The zstd level that candidates are weighed with, as the writer will
-  // compress them; 0 weighs them without zstd.
-  int zstd_level = 3;
+// The values of an encoding node: integers of `bits` bits, or the bit
+// patterns of floats of `bits` bits, held in uint64_t.
+struct ValueKind {
+  int bits;
+  bool is_float;
 };
+inline constexpr ValueKind kCodes{64, false};  // codes, run lengths, digits, positions
+ValueKind ValueKindOf(ElementKind kind);
+// Whether a node of `kind` values may have encoding `e` (spec 13.5).
+bool NestedAllowed(ValueKind kind, StreamEncoding e);
 
-// "auto" (no force) or an encoding's name; false for any other name.
-bool ParseEncodingChoice(std::string_view name, EncodingChoice* choice);
-
-struct EncodedStream {
-  StreamEncoding encoding = StreamEncoding::kPlain;
-  Bytes bytes;  // the raw bytes themselves when kPlain
-};
-
-// Encodes a raw stream of `kind`. REQUIRES: kind is not kStrings, and
-// raw.size() is a multiple of ElementWidth(kind). Thread-safe.
-EncodedStream EncodeStream(ElementKind kind, ByteSpan raw, const EncodingChoice& choice);
-// Encodes the values stream of a string feature; `lengths` is its raw
-// lengths stream (u32 per string). When the result is kStringDictionary the
-// lengths stream is stored as kDerivedLengths.
-EncodedStream EncodeStrings(ByteSpan lengths, ByteSpan values, const EncodingChoice& choice);
-
-// Decodes `encoded`, whose encoding is `top` (not kPlain or
-// kDerivedLengths), into exactly raw_length raw bytes in `out`. For
-// kStringDictionary, `string_count` is the number of strings (the lengths
-// stream's raw_length / 4) and `lengths` receives their lengths as a raw
-// lengths stream. Corruption says what is wrong at which offset of
-// `encoded`. Thread-safe.
-Status DecodeStream(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint64_t raw_length, Bytes* out,
-                    uint64_t string_count = 0, Bytes* lengths = nullptr);
-
-// The encoding tree of `encoded`, as "dictionary(entries: delta(bitpack 4),
-// codes: bitpack 3)"; "?" where the bytes do not parse.
-std::string DescribeEncoding(ElementKind kind, StreamEncoding top, ByteSpan encoded);
+// kDecimal's largest exponent.
+inline constexpr int kMaxDecimalExponent = 18;
+// kDecimal's value of `digits` at exponent e, as a bit pattern of `bits`.
+uint64_t DecimalValue(int64_t digits, int e, int bits);
+// Digits of `pattern` at exponent e, if kDecimal gives it back bit for bit.
+bool DecimalDigits(uint64_t pattern, int e, int bits, int64_t* digits);
 
 }  // namespace pcr

@@ -1,5 +1,7 @@
 #include "format/table_format.h"
 
+#include "format/stream_decoding.h"
+
 #include <zstd.h>
 
 #include <algorithm>
@@ -34,22 +36,6 @@ size_t ValueWidth(FeatureType type) {
     default:
       return 8;
   }
-}
-
-bool IsStringType(FeatureType type) { return type == FeatureType::kString || type == FeatureType::kBytes; }
-
-void PutFloat(Bytes* out, float f) {
-  out->resize(out->size() + 4);
-  std::memcpy(out->data() + out->size() - 4, &f, 4);
-}
-
-void PutDouble(Bytes* out, double d) {
-  out->resize(out->size() + 8);
-  std::memcpy(out->data() + out->size() - 8, &d, 8);
-}
-
-size_t ScoreWidth(FeatureType type) {
-  return type == FeatureType::kScoredIdList32 ? 4 : type == FeatureType::kScoredIdList64 ? 8 : 0;
 }
 
 template <typename T>
@@ -166,6 +152,12 @@ size_t RawValueBytes(FeatureType type) {
   return width == 0 ? 1 : width;
 }
 
+bool IsStringType(FeatureType type) { return type == FeatureType::kString || type == FeatureType::kBytes; }
+
+size_t ScoreWidth(FeatureType type) {
+  return type == FeatureType::kScoredIdList32 ? 4 : type == FeatureType::kScoredIdList64 ? 8 : 0;
+}
+
 std::span<const StreamRole> RolesOf(FeatureType type) {
   if (ScoreWidth(type) != 0) return kScoredRoles;
   if (IsListType(type) || IsStringType(type)) return kListRoles;
@@ -228,106 +220,6 @@ bool DecodeTableSchema(Decoder* d, uint8_t max_type, bool allow_map, TableSchema
   return true;
 }
 
-void FeatureStreams::Clear() {
-  rows.clear();
-  lengths.clear();
-  values.clear();
-  scores.clear();
-}
-
-Bytes FeatureStreams::Raw(StreamRole role, uint64_t row_count) const {
-  switch (role) {
-    case StreamRole::kPresence: {
-      if (rows.size() == row_count) return {};
-      Bytes bitmap((row_count + 7) / 8, 0);
-      for (const uint32_t r : rows) bitmap[r / 8] |= static_cast<uint8_t>(1u << (r % 8));
-      return bitmap;
-    }
-    case StreamRole::kLengths:
-      return lengths;
-    case StreamRole::kValues:
-      return values;
-    case StreamRole::kScores:
-      return scores;
-  }
-  return {};
-}
-
-size_t FeatureStreams::AddInt64(uint32_t row, int64_t v) {
-  rows.push_back(row);
-  PutFixed64(&values, static_cast<uint64_t>(v));
-  return 8;
-}
-
-size_t FeatureStreams::AddFloat(FeatureType type, uint32_t row, double v) {
-  rows.push_back(row);
-  if (type == FeatureType::kFloat32) {
-    PutFloat(&values, static_cast<float>(v));
-    return 4;
-  }
-  PutDouble(&values, v);
-  return 8;
-}
-
-size_t FeatureStreams::AddBool(uint32_t row, bool v) {
-  rows.push_back(row);
-  values.push_back(v ? 1 : 0);
-  return 1;
-}
-
-size_t FeatureStreams::AddString(uint32_t row, std::string_view s) {
-  rows.push_back(row);
-  PutFixed32(&lengths, static_cast<uint32_t>(s.size()));
-  values.insert(values.end(), s.begin(), s.end());
-  return 4 + s.size();
-}
-
-size_t FeatureStreams::AddIdList(FeatureType type, uint32_t row, std::span<const int64_t> ids,
-                                 std::span<const double> scores) {
-  rows.push_back(row);
-  PutFixed32(&lengths, static_cast<uint32_t>(ids.size()));
-  for (const int64_t id : ids) PutFixed64(&values, static_cast<uint64_t>(id));
-  size_t added = 4 + 8 * ids.size();
-  for (const double d : scores) {
-    if (type == FeatureType::kScoredIdList64) {
-      PutDouble(&this->scores, d);
-      added += 8;
-    } else if (type == FeatureType::kScoredIdList32) {
-      PutFloat(&this->scores, static_cast<float>(d));
-      added += 4;
-    }
-  }
-  return added;
-}
-
-size_t FeatureStreams::AddFloatList(FeatureType type, uint32_t row, std::span<const double> list) {
-  rows.push_back(row);
-  PutFixed32(&lengths, static_cast<uint32_t>(list.size()));
-  for (const double d : list) {
-    if (type == FeatureType::kFloat32List) {
-      PutFloat(&values, static_cast<float>(d));
-    } else {
-      PutDouble(&values, d);
-    }
-  }
-  return 4 + list.size() * (type == FeatureType::kFloat32List ? 4 : 8);
-}
-
-StoredStream CompressStream(ByteSpan raw, int zstd_level) {
-  StoredStream s{.codec = StreamCodec::kNone, .raw_length = raw.size()};
-  if (!raw.empty()) {
-    s.bytes.resize(ZSTD_compressBound(raw.size()));
-    const size_t n = ZSTD_compress(s.bytes.data(), s.bytes.size(), raw.data(), raw.size(), zstd_level);
-    if (!ZSTD_isError(n) && n < raw.size()) {
-      s.bytes.resize(n);
-      s.codec = StreamCodec::kZstd;
-      return s;
-    }
-  }
-  s.bytes.assign(raw.begin(), raw.end());
-  return s;
-}
-
 ElementKind ElementKindOf(FeatureType type, StreamRole role) {
   switch (role) {
     case StreamRole::kPresence:
@@ -354,54 +246,6 @@ ElementKind ElementKindOf(FeatureType type, StreamRole role) {
     default:
       return ElementKind::kI64;
   }
-}
-
-namespace {
-
-// zstd over an encoded stream when it saves at least 1/32 of its bytes and
-// keeps `bound` (raw_length, or for a string dictionary the larger of its
-// raw_length and its lengths') within kMaxEncodingExpansion of the stored
-// length.
-StoredStream Store(EncodedStream e, uint64_t raw_length, uint64_t bound, int zstd_level) {
-  if (e.encoding == StreamEncoding::kPlain) return CompressStream(e.bytes, zstd_level);
-  StoredStream s{.codec = StreamCodec::kNone, .raw_length = raw_length, .encoding = e.encoding};
-  if (e.encoding != StreamEncoding::kDerivedLengths) {
-    Bytes z(ZSTD_compressBound(e.bytes.size()));
-    const size_t n = ZSTD_compress(z.data(), z.size(), e.bytes.data(), e.bytes.size(), zstd_level);
-    if (!ZSTD_isError(n) && n < e.bytes.size() - e.bytes.size() / 32 && bound / kMaxEncodingExpansion < n) {
-      z.resize(n);
-      s.codec = StreamCodec::kZstd;
-      s.bytes = std::move(z);
-      return s;
-    }
-  }
-  s.bytes = std::move(e.bytes);
-  return s;
-}
-
-}  // namespace
-
-std::vector<StoredStream> StoreFeatureStreams(FeatureType type, const FeatureStreams& streams, uint64_t row_count,
-                                              const EncodingChoice& choice) {
-  std::vector<StoredStream> out;
-  const bool strings = IsStringType(type);
-  EncodedStream string_values;
-  if (strings) string_values = EncodeStrings(streams.lengths, streams.values, choice);
-  const bool derived = string_values.encoding == StreamEncoding::kStringDictionary;
-  for (const StreamRole role : RolesOf(type)) {
-    const Bytes raw = streams.Raw(role, row_count);
-    EncodedStream e;
-    if (strings && role == StreamRole::kValues) {
-      e = std::move(string_values);
-    } else if (derived && role == StreamRole::kLengths) {
-      e.encoding = StreamEncoding::kDerivedLengths;
-    } else {
-      e = EncodeStream(ElementKindOf(type, role), raw, choice);
-    }
-    const uint64_t bound = derived ? std::max<uint64_t>(raw.size(), streams.lengths.size()) : raw.size();
-    out.push_back(Store(std::move(e), raw.size(), bound, choice.zstd_level));
-  }
-  return out;
 }
 
 Status UnpackStream(ByteSpan stored, const TableStream& t, FeatureType type, Bytes* out, Bytes* scratch,

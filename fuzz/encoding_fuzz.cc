@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "format/stream_decoding.h"
 #include "format/stream_encoding.h"
+#include "writer/stream_encoder.h"
 
 namespace {
 

@@ -14,11 +14,13 @@
 #include <catch2/catch.hpp>
 
 #include "format/file_format.h"
+#include "format/stream_decoding.h"
 #include "format/stream_encoding.h"
 #include "format/table_format.h"
 #include "pcr/table.h"
 #include "csv_check.h"
 #include "test_util.h"
+#include "writer/stream_encoder.h"
 #include "writer/table_writer.h"
 
 using namespace pcr;

@@ -10,6 +10,7 @@
 #include "format/scan_script.h"
 #include "format/table_format.h"
 #include "io/pcr_file.h"
+#include "writer/feature_streams.h"
 
 namespace pcr {
 namespace {

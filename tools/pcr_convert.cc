@@ -10,6 +10,7 @@
 #include "tools/cli.h"
 #include "format/file_format.h"
 #include "format/journal.h"
+#include "writer/stream_encoder.h"
 #include "io/location.h"
 #include "pcr/convert.h"
 

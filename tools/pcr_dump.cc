@@ -16,6 +16,7 @@
 
 #include "format/json.h"
 #include "format/popularity.h"
+#include "format/stream_decoding.h"
 #include "reader/inspect.h"
 #include "tools/quality.h"
 #include "io/read_executor.h"

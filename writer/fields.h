@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "format/table_format.h"
+#include "writer/feature_streams.h"
 #include "writer/column_types.h"
 #include "pcr/io.h"
 #include "pcr/status.h"

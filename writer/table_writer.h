@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "format/file_format.h"
+#include "writer/feature_streams.h"
 #include "pcr/convert.h"
 #include "writer/atomic_file.h"
 
