@@ -6,6 +6,7 @@ release the GIL. Errors: CorruptionError for damaged files, NotSupportedError
 for input pcr does not handle, ValueError for bad arguments, FileNotFoundError
 and OSError for I/O failures.
 """
+import os as _os
 import sys as _sys
 import time as _time
 
@@ -38,6 +39,10 @@ class _ProgressBar:
 
 class Table(_pcr.Table):
     __doc__ = _pcr.Table.__doc__
+
+    def __init__(self, path, engine="auto", direct=False, remote=None):
+        super().__init__(path, engine=engine, direct=direct, remote=remote)
+        self.path = _os.fspath(path)
 
     def to_pandas(self, features=None, stripes=None):
         """The features (None: all of them, in schema order) over the stripes
@@ -85,9 +90,9 @@ def convert_webdataset(shards, out, **options):
     """pcr-convert webdataset: WebDataset tar shards (paths, s3:// or http(s):// URLs, or
     brace patterns such as "shard-{000000..000099}.tar") into the dataset directory out. Takes the options of
     convert_images but list, by_content and fields; each member extension becomes a field."""
-    if isinstance(shards, str):
+    if isinstance(shards, (str, _os.PathLike)):
         shards = [shards]
-    return convert_images("", out, shards=list(shards), **options)
+    return convert_images("", out, shards=[_os.fspath(s) for s in shards], **options)
 
 
 __all__ = [

@@ -7,6 +7,8 @@ it; timestamps are datetime64 (NaT where missing), strings str and bytes
 bytes (None where missing), lists numpy arrays viewing the column (None
 where missing), scored lists structured arrays of (id, score).
 """
+import operator
+
 import numpy as np
 import pandas as pd
 
@@ -33,7 +35,7 @@ def _empty_column(kind):
     return col
 
 
-def _series_data(name, kind, col, nullable):
+def _series_data(path, name, kind, col, nullable):
     presence = col["presence"]
     values = col["values"]
     if kind in _NUMPY:
@@ -49,7 +51,7 @@ def _series_data(name, kind, col, nullable):
         try:
             return pd.Series(values, copy=False).array
         except pd.errors.OutOfBoundsDatetime as e:
-            raise ValueError(f"feature '{name}': a timestamp beyond what this pandas holds ({e}); "
+            raise ValueError(f"{path}: feature '{name}': a timestamp beyond what this pandas holds ({e}); "
                              "Table.read gives it as numpy datetime64") from None
     if kind in ("string", "bytes"):
         return _pcr._row_objects(values, col["offsets"], presence, "str" if kind == "string" else "bytes")
@@ -61,7 +63,7 @@ def _series_data(name, kind, col, nullable):
     return _pcr._row_objects(values, col["offsets"], presence, "view")
 
 
-def frame(columns, features, row_count, index):
+def frame(path, columns, features, row_count, index):
     """A DataFrame of Table.read's `columns` of `features` (schema entries, in
     column order) over the rows `index`; `row_count` is the table's, which
     with each feature's present_count decides whether its dtype is nullable."""
@@ -69,13 +71,13 @@ def frame(columns, features, row_count, index):
     for f in features:
         name, kind = f["name"], f["type"]
         col = columns[name] if columns is not None else _empty_column(kind)
-        data[name] = _series_data(name, kind, col, f["present_count"] < row_count)
+        data[name] = _series_data(path, name, kind, col, f["present_count"] < row_count)
     return pd.DataFrame(data, index=index, copy=False)
 
 
 def meta(features, row_count):
     """The empty DataFrame with the dtypes every stripe of the table gives."""
-    return frame(None, features, row_count, pd.RangeIndex(0, 0))
+    return frame("", None, features, row_count, pd.RangeIndex(0, 0))
 
 
 def select(table, features):
@@ -84,9 +86,10 @@ def select(table, features):
     schema = table.schema
     if features is None:
         return schema
-    if isinstance(features, str):
-        raise TypeError("features must be a list of names, not a str")
-    features = list(features)
+    if isinstance(features, (str, bytes)):
+        raise TypeError(f"features must be a list of names, not a str: [{features!r}]")
+    features = [str(operator.index(f)) if not isinstance(f, (str, bool)) and hasattr(f, "__index__") else f
+                for f in features]
     seen = set()
     for name in features:
         if name in seen:
@@ -102,15 +105,19 @@ def stripe_runs(stripes, count):
     them), a stripe index, a range or slice, or indices."""
     if stripes is None:
         return [(0, count)] if count else []
+
+    def index(s):
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"stripes are None, a stripe index, a range, a slice or indices, not {s!r}")
+        return int(s)
+
     if isinstance(stripes, slice):
         stripes = range(count)[stripes]
-    elif isinstance(stripes, (int, np.integer)) and not isinstance(stripes, bool):
-        stripes = [int(stripes)]
+    elif not hasattr(stripes, "__iter__") or isinstance(stripes, (str, bytes)):
+        stripes = [index(stripes)]
     runs = []
     for s in stripes:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
-            raise TypeError(f"stripes must be indices, not {s!r}")
-        s = int(s)
+        s = index(s)
         if not 0 <= s < count:
             raise IndexError(f"stripe {s} out of range ({count} stripes)")
         if runs and runs[-1][0] + runs[-1][1] == s:
@@ -124,7 +131,7 @@ def read_frame(table, features, first, count, first_row, row_count):
     """Stripes [first, first + count) of `table` as a DataFrame indexed by row number."""
     columns = table.read([f["name"] for f in features], first_stripe=first, num_stripes=count)
     rows = sum(table.stripe_rows[first:first + count])
-    return frame(columns, features, row_count, pd.RangeIndex(first_row, first_row + rows))
+    return frame(table.path, columns, features, row_count, pd.RangeIndex(first_row, first_row + rows))
 
 
 def to_pandas(table, features=None, stripes=None):

@@ -5,12 +5,14 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 #include <atomic>
 #include <cstring>
 #include <regex>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -26,6 +28,43 @@
 #include <pcr/pcr.h>
 
 namespace py = pybind11;
+
+// Feature or field names: a list (any iterable) of str; a map feature's id
+// may be given as an int. A lone str is refused rather than taken letter by
+// letter.
+struct Names {
+  std::vector<std::string> names;
+};
+
+namespace pybind11::detail {
+template <>
+struct type_caster<Names> {
+  PYBIND11_TYPE_CASTER(Names, const_name("Sequence[str]"));
+
+  bool load(handle src, bool) {
+    if (isinstance<str>(src) || isinstance<bytes>(src)) {
+      throw type_error("names must be a list of str, not a str: [" + std::string(py::repr(src)) + "]");
+    }
+    if (!hasattr(src, "__iter__")) return false;
+    value.names.clear();
+    for (handle item : src) {
+      if (isinstance<str>(item)) {
+        value.names.push_back(item.cast<std::string>());
+      } else if (!isinstance<bool_>(item) && hasattr(item, "__index__")) {
+        value.names.push_back(std::string(py::str(py::module_::import("operator").attr("index")(item))));
+      } else {
+        throw type_error("names are str (or a map feature's int id), not " +
+                         std::string(py::str(item.get_type().attr("__name__"))) + " " + std::string(py::repr(item)));
+      }
+    }
+    return true;
+  }
+
+  static handle cast(const Names& n, return_value_policy policy, handle parent) {
+    return list_caster<std::vector<std::string>, std::string>::cast(n.names, policy, parent);
+  }
+};
+}  // namespace pybind11::detail
 
 namespace {
 
@@ -326,7 +365,8 @@ void AppendColumn(const pcr::Column& from, pcr::Column* into) {
 
 class PyImageDataset {
  public:
-  PyImageDataset(const std::string& path, const std::string& engine, bool direct, const py::object& remote) {
+  PyImageDataset(const std::filesystem::path& path_arg, const std::string& engine, bool direct, const py::object& remote) {
+    const std::string path = path_arg.string();
     io_ = IoOptions(engine, direct, remote);
     const pcr::ImageReaderOptions options{.io = io_};
     ds_ = Unlocked([&] { return pcr::ImageDataset::Open(path, options); });
@@ -379,7 +419,8 @@ class PyImageDataset {
 
   // {name: column} over the images of records [first, first + count), in
   // dataset order; no image bytes are read.
-  py::dict read_fields(const std::vector<std::string>& names, uint64_t first, std::optional<uint64_t> count) const {
+  py::dict read_fields(const Names& names_arg, uint64_t first, std::optional<uint64_t> count) const {
+    const std::vector<std::string>& names = names_arg.names;
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
     const uint64_t n = ds_->num_records();
     if (first > n || (count && *count > n - first)) {
@@ -401,7 +442,8 @@ class PyImageDataset {
 
   // {name: value} of image `i` (None where it lacks the field); reads the
   // streams of these fields in the image's record.
-  py::dict fields(int64_t i, const std::vector<std::string>& names) const {
+  py::dict fields(int64_t i, const Names& names_arg) const {
+    const std::vector<std::string>& names = names_arg.names;
     const uint64_t image = Index(i);
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
     const auto [record, row] = ds_->LocateImage(image);
@@ -414,7 +456,8 @@ class PyImageDataset {
 
   // One dict per image of record `record`: {"index", "key", "label", "jpeg"
   // (unless fidelity is 0), "fields": {name: value or None}}.
-  py::list record_samples(uint64_t record, const py::object& fidelity_arg, const std::vector<std::string>& names) const {
+  py::list record_samples(uint64_t record, const py::object& fidelity_arg, const Names& names_arg) const {
+    const std::vector<std::string>& names = names_arg.names;
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
     if (record >= ds_->num_records()) {
       throw py::index_error("record " + std::to_string(record) + " out of range (" +
@@ -447,8 +490,9 @@ class PyImageDataset {
   }
 
   // One record: {"labels", "keys", "jpegs" (unless fidelity is 0), "fields": {name: column}}.
-  py::dict read_record(uint64_t record, const py::object& fidelity_arg, const std::vector<std::string>& names,
+  py::dict read_record(uint64_t record, const py::object& fidelity_arg, const Names& names_arg,
                        bool metadata) const {
+    const std::vector<std::string>& names = names_arg.names;
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
     if (record >= ds_->num_records()) {
       throw py::index_error("record " + std::to_string(record) + " out of range (" +
@@ -564,9 +608,9 @@ class PySampleIterator {
  public:
   PySampleIterator(const PyImageDataset& ds, int64_t batch_size, const py::object& fidelity, int64_t rank, int64_t world_size,
                    int64_t worker, int64_t num_workers, const std::string& uneven, bool shuffle, int64_t shuffle_buffer,
-                   uint64_t seed, int64_t epoch, int64_t position, int64_t read_ahead,
-                   const std::vector<std::string>& fields)
-      : fields_(fields) {
+                   uint64_t seed, int64_t epoch, int64_t position, int64_t read_ahead, const Names& fields_arg)
+      : fields_(fields_arg.names) {
+    const std::vector<std::string>& fields = fields_arg.names;
     const pcr::SampleIteratorOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
         .fidelity = ds.Fidelity(fidelity),
@@ -715,10 +759,11 @@ class PyImageLoader {
   PyImageLoader(const PyImageDataset& ds, int64_t batch_size, const py::object& fidelity, int64_t rank,
                 int64_t world_size, int64_t worker, int64_t num_workers, const std::string& uneven, bool shuffle,
                 int64_t shuffle_buffer, uint64_t seed, int64_t epoch, int64_t batches, int64_t saved_workers,
-                int64_t read_ahead, const std::vector<std::string>& fields, int size, const std::string& crop,
+                int64_t read_ahead, const Names& fields_arg, int size, const std::string& crop,
                 std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
                 bool channels_last, int threads, const std::string& decoder)
-      : fields_(fields) {
+      : fields_(fields_arg.names) {
+    const std::vector<std::string>& fields = fields_arg.names;
     const pcr::ImageLoaderOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
         .fidelity = ds.Fidelity(fidelity),
@@ -860,7 +905,8 @@ py::array RowObjects(const py::array& values, const py::array_t<uint64_t, py::ar
 
 class PyTable {
  public:
-  PyTable(const std::string& path, const std::string& engine, bool direct, const py::object& remote) {
+  PyTable(const std::filesystem::path& path_arg, const std::string& engine, bool direct, const py::object& remote) {
+    const std::string path = path_arg.string();
     const pcr::TableReaderOptions options{.io = IoOptions(engine, direct, remote)};
     table_ = Unlocked([&] { return pcr::Table::Open(path, options); });
   }
@@ -875,7 +921,8 @@ class PyTable {
   }
 
   // {name: {"values": ..., "presence": ..., ["offsets": ...], ["scores": ...]}}
-  py::dict read(const std::vector<std::string>& features, size_t first, std::optional<size_t> count) const {
+  py::dict read(const Names& features_arg, size_t first, std::optional<size_t> count) const {
+    const std::vector<std::string>& features = features_arg.names;
     const std::vector<uint32_t> index = Take(table_->Resolve(features));
     const size_t n = count.value_or(first <= table_->stripe_count() ? table_->stripe_count() - first : 0);
     pcr::TableBatch batch = Unlocked([&] { return table_->Read(index, first, n); });
@@ -957,15 +1004,20 @@ pcr::ConvertImagesSummary ConvertCancellable(pcr::ConvertImagesOptions options, 
   return Take(std::move(*result));
 }
 
-py::dict ConvertImages(const std::string& src, const std::string& out, uint64_t images_per_record,
+py::dict ConvertImages(const std::filesystem::path& src_arg, const std::filesystem::path& out_arg, uint64_t images_per_record,
                        uint64_t records_per_file, int jobs, const std::string& scan_script, bool strip_metadata,
-                       bool skip_bad, bool restart, uint64_t shuffle, bool keep_order, const std::string& list, bool by_content,
+                       bool skip_bad, bool restart, uint64_t shuffle, bool keep_order, const std::filesystem::path& list_arg, bool by_content,
                        uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb,
-                       const std::string& fields, const std::string& fields_key,
+                       const std::filesystem::path& fields_arg, const std::string& fields_key,
                        const std::map<std::string, std::string>& field_types,
                        const std::vector<std::string>& field_order, const std::vector<std::string>& shards,
-                       bool exif_orientation, const std::string& work_dir, const py::object& remote,
+                       bool exif_orientation, const std::filesystem::path& work_dir_arg, const py::object& remote,
                        uint64_t part_size_mb, uint64_t multipart_threshold_mb, const py::object& progress) {
+  const std::string src = src_arg.string();
+  const std::string out = out_arg.string();
+  const std::string list = list_arg.string();
+  const std::string fields = fields_arg.string();
+  const std::string work_dir = work_dir_arg.string();
   UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb);
   std::map<std::string, pcr::FeatureType> types;
   for (const auto& [name, type] : field_types) {
@@ -1027,12 +1079,16 @@ std::string PythonSpelling(const std::string& message) {
   return out;
 }
 
-py::dict ConvertTable(const std::string& input, const std::string& out, uint64_t rows_per_stripe, uint64_t stripe_mb,
-                      std::vector<std::string> stream_order, const std::string& popularity, bool float32,
+py::dict ConvertTable(const std::filesystem::path& input_arg, const std::filesystem::path& out_arg, uint64_t rows_per_stripe, uint64_t stripe_mb,
+                      std::vector<std::string> stream_order, const std::filesystem::path& popularity_arg, bool float32,
                       int zstd_level, const std::string& encoding,
                       const std::map<std::string, std::string>& column_types, const py::object& schema,
-                      bool strings, const std::string& on_bad_value, const std::string& work_dir,
+                      bool strings, const std::string& on_bad_value, const std::filesystem::path& work_dir_arg,
                       const py::object& remote, uint64_t part_size_mb, uint64_t multipart_threshold_mb) {
+  const std::string input = input_arg.string();
+  const std::string out = out_arg.string();
+  const std::string popularity = popularity_arg.string();
+  const std::string work_dir = work_dir_arg.string();
   UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb);
   if (!popularity.empty()) {
     if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
@@ -1111,7 +1167,7 @@ PYBIND11_MODULE(_pcr, m) {
       py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("NotSupportedError"));
 
   py::class_<PyImageDataset>(m, "ImageDataset")
-      .def(py::init<const std::string&, const std::string&, bool, const py::object&>(), py::arg("path"),
+      .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&>(), py::arg("path"),
            py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none())
       .def("__len__", &PyImageDataset::size)
       .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups)
@@ -1127,18 +1183,18 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("num_records") = py::none())
       .def("fields", &PyImageDataset::fields, py::arg("index"), py::arg("fields"))
       .def("read_record", &PyImageDataset::read_record, py::arg("record"), py::arg("fidelity") = "full",
-           py::arg("fields") = std::vector<std::string>(), py::arg("metadata") = false)
+           py::arg("fields") = Names{}, py::arg("metadata") = false)
       .def("record_samples", &PyImageDataset::record_samples, py::arg("record"), py::arg("fidelity") = "full",
-           py::arg("fields") = std::vector<std::string>())
+           py::arg("fields") = Names{})
       .def("verify", &PyImageDataset::verify);
 
   py::class_<PySampleIterator>(m, "SampleIterator")
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t, const std::string&, bool,
-                    int64_t, uint64_t, int64_t, int64_t, int64_t, const std::vector<std::string>&>(),
+                    int64_t, uint64_t, int64_t, int64_t, int64_t, const Names&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full", py::arg("rank") = 0,
            py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
            py::arg("shuffle_buffer") = 4096, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("position") = 0,
-           py::arg("read_ahead") = 2048, py::arg("fields") = std::vector<std::string>(), py::keep_alive<1, 2>())
+           py::arg("read_ahead") = 2048, py::arg("fields") = Names{}, py::keep_alive<1, 2>())
       .def("__iter__", [](PySampleIterator& it) -> PySampleIterator& { return it; })
       .def("__next__", &PySampleIterator::next)
       .def("__len__", &PySampleIterator::num_batches)
@@ -1148,13 +1204,13 @@ PYBIND11_MODULE(_pcr, m) {
   py::class_<PyImageLoader>(m, "ImageLoader")
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t,
                     const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t,
-                    const std::vector<std::string>&, int, const std::string&, std::pair<double, double>,
+                    const Names&, int, const std::string&, std::pair<double, double>,
                     std::pair<double, double>, int, bool, bool, int, const std::string&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full",
            py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
            py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
            py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0, py::arg("saved_workers") = 0,
-           py::arg("read_ahead") = 2048, py::arg("fields") = std::vector<std::string>(), py::arg("size") = 224,
+           py::arg("read_ahead") = 2048, py::arg("fields") = Names{}, py::arg("size") = 224,
            py::arg("crop") = "random_resized", py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
            py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0,
@@ -1189,7 +1245,7 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("format") = "rgb", py::arg("strict") = true, py::arg("decoder") = "auto");
 
   py::class_<PyTable>(m, "Table")
-      .def(py::init<const std::string&, const std::string&, bool, const py::object&>(), py::arg("path"),
+      .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&>(), py::arg("path"),
            py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none())
       .def_property_readonly("schema", &PyTable::schema)
       .def_property_readonly("num_rows", &PyTable::num_rows)

@@ -8,6 +8,8 @@ __version__: str
 
 # A fidelity: scan groups 1..k (1..num_scan_groups), or "full" for all of them.
 Fidelity = Union[int, Literal["full"]]
+# Feature or field names; a map feature's id may be an int. A lone str is refused.
+Names = Sequence[Union[str, int]]
 
 class ImageDataset:
     """An image dataset (a directory holding dataset.pcrd, or one .pcr file).
@@ -16,9 +18,9 @@ class ImageDataset:
     """
 
     def __init__(
-        self, path: str, engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
+        self, path: str | os.PathLike[str], engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
     ) -> None:
-        """path may be local, http(s):// or s3://. remote sets how remote paths are read: concurrency, max_bytes_in_flight,
+        """path may be local (str or os.PathLike), http(s):// or s3://. remote sets how remote paths are read: concurrency, max_bytes_in_flight,
         retries, timeout_ms, hole_limit, max_read, s3_endpoint, s3_region, anonymous (RemoteOptions)."""
     def __len__(self) -> int: ...
     @property
@@ -38,20 +40,20 @@ class ImageDataset:
     def field_schema(self) -> list[dict[str, object]]:
         """The images' fields: name, type, present_count and value_count over the dataset."""
     def read_fields(
-        self, fields: Sequence[str], first_record: int = 0, num_records: Optional[int] = None
+        self, fields: Names, first_record: int = 0, num_records: Optional[int] = None
     ) -> dict[str, dict[str, npt.NDArray]]:
         """Columns of the fields over the images of the records, in dataset order, as Table.read
         gives them (presence, values, offsets); no image bytes are read."""
-    def fields(self, index: int, fields: Sequence[str]) -> dict[str, object]:
+    def fields(self, index: int, fields: Names) -> dict[str, object]:
         """Image `index`'s values of the fields (None where it lacks one): int, float, str, bytes
         or a list."""
     def read_record(
-        self, record: int, fidelity: Fidelity = "full", fields: Sequence[str] = (), metadata: bool = False
+        self, record: int, fidelity: Fidelity = "full", fields: Names = (), metadata: bool = False
     ) -> dict[str, object]:
         """One record: labels, keys, jpegs (none with fidelity=0: fields alone) and
         fields, {name: column}; only the streams asked for are read."""
     def record_samples(
-        self, record: int, fidelity: Fidelity = "full", fields: Sequence[str] = ()
+        self, record: int, fidelity: Fidelity = "full", fields: Names = ()
     ) -> list[dict[str, object]]:
         """One dict per image of the record: index, key, label, jpeg (none with fidelity=0)
         and fields, {name: value or None} as fields() gives them."""
@@ -88,7 +90,7 @@ class SampleIterator:
         epoch: int = 0,
         position: int = 0,
         read_ahead: int = 2048,
-        fields: Sequence[str] = (),
+        fields: Names = (),
     ) -> None: ...
     def __iter__(self) -> "SampleIterator": ...
     def __next__(self) -> Tuple: ...
@@ -147,7 +149,7 @@ class Table:
     """A table file, or a directory holding one. Methods may be called from several threads at once."""
 
     def __init__(
-        self, path: str, engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
+        self, path: str | os.PathLike[str], engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
     ) -> None:
         """remote: as for ImageDataset."""
     @property
@@ -160,7 +162,7 @@ class Table:
     def stripe_rows(self) -> list[int]:
         """Rows of each stripe, in order."""
     def read(
-        self, features: Sequence[str], first_stripe: int = 0, num_stripes: Optional[int] = None
+        self, features: Names, first_stripe: int = 0, num_stripes: Optional[int] = None
     ) -> dict[str, dict[str, npt.NDArray]]:
         """Each feature's "presence" (bool per row) and "values": int64, uint64, bool, float32,
         float64 or datetime64[s|ms|us|ns] per row (zero where missing); strings, bytes and lists
@@ -173,8 +175,8 @@ def _row_objects(
     """Row r of a read column as a str ("str"), bytes ("bytes") or a view of values ("view"); None where missing."""
 
 def convert_images(
-    src: str,
-    out: str,
+    src: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     images_per_record: int = 1024,
     records_per_file: int = 1,
@@ -185,19 +187,19 @@ def convert_images(
     restart: bool = False,
     shuffle: int = 0,
     keep_order: bool = False,
-    list: str = "",
+    list: str | os.PathLike[str] = "",
     by_content: bool = False,
     shard: int = 0,
     num_shards: int = 1,
     max_pixels: int = 178956970,
     memory_mb: int = 0,
-    fields: str = "",
+    fields: str | os.PathLike[str] = "",
     fields_key: str = "path",
     field_types: dict[str, str] = {},
     field_order: Sequence[str] = (),
     shards: Sequence[str] = (),
     exif_orientation: bool = False,
-    work_dir: str = "",
+    work_dir: str | os.PathLike[str] = "",
     remote: Optional[dict[str, object]] = None,
     part_size_mb: int = 16,
     multipart_threshold_mb: int = 64,
@@ -213,13 +215,13 @@ def convert_images(
     part_size_mb above multipart_threshold_mb), the manifest last; `remote` as for
     ImageDataset. The same call again after a failure resumes."""
 def convert_table(
-    input: str,
-    out: str,
+    input: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     rows_per_stripe: int = 0,
     stripe_mb: int = 1024,
     stream_order: Sequence[str] = (),
-    popularity: str = "",
+    popularity: str | os.PathLike[str] = "",
     float32: bool = False,
     zstd_level: int = 3,
     encoding: str = "auto",
@@ -227,7 +229,7 @@ def convert_table(
     schema: str | os.PathLike[str] | dict[str, str] | None = None,
     strings: bool = False,
     on_bad_value: str = "error",
-    work_dir: str = "",
+    work_dir: str | os.PathLike[str] = "",
     remote: Optional[dict[str, object]] = None,
     part_size_mb: int = 16,
     multipart_threshold_mb: int = 64,

@@ -10,6 +10,8 @@ to the client as they are. Paths may be local, http(s):// or s3://, with
 environment.
 """
 import functools
+import operator
+import os
 
 import dask.bag as db
 import dask.dataframe as dd
@@ -69,8 +71,11 @@ def read_table(path, features=None, stripes_per_partition=1, *, engine="auto", r
     gives them, indexed by row number (divisions known). Only the streams of
     the columns a computation uses are read. The schema comes from the
     file's footer alone: no stripe is read on the client."""
-    if not isinstance(stripes_per_partition, int) or stripes_per_partition < 1:
+    if isinstance(stripes_per_partition, bool) or not hasattr(stripes_per_partition, "__index__") \
+            or operator.index(stripes_per_partition) < 1:
         raise ValueError(f"stripes_per_partition must be a positive int, not {stripes_per_partition!r}")
+    stripes_per_partition = operator.index(stripes_per_partition)
+    path = os.fspath(path)
     table = Table(path, engine=engine, remote=remote)
     selected = _frames.select(table, features)
     meta = _frames.meta(selected, table.num_rows)
@@ -102,8 +107,11 @@ def read_images(path, fidelity="full", fields=None, *, engine="auto", remote=Non
     (the image at `fidelity` as a standalone JPEG; none with fidelity 0),
     "fields": {name: value or None}} with the values ImageDataset.fields
     gives, of `fields` (None: every field of the dataset)."""
+    path = os.fspath(path)
     ds = ImageDataset(path, engine=engine, remote=remote)
-    names = [f["name"] for f in ds.field_schema] if fields is None else list(fields)
+    if isinstance(fields, (str, bytes)):
+        raise TypeError(f"fields must be a list of names, not a str: [{fields!r}]")
+    names = [f["name"] for f in ds.field_schema] if fields is None else [str(f) for f in fields]
     ds.read_fields(names, first_record=0, num_records=0)  # resolves the names; reads nothing
     if not (fidelity == "full" or (isinstance(fidelity, int) and not isinstance(fidelity, bool)
                                    and 0 <= fidelity <= ds.num_scan_groups)):

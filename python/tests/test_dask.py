@@ -271,3 +271,45 @@ def test_readme_example(client, data_dir, tmp_path):
             for k in range(3)}
     assert scope["means"].sort_index().tolist() == pytest.approx([want[0], want[1], want[2]])
     assert scope["bag"].count().compute() == 24
+
+
+def test_paths_names_and_arguments_as_users_give_them(client, every_type_table, sample_dataset, tmp_path):
+    path = pathlib.Path(every_type_table)
+    table = pcr.Table(path)
+    assert table.path == str(path)
+    by_id = table.to_pandas([101, "i"])  # a map feature's id as an int
+    assert list(by_id.columns) == ["101", "i"]
+    assert table.read([101])["101"]["presence"].tolist() == table.read(["101"])["101"]["presence"].tolist()
+    ddf = pcr.dask.read_table(path, features=[np.int64(9)], stripes_per_partition=np.int64(2))
+    assert ddf.npartitions == (table.num_stripes + 1) // 2 and list(ddf.columns) == ["9"]
+    for bad in (0, True, 1.5):
+        with pytest.raises(ValueError, match="stripes_per_partition must be a positive int"):
+            pcr.dask.read_table(path, stripes_per_partition=bad)
+    for bad in (1.5, True, "1", [0, None]):
+        with pytest.raises(TypeError, match="stripes are None, a stripe index"):
+            table.to_pandas(stripes=bad)
+    with pytest.raises(TypeError, match=r"features must be a list of names, not a str: \['i'\]"):
+        table.to_pandas("i")
+    with pytest.raises(TypeError, match=r"names must be a list of str, not a str: \['i'\]"):
+        table.read("i")
+    with pytest.raises(TypeError, match="names are str .* not float"):
+        table.read([1.5])
+    ds = pcr.ImageDataset(pathlib.Path(sample_dataset))
+    assert len(pcr.dask.read_images(pathlib.Path(sample_dataset), 1).compute()) == len(ds)
+    with pytest.raises(TypeError, match=r"fields must be a list of names, not a str: \['caption'\]"):
+        pcr.dask.read_images(sample_dataset, fields="caption")
+    with pytest.raises(TypeError, match="names must be a list of str"):
+        ds.fields(0, "caption")
+    out = tmp_path / "soy"
+    report = pcr.convert_table(pathlib.Path(every_type_table).parent / "rows.jsonl", out, schema=EVERY_TYPE_SCHEMA)
+    assert pcr.Table(report["path"]).num_rows == table.num_rows
+
+
+def test_timestamps_pandas_cannot_hold_name_the_table(tmp_path):
+    (tmp_path / "t.csv").write_text("when\n32503680000\n0\n")  # 3000-01-01 in seconds
+    table = pcr.Table(pcr.convert_table(str(tmp_path / "t.csv"), str(tmp_path), column_types={"when": "timestamp_s"})["path"])
+    if int(pd.__version__.split(".")[0]) < 2:  # datetime64[ns] alone: years 1677 to 2262
+        with pytest.raises(ValueError, match=r"t\.pcr: feature 'when': a timestamp beyond what this pandas holds"):
+            table.to_pandas()
+    else:
+        assert table.to_pandas()["when"][0] == pd.Timestamp("3000-01-01")
