@@ -1,8 +1,9 @@
-// On-disk structures of a pcr file (spec/pcr-format.md, version 0.1).
+// On-disk structures of a pcr file (spec/pcr-format.md; versions 0.1 to
+// 0.6, kVersionMinor below).
 //
 //   File        := FileHeader Stripe* FileIndex Footer
 //   Stripe      := Stream*                      (back to back, no padding)
-//   FileIndex   := see EncodeFileIndex           (varints, little-endian)
+//   FileIndex   := see FileIndex::EncodeTo       (varints, little-endian)
 //   Footer      := 32 bytes at the end of the file
 //
 // A dataset directory holds pcr files plus one DatasetManifest file, which is

@@ -175,7 +175,7 @@ grep -q "kept [1-9][0-9]* files finished by an interrupted run" "$tmp/out" && ok
   >/dev/null
 same_dir "the resumed conversion" "$tmp/l-wds1" "$tmp/i-wds"
 
-# The README's commands, on the test's store, server and files.
+# doc/network.md's commands, on the test's store, server and files.
 n=0
 while read -r line; do
   n=$((n + 1))
@@ -184,10 +184,10 @@ while read -r line; do
   line=${line//\'https:\/\/host\/shards-\{0000..0099\}.tar\'/$http/wds/shard-\{0..2\}.tar}
   line=${line//s3:\/\/bucket\/events.jsonl/s3://pcrtest/Soybean.csv}
   line=${line//OUT_DIR/$tmp/readme-$n}
-  if eval "\"\$tools/\"$line" >/dev/null 2>"$tmp/err"; then ok; else bad "README: $line"; cat "$tmp/err"; fi
-done < <(grep -A2 '^pcr-convert images s3://bucket/train OUT_DIR' "$here/../README.md")
-[ "$n" -eq 3 ] && ok || bad "the README's three remote input commands not found"
-same_dir "the README's images" "$tmp/l-img5" "$tmp/readme-1"
+  if eval "\"\$tools/\"$line" >/dev/null 2>"$tmp/err"; then ok; else bad "doc/network.md: $line"; cat "$tmp/err"; fi
+done < <(grep -A2 '^pcr-convert images s3://bucket/train OUT_DIR' "$here/../doc/network.md")
+[ "$n" -eq 3 ] && ok || bad "doc/network.md's three remote input commands not found"
+same_dir "doc/network.md's images" "$tmp/l-img5" "$tmp/readme-1"
 
 # Bad inputs: errors name the object.
 refused "a missing bucket" "s3://nobucket/sample/: cannot list: HTTP 404 NoSuchBucket" images s3://nobucket/sample "$tmp/x"

@@ -1,3 +1,6 @@
+// pcr-convert table: CSV and JSON Lines into a table file. Over 700 lines:
+// parsing, type inference over every value, declared types and the writing
+// pass share one state, kept together so the two passes agree on it.
 #include "pcr/convert.h"
 #include "writer/table_writer.h"
 

@@ -7,14 +7,16 @@ import pytest
 import pcr
 
 README = pathlib.Path(__file__).parents[2] / "README.md"
+DOCS = [README, *sorted((README.parent / "doc").glob("*.md"))]
 
 
 def python_block(starting):
-    """The README's ```python block whose first line is `starting`."""
-    for block in re.findall(r"```python\n(.*?)```", README.read_text(), re.S):
-        if block.startswith(starting):
-            return block
-    raise AssertionError(f"README has no python block starting {starting!r}")
+    """The ```python block of the README or doc/ whose first line is `starting`."""
+    for doc in DOCS:
+        for block in re.findall(r"```python\n(.*?)```", doc.read_text(), re.S):
+            if block.startswith(starting):
+                return block
+    raise AssertionError(f"README.md and doc/ have no python block starting {starting!r}")
 
 
 def damaged_copy(dataset, to, record_file=0, mask=0x01):

@@ -264,12 +264,12 @@ def test_declared_types_in_python(tmp_path):
         pcr.convert_table(str(src), str(tmp_path / "bad"), schema=str(tmp_path / "bad.json"))
 
 
-def test_the_readme_schema_example_runs_as_written(tmp_path):
+def test_the_cli_doc_schema_example_runs_as_written(tmp_path):
     tools = os.environ.get("PCR_TOOLS_DIR")
     if not tools:
         pytest.skip("PCR_TOOLS_DIR (the build's tools directory) is not set")
-    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
-    block = next(b for b in re.findall(r"```\n(.*?)```", readme, re.S) if b.lstrip().startswith("echo '{"))
+    doc = (pathlib.Path(__file__).parents[2] / "doc" / "cli.md").read_text()
+    block = next(b for b in re.findall(r"```\n(.*?)```", doc, re.S) if b.lstrip().startswith("echo '{"))
     # Run from a directory where build/tools and tests/data are those of this build.
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "tools").symlink_to(os.path.abspath(tools))
