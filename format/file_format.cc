@@ -113,7 +113,7 @@ Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, bool 
                                 " does not fit stored length " + std::to_string(length));
     }
     if (t.encoding != StreamEncoding::kPlain && t.encoding != StreamEncoding::kDerivedLengths &&
-        t.raw_length / kMaxEncodingExpansion >= length) {
+        t.raw_length / kMaxStoredExpansion >= length) {
       return Status::Corruption(which + ": raw length " + std::to_string(t.raw_length) + " over 2^24 times its " +
                                 std::to_string(length) + " stored bytes");
     }
@@ -137,7 +137,7 @@ Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, bool 
     }
   }
   // A string dictionary and derived lengths come together, and the lengths
-  // stay within kMaxEncodingExpansion of the dictionary's stored bytes.
+  // stay within kMaxStoredExpansion of the dictionary's stored bytes.
   if (encodings) {
     const std::vector<size_t> where = stripe->TableStreamIndex(schema.features.size());
     for (const TableStream& t : stripe->table_streams) {
@@ -145,7 +145,7 @@ Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, bool 
       const size_t v = where[t.feature * kRoleCount + static_cast<size_t>(StreamRole::kValues)];
       const TableStream& lengths = stripe->table_streams[where[t.feature * kRoleCount + static_cast<size_t>(StreamRole::kLengths)]];
       if (lengths.encoding != StreamEncoding::kDerivedLengths ||
-          lengths.raw_length / kMaxEncodingExpansion >= stripe->streams[stripe->first_table_stream + v].length) {
+          lengths.raw_length / kMaxStoredExpansion >= stripe->streams[stripe->first_table_stream + v].length) {
         return Status::Corruption("feature '" + schema.features[t.feature].name +
                                   "': a string dictionary without derived lengths, or lengths it cannot hold");
       }

@@ -289,8 +289,8 @@ Status DecodeStream(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint
     return bad("stream starts with encoding " + (encoded.empty() ? std::string("(none)") : std::to_string(encoded[0])) +
                ", its entry says " + std::to_string(static_cast<int>(top)));
   }
-  if (raw_length / kMaxEncodingExpansion >= encoded.size()) {
-    return bad("raw length " + std::to_string(raw_length) + " over " + std::to_string(kMaxEncodingExpansion) +
+  if (raw_length / kMaxEncodedExpansion >= encoded.size()) {
+    return bad("raw length " + std::to_string(raw_length) + " over " + std::to_string(kMaxEncodedExpansion) +
                " times the " + std::to_string(encoded.size()) + " encoded bytes");
   }
   NodeDecoder decoder(encoded);

@@ -27,8 +27,11 @@ enum class StreamEncoding : uint8_t {
 inline constexpr uint8_t kMaxStreamEncoding = 9;
 // Encodings nest at most this deep, the stream's own encoding counting as 1.
 inline constexpr int kMaxEncodingDepth = 4;
-// An encoded stream's raw_length is at most this many times its stored length.
-inline constexpr uint64_t kMaxEncodingExpansion = uint64_t{1} << 24;
+// An encoded stream's raw_length / this is below its stored length, checked
+// when the index is read (kMaxStoredExpansion), and below the length of its
+// Encoding with zstd undone, checked when it is decoded (kMaxEncodedExpansion).
+inline constexpr uint64_t kMaxStoredExpansion = uint64_t{1} << 24;
+inline constexpr uint64_t kMaxEncodedExpansion = uint64_t{1} << 24;
 
 // What the raw bytes of a stream hold.
 enum class ElementKind : uint8_t {

@@ -432,16 +432,19 @@ Status ImageDataset::Rep::ParseRecord(uint64_t record, const RecordSelection& se
       ByteSpan chunk = groups[g - 1].subspan(cursor[g - 1], len);
       PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, g, i, chunk));
       cursor[g - 1] += len;
-      if (g == 1 && segments && stripe.chunk(segments_group, i).length > 0) {
+      if (g == 1 && segments) {
+        // Checked whatever its length (spec 6.2); an empty one puts nothing back.
         const uint64_t slen = stripe.chunk(segments_group, i).length;
         const ByteSpan kept = streams.back().subspan(cursor[fidelity], slen);
         PCR_RETURN_IF_ERROR(file.CheckChunk(loc.stripe, segments_group, i, kept));
         cursor[fidelity] += slen;
-        merged.clear();
-        const Status put = InsertSegments(chunk, kept, &merged);
-        if (!put.ok()) return put.WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) + " image " +
-                                             std::to_string(i) + " (key " + samples[loc.first_image + i].key + ")");
-        chunk = merged;
+        if (slen > 0) {
+          merged.clear();
+          const Status put = InsertSegments(chunk, kept, &merged);
+          if (!put.ok()) return put.WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) + " image " +
+                                               std::to_string(i) + " (key " + samples[loc.first_image + i].key + ")");
+          chunk = merged;
+        }
       }
       std::memcpy(out, chunk.data(), chunk.size());
       out += chunk.size();
@@ -520,7 +523,8 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
     }
     const int fidelity = ScanGroups(requests[i].fidelity);
     const size_t segments = first_range[i] + static_cast<size_t>(fidelity);
-    const bool merge = requests[i].segments && segments < end;
+    // An empty segments chunk (checked above) puts nothing back (spec 6.2).
+    const bool merge = requests[i].segments && segments < end && !chunks[segments].empty();
     for (int g = 1; g <= fidelity; ++g) {
       if (g == 1 && merge) {
         const Status put = InsertSegments(chunks[first_range[i]], chunks[segments], &img.jpeg);

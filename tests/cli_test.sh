@@ -151,6 +151,23 @@ else
   echo "FAIL: extract wrote $n1 files, $s1 bytes at k=1 vs $sf at full"
 fi
 expect 2 "extract at fidelity 6 of 5" "$tools/pcr-dump" extract "$tmp/ds" "$tmp/x6" --fidelity 6
+# At full fidelity extract gives the originals' segments back (a comment kept
+# apart here) unless --no-metadata; below it, only with --metadata.
+mkdir -p "$tmp/seg/c" && cp "$data/segments/jpg-cmyk-2.jpg" "$tmp/seg/c/"
+expect 0 "convert an image with a comment" "$tools/pcr-convert" images "$tmp/seg" "$tmp/segds"
+expect 0 "extract at full fidelity" "$tools/pcr-dump" extract "$tmp/segds" "$tmp/sfull" --fidelity full
+expect 0 "extract --no-metadata" "$tools/pcr-dump" extract "$tmp/segds" "$tmp/sbare" --fidelity full --no-metadata
+expect 0 "extract at fidelity 1" "$tools/pcr-dump" extract "$tmp/segds" "$tmp/s1" --fidelity 1
+expect 0 "extract at fidelity 1 --metadata" "$tools/pcr-dump" extract "$tmp/segds" "$tmp/s1m" --fidelity 1 --metadata
+for got in "full:$tmp/sfull:1" "no-metadata:$tmp/sbare:0" "fidelity 1:$tmp/s1:0" "fidelity 1 --metadata:$tmp/s1m:1"; do
+  IFS=: read -r what dir want <<<"$got"
+  if [ "$(grep -c 'CMYK test im' "$dir/c/jpg-cmyk-2.jpg")" -eq "$want" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: extract ($what) should hold the comment $want times"
+  fi
+done
 
 mkdir -p "$tmp/named/ok"
 cp "$data/sample/video/video-001.jpeg" "$tmp/named/ok/"

@@ -206,6 +206,43 @@ TEST_CASE("every read path checks the chunks verify checks") {
   CHECK_THAT(quality.status().message(), Catch::Contains("chunk checksum mismatch"));
 }
 
+TEST_CASE("an empty segments chunk's checksum is checked wherever segments are put back") {
+  // One image keeps segments apart (so the file has a segments stream), the
+  // other none: its segments chunk is empty.
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "src/a");
+  fs::copy(DataDir() + "/segments/jpg-cmyk-2.jpg", tmp.path() / "src/a");
+  fs::copy(DataDir() + "/sample/misc/jpg-size-1x1.jpg", tmp.path() / "src/a");
+  REQUIRE(ConvertImages({.src_dir = tmp / "src", .out_dir = tmp / "out", .images_per_record = 2}).ok());
+  const Bytes bytes = ReadFile(tmp / "out/records-00000.pcr");
+  auto ds = ImageDataset::Open(tmp / "out/records-00000.pcr", {.io = test::Io()});
+  REQUIRE(ds.ok());
+  const uint64_t image = (*ds)->sample(0).key == "a/jpg-size-1x1.jpg" ? 0 : 1;
+  REQUIRE((*ds)->sample(image).key == "a/jpg-size-1x1.jpg");
+  const int segments_group = (*ds)->num_scan_groups() + 1;
+  const std::string bad_path = tmp / "segments.pcr";
+  WriteFile(bad_path, test::RewriteIndex(bytes, [&](FileIndex* index) {
+    StripeInfo& stripe = index->stripes[0];
+    REQUIRE(stripe.has_segments);
+    ChunkInfo& c = stripe.chunks[static_cast<size_t>(segments_group - 1) * stripe.image_count + image];
+    REQUIRE(c.length == 0);
+    c.checksum ^= 1;
+  }));
+  auto bad = ImageDataset::Open(bad_path, {.io = test::Io()});
+  REQUIRE(bad.ok());
+  const uint64_t record = 0;
+  // Without segments nothing reads the chunk; with them, both paths check it.
+  CHECK((*bad)->ReadRecordBatches({&record, 1}, {.fidelity = kFullFidelity}).ok());
+  CHECK((*bad)->ReadImage(image, kFullFidelity).ok());
+  auto batches = (*bad)->ReadRecordBatches({&record, 1}, {.fidelity = kFullFidelity, .segments = true});
+  REQUIRE(!batches.ok());
+  CHECK_THAT(batches.status().message(), Catch::Contains("(segments)") && Catch::Contains("chunk checksum mismatch"));
+  const ImageRequest request{.image = image, .fidelity = kFullFidelity, .segments = true};
+  auto images = (*bad)->ReadImages({&request, 1});
+  REQUIRE(!images.ok());
+  CHECK_THAT(images.status().message(), Catch::Contains("(segments)") && Catch::Contains("chunk checksum mismatch"));
+}
+
 TEST_CASE("damage behind re-fixed checksums reaches the decoders, which refuse it or decode") {
   SmallFile f;
   const uint64_t index_offset = LoadFixed64(f.bytes.data() + f.bytes.size() - kFooterSize);

@@ -41,10 +41,13 @@ constexpr char kUsage[] =
     "       pcr-dump streams PATH                       every stream of a table: its encoding\n"
     "                                                   (nested ones too) and its bytes raw,\n"
     "                                                   encoded and stored\n"
-    "       pcr-dump extract PATH OUT_DIR --fidelity K [--metadata]\n"
+    "       pcr-dump extract PATH OUT_DIR --fidelity K [--metadata | --no-metadata]\n"
     "                                                   write every image as OUT_DIR/<key> at scan\n"
-    "                                                   group K (1..L or full); --metadata puts back\n"
-    "                                                   the segments kept apart (EXIF, XMP, ...)\n"
+    "                                                   group K (1..L or full); at full fidelity\n"
+    "                                                   the originals, with the segments kept\n"
+    "                                                   apart (EXIF, XMP, ...) put back unless\n"
+    "                                                   --no-metadata; --metadata puts them back\n"
+    "                                                   below full fidelity too\n"
     "       pcr-dump cat PATH [--features A,B,...] [--format csv|jsonl]\n"
     "                                                   a table's features (default all), or an\n"
     "                                                   image dataset's key, label and fields\n"
@@ -405,8 +408,10 @@ bool SafeKey(const std::string& key) {
   return true;
 }
 
+// `metadata` unset: the segments kept apart are put back at full fidelity
+// (the original files), not below it.
 int Extract(const std::string& path, const pcr::IoEngineOptions& io, const std::string& out_dir,
-            const std::string& fidelity_arg, bool metadata) {
+            const std::string& fidelity_arg, std::optional<bool> metadata_arg) {
   auto opened = pcr::ImageDataset::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
@@ -417,6 +422,7 @@ int Extract(const std::string& path, const pcr::IoEngineOptions& io, const std::
              k > static_cast<uint64_t>(ds.num_scan_groups())) {
     return Usage("--fidelity must be 1.." + std::to_string(ds.num_scan_groups()) + " or full");
   }
+  const bool metadata = metadata_arg.value_or(k == static_cast<uint64_t>(ds.num_scan_groups()));
   pcr::cli::Progress progress;
   uint64_t written = 0;
   for (uint64_t r = 0; r < ds.num_records(); ++r) {
@@ -903,14 +909,14 @@ int main(int argc, char** argv) {
   if (first == "extract") {
     std::vector<std::string> positional;
     std::string fidelity;
-    bool metadata = false;
+    std::optional<bool> metadata;
     while (!args.empty()) {
       const std::string a = args.next();
       if (a == "--fidelity") {
         if (args.empty()) return Usage("--fidelity needs a value");
         fidelity = args.next();
-      } else if (a == "--metadata") {
-        metadata = true;
+      } else if (a == "--metadata" || a == "--no-metadata") {
+        metadata = a == "--metadata";
       } else if (a.starts_with("--")) {
         return Usage("unknown option " + a);
       } else {

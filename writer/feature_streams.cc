@@ -126,7 +126,7 @@ namespace {
 
 // zstd over an encoded stream when it saves at least 1/32 of its bytes and
 // keeps `bound` (raw_length, or for a string dictionary the larger of its
-// raw_length and its lengths') within kMaxEncodingExpansion of the stored
+// raw_length and its lengths') within kMaxStoredExpansion of the stored
 // length.
 StoredStream Store(EncodedStream e, uint64_t raw_length, uint64_t bound, int zstd_level) {
   if (e.encoding == StreamEncoding::kPlain) return CompressStream(e.bytes, zstd_level);
@@ -134,7 +134,7 @@ StoredStream Store(EncodedStream e, uint64_t raw_length, uint64_t bound, int zst
   if (e.encoding != StreamEncoding::kDerivedLengths) {
     Bytes z(ZSTD_compressBound(e.bytes.size()));
     const size_t n = ZSTD_compress(z.data(), z.size(), e.bytes.data(), e.bytes.size(), zstd_level);
-    if (!ZSTD_isError(n) && n < e.bytes.size() - e.bytes.size() / 32 && bound / kMaxEncodingExpansion < n) {
+    if (!ZSTD_isError(n) && n < e.bytes.size() - e.bytes.size() / 32 && bound / kMaxStoredExpansion < n) {
       z.resize(n);
       s.codec = StreamCodec::kZstd;
       s.bytes = std::move(z);

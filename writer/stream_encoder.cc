@@ -460,8 +460,8 @@ EncodedStream EncodeStream(ElementKind kind, ByteSpan raw, const EncodingChoice&
   EncodedStream out;
   Write(k, v, plan, plan_leaves, &out.bytes);
   out.encoding = static_cast<StreamEncoding>(out.bytes[0]);
-  // Never more than kMaxEncodingExpansion: such a stream is stored plainly.
-  if (raw.size() / kMaxEncodingExpansion >= out.bytes.size()) return plain;
+  // Never more than kMaxEncodedExpansion: such a stream is stored plainly.
+  if (raw.size() / kMaxEncodedExpansion >= out.bytes.size()) return plain;
   return out;
 }
 
@@ -505,8 +505,8 @@ EncodedStream EncodeStrings(ByteSpan lengths, ByteSpan values, const EncodingCho
       out.bytes = std::move(b);
     }
   }
-  if (lengths.size() / kMaxEncodingExpansion >= out.bytes.size() ||
-      values.size() / kMaxEncodingExpansion >= out.bytes.size()) {
+  if (lengths.size() / kMaxEncodedExpansion >= out.bytes.size() ||
+      values.size() / kMaxEncodedExpansion >= out.bytes.size()) {
     return plain;
   }
   if (forced) return out;
