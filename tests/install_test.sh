@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs pcr into a staging directory (meson install --destdir) and builds
 # a program against that install alone, through pkg-config with a plain
-# compiler command line and an rpath, as the README says (MODE=pkg-config),
+# compiler command line and an rpath, as doc/cpp.md says (MODE=pkg-config),
 # or through the installed CMake package (MODE=cmake, find_package(pcr
 # MAJOR.MINOR), which takes no other minor version). The program reads a
 # dataset that the installed pcr-convert wrote at fidelity 2, and its images
