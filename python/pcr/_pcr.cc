@@ -454,16 +454,32 @@ class PyImageDataset {
     return out;
   }
 
-  // One dict per image of record `record`: {"index", "key", "label", "jpeg"
-  // (unless fidelity is 0), "fields": {name: value or None}}.
-  py::list record_samples(uint64_t record, const py::object& fidelity_arg, const Names& names_arg) const {
-    const std::vector<std::string>& names = names_arg.names;
+  // Record `record` with the fields `names` at `fidelity_arg` (0: fields
+  // alone, no JPEGs) and, with `metadata`, the segments kept apart put back.
+  struct OneRecord {
+    pcr::RecordBatch batch;
+    bool jpegs = true;
+  };
+  OneRecord ReadOne(uint64_t record, const py::object& fidelity_arg, const std::vector<std::string>& names,
+                    bool metadata) const {
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
     if (record >= ds_->num_records()) {
       throw py::index_error("record " + std::to_string(record) + " out of range (" +
                             std::to_string(ds_->num_records()) + " records)");
     }
     const int k = Fidelity(fidelity_arg, true);
+    std::vector<pcr::RecordBatch> batches =
+        Unlocked([&] {
+          return ds_->ReadRecordBatches({&record, 1}, {.fidelity = k, .fields = fields, .segments = metadata});
+        });
+    return {std::move(batches[0]), k != pcr::kFieldsOnly};
+  }
+
+  // One dict per image of record `record`: {"index", "key", "label", "jpeg"
+  // (unless fidelity is 0), "fields": {name: value or None}}.
+  py::list record_samples(uint64_t record, const py::object& fidelity_arg, const Names& names_arg) const {
+    const std::vector<std::string>& names = names_arg.names;
+    const OneRecord one = ReadOne(record, fidelity_arg, names, false);
     std::call_once(record_first_once_, [&] {
       record_first_.assign(ds_->num_records(), 0);
       for (uint64_t i = ds_->num_images(); i-- > 0;) {
@@ -471,18 +487,15 @@ class PyImageDataset {
         if (row == 0) record_first_[r] = i;
       }
     });
-    std::vector<pcr::RecordBatch> batches =
-        Unlocked([&] { return ds_->ReadRecordBatches({&record, 1}, {.fidelity = k, .fields = fields}); });
-    const pcr::RecordBatch& b = batches[0];
     py::list out;
-    for (const pcr::ImageView& v : b.images) {
+    for (const pcr::ImageView& v : one.batch.images) {
       py::dict d;
       d["index"] = record_first_[record] + v.row;
       d["key"] = py::str(v.key.data(), v.key.size());
       d["label"] = v.label;
-      if (k != pcr::kFieldsOnly) d["jpeg"] = py::bytes(reinterpret_cast<const char*>(v.jpeg.data()), v.jpeg.size());
+      if (one.jpegs) d["jpeg"] = py::bytes(reinterpret_cast<const char*>(v.jpeg.data()), v.jpeg.size());
       py::dict values;
-      for (size_t j = 0; j < names.size(); ++j) values[py::str(names[j])] = ColumnValue(b.fields[j], v.row);
+      for (size_t j = 0; j < names.size(); ++j) values[py::str(names[j])] = ColumnValue(one.batch.fields[j], v.row);
       d["fields"] = values;
       out.append(d);
     }
@@ -493,31 +506,20 @@ class PyImageDataset {
   py::dict read_record(uint64_t record, const py::object& fidelity_arg, const Names& names_arg,
                        bool metadata) const {
     const std::vector<std::string>& names = names_arg.names;
-    const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
-    if (record >= ds_->num_records()) {
-      throw py::index_error("record " + std::to_string(record) + " out of range (" +
-                            std::to_string(ds_->num_records()) + " records)");
-    }
-    const int k = Fidelity(fidelity_arg, true);
-    const bool fidelity = k != pcr::kFieldsOnly;
-    std::vector<pcr::RecordBatch> batches =
-        Unlocked([&] {
-          return ds_->ReadRecordBatches({&record, 1}, {.fidelity = k, .fields = fields, .segments = metadata});
-        });
-    pcr::RecordBatch& b = batches[0];
+    OneRecord one = ReadOne(record, fidelity_arg, names, metadata);
     std::vector<int64_t> labels;
     py::list keys, jpegs;
-    for (const pcr::ImageView& v : b.images) {
+    for (const pcr::ImageView& v : one.batch.images) {
       labels.push_back(v.label);
       keys.append(py::str(v.key.data(), v.key.size()));
-      if (fidelity) jpegs.append(py::bytes(reinterpret_cast<const char*>(v.jpeg.data()), v.jpeg.size()));
+      if (one.jpegs) jpegs.append(py::bytes(reinterpret_cast<const char*>(v.jpeg.data()), v.jpeg.size()));
     }
     py::dict out;
     out["labels"] = Own(std::move(labels));
     out["keys"] = keys;
-    if (fidelity) out["jpegs"] = jpegs;
+    if (one.jpegs) out["jpegs"] = jpegs;
     py::dict columns;
-    for (size_t j = 0; j < names.size(); ++j) columns[py::str(names[j])] = ColumnDict(std::move(b.fields[j]));
+    for (size_t j = 0; j < names.size(); ++j) columns[py::str(names[j])] = ColumnDict(std::move(one.batch.fields[j]));
     out["fields"] = columns;
     return out;
   }
