@@ -530,4 +530,55 @@ Bytes EncodeIndexAndFooter(ByteSpan index, uint64_t index_offset) {
   return out;
 }
 
+void RefixIndexChecksum(Bytes* file) {
+  if (file->size() < kMinFileSize) return;
+  const size_t footer = file->size() - kFooterSize;
+  const uint64_t index_offset = LoadFixed64(file->data() + footer);
+  const uint64_t index_length = LoadFixed64(file->data() + footer + 8);
+  if (index_offset > footer || index_length > footer - index_offset) return;
+  StoreFixed64(file->data() + footer + 16, Checksum64(ByteSpan(*file).subspan(index_offset, index_length)));
+  StoreFixed32(file->data() + footer + 24, Checksum32(ByteSpan(*file).subspan(footer, 24)));
+}
+
+Bytes RewriteIndex(ByteSpan file, const std::function<void(FileIndex*)>& edit) {
+  Bytes out(file.begin(), file.end());
+  if (file.size() < kMinFileSize) return out;
+  auto header = FileHeader::DecodeFrom(file.first(kFileHeaderSize));
+  auto footer = Footer::DecodeFrom(file.last(kFooterSize), file.size());
+  if (!header.ok() || !footer.ok()) return out;
+  auto index = FileIndex::DecodeFrom(file.subspan(footer->index_offset, footer->index_length), header->kind,
+                                     header->version_minor, footer->index_offset);
+  if (!index.ok()) return out;
+  edit(&*index);
+  Bytes index_bytes;
+  index->EncodeTo(header->kind, header->version_minor, &index_bytes);
+  out.resize(footer->index_offset);
+  const Bytes tail = EncodeIndexAndFooter(index_bytes, footer->index_offset);
+  out.insert(out.end(), tail.begin(), tail.end());
+  return out;
+}
+
+Bytes RefixChecksums(ByteSpan in) {
+  Bytes file(in.begin(), in.end());
+  if (file.size() < kMinFileSize) return file;
+  StoreFixed32(file.data() + 12, Checksum32(ByteSpan(file).first(12)));
+  RefixIndexChecksum(&file);
+  return RewriteIndex(file, [&](FileIndex* index) {
+    for (StripeInfo& stripe : index->stripes) {
+      for (size_t s = 0; s < stripe.streams.size(); ++s) {
+        const ByteSpan stream = ByteSpan(file).subspan(stripe.stream_offset(s), stripe.streams[s].length);
+        stripe.streams[s].checksum = Checksum64(stream);
+        if (stripe.chunks.empty() || s < stripe.group_stream(1)) continue;
+        const size_t group = s - stripe.group_stream(1);
+        uint64_t at = 0;
+        for (uint64_t i = 0; i < stripe.image_count; ++i) {
+          ChunkInfo& chunk = stripe.chunks[group * stripe.image_count + i];
+          chunk.checksum = Checksum32(stream.subspan(at, chunk.length));
+          at += chunk.length;
+        }
+      }
+    }
+  });
+}
+
 }  // namespace pcr

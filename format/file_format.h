@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -191,5 +192,18 @@ struct PartManifest {
 // The end of a file whose index starts at index_offset: the index bytes
 // followed by the Footer that points at them.
 Bytes EncodeIndexAndFooter(ByteSpan index, uint64_t index_offset);
+
+// For tests and fuzzing, so that damage reaches the decoders behind the
+// checksums: the index checksum in the footer and the footer's own checksum
+// made to match their bytes (where the footer's offsets lie in the file) ...
+void RefixIndexChecksum(Bytes* file);
+// `file` with its index decoded, changed by `edit`, and written again with
+// its footer; `file` unchanged when its header, footer or index does not
+// decode.
+Bytes RewriteIndex(ByteSpan file, const std::function<void(FileIndex*)>& edit);
+// `file` with its header checksum, its index and footer checksums and every
+// stream and chunk checksum its index lists made to match their bytes.
+// Parts that do not decode are left as they are.
+Bytes RefixChecksums(ByteSpan file);
 
 }  // namespace pcr

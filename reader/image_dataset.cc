@@ -93,6 +93,33 @@ DatasetCounts ImageDataset::Rep::counts() const {
   return c;
 }
 
+Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::FromFile(std::unique_ptr<PcrFile> file, IoEngine* engine,
+                                                                  std::unique_ptr<IoEngine> owned, bool samples) {
+  const std::string& path = file->path();
+  if (file->header().kind == FileKind::kTable) {
+    return Status::InvalidArgument(path + ": a table, not an image dataset: open it as a table (pcr::Table, "
+                                   "pcr.Table in Python)");
+  }
+  if (file->header().kind == FileKind::kDataset || file->header().kind == FileKind::kDatasetPart) {
+    return Status::InvalidArgument(path + ": a dataset's manifest: open the directory that holds it");
+  }
+  if (file->header().kind != FileKind::kImages) {
+    return Status::InvalidArgument(path + ": not an image file (kind " +
+                                   std::to_string(static_cast<int>(file->header().kind)) + ")");
+  }
+  auto rep = std::make_unique<Rep>();
+  Rep* ds = rep.get();
+  std::unique_ptr<ImageDataset> dataset(new ImageDataset(std::move(rep)));
+  ds->path = path;
+  ds->engine = engine;
+  ds->owned_engine = std::move(owned);
+  ds->script = file->index().script;
+  ds->AddFile(std::move(file));
+  PCR_RETURN_IF_ERROR(ds->JoinFieldSchemas());
+  if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
+  return dataset;
+}
+
 Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string& path,
                                                               const ImageReaderOptions& options, IoEngine* engine,
                                                               bool samples) {
@@ -108,22 +135,7 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
   PCR_ASSIGN_OR_RETURN(const Location where, pcr::Locate(path));
   if (!where.directory) {
     PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, ds->engine));
-    if (file->header().kind == FileKind::kTable) {
-      return Status::InvalidArgument(path + ": a table, not an image dataset: open it as a table (pcr::Table, "
-                                     "pcr.Table in Python)");
-    }
-    if (file->header().kind == FileKind::kDataset || file->header().kind == FileKind::kDatasetPart) {
-      return Status::InvalidArgument(path + ": a dataset's manifest: open the directory that holds it");
-    }
-    if (file->header().kind != FileKind::kImages) {
-      return Status::InvalidArgument(path + ": not an image file (kind " +
-                                     std::to_string(static_cast<int>(file->header().kind)) + ")");
-    }
-    ds->script = file->index().script;
-    ds->AddFile(std::move(file));
-    PCR_RETURN_IF_ERROR(ds->JoinFieldSchemas());
-    if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
-    return dataset;
+    return FromFile(std::move(file), ds->engine, std::move(ds->owned_engine), samples);
   }
   const bool remote = where.remote;
   const std::string manifest_path = where.Join(kDatasetManifestName);

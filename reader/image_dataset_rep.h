@@ -22,6 +22,11 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   // its own from options.io). Without `samples`, no record is read.
   static Result<std::unique_ptr<ImageDataset>> Open(const std::string& path, const ImageReaderOptions& options,
                                                     IoEngine* engine, bool samples = true);
+  // The image file `file` alone as a dataset, read through `engine` (which
+  // `owned`, when given, is); an error for a file of another kind.
+  static Result<std::unique_ptr<ImageDataset>> FromFile(std::unique_ptr<PcrFile> file, IoEngine* engine,
+                                                        std::unique_ptr<IoEngine> owned = nullptr,
+                                                        bool samples = true);
 
   // REQUIRES: record < records.size()
   const RecordLocation& record(uint64_t record) const { return records[record]; }

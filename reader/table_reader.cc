@@ -64,27 +64,39 @@ Result<std::unique_ptr<Table>> Table::Open(const std::string& path, const TableR
   return Rep::Open(path, options, nullptr);
 }
 
+namespace {
+constexpr std::string_view kNotATable = ", not a table: open it as an image dataset (pcr::ImageDataset, "
+                                        "pcr.ImageDataset in Python)";
+}  // namespace
+
 Result<std::unique_ptr<Table>> Table::Rep::Open(const std::string& path, const TableReaderOptions& options,
                                                 IoEngine* engine) {
+  std::unique_ptr<IoEngine> owned;
+  if (engine == nullptr) {
+    PCR_ASSIGN_OR_RETURN(owned, MakeIoEngine(options.io));
+    engine = owned.get();
+  }
+  PCR_ASSIGN_OR_RETURN(const Location where, Locate(path));
+  if (where.dataset_manifest) return Status::InvalidArgument(path + ": an image dataset" + std::string(kNotATable));
+  PCR_ASSIGN_OR_RETURN(const std::string file, where.TableFile());
+  PCR_ASSIGN_OR_RETURN(auto opened, PcrFile::Open(file, engine));
+  return FromFile(std::move(opened), options, engine, std::move(owned));
+}
+
+Result<std::unique_ptr<Table>> Table::Rep::FromFile(std::unique_ptr<PcrFile> file, const TableReaderOptions& options,
+                                                    IoEngine* engine, std::unique_ptr<IoEngine> owned) {
+  const std::string path = file->path();
+  if (file->header().kind == FileKind::kImages) {
+    return Status::InvalidArgument(path + ": image records" + std::string(kNotATable));
+  }
+  if (file->header().kind != FileKind::kTable) return Status::InvalidArgument(path + ": not a table file");
   auto rep = std::make_unique<Rep>();
   Rep* t = rep.get();
   std::unique_ptr<Table> table(new Table(std::move(rep)));
   t->options = options;
   t->engine = engine;
-  if (t->engine == nullptr) {
-    PCR_ASSIGN_OR_RETURN(t->owned_engine, MakeIoEngine(options.io));
-    t->engine = t->owned_engine.get();
-  }
-  const std::string not_a_table = ", not a table: open it as an image dataset (pcr::ImageDataset, "
-                                  "pcr.ImageDataset in Python)";
-  PCR_ASSIGN_OR_RETURN(const Location where, Locate(path));
-  if (where.dataset_manifest) return Status::InvalidArgument(path + ": an image dataset" + not_a_table);
-  PCR_ASSIGN_OR_RETURN(const std::string file, where.TableFile());
-  PCR_ASSIGN_OR_RETURN(t->file, PcrFile::Open(file, t->engine));
-  if (t->file->header().kind == FileKind::kImages) return Status::InvalidArgument(file + ": image records" + not_a_table);
-  if (t->file->header().kind != FileKind::kTable) {
-    return Status::InvalidArgument(file + ": not a table file");
-  }
+  t->owned_engine = std::move(owned);
+  t->file = std::move(file);
   const FileIndex& index = t->file->index();
   for (const StripeInfo& stripe : index.stripes) {
     t->stream_of.push_back(stripe.TableStreamIndex(index.schema.features.size()));

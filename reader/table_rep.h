@@ -20,6 +20,10 @@ struct [[gnu::visibility("hidden")]] Table::Rep {
   // its own from options.io).
   static Result<std::unique_ptr<Table>> Open(const std::string& path, const TableReaderOptions& options,
                                              IoEngine* engine);
+  // The table file `file`, read through `engine` (which `owned`, when given,
+  // is); an error for a file of another kind.
+  static Result<std::unique_ptr<Table>> FromFile(std::unique_ptr<PcrFile> file, const TableReaderOptions& options,
+                                                 IoEngine* engine, std::unique_ptr<IoEngine> owned = nullptr);
 
   // Index of the stream holding (feature, role) in `stripe`.
   size_t StreamIndex(size_t stripe, uint32_t feature, StreamRole role) const {

@@ -15,7 +15,7 @@ s3rver=$(command -v s3rver || true)
 proxy_pid=
 trap '[ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null; cleanup' EXIT
 
-port=$(free_port $((30000 + $$ % 5000)))
+port=$(free_port $((30000 + $$ % 1200)))
 mkdir -p "$tmp/store"
 "$s3rver" -d "$tmp/store" -a 127.0.0.1 -p "$port" -s --configure-bucket pcrtest >"$tmp/s3rver.log" 2>&1 &
 pid=$!

@@ -23,7 +23,7 @@ unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL
 proxy() {
   [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
   local p
-  p=$(free_port $((30000 + $$ % 5000 + 200)))
+  p=$(free_port $((31300 + $$ % 1200 + 200)))
   /usr/bin/python3 "$here/s3_proxy.py" "$p" "$2" "$1" &
   proxy_pid=$!
   wait_port "$p" "$proxy_pid"
@@ -64,7 +64,7 @@ done
 big="images $tmp/big --images-per-record 4096 --part-size-mib 5 --multipart-threshold-mib 5"
 
 if [ -f "$fauxqs" ]; then
-  port=$(free_port $((30000 + $$ % 5000)))
+  port=$(free_port $((31300 + $$ % 1200)))
   node "$here/fauxqs_server.mjs" "$port" pcrtest >"$tmp/fauxqs.log" 2>&1 &
   pid=$!
   wait_port "$port" "$pid"
@@ -124,7 +124,7 @@ else
 fi
 
 if [ -d "$sigv4" ]; then
-  port=$(free_port $((30000 + $$ % 5000 + 100)))
+  port=$(free_port $((31300 + $$ % 1200 + 100)))
   mkdir -p "$tmp/sigv4"
   node "$here/s3rver_sigv4.cjs" "$sigv4" "$port" "$tmp/sigv4" >"$tmp/sigv4.log" 2>&1 &
   sigv4_pid=$!
