@@ -123,20 +123,22 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::FromFile(std::unique_pt
 Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string& path,
                                                               const ImageReaderOptions& options, IoEngine* engine,
                                                               bool samples) {
+  std::unique_ptr<IoEngine> owned;
+  if (engine == nullptr) {
+    PCR_ASSIGN_OR_RETURN(owned, MakeIoEngine(options.io));
+    engine = owned.get();
+  }
+  PCR_ASSIGN_OR_RETURN(const Location where, pcr::Locate(path));
+  if (!where.directory) {
+    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, engine));
+    return FromFile(std::move(file), engine, std::move(owned), samples);
+  }
   auto rep = std::make_unique<Rep>();
   Rep* ds = rep.get();
   std::unique_ptr<ImageDataset> dataset(new ImageDataset(std::move(rep)));
   ds->path = path;
   ds->engine = engine;
-  if (ds->engine == nullptr) {
-    PCR_ASSIGN_OR_RETURN(ds->owned_engine, MakeIoEngine(options.io));
-    ds->engine = ds->owned_engine.get();
-  }
-  PCR_ASSIGN_OR_RETURN(const Location where, pcr::Locate(path));
-  if (!where.directory) {
-    PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, ds->engine));
-    return FromFile(std::move(file), ds->engine, std::move(ds->owned_engine), samples);
-  }
+  ds->owned_engine = std::move(owned);
   const bool remote = where.remote;
   const std::string manifest_path = where.Join(kDatasetManifestName);
   if (!where.dataset_manifest && !remote) {

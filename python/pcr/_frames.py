@@ -127,10 +127,10 @@ def stripe_runs(stripes, count):
     return runs
 
 
-def read_frame(table, features, first, count, first_row, row_count):
-    """Stripes [first, first + count) of `table` as a DataFrame indexed by row number."""
+def read_frame(table, features, first, count, first_row, rows, row_count):
+    """Stripes [first, first + count), rows [first_row, first_row + rows), of
+    `table` as a DataFrame indexed by row number."""
     columns = table.read([f["name"] for f in features], first_stripe=first, num_stripes=count)
-    rows = sum(table.stripe_rows[first:first + count])
     return frame(table.path, columns, features, row_count, pd.RangeIndex(first_row, first_row + rows))
 
 
@@ -141,5 +141,6 @@ def to_pandas(table, features=None, stripes=None):
     runs = stripe_runs(stripes, len(stripe_rows))
     if not runs:
         return meta(selected, table.num_rows)
-    parts = [read_frame(table, selected, first, count, int(starts[first]), table.num_rows) for first, count in runs]
+    parts = [read_frame(table, selected, first, count, int(starts[first]), int(starts[first + count] - starts[first]),
+                        table.num_rows) for first, count in runs]
     return parts[0] if len(parts) == 1 else pd.concat(parts, copy=False)

@@ -56,13 +56,17 @@ class _StripeReader(DataFrameIOFunction):
 
     def __call__(self, part):
         first, count, first_row, rows = part
+
+        def current(table):
+            return table.num_rows == self._row_count and sum(table.stripe_rows[first:first + count]) == rows
+
         table = _open(Table, self._path, self._engine, self._remote)
-        if table.num_rows != self._row_count or sum(table.stripe_rows[first:first + count]) != rows:
+        if not current(table):  # a cached open of an older file: open it again
             _open.cache_clear()
             table = _open(Table, self._path, self._engine, self._remote)
-            if table.num_rows != self._row_count or sum(table.stripe_rows[first:first + count]) != rows:
+            if not current(table):
                 raise ValueError(f"{self._path}: the table changed after read_table opened it; call read_table again")
-        return _frames.read_frame(table, self._features, first, count, first_row, self._row_count)
+        return _frames.read_frame(table, self._features, first, count, first_row, rows, self._row_count)
 
 
 def read_table(path, features=None, stripes_per_partition=1, *, engine="auto", remote=None):
