@@ -87,6 +87,17 @@ PY
 mkdir -p "$out/roundtrip"
 head -c 300 "$data/tabular/Soybean.csv" >"$out/roundtrip/soybean-head.csv"
 head -c 400 "$data/sample/textures/ring.jpg" >"$out/roundtrip/ring-head.jpg"
+# Three schemas that between them hold every type a table writer takes (the
+# layout is in fuzz/roundtrip_fuzz.cc: a feature count, the types, 39 rows),
+# then seeded random bytes for the values and the images.
+/usr/bin/python3 - "$out/roundtrip" <<'PY'
+import random, struct, sys
+for i, types in enumerate([[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11], [12, 2, 3, 6, 0, 11]]):
+    head = struct.pack('<%dH' % (len(types) + 2), len(types) - 1, *types, 39)
+    rng = random.Random(i)
+    with open('%s/schema%d' % (sys.argv[1], i), 'wb') as f:
+        f.write(head + bytes(rng.randrange(256) for _ in range(16000)))
+PY
 # webdataset: tar shards. One sample of a 1x1 JPEG with .txt, .cls and
 # .json members (ustar, fixed times and owners), and the same cut short.
 mkdir -p "$out/webdataset" "$tmp/wds"
