@@ -1,4 +1,5 @@
-// pcr-dump: inspect, verify and extract pcr files and datasets.
+// pcr-dump: inspect, verify and extract pcr files and datasets. Over 700
+// lines: one function per subcommand and its argument parsing.
 #include <zstd.h>
 
 #include <algorithm>
