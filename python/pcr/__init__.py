@@ -12,7 +12,7 @@ import time as _time
 
 from . import _pcr
 from ._errors import CorruptionError, NotSupportedError
-from ._pcr import BatchDecoder, ImageDataset, SampleIterator, __version__, convert_table, decode
+from ._pcr import BatchDecoder, ImageDataset, SampleIterator, __version__, convert_table, decode, merge
 
 
 class _ProgressBar:
@@ -107,4 +107,5 @@ __all__ = [
     "convert_table",
     "convert_webdataset",
     "decode",
+    "merge",
 ]

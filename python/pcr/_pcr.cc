@@ -1068,6 +1068,26 @@ py::dict ConvertImages(const std::filesystem::path& src_arg, const std::filesyst
   return d;
 }
 
+py::dict Merge(const std::filesystem::path& out, const std::vector<std::filesystem::path>& parts,
+              const std::filesystem::path& work_dir, const py::object& remote, uint64_t part_size_mb,
+              uint64_t multipart_threshold_mb) {
+  UploadArgs up = UploadArgsOf(work_dir.string(), remote, part_size_mb, multipart_threshold_mb);
+  pcr::MergeOptions options{.out_dir = out.string(), .work_dir = std::move(up.work_dir), .remote = up.remote,
+                            .upload = up.upload};
+  for (const auto& part : parts) options.part_dirs.push_back(part.string());
+  pcr::Result<pcr::MergeSummary> merged = [&] {
+    py::gil_scoped_release release;
+    return pcr::MergeParts(options);
+  }();
+  const pcr::MergeSummary s = Take(std::move(merged));
+  py::dict d;
+  d["parts"] = s.parts;
+  d["files"] = s.files;
+  d["images"] = s.images;
+  d["skipped"] = s.skipped;
+  return d;
+}
+
 // pcr-convert's options in a table conversion's messages, as convert_table
 // spells them: --column-type a=string is column_types={'a': 'string'}.
 std::string PythonSpelling(const std::string& message) {
@@ -1268,6 +1288,8 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false,
         py::arg("work_dir") = "", py::arg("remote") = py::none(), py::arg("part_size_mb") = 16,
         py::arg("multipart_threshold_mb") = 64, py::arg("progress") = py::none());
+  m.def("merge", &Merge, py::arg("out"), py::arg("parts"), py::kw_only(), py::arg("work_dir") = "",
+        py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64);
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
         py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
         py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,

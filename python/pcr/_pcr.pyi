@@ -214,6 +214,22 @@ def convert_images(
     under the temp dir), each file uploaded as it is finished (in parts of
     part_size_mb above multipart_threshold_mb), the manifest last; `remote` as for
     ImageDataset. The same call again after a failure resumes."""
+def merge(
+    out: str | os.PathLike[str],
+    parts: Sequence[str | os.PathLike[str]],
+    *,
+    work_dir: str | os.PathLike[str] = "",
+    remote: Optional[dict[str, object]] = None,
+    part_size_mb: int = 16,
+    multipart_threshold_mb: int = 64,
+) -> dict[str, int]:
+    """pcr-convert merge: joins the parts of one sharded conversion (every shard
+    exactly once; convert_images with shard= and num_shards=) into the dataset
+    out, equal byte for byte to the one-process conversion. Record files are
+    hard-linked, so a local out must be on the parts' filesystem; out may be
+    s3://bucket/prefix, with work_dir, remote, part_size_mb and
+    multipart_threshold_mb as for convert_images. Returns {"parts", "files",
+    "images", "skipped"}."""
 def convert_table(
     input: str | os.PathLike[str],
     out: str | os.PathLike[str],

@@ -1,5 +1,6 @@
 """pcr tables and image datasets as Dask collections, for offline jobs on a
-cluster: statistics, filtering, embeddings.
+cluster (statistics, filtering, embeddings), and image conversions run as
+Dask tasks.
 
 The path is opened on the client when the collection is made, so a missing
 path, an unknown feature or field, or a bad fidelity raises there, with the
@@ -10,17 +11,24 @@ to the client as they are. Paths may be local, http(s):// or s3://, with
 environment.
 """
 import functools
+import hashlib
 import operator
 import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import uuid
 
 import dask.bag as db
 import dask.dataframe as dd
 from dask.base import tokenize
 from dask.dataframe.io.utils import DataFrameIOFunction
 
-from . import ImageDataset, Table, _frames
+from . import ImageDataset, Table, _frames, _pcr
 
-__all__ = ["read_images", "read_table"]
+__all__ = ["convert_images", "convert_webdataset", "read_images", "read_table"]
 
 
 def _frozen(remote):
@@ -123,3 +131,129 @@ def read_images(path, fidelity="full", fields=None, *, engine="auto", remote=Non
     records = list(range(ds.num_records))
     bag = db.from_sequence(records, npartitions=max(len(records), 1))
     return bag.map_partitions(_read_records, path, engine, _frozen(remote), fidelity, names)
+
+
+# Options of a conversion that only the merge, which uploads, takes.
+_UPLOAD_OPTIONS = ("work_dir", "part_size_mb", "multipart_threshold_mb")
+
+
+def _convert_shard(src, part, shard, num_shards, options):
+    start = time.perf_counter()
+    summary = _pcr.convert_images(src, part, shard=shard, num_shards=num_shards, **options)
+    import distributed
+
+    summary.update(shard=shard, seconds=time.perf_counter() - start, worker=distributed.get_worker().address)
+    return summary
+
+
+def _merge(out, parts_dir, parts, options, shards):
+    start = time.perf_counter()
+    merged = _pcr.merge(out, parts, **options)
+    shutil.rmtree(parts_dir, ignore_errors=True)
+    return merged, time.perf_counter() - start, shards
+
+
+def _local_hosts():
+    names = {"127.0.0.1", "::1", "localhost", socket.gethostname()}
+    try:
+        names.add(socket.gethostbyname(socket.gethostname()))
+    except OSError:
+        pass
+    return names
+
+
+def _parts_dir(client, out, parts_dir):
+    if parts_dir is not None:
+        return os.fspath(parts_dir)
+    key = hashlib.sha256(out.encode()).hexdigest()[:16]
+    if not out.startswith("s3://"):
+        parent, name = os.path.split(os.path.abspath(out))
+        return os.path.join(parent, f".{name}.parts-{key}")
+    hosts = {w.split("://")[-1].rsplit(":", 1)[0].strip("[]") for w in client.scheduler_info()["workers"]}
+    if not hosts <= _local_hosts():
+        raise ValueError(f"{out}: the shards' parts need a directory that every worker and the merge can reach; "
+                         "pass parts_dir= on a filesystem the workers share")
+    return os.path.join(tempfile.gettempdir(), f"pcr-dask-parts-{key}")
+
+
+def _convert(src, out, client, num_shards, parts_dir, progress, options):
+    import distributed
+
+    for name in ("shard", "num_shards", "progress"):
+        if name in options:
+            raise TypeError(f"{name}= is chosen by pcr.dask; give num_shards= for the number of tasks")
+    if client is None:
+        try:
+            client = distributed.get_client()
+        except ValueError:
+            raise ValueError("pcr.dask conversions need a Dask cluster: make a distributed.Client first, "
+                             "or pass client=") from None
+    out = os.fspath(out)
+    if not out.startswith("s3://") and os.path.exists(os.path.join(out, "dataset.pcrd")):
+        raise ValueError(f"{out}: already holds a pcr dataset (dataset.pcrd); choose another output")
+    if num_shards is None:
+        num_shards = max(sum(client.nthreads().values()), 1)
+    if isinstance(num_shards, bool) or not hasattr(num_shards, "__index__") or operator.index(num_shards) < 1:
+        raise ValueError(f"num_shards must be a positive int, not {num_shards!r}")
+    num_shards = operator.index(num_shards)
+    upload = {k: options.pop(k) for k in _UPLOAD_OPTIONS if k in options}
+    options.setdefault("jobs", 1)  # a task holds one of its worker's threads
+    token = uuid.uuid4().hex  # a new key every call: a retry after a failure must run again
+    start = time.perf_counter()
+    if num_shards == 1:  # the whole conversion in one task, uploading itself
+        tasks = [client.submit(_convert_shard, src, out, 0, 1, {**options, **upload}, key=f"pcr-convert-{token}")]
+        finished = client.submit(lambda shard: (None, 0.0, [shard]), tasks[0], key=f"pcr-merge-{token}")
+    else:
+        parts_dir = _parts_dir(client, out, parts_dir)
+        parts = [os.path.join(parts_dir, f"part-{i:05d}") for i in range(num_shards)]
+        tasks = [client.submit(_convert_shard, src, parts[i], i, num_shards, options, key=(f"pcr-convert-{token}", i))
+                 for i in range(num_shards)]
+        upload.update({"remote": options["remote"]} if "remote" in options else {})
+        finished = client.submit(_merge, out, parts_dir, parts, upload, tasks, key=f"pcr-merge-{token}")
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if progress:
+        distributed.progress(tasks + [finished])
+    _, merge_seconds, done = finished.result()
+    summary = {k: sum(s[k] for s in done) for k in ("images", "records", "files", "input_bytes", "output_bytes",
+                                            "resumed_files")}
+    summary.update(skipped=[tuple(x) for s in done for x in s["skipped"]], seconds=time.perf_counter() - start,
+                   merge_seconds=merge_seconds, num_shards=num_shards,
+                   shards=[{k: s[k] for k in ("shard", "images", "seconds", "worker")} for s in done])
+    return summary
+
+
+def convert_images(src, out, *, client=None, num_shards=None, parts_dir=None, progress=None, **options):
+    """pcr.convert_images on a Dask cluster: one task per shard (num_shards,
+    by default the cluster's worker threads), each converting its part with
+    the function pcr-convert --shard runs, then pcr.merge as a last task.
+    The result equals the one-process conversion byte for byte. src and out
+    may be local or s3://; an s3:// out is uploaded by the merge, the
+    manifest last.
+
+    Parts go to parts_dir: by default a hidden directory beside a local out
+    (on its filesystem, since the merge hard-links), or the temp dir when
+    out is s3:// and every worker runs on this host; on other clusters give
+    a directory every worker shares. They are removed after the merge. A
+    task whose worker dies is run again by Dask (up to
+    distributed.scheduler.allowed-failures) and resumes from the files its
+    part already holds; the same call again after a failure resumes too.
+    Bad input raises the library's exception here; with skip_bad=True it is
+    listed in the summary. `options` are convert_images' (jobs defaults to
+    1: a task holds one worker thread). Dask's progress bar is shown when
+    stderr is a terminal (progress=True: always).
+
+    Returns {"images", "records", "files", "input_bytes", "output_bytes",
+    "resumed_files", "skipped", "seconds", "merge_seconds", "num_shards", "shards": [{"shard",
+    "images", "seconds", "worker"}]}."""
+    return _convert(os.fspath(src), out, client, num_shards, parts_dir, progress, options)
+
+
+def convert_webdataset(shards, out, *, client=None, num_shards=None, parts_dir=None, progress=None, **options):
+    """pcr.convert_webdataset on a Dask cluster, as convert_images: the tar
+    shards (paths, s3:// or http(s):// URLs, brace patterns) are split into
+    num_shards tasks by the files they make."""
+    if isinstance(shards, (str, os.PathLike)):
+        shards = [shards]
+    options["shards"] = [os.fspath(s) for s in shards]
+    return _convert("", out, client, num_shards, parts_dir, progress, options)

@@ -1,0 +1,223 @@
+"""pcr.dask conversions on a real two-process distributed.LocalCluster, checked
+byte for byte against pcr-convert's one-process conversion of the same input:
+local and s3:// (s3rver on loopback) both ways, a worker killed mid-task, and
+bad input."""
+import io
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import urllib.request
+
+import pytest
+
+import pcr
+
+distributed = pytest.importorskip("distributed")
+import pcr.dask  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "tests"))
+from s3_put import put  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    # Workers read s3:// credentials from the environment they start with.
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    os.environ.update(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER")
+    try:
+        cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                           dashboard_address=None,
+                                           local_directory=str(tmp_path_factory.mktemp("dask-workers")))
+        with cluster, distributed.Client(cluster) as c:
+            yield c
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def pcr_convert(*args):
+    tools = os.environ.get("PCR_TOOLS_DIR")
+    if not tools:
+        pytest.skip("PCR_TOOLS_DIR (the build's tools directory) is not set")
+    done = subprocess.run([os.path.join(tools, "pcr-convert"), *map(str, args)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def same_dirs(a, b):
+    names = sorted(p.name for p in pathlib.Path(a).iterdir())
+    assert names == sorted(p.name for p in pathlib.Path(b).iterdir())
+    assert "dataset.pcrd" in names
+    for name in names:
+        assert (pathlib.Path(a) / name).read_bytes() == (pathlib.Path(b) / name).read_bytes(), name
+
+
+def same_objects(endpoint, prefix, local):
+    for f in sorted(pathlib.Path(local).iterdir()):
+        with urllib.request.urlopen(f"{endpoint}/pcrtest/{prefix}/{f.name}") as r:
+            assert r.read() == f.read_bytes(), f.name
+
+
+def image_folder(data_dir, to, copies=1):
+    """The bundled sample's images, `copies` times over, in class folders."""
+    images = sorted(p for p in (data_dir / "sample").rglob("*") if p.is_file())
+    for c in range(copies):
+        for i, image in enumerate(images):
+            folder = to / f"class{i % 3}"
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(image, folder / f"{c:04d}-{image.name}")
+    return to
+
+
+def tar_shards(data_dir, to, count=3):
+    images = sorted(p for p in (data_dir / "sample").rglob("*") if p.suffix in (".jpg", ".jpeg"))
+    paths = []
+    for s in range(count):
+        paths.append(to / f"shard-{s:04d}.tar")
+        with tarfile.open(paths[-1], "w") as tar:
+            for i, image in enumerate(images[s::count]):
+                for ext, data in (("jpg", image.read_bytes()), ("cls", str(i % 4).encode()),
+                                  ("txt", f"photo {image.name}".encode())):
+                    info = tarfile.TarInfo(f"{s:02d}{i:04d}.{ext}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+    return paths
+
+
+def test_images_and_webdataset_equal_the_one_process_conversion(client, data_dir, tmp_path):
+    src = image_folder(data_dir, tmp_path / "src")
+    pcr_convert("images", src, tmp_path / "cli", "--images-per-record", 3)
+    summary = pcr.dask.convert_images(src, tmp_path / "dask", num_shards=3, images_per_record=3, progress=False)
+    same_dirs(tmp_path / "dask", tmp_path / "cli")
+    assert summary["images"] == 24 and summary["num_shards"] == 3 and summary["skipped"] == []
+    assert sorted(s["shard"] for s in summary["shards"]) == [0, 1, 2]
+    assert sum(s["images"] for s in summary["shards"]) == 24
+    assert {s["worker"] for s in summary["shards"]} <= set(client.scheduler_info()["workers"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli", "dask", "src"], "the parts are left behind"
+    with pytest.raises(ValueError, match="already holds a pcr dataset"):
+        pcr.dask.convert_images(src, tmp_path / "dask", progress=False)
+    summary = pcr.dask.convert_images(src, tmp_path / "one-task", num_shards=1, images_per_record=3, progress=False)
+    same_dirs(tmp_path / "one-task", tmp_path / "cli")
+    assert summary["images"] == 24 and len(summary["shards"]) == 1
+
+    shards = tar_shards(data_dir, tmp_path)
+    pcr_convert("webdataset", *shards, tmp_path / "wds-cli", "--images-per-record", 2)
+    summary = pcr.dask.convert_webdataset([str(s) for s in shards], str(tmp_path / "wds-dask"), images_per_record=2,
+                                          progress=False)
+    same_dirs(tmp_path / "wds-dask", tmp_path / "wds-cli")
+    assert summary["num_shards"] == 2  # one per worker thread
+    assert len(pcr.ImageDataset(str(tmp_path / "wds-dask"))) == summary["images"]
+
+
+def test_s3_to_s3(client, data_dir, tmp_path, s3_endpoint):
+    remote = {"s3_endpoint": s3_endpoint}
+    src = image_folder(data_dir, tmp_path / "src")
+    for f in sorted(p for p in src.rglob("*") if p.is_file()):
+        put(s3_endpoint, "pcrtest", "dask-src/" + f.relative_to(src).as_posix(), f.read_bytes())
+    shards = tar_shards(data_dir, tmp_path)
+    for s in shards:
+        put(s3_endpoint, "pcrtest", "dask-wds/" + s.name, s.read_bytes())
+
+    pcr_convert("images", src, tmp_path / "cli", "--images-per-record", 4)
+    summary = pcr.dask.convert_images("s3://pcrtest/dask-src", "s3://pcrtest/dask-out", num_shards=3,
+                                      images_per_record=4, remote=remote, work_dir=tmp_path / "work", progress=False)
+    assert summary["images"] == 24
+    same_objects(s3_endpoint, "dask-out", tmp_path / "cli")
+    assert len(pcr.ImageDataset("s3://pcrtest/dask-out", remote=remote)) == 24
+
+    pcr_convert("webdataset", *shards, tmp_path / "wds-cli")
+    pcr.dask.convert_webdataset("s3://pcrtest/dask-wds/shard-{0000..0002}.tar", "s3://pcrtest/dask-wds-out",
+                                num_shards=2, remote=remote, progress=False)
+    same_objects(s3_endpoint, "dask-wds-out", tmp_path / "wds-cli")
+
+
+def test_a_killed_worker_changes_nothing(client, data_dir, tmp_path):
+    src = image_folder(data_dir, tmp_path / "src", copies=60)  # 1,440 images
+    pcr_convert("images", src, tmp_path / "cli", "--images-per-record", 16, "--jobs", 2)
+    parts = tmp_path / "parts"
+    result = {}
+    run = threading.Thread(target=lambda: result.update(pcr.dask.convert_images(
+        src, tmp_path / "dask", num_shards=2, parts_dir=parts, images_per_record=16, progress=False)))
+    run.start()
+    try:
+        # Once a part holds a finished record file, kill the worker converting it.
+        victim = None
+        deadline = time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline and run.is_alive():
+            for i in range(2):
+                part = parts / f"part-{i:05d}"
+                if any(part.glob("records-*.pcr")) and not (part / "part.pcrd").exists():
+                    for worker, keys in client.processing().items():
+                        if any(str(k).endswith(f", {i})") for k in keys):
+                            victim = worker
+            time.sleep(0.005)
+        assert victim is not None, "no task was caught running"
+        os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+    finally:
+        run.join()
+    assert result, "the conversion failed"
+    same_dirs(tmp_path / "dask", tmp_path / "cli")
+    assert result["images"] == 1440
+    assert result["resumed_files"] >= 1, "the task run again kept the files its first run finished"
+    assert not parts.exists()
+
+
+def test_bad_input_raises_the_library_exception_or_is_skipped(client, data_dir, tmp_path):
+    src = image_folder(data_dir, tmp_path / "src")
+    bad = data_dir / "bad" / "video-001.progressive.truncated.jpeg"
+    shutil.copyfile(bad, src / "class1" / bad.name)
+    with pytest.raises(pcr.CorruptionError, match=bad.name):
+        pcr.dask.convert_images(src, tmp_path / "failed", num_shards=3, images_per_record=3, progress=False)
+    assert not (tmp_path / "failed" / "dataset.pcrd").exists()
+    pcr_convert("images", src, tmp_path / "cli", "--images-per-record", 3, "--skip-bad")
+    summary = pcr.dask.convert_images(src, tmp_path / "dask", num_shards=3, images_per_record=3, skip_bad=True,
+                                      progress=False)
+    same_dirs(tmp_path / "dask", tmp_path / "cli")
+    assert [path for path, _ in summary["skipped"]] == [f"class1/{bad.name}"]
+
+    shards = tar_shards(data_dir, tmp_path)
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(shards[1].read_bytes()[:3000])
+    shards[1] = cut
+    with pytest.raises(pcr.CorruptionError, match=r"cut\.tar: .*at offset"):
+        pcr.dask.convert_webdataset(shards, tmp_path / "wds-failed", progress=False)
+    pcr_convert("webdataset", *shards, tmp_path / "wds-cli", "--skip-bad")
+    summary = pcr.dask.convert_webdataset(shards, tmp_path / "wds-dask", skip_bad=True, progress=False)
+    same_dirs(tmp_path / "wds-dask", tmp_path / "wds-cli")
+    assert any("cut.tar" in path for path, _ in summary["skipped"])
+
+
+def test_arguments(client, data_dir, tmp_path):
+    with pytest.raises(TypeError, match="num_shards="):
+        pcr.dask.convert_images(data_dir / "sample", tmp_path / "x", shard=1)
+    with pytest.raises(ValueError, match="num_shards must be a positive int"):
+        pcr.dask.convert_images(data_dir / "sample", tmp_path / "x", num_shards=0)
+    with pytest.raises(Exception) as one_process:
+        pcr.convert_images(tmp_path / "no-such-dir", tmp_path / "x", progress=False)
+    with pytest.raises(type(one_process.value), match=str(one_process.value)):
+        pcr.dask.convert_images(tmp_path / "no-such-dir", tmp_path / "x", progress=False)
+
+
+def test_readme_example(client, data_dir, tmp_path):
+    from conftest import README, python_block
+
+    code = python_block("import pcr.dask\n")
+    for old, new in [('"tests/data/sample"', repr(str(data_dir / "sample"))),
+                     ('"sample-pcr"', repr(str(tmp_path / "sample-pcr"))),
+                     ("Client()", f"Client({client.scheduler.address!r})")]:
+        assert old in code, old
+        code = code.replace(old, new)
+    scope = {}
+    exec(compile(code, str(README), "exec"), scope)
+    scope["client"].close()
+    pcr_convert("images", data_dir / "sample", tmp_path / "cli", "--images-per-record", 8)
+    same_dirs(tmp_path / "sample-pcr", tmp_path / "cli")
+    assert scope["summary"]["images"] == 24
