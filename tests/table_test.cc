@@ -331,6 +331,15 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
     CHECK(rc->output_bytes == report->output_bytes);
     CHECK(rc->schema == report->schema);
     CHECK(!ReorderTable(report->path, report->path, *order, test::Io()).ok());
+    // A second table beside the input would leave its directory unreadable.
+    const std::string beside_path = dir / "a/reordered.pcr";
+    for (const std::string& in : {dir / "a", report->path}) {
+      auto beside = ReorderTable(in, beside_path, *order, test::Io());
+      REQUIRE(!beside.ok());
+      CHECK_THAT(beside.status().message(), Catch::Contains("would be a second table in"));
+      CHECK(!std::filesystem::exists(beside_path));
+    }
+    CHECK(Table::Open(dir / "a", {.io = test::Io()}).ok());
   }
 }
 

@@ -826,6 +826,17 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   const std::string dir = fs::path(report.path).parent_path().string();
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(dir.empty() ? "." : dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
+  // A directory is read as a table while it holds one .pcr file: a second
+  // one beside the input would leave it unreadable.
+  const fs::path input_dir = fs::path(input_file).parent_path();
+  if (!where.remote && fs::equivalent(input_dir.empty() ? "." : input_dir, dir.empty() ? "." : dir, ec)) {
+    if (const auto dir_where = Locate(input_dir.empty() ? "." : input_dir.string()); dir_where.ok() && dir_where->TableFile().ok()) {
+      return Status::InvalidArgument(report.path + ": would be a second table in " +
+                                     (input_dir.empty() ? std::string(".") : input_dir.string()) +
+                                     ", which readers then refuse (a table directory holds one .pcr file); "
+                                     "write the reordered table to another directory");
+    }
+  }
   // Streams are copied as stored: a file with encodings stays 0.5.
   TableWriterOptions options{.stream_encoding = in.header().version_minor >= kEncodingsVersionMinor ? "auto" : "plain",
                              .stream_order = stream_order};
