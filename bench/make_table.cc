@@ -93,7 +93,9 @@ int main(int argc, char** argv) {
   }
 
   std::string log;
-  for (uint64_t h = 0; h < a.history; ++h) log += pcr::FormatAccessLogEntry(DrawJob(names, popularity, job_rng));
+  for (uint64_t h = 0; h < a.history; ++h) {
+    log += pcr::FormatAccessLogEntry({.features = DrawJob(names, popularity, job_rng), .job = "job-" + std::to_string(h)});
+  }
   FILE* f = std::fopen((a.out + "/access.log").c_str(), "w");
   std::fwrite(log.data(), 1, log.size(), f);
   std::fclose(f);

@@ -1,9 +1,13 @@
 #include "format/popularity.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <set>
 #include <unordered_map>
 
+#include "format/checksum.h"
 #include "format/json.h"
+#include "format/table_format.h"
 
 namespace pcr {
 
@@ -17,24 +21,47 @@ Status LineError(uint64_t line, const JsonCursor& json, const std::string& what 
 
 }  // namespace
 
-std::string FormatAccessLogEntry(const std::vector<std::string>& features) {
+std::string TableContentId(const TableSchema& schema) {
+  Bytes encoded;
+  EncodeTableSchema(schema, &encoded);
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(Checksum64(encoded)));
+  return hex;
+}
+
+std::string FormatAccessLogEntry(const AccessLogEntry& entry) {
   std::string out = "{\"features\":[";
-  for (size_t i = 0; i < features.size(); ++i) {
+  for (size_t i = 0; i < entry.features.size(); ++i) {
     if (i > 0) out += ',';
-    AppendJsonString(features[i], &out);
+    AppendJsonString(entry.features[i], &out);
   }
-  out += "]}\n";
+  out += ']';
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"table", &entry.table},
+                                   {"table_id", &entry.table_id}, {"job", &entry.job}}) {
+    if (value->empty()) continue;
+    out += ",\"" + std::string(key) + "\":";
+    AppendJsonString(*value, &out);
+  }
+  out += "}\n";
   return out;
 }
 
-Status CountAccessLog(std::string_view text, std::map<std::string, uint64_t>* counts) {
-  return ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
+Result<std::vector<AccessLogEntry>> ParseAccessLog(std::string_view text) {
+  std::vector<AccessLogEntry> lines;
+  Status s = ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
     JsonCursor json(line);
+    AccessLogEntry e;
     std::string key, name;
     bool done;
     bool seen = false;
     if (!json.BeginObject()) return LineError(number, json);
     while (json.NextMember(&key, &done) && !done) {
+      std::string* text_member = key == "table" ? &e.table : key == "table_id" ? &e.table_id : key == "job" ? &e.job : nullptr;
+      if (text_member != nullptr) {
+        if (json.Peek() != JsonCursor::Kind::kString) return LineError(number, json, "\"" + key + "\" must be a string");
+        if (!json.String(text_member)) break;
+        continue;
+      }
       if (key != "features") {
         if (!json.SkipValue()) break;
         continue;
@@ -44,24 +71,49 @@ Status CountAccessLog(std::string_view text, std::map<std::string, uint64_t>* co
       while (json.NextElement(&done) && !done) {
         if (json.Peek() != JsonCursor::Kind::kString) return LineError(number, json, "expected a feature name");
         if (!json.String(&name)) break;
-        (*counts)[name]++;
+        e.features.push_back(name);
       }
     }
     if (!json.error().empty() || !json.End()) return LineError(number, json);
     if (!seen) return LineError(number, json, "no \"features\" member");
+    lines.push_back(std::move(e));
     return Status::OK();
   });
+  if (!s.ok()) return s;
+  return lines;
 }
 
-std::string FormatPopularity(const std::map<std::string, uint64_t>& counts) {
+std::map<std::string, uint64_t> CountJobs(const std::vector<AccessLogEntry>& lines) {
+  std::set<std::pair<std::string_view, std::string_view>> seen;  // (feature, job)
+  std::map<std::string, uint64_t> counts;
+  for (const AccessLogEntry& e : lines) {
+    std::set<std::string_view> named;
+    for (const std::string& f : e.features) {
+      if (!named.insert(f).second) continue;  // a feature named twice in a line counts once
+      if (!e.job.empty() && !seen.insert({f, e.job}).second) continue;
+      counts[f]++;
+    }
+  }
+  return counts;
+}
+
+std::string FormatPopularity(const std::map<std::string, uint64_t>& counts, const std::string& table,
+                             const std::string& table_id) {
   std::vector<std::pair<std::string, uint64_t>> sorted(counts.begin(), counts.end());
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string suffix;
+  if (!table_id.empty()) {
+    suffix = ",\"table\":";
+    AppendJsonString(table, &suffix);
+    suffix += ",\"table_id\":";
+    AppendJsonString(table_id, &suffix);
+  }
   std::string out;
   for (const auto& [feature, count] : sorted) {
     out += "{\"feature\":";
     AppendJsonString(feature, &out);
-    out += ",\"count\":" + std::to_string(count) + "}\n";
+    out += ",\"count\":" + std::to_string(count) + suffix + "}\n";
   }
   return out;
 }
@@ -78,6 +130,9 @@ Result<std::vector<PopularityEntry>> ParsePopularity(std::string_view text) {
       if (key == "feature") {
         if (json.Peek() != JsonCursor::Kind::kString) return LineError(number, json, "\"feature\" must be a string");
         has_feature = json.String(&e.feature);
+      } else if (key == "table" || key == "table_id") {
+        if (json.Peek() != JsonCursor::Kind::kString) return LineError(number, json, "\"" + key + "\" must be a string");
+        if (!json.String(key == "table" ? &e.table : &e.table_id)) break;
       } else if (key == "count") {
         JsonNumber n;
         if (json.Peek() != JsonCursor::Kind::kNumber || !json.Number(&n) || !n.is_int || n.i < 0) {

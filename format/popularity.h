@@ -17,18 +17,28 @@ namespace pcr {
 struct PopularityEntry {
   std::string feature;
   uint64_t count = 0;
+  std::string table, table_id;  // the table whose access logs were counted; empty when not known
 
   bool operator==(const PopularityEntry&) const = default;
 };
 
-// One access log line: {"features":[...]} and a newline.
-std::string FormatAccessLogEntry(const std::vector<std::string>& features);
-// Adds one to counts[f] for every feature f of every line of an access log.
-// Errors name the line.
-Status CountAccessLog(std::string_view text, std::map<std::string, uint64_t>* counts);
+// A table's content id: Checksum64 of its TableSchema's encoding (spec 13.1)
+// in 16 lowercase hex digits. Reordering streams keeps it.
+std::string TableContentId(const TableSchema& schema);
 
-// One {"feature":...,"count":...} line per entry, most used first, ties by name.
-std::string FormatPopularity(const std::map<std::string, uint64_t>& counts);
+// One access log line: {"features":[...],"table":...,"table_id":...,"job":...}
+// and a newline; table, table_id and job only when set.
+std::string FormatAccessLogEntry(const AccessLogEntry& entry);
+// The lines of an access log; errors name the line.
+Result<std::vector<AccessLogEntry>> ParseAccessLog(std::string_view text);
+// For every feature, the jobs whose lines name it, each job once; a line
+// without a job is a job of its own.
+std::map<std::string, uint64_t> CountJobs(const std::vector<AccessLogEntry>& lines);
+
+// One {"feature":...,"count":...} line per entry, most used first, ties by
+// name, with "table" and "table_id" when table_id is not empty.
+std::string FormatPopularity(const std::map<std::string, uint64_t>& counts, const std::string& table = "",
+                             const std::string& table_id = "");
 Result<std::vector<PopularityEntry>> ParsePopularity(std::string_view text);
 // Feature names by decreasing count; equal counts keep their order in the file.
 std::vector<std::string> PopularityOrder(std::vector<PopularityEntry> entries);

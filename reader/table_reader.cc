@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <unordered_map>
@@ -22,8 +23,8 @@ namespace {
 class FileAccessLogSink final : public AccessLogSink {
  public:
   explicit FileAccessLogSink(std::string path) : path_(std::move(path)) {}
-  Status Append(const std::vector<std::string>& features) override {
-    const std::string line = FormatAccessLogEntry(features);
+  Status Append(const AccessLogEntry& entry) override {
+    const std::string line = FormatAccessLogEntry(entry);
     const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return Status::IOError("cannot open access log " + path_ + ": " + std::strerror(errno));
     const ssize_t n = write(fd, line.data(), line.size());
@@ -45,6 +46,13 @@ AccessLogSink::~AccessLogSink() = default;
 
 std::shared_ptr<AccessLogSink> FileAccessLog(std::string path) {
   return std::make_shared<FileAccessLogSink>(std::move(path));
+}
+
+std::string DefaultJobId() {
+  if (const char* job = std::getenv("PCR_JOB_ID"); job != nullptr && *job != '\0') return job;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "localhost");
+  return std::string(host) + ":" + std::to_string(getpid());
 }
 
 Result<bool> IsTablePath(const std::string& path, const IoEngineOptions& io) {
@@ -101,10 +109,13 @@ Result<std::unique_ptr<Table>> Table::Rep::FromFile(std::unique_ptr<PcrFile> fil
   for (const StripeInfo& stripe : index.stripes) {
     t->stream_of.push_back(stripe.TableStreamIndex(index.schema.features.size()));
   }
+  t->content_id = TableContentId(index.schema);
+  if (t->options.access_log && t->options.job.empty()) t->options.job = DefaultJobId();
   return table;
 }
 
 const TableSchema& Table::schema() const { return rep_->file->index().schema; }
+const std::string& Table::content_id() const { return rep_->content_id; }
 size_t Table::stripe_count() const { return rep_->file->index().stripes.size(); }
 uint64_t Table::stripe_rows(size_t stripe) const { return rep_->file->index().stripes[stripe].row_count; }
 IoCounters Table::io_counters() const { return rep_->engine->counters(); }
@@ -165,9 +176,9 @@ Status Table::Rep::LogAccess(std::span<const uint32_t> features) const {
     std::lock_guard lock(mu);
     if (!logged.insert(key).second) return Status::OK();
   }
-  std::vector<std::string> names;
-  for (const uint32_t f : features) names.push_back(file->index().schema.features[f].name);
-  Status appended = options.access_log->Append(names);
+  AccessLogEntry entry{.table = file->path(), .table_id = content_id, .job = options.job};
+  for (const uint32_t f : features) entry.features.push_back(file->index().schema.features[f].name);
+  Status appended = options.access_log->Append(entry);
   if (!appended.ok()) {
     std::lock_guard lock(mu);
     logged.erase(key);  // the next read of this projection tries again

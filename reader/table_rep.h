@@ -36,6 +36,7 @@ struct [[gnu::visibility("hidden")]] Table::Rep {
   TableReaderOptions options;
   std::unique_ptr<PcrFile> file;
   std::vector<std::vector<size_t>> stream_of;
+  std::string content_id;
   mutable std::mutex mu;                            // guards logged
   mutable std::set<std::vector<uint32_t>> logged;  // projections already appended to the access log
 };

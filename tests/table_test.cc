@@ -273,28 +273,46 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
 
   SECTION("access logs become a popularity file that orders streams; reorder copies them") {
     const std::string log = dir / "access.log";
-    auto logged = Table::Open(report->path, {.io = test::Io(), .access_log = FileAccessLog(log)});
-    REQUIRE(logged.ok());
     auto a = t.Resolve({"1005", "2002", "120"});
     auto b = t.Resolve({"2002", "120"});
     REQUIRE(a.ok());
     REQUIRE(b.ok());
-    REQUIRE((*logged)->Read(*a, 0, 1).ok());
-    REQUIRE((*logged)->Read(*b, 0, 1).ok());
-    REQUIRE((*logged)->Read(*a, 1, 1).ok());  // the same projection is logged once
-    std::map<std::string, uint64_t> counts;
-    REQUIRE(CountAccessLog(Slurp(log), &counts).ok());
+    // Job 1 reads projections a and b, job 2 reads b through two tables.
+    for (const auto& [job, projection] : {std::pair{"job 1", &*a}, {"job 1", &*b}, {"job 2", &*b}, {"job 2", &*b}}) {
+      auto logged = Table::Open(report->path, {.io = test::Io(), .access_log = FileAccessLog(log), .job = job});
+      REQUIRE(logged.ok());
+      REQUIRE((*logged)->Read(*projection, 0, 1).ok());
+      REQUIRE((*logged)->Read(*projection, 1, 1).ok());  // the same projection is logged once
+    }
+    auto lines = ParseAccessLog(Slurp(log));
+    REQUIRE(lines.ok());
+    REQUIRE(lines->size() == 4);
+    CHECK((*lines)[0] == AccessLogEntry{.features = {"1005", "2002", "120"}, .table = report->path,
+                                        .table_id = t.content_id(), .job = "job 1"});
+    CHECK(t.content_id().size() == 16);
+    // Each feature once per job: 1005 by job 1, 2002 and 120 by both.
+    std::map<std::string, uint64_t> counts = CountJobs(*lines);
     CHECK(counts == std::map<std::string, uint64_t>{{"1005", 1}, {"120", 2}, {"2002", 2}});
+    // A line naming a feature twice names it once; lines without a job are a job each.
+    auto old_lines = ParseAccessLog("{\"features\":[\"label\",\"label\",\"120\"]}\n{\"features\":[\"120\"]}\n");
+    REQUIRE(old_lines.ok());
+    CHECK(CountJobs(*old_lines) == std::map<std::string, uint64_t>{{"120", 2}, {"label", 1}});
     const std::string pop = dir / "popularity.jsonl";
-    std::ofstream(pop) << FormatPopularity(counts);
-    auto order = ReadPopularityFile(pop);
-    REQUIRE(order.ok());
+    std::ofstream(pop) << FormatPopularity(counts, report->path, t.content_id());
+    auto entries = ParsePopularity(Slurp(pop));
+    REQUIRE(entries.ok());
+    CHECK(entries->front() == PopularityEntry{"120", 2, report->path, t.content_id()});
+    auto popularity = ReadPopularityFile(pop);
+    REQUIRE(popularity.ok());
+    CHECK(popularity->table_id == t.content_id());
+    const std::vector<std::string>* order = &popularity->order;
     CHECK(*order == std::vector<std::string>{"120", "2002", "1005"});
     const std::string bom_pop = dir / "bom-popularity.jsonl";
     std::ofstream(bom_pop) << "\xEF\xBB\xBF" << FormatPopularity(counts);
     auto bom_order = ReadPopularityFile(bom_pop);
     REQUIRE(bom_order.ok());
-    CHECK(*bom_order == *order);
+    CHECK(bom_order->order == *order);
+    CHECK(bom_order->table_id.empty());
 
     auto check_order = [&](const std::string& path) {
       auto r = Table::Open(path, {.io = test::Io()});
@@ -310,6 +328,7 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
               std::vector<std::string>{"120", "2002", "1005", "label"});
       }
       CheckMapTable(**r, rows);
+      CHECK((*r)->content_id() == t.content_id());  // the same contents in another order
       // The popular features are now one contiguous range: one read per stripe at hole limit 0.
       auto ids = (*r)->Resolve({"2002", "120"});
       REQUIRE(ids.ok());
@@ -325,8 +344,17 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
     REQUIRE(rb.ok());
     check_order(rb->path);
 
-    auto rc = ReorderTable(report->path, dir / "c", *order, test::Io());
+    auto rc = ReorderTable(report->path, dir / "c", *order, test::Io(), popularity->table_id);
     REQUIRE(rc.ok());
+    CHECK(rc->notes.empty());
+    // An order counted on another table is refused; one naming none of its features is noted.
+    auto other = ReorderTable(report->path, dir / "d", *order, test::Io(), "0123456789abcdef");
+    REQUIRE(!other.ok());
+    CHECK_THAT(other.status().message(), Catch::Contains("counted on another table (content id 0123456789abcdef"));
+    auto unknown = ReorderTable(report->path, dir / "e", {"no-such-feature"}, test::Io());
+    REQUIRE(unknown.ok());
+    REQUIRE(unknown->notes.size() == 1);
+    CHECK_THAT(unknown->notes[0], Catch::Contains("names no feature of"));
     check_order(rc->path);
     CHECK(rc->output_bytes == report->output_bytes);
     CHECK(rc->schema == report->schema);

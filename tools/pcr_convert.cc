@@ -452,10 +452,12 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
   }
   if (positional.size() != 2) return Usage(reorder ? "reorder needs IN and OUT" : "table needs INPUT and OUT_DIR");
   if (reorder && popularity.empty()) return Usage("reorder needs --popularity FILE");
+  pcr::PopularityFile counted;
   if (!popularity.empty()) {
-    auto order = pcr::ReadPopularityFile(popularity);
-    if (!order.ok()) return pcr::cli::ReportError("pcr-convert", order.status());
-    o.writer.stream_order = std::move(order).value();
+    auto read = pcr::ReadPopularityFile(popularity);
+    if (!read.ok()) return pcr::cli::ReportError("pcr-convert", read.status());
+    counted = std::move(read).value();
+    o.writer.stream_order = counted.order;
   }
   auto io = pcr::cli::IoOptionsFromEnvironment();
   if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
@@ -471,7 +473,7 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       return pcr::cli::kExitOk;
     }
   }
-  auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order, *io)
+  auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order, *io, counted.table_id)
                         : [&] {
                             o.input = positional[0];
                             o.out_dir = positional[1];

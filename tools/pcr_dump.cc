@@ -17,6 +17,7 @@
 
 #include "format/json.h"
 #include "format/popularity.h"
+#include "pcr/convert.h"
 #include "format/stream_decoding.h"
 #include "reader/inspect.h"
 #include "tools/quality.h"
@@ -49,7 +50,7 @@ constexpr char kUsage[] =
     "                                                   apart (EXIF, XMP, ...) put back unless\n"
     "                                                   --no-metadata; --metadata puts them back\n"
     "                                                   below full fidelity too\n"
-    "       pcr-dump cat PATH [--features A,B,...] [--format csv|jsonl]\n"
+    "       pcr-dump cat PATH [--features A,B,...] [--format csv|jsonl] [--access-log LOG]\n"
     "                                                   a table's features (default all), or an\n"
     "                                                   image dataset's key, label and fields\n"
     "                                                   (default all) as CSV (missing cells empty,\n"
@@ -57,9 +58,12 @@ constexpr char kUsage[] =
     "                                                   Lines (missing null, maps as pcr-convert\n"
     "                                                   reads them); floats read back exactly\n"
     "                                                   (1.0, -0.0, nan), times as ISO 8601 UTC,\n"
-    "                                                   bytes in hex\n"
-    "       pcr-dump popularity LOG...                  aggregate table access logs into a\n"
-    "                                                   popularity file (stdout)\n";
+    "                                                   bytes in hex; a table's projection is\n"
+    "                                                   appended to LOG (job: $PCR_JOB_ID)\n"
+    "       pcr-dump popularity LOG... [--table PATH]   aggregate table access logs into a\n"
+    "                                                   popularity file (stdout): per feature,\n"
+    "                                                   the jobs that read it; lines of other\n"
+    "                                                   tables than PATH are skipped\n";
 
 // The usage, or with `why`, why and where the usage is.
 int Usage(const std::string& why) {
@@ -764,11 +768,15 @@ int CatImages(const std::string& path, const pcr::IoEngineOptions& io, const std
   return out.Finish();
 }
 
-int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg, bool json) {
+int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::string& features_arg, bool json,
+        const std::string& access_log) {
   const pcr::Result<bool> table = pcr::IsTablePath(path, io);
   if (!table.ok()) return Fail(table.status());
-  if (!*table) return CatImages(path, io, features_arg, json);
-  auto opened = pcr::Table::Open(path, {.io = io});
+  if (!*table) {
+    if (!access_log.empty()) return Usage("--access-log applies to tables; " + path + " is an image dataset");
+    return CatImages(path, io, features_arg, json);
+  }
+  auto opened = pcr::Table::Open(path, {.io = io, .access_log = access_log.empty() ? nullptr : pcr::FileAccessLog(access_log)});
   if (!opened.ok()) return Fail(opened.status());
   pcr::Table& t = **opened;
   std::vector<uint32_t> features;
@@ -831,16 +839,16 @@ int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::stri
   return out.Finish();
 }
 
-int Popularity(const std::vector<std::string>& logs) {
-  std::map<std::string, uint64_t> counts;
-  for (const std::string& log : logs) {
-    std::ifstream in(log, std::ios::binary);
-    if (!in) return Fail(pcr::Status::IOError(log + ": cannot open: " + std::strerror(errno)));
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    pcr::Status s = pcr::CountAccessLog(text, &counts);
-    if (!s.ok()) return Fail(s.WithPrefix(log));
+// Counts the access logs' lines of one table: `table`'s, or else the one
+// table the logs name.
+int Popularity(const std::vector<std::string>& logs, const std::string& table, const pcr::IoEngineOptions& io) {
+  auto count = pcr::CountAccessLogs(logs, table, io);
+  if (!count.ok()) return Fail(count.status());
+  for (const auto& [other, lines] : count->skipped) {
+    std::fprintf(stderr, "pcr-dump: skipped %llu line(s) of another table: %s\n",
+                 static_cast<unsigned long long>(lines), other.c_str());
   }
-  std::fputs(pcr::FormatPopularity(counts).c_str(), stdout);
+  std::fputs(pcr::FormatPopularityFile(*count).c_str(), stdout);
   return pcr::cli::kExitOk;
 }
 
@@ -885,12 +893,12 @@ int main(int argc, char** argv) {
     return TableStreams(path, *io);
   }
   if (first == "cat") {
-    std::string path, features, format = "csv";
+    std::string path, features, format = "csv", access_log;
     while (!args.empty()) {
       const std::string a = args.next();
-      if (a == "--features" || a == "--format") {
+      if (a == "--features" || a == "--format" || a == "--access-log") {
         if (args.empty()) return Usage(a + " needs a value");
-        (a == "--features" ? features : format) = args.next();
+        (a == "--features" ? features : a == "--format" ? format : access_log) = args.next();
       } else if (a.starts_with("--") || !path.empty()) {
         return Usage("unexpected argument " + a);
       } else {
@@ -899,13 +907,24 @@ int main(int argc, char** argv) {
     }
     if (path.empty()) return Usage("cat needs PATH");
     if (format != "csv" && format != "jsonl") return Usage("unknown format " + format + " (csv or jsonl)");
-    return Cat(path, *io, features, format == "jsonl");
+    return Cat(path, *io, features, format == "jsonl", access_log);
   }
   if (first == "popularity") {
     std::vector<std::string> logs;
-    while (!args.empty()) logs.push_back(args.next());
+    std::string table;
+    while (!args.empty()) {
+      const std::string a = args.next();
+      if (a == "--table") {
+        if (args.empty()) return Usage("--table needs a value");
+        table = args.next();
+      } else if (a.starts_with("--")) {
+        return Usage("unexpected argument " + a);
+      } else {
+        logs.push_back(a);
+      }
+    }
     if (logs.empty()) return Usage("popularity needs at least one LOG");
-    return Popularity(logs);
+    return Popularity(logs, table, *io);
   }
   if (first == "extract") {
     std::vector<std::string> positional;

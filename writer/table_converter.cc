@@ -732,6 +732,17 @@ Status CheckNewOutput(const std::string& path) {
   return Status::OK();
 }
 
+// A note when `order` names features but none of `schema`.
+void NoteUnusedOrder(const std::vector<std::string>& order, const TableSchema& schema, const std::string& table,
+                     std::vector<std::string>* notes) {
+  if (order.empty()) return;
+  for (const FeatureInfo& f : schema.features) {
+    if (std::find(order.begin(), order.end(), f.name) != order.end()) return;
+  }
+  notes->push_back("the stream order names no feature of " + table +
+                   " (a popularity file of another table?); its streams are in schema order");
+}
+
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -761,6 +772,7 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   for (const auto& [name, type] : options.column_types) declared[name] = type;
   PCR_RETURN_IF_ERROR(csv ? ConvertCsv(options, declared, text, report.path, &report)
                           : ConvertJsonl(options, declared, text, report.path, &report));
+  NoteUnusedOrder(options.writer.stream_order, report.schema, report.path, &report.notes);
   report.output_bytes = fs::file_size(report.path, ec);
   return report;
 }
@@ -797,19 +809,13 @@ Result<std::map<std::string, FeatureType>> ReadTableSchemaFile(const std::string
   return types;
 }
 
-Result<std::vector<std::string>> ReadPopularityFile(const std::string& path) {
-  PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(path));
-  auto entries = ParsePopularity(in->text());
-  if (!entries.ok()) return entries.status().WithPrefix(path);
-  return PopularityOrder(std::move(entries).value());
-}
-
 }  // namespace pcr
 
 namespace pcr {
 
 Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
-                                        const std::vector<std::string>& stream_order, const IoEngineOptions& io) {
+                                        const std::vector<std::string>& stream_order, const IoEngineOptions& io,
+                                        const std::string& counted_on) {
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
   PCR_ASSIGN_OR_RETURN(const Location where, Locate(input));
   PCR_ASSIGN_OR_RETURN(const std::string input_file, where.TableFile());
@@ -817,8 +823,14 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   const PcrFile& in = *file;
   if (in.header().kind != FileKind::kTable) return Status::InvalidArgument(input_file + ": not a table file");
   const TableSchema& schema = in.index().schema;
+  if (!counted_on.empty() && counted_on != TableContentId(schema)) {
+    return Status::InvalidArgument(input_file + ": the stream order was counted on another table (content id " +
+                                   counted_on + ", this one's " + TableContentId(schema) +
+                                   "); count this table's access logs with pcr-dump popularity --table");
+  }
   TableConvertReport report;
   report.path = output;
+  NoteUnusedOrder(stream_order, schema, input_file, &report.notes);
   std::error_code ec;
   if (!EndsWith(output, kRecordFileExtension)) {
     report.path = (fs::path(output) / fs::path(in.path()).filename()).string();

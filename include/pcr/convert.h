@@ -255,9 +255,13 @@ PCR_EXPORT Result<TableConvertReport> ConvertTable(const TableConvertOptions& op
 // checked as a reader checks it (checksums, decompression, decoding of every
 // feature), so damage is refused, never copied under fresh checksums. `output` is a .pcr
 // path, or a directory that receives a file named like the input.
+// `counted_on`, when not empty, is the content id (Table::content_id) of the
+// table whose access logs gave the order (PopularityFile::table_id): a table
+// of other contents is refused, naming both. A stream order that names no
+// feature of the table is noted in the report.
 PCR_EXPORT Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
                                         const std::vector<std::string>& stream_order,
-                                        const IoEngineOptions& io = {});
+                                        const IoEngineOptions& io = {}, const std::string& counted_on = "");
 
 // Rewrites the image dataset directory `input` into `output` with each
 // record's field streams in `stream_order` (names not given follow in schema
@@ -268,7 +272,27 @@ PCR_EXPORT Result<ConvertImagesSummary> ReorderImageFields(const std::string& in
                                                            const std::vector<std::string>& stream_order,
                                                            const IoEngineOptions& io = {});
 
-// Reads a popularity file (format/popularity.h) into a stream order.
-PCR_EXPORT Result<std::vector<std::string>> ReadPopularityFile(const std::string& path);
+// A popularity file (spec section 14), as `pcr-dump popularity` writes it.
+struct PopularityFile {
+  std::vector<std::string> order;  // feature names, the most read first
+  std::string table;               // the table whose access logs were counted, and
+  std::string table_id;            // its content id; both empty when the file does not say
+};
+PCR_EXPORT Result<PopularityFile> ReadPopularityFile(const std::string& path);
+
+// Access logs (spec section 14) counted for one table.
+struct PopularityCount {
+  std::map<std::string, uint64_t> jobs;     // per feature, the jobs whose lines name it
+  std::string table, table_id;              // the table counted; empty when no line names one
+  std::map<std::string, uint64_t> skipped;  // lines of other tables, by "path (content id)"
+};
+// Counts the lines of `table` (a table path; its content id picks the lines)
+// in the access logs `logs`; with `table` empty, of the one table the logs
+// name, refusing logs of several. Lines that name no table count for any.
+// Errors name the log and line; InvalidArgument when no line is of the table.
+PCR_EXPORT Result<PopularityCount> CountAccessLogs(const std::vector<std::string>& logs, const std::string& table = "",
+                                                   const IoEngineOptions& io = {});
+// The popularity file of `count`: its lines, most read first.
+PCR_EXPORT std::string FormatPopularityFile(const PopularityCount& count);
 
 }  // namespace pcr

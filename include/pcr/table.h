@@ -22,14 +22,19 @@ namespace pcr {
 class PCR_EXPORT AccessLogSink {
  public:
   virtual ~AccessLogSink();
-  // `features`: the names of one projection's features, in projection order.
-  virtual Status Append(const std::vector<std::string>& features) = 0;
+  // One projection: its features' names in projection order, the table and
+  // the job.
+  virtual Status Append(const AccessLogEntry& entry) = 0;
 };
 
 // The default sink: appends each projection as one line of the access log
 // format (spec section 14) to the file at `path`, opened in append mode for
 // each line, so that several processes may share one log.
 PCR_EXPORT std::shared_ptr<AccessLogSink> FileAccessLog(std::string path);
+
+// The job a reader names in its access log lines when TableReaderOptions::job
+// is empty: $PCR_JOB_ID when set, else "<host name>:<process id>".
+PCR_EXPORT std::string DefaultJobId();
 
 struct TableReaderOptions {
   IoEngineOptions io;  // the table's own engine
@@ -39,6 +44,10 @@ struct TableReaderOptions {
   CoalesceOptions coalesce{.max_read = std::numeric_limits<uint64_t>::max()};
   // When set, each distinct projection (set of features) is appended once.
   std::shared_ptr<AccessLogSink> access_log;
+  // The job named in access log lines; empty: DefaultJobId(). Give every
+  // process of one training job the same id, so that popularity counts the
+  // job once.
+  std::string job;
 };
 
 // True when `path` is a table file, or a directory without a dataset
@@ -69,6 +78,9 @@ class PCR_EXPORT Table {
   Table& operator=(const Table&) = delete;
 
   const TableSchema& schema() const;
+  // 16 hex digits identifying the table's contents (spec section 14): equal
+  // for a table and its reordered copies, different for other tables.
+  const std::string& content_id() const;
   size_t stripe_count() const;
   // Rows of stripe `stripe` (with the earlier stripes' rows, its first row's
   // number). REQUIRES: stripe < stripe_count()

@@ -103,6 +103,17 @@ struct FeatureInfo {
   bool operator==(const FeatureInfo&) const = default;
 };
 
+// One line of an access log (spec section 14): a projection one job read
+// from one table.
+struct AccessLogEntry {
+  std::vector<std::string> features;  // in projection order
+  std::string table;                  // the path the table was opened by
+  std::string table_id;               // its content id (Table::content_id); empty in logs before 0.7
+  std::string job;                    // the job that read it; empty in logs before 0.7
+
+  bool operator==(const AccessLogEntry&) const = default;
+};
+
 struct TableSchema {
   uint64_t row_count = 0;
   std::vector<FeatureInfo> features;

@@ -9,10 +9,11 @@ and OSError for I/O failures.
 import os as _os
 import sys as _sys
 import time as _time
+import warnings as _warnings
 
 from . import _pcr
 from ._errors import CorruptionError, NotSupportedError
-from ._pcr import BatchDecoder, ImageDataset, SampleIterator, __version__, convert_table, decode, merge
+from ._pcr import BatchDecoder, ImageDataset, SampleIterator, __version__, convert_table, decode, merge, reorder_table
 
 
 class _ProgressBar:
@@ -40,8 +41,8 @@ class _ProgressBar:
 class Table(_pcr.Table):
     __doc__ = _pcr.Table.__doc__
 
-    def __init__(self, path, engine="auto", direct=False, remote=None):
-        super().__init__(path, engine=engine, direct=direct, remote=remote)
+    def __init__(self, path, engine="auto", direct=False, remote=None, access_log=None, job=None):
+        super().__init__(path, engine=engine, direct=direct, remote=remote, access_log=access_log, job=job)
         self.path = _os.fspath(path)
 
     def to_pandas(self, features=None, stripes=None):
@@ -95,6 +96,26 @@ def convert_webdataset(shards, out, **options):
     return convert_images("", out, shards=[_os.fspath(s) for s in shards], **options)
 
 
+def popularity(logs, table=None, out=None):
+    """Access logs (of pcr.Table(access_log=...) and pcr-dump cat --access-log)
+    counted into a popularity: [(feature, jobs that read it)], most read
+    first. `table` (a table path) picks its lines by the table's content id;
+    without it the logs must be of one table. Lines of other tables are
+    skipped with a warning naming them. `out`, when given, receives the
+    popularity file, for convert_table(popularity=) and reorder_table."""
+    if isinstance(logs, (str, _os.PathLike)):
+        logs = [logs]
+    counted = _pcr._count_access_logs([_os.fspath(log) for log in logs], table)
+    for other, lines in counted["skipped"].items():
+        _warnings.warn(f"skipped {lines} access log line(s) of another table: {other}", stacklevel=2)
+    if out is not None:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(counted["text"])
+    import json
+
+    return [(e["feature"], e["count"]) for e in map(json.loads, counted["text"].splitlines())]
+
+
 __all__ = [
     "BatchDecoder",
     "CorruptionError",
@@ -108,4 +129,6 @@ __all__ = [
     "convert_webdataset",
     "decode",
     "merge",
+    "popularity",
+    "reorder_table",
 ]

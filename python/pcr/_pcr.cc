@@ -908,14 +908,20 @@ py::array RowObjects(const py::array& values, const py::array_t<uint64_t, py::ar
 
 class PyTable {
  public:
-  PyTable(const std::filesystem::path& path_arg, const std::string& engine, bool direct, const py::object& remote) {
+  PyTable(const std::filesystem::path& path_arg, const std::string& engine, bool direct, const py::object& remote,
+          const std::optional<std::filesystem::path>& access_log, const std::optional<std::string>& job) {
     const std::string path = path_arg.string();
-    const pcr::TableReaderOptions options{.io = IoOptions(engine, direct, remote)};
+    if (job && !access_log) throw py::value_error("job names the job in access log lines: give access_log too");
+    if (job && job->empty()) throw py::value_error("job must not be empty");
+    const pcr::TableReaderOptions options{.io = IoOptions(engine, direct, remote),
+                                          .access_log = access_log ? pcr::FileAccessLog(access_log->string()) : nullptr,
+                                          .job = job.value_or("")};
     table_ = Unlocked([&] { return pcr::Table::Open(path, options); });
   }
 
   py::list schema() const { return SchemaList(table_->schema()); }
   uint64_t num_rows() const { return table_->schema().row_count; }
+  const std::string& content_id() const { return table_->content_id(); }
   size_t num_stripes() const { return table_->stripe_count(); }
   std::vector<uint64_t> stripe_rows() const {
     std::vector<uint64_t> rows(table_->stripe_count());
@@ -1115,7 +1121,7 @@ py::dict ConvertTable(const std::filesystem::path& input_arg, const std::filesys
   UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb);
   if (!popularity.empty()) {
     if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
-    stream_order = Take(pcr::ReadPopularityFile(popularity));
+    stream_order = Take(pcr::ReadPopularityFile(popularity)).order;
   }
   if (stripe_mb == 0) throw py::value_error("stripe_mb must be positive");
   pcr::TableConvertOptions options{.input = input,
@@ -1175,6 +1181,46 @@ py::dict ConvertTable(const std::filesystem::path& input_arg, const std::filesys
   d["features"] = r.schema.features.size();
   d["stripes"] = r.stripes;
   d["input_bytes"] = r.input_bytes;
+  d["output_bytes"] = r.output_bytes;
+  d["notes"] = r.notes;
+  return d;
+}
+
+py::dict CountAccessLogs(const std::vector<std::filesystem::path>& logs, const std::optional<std::filesystem::path>& table) {
+  std::vector<std::string> paths;
+  for (const auto& log : logs) paths.push_back(log.string());
+  pcr::Result<pcr::PopularityCount> counted = [&] {
+    py::gil_scoped_release release;
+    return pcr::CountAccessLogs(paths, table ? table->string() : "");
+  }();
+  const pcr::PopularityCount c = Take(std::move(counted));
+  py::dict d;
+  d["text"] = pcr::FormatPopularityFile(c);
+  d["table"] = c.table;
+  d["table_id"] = c.table_id;
+  d["skipped"] = c.skipped;
+  return d;
+}
+
+py::dict ReorderTable(const std::filesystem::path& input, const std::filesystem::path& output,
+                      const std::optional<std::filesystem::path>& popularity,
+                      const std::optional<std::vector<std::string>>& stream_order) {
+  if (popularity.has_value() == stream_order.has_value()) throw py::value_error("give popularity or stream_order");
+  pcr::PopularityFile order;
+  if (popularity) {
+    order = Take(pcr::ReadPopularityFile(popularity->string()));
+  } else {
+    order.order = *stream_order;
+  }
+  pcr::Result<pcr::TableConvertReport> reordered = [&] {
+    py::gil_scoped_release release;
+    return pcr::ReorderTable(input.string(), output.string(), order.order, {}, order.table_id);
+  }();
+  const pcr::TableConvertReport r = Take(std::move(reordered));
+  py::dict d;
+  d["path"] = r.path;
+  d["rows"] = r.schema.row_count;
+  d["stripes"] = r.stripes;
   d["output_bytes"] = r.output_bytes;
   d["notes"] = r.notes;
   return d;
@@ -1268,9 +1314,12 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("format") = "rgb", py::arg("strict") = true, py::arg("decoder") = "auto");
 
   py::class_<PyTable>(m, "Table")
-      .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&>(), py::arg("path"),
-           py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none())
+      .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&,
+                    const std::optional<std::filesystem::path>&, const std::optional<std::string>&>(),
+           py::arg("path"), py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none(),
+           py::arg("access_log") = py::none(), py::arg("job") = py::none())
       .def_property_readonly("schema", &PyTable::schema)
+      .def_property_readonly("content_id", &PyTable::content_id)
       .def_property_readonly("num_rows", &PyTable::num_rows)
       .def_property_readonly("num_stripes", &PyTable::num_stripes)
       .def_property_readonly("stripe_rows", &PyTable::stripe_rows)
@@ -1288,6 +1337,9 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false,
         py::arg("work_dir") = "", py::arg("remote") = py::none(), py::arg("part_size_mb") = 16,
         py::arg("multipart_threshold_mb") = 64, py::arg("progress") = py::none());
+  m.def("_count_access_logs", &CountAccessLogs, py::arg("logs"), py::arg("table") = py::none());
+  m.def("reorder_table", &ReorderTable, py::arg("input"), py::arg("output"), py::kw_only(),
+        py::arg("popularity") = py::none(), py::arg("stream_order") = py::none());
   m.def("merge", &Merge, py::arg("out"), py::arg("parts"), py::kw_only(), py::arg("work_dir") = "",
         py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64);
   m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),

@@ -149,11 +149,23 @@ class Table:
     """A table file, or a directory holding one. Methods may be called from several threads at once."""
 
     def __init__(
-        self, path: str | os.PathLike[str], engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
+        self,
+        path: str | os.PathLike[str],
+        engine: str = "auto",
+        direct: bool = False,
+        remote: Optional[dict[str, object]] = None,
+        access_log: Optional[str | os.PathLike[str]] = None,
+        job: Optional[str] = None,
     ) -> None:
-        """remote: as for ImageDataset."""
+        """remote: as for ImageDataset. access_log: a file each distinct projection
+        read is appended to (spec section 14), for pcr-dump popularity; job: the
+        job named in its lines (default $PCR_JOB_ID, else host:pid), the same in
+        every process of one training job so that it counts once."""
     @property
     def schema(self) -> list[dict[str, object]]: ...
+    @property
+    def content_id(self) -> str:
+        """16 hex digits identifying the table's contents; kept by reorder."""
     @property
     def num_rows(self) -> int: ...
     @property
@@ -214,6 +226,19 @@ def convert_images(
     under the temp dir), each file uploaded as it is finished (in parts of
     part_size_mb above multipart_threshold_mb), the manifest last; `remote` as for
     ImageDataset. The same call again after a failure resumes."""
+def _count_access_logs(logs: Sequence[str], table: Optional[str | os.PathLike[str]] = None) -> dict[str, object]: ...
+def reorder_table(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    popularity: Optional[str | os.PathLike[str]] = None,
+    stream_order: Optional[Sequence[str]] = None,
+) -> dict[str, object]:
+    """pcr-convert reorder: the table at input (a file, or a directory holding
+    one) rewritten to output (a .pcr path, or a directory) with its streams in
+    the order of the popularity file (refused when it was counted on another
+    table) or of stream_order, copying the stored streams after checking them.
+    Returns {"path", "rows", "stripes", "output_bytes", "notes"}."""
 def merge(
     out: str | os.PathLike[str],
     parts: Sequence[str | os.PathLike[str]],
