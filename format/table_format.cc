@@ -332,6 +332,84 @@ void AppendRows(const Column& from, uint64_t first, uint64_t count, Column* to) 
   if (!from.floats.empty()) to->floats.insert(to->floats.end(), from.floats.begin() + lo, from.floats.begin() + hi);
 }
 
+namespace {
+
+// The end of the run of rows from `begin` that are consecutive rows of one column.
+size_t RunEnd(std::span<const RowRef> rows, size_t begin) {
+  size_t end = begin + 1;
+  while (end < rows.size() && rows[end].column == rows[begin].column &&
+         rows[end].row == rows[begin].row + (end - begin)) {
+    ++end;
+  }
+  return end;
+}
+
+// Each row's value from the per-row vector `values`, a run at a time.
+template <typename T>
+void GatherScalars(std::span<const RowRef> rows, std::vector<T> Column::*values, std::vector<T>* out) {
+  out->resize(rows.size());
+  for (size_t i = 0, end; i < rows.size(); i = end) {
+    end = RunEnd(rows, i);
+    std::memcpy(out->data() + i, (rows[i].column->*values).data() + rows[i].row, (end - i) * sizeof(T));
+  }
+}
+
+// Each row's elements [offsets[r], offsets[r + 1]) of `pick`'s vector, a run
+// at a time, to `out`, which `to_offsets` already sizes.
+template <typename T>
+void GatherElements(std::span<const RowRef> rows, const T& (*pick)(const Column&), const std::vector<uint64_t>& to_offsets,
+                    T* out) {
+  out->resize(to_offsets.back());
+  for (size_t i = 0, end; i < rows.size(); i = end) {
+    end = RunEnd(rows, i);
+    const Column& c = *rows[i].column;
+    const uint64_t lo = c.offsets[rows[i].row], n = c.offsets[rows[end - 1].row + 1] - lo;
+    if (n > 0) std::memcpy(out->data() + to_offsets[i], pick(c).data() + lo, n * sizeof((*out)[0]));
+  }
+}
+
+}  // namespace
+
+void GatherRows(std::span<const RowRef> rows, Column* to) {
+  const FeatureType t = to->type;
+  to->rows = rows.size();
+  to->present.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) to->present[i] = rows[i].column->present[rows[i].row];
+  if (IsScalarType(t)) {
+    if (t == FeatureType::kFloat64) {
+      GatherScalars(rows, &Column::doubles, &to->doubles);
+    } else if (t == FeatureType::kFloat32) {
+      GatherScalars(rows, &Column::floats, &to->floats);
+    } else {
+      GatherScalars(rows, &Column::ints, &to->ints);
+    }
+    return;
+  }
+  to->offsets.resize(rows.size() + 1);
+  to->offsets[0] = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Column& c = *rows[i].column;
+    to->offsets[i + 1] = to->offsets[i] + c.offsets[rows[i].row + 1] - c.offsets[rows[i].row];
+  }
+  if (IsStringType(t)) {
+    GatherElements<std::string>(rows, [](const Column& c) -> const std::string& { return c.bytes; }, to->offsets,
+                                &to->bytes);
+    return;
+  }
+  if (t == FeatureType::kIdList || t == FeatureType::kScoredIdList64 || t == FeatureType::kScoredIdList32) {
+    GatherElements<std::vector<int64_t>>(rows, [](const Column& c) -> const std::vector<int64_t>& { return c.ints; },
+                                         to->offsets, &to->ints);
+  }
+  if (t == FeatureType::kScoredIdList64 || t == FeatureType::kFloat64List) {
+    GatherElements<std::vector<double>>(rows, [](const Column& c) -> const std::vector<double>& { return c.doubles; },
+                                        to->offsets, &to->doubles);
+  }
+  if (t == FeatureType::kScoredIdList32 || t == FeatureType::kFloat32List) {
+    GatherElements<std::vector<float>>(rows, [](const Column& c) -> const std::vector<float>& { return c.floats; },
+                                       to->offsets, &to->floats);
+  }
+}
+
 Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan presence, ByteSpan lengths,
                             ByteSpan values, ByteSpan scores, Column* column) {
   // Presence: empty means every row holds the feature. Sizes are checked

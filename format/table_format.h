@@ -89,6 +89,15 @@ Status UnpackStream(ByteSpan stored, const TableStream& t, FeatureType type, Byt
 // same type. REQUIRES: first + count <= from.rows
 void AppendRows(const Column& from, uint64_t first, uint64_t count, Column* to);
 
+// One row of a column, for GatherRows.
+struct RowRef {
+  const Column* column = nullptr;
+  uint64_t row = 0;
+};
+// Sets `to` (a column of the rows' type) to the rows `rows`, in that order.
+// REQUIRES: every row < its column's rows
+void GatherRows(std::span<const RowRef> rows, Column* to);
+
 // Decodes one stripe's raw streams of a feature and appends its rows to
 // `column`. Streams a type does not have are empty. Corruption names the
 // stream at fault.

@@ -48,11 +48,15 @@ class RandomAccessFile {
   bool direct() const { return direct_; }
   // Closes the descriptor; later reads fail with an error naming the file.
   void Close();
+  // A file on disk whose size or modification time is no longer what it was
+  // when opened (rewritten in place); false for other files, and for one
+  // replaced by a rename, which the descriptor still reads as it was.
+  bool ChangedOnDisk() const;
 
  private:
   friend class IoEngine;
-  RandomAccessFile(std::string path, int fd, uint64_t size, bool direct)
-      : path_(std::move(path)), fd_(fd), size_(size), direct_(direct) {}
+  RandomAccessFile(std::string path, int fd, uint64_t size, bool direct, int64_t mtime_ns = 0)
+      : path_(std::move(path)), fd_(fd), size_(size), direct_(direct), mtime_ns_(mtime_ns) {}
   RandomAccessFile(std::string path, Bytes bytes)
       : path_(std::move(path)), fd_(-1), size_(bytes.size()), direct_(false), in_memory_(true),
         memory_(std::move(bytes)) {}
@@ -63,6 +67,7 @@ class RandomAccessFile {
   int fd_;
   uint64_t size_;
   bool direct_;
+  int64_t mtime_ns_ = 0;
   bool in_memory_ = false;
   bool remote_ = false;
   bool closed_ = false;

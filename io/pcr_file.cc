@@ -111,23 +111,38 @@ Status PcrFile::LoadIndex(ByteSpan index) {
   return Status::OK();
 }
 
+Status PcrFile::ExplainFailure(Status failed) const {
+  if (failed.ok()) return failed;
+  bool changed = file_->ChangedOnDisk();
+  if (!changed && file_->fd() >= 0 && !file_->direct() && size() >= kFooterSize) {
+    // Rewritten with the same size and time (cp -p): its footer tells.
+    Bytes expected, now(kFooterSize);
+    footer_.EncodeTo(&expected);
+    const ssize_t n = pread(file_->fd(), now.data(), now.size(), static_cast<off_t>(size() - kFooterSize));
+    changed = n == static_cast<ssize_t>(now.size()) && now != expected;
+  }
+  if (!changed) return failed;
+  return Status::IOError(path() + ": changed while open (rewritten in place since it was opened, so its index no "
+                                  "longer describes it): open it again");
+}
+
 Status PcrFile::CheckStream(size_t stripe, size_t stream, ByteSpan data) const {
   const StripeInfo& s = index_.stripes[stripe];
   const uint64_t computed = Checksum64(data);
   if (computed == s.streams[stream].checksum) return Status::OK();
-  return Status::Corruption(path() + ": stripe " + std::to_string(stripe) + " stream " +
+  return ExplainFailure(Status::Corruption(path() + ": stripe " + std::to_string(stripe) + " stream " +
                             std::to_string(stream) + " at offset " +
                             std::to_string(s.stream_offset(stream)) + " length " +
                             std::to_string(data.size()) + ": checksum mismatch (stored " +
                             std::to_string(s.streams[stream].checksum) + ", computed " +
-                            std::to_string(computed) + ")");
+                            std::to_string(computed) + ")"));
 }
 
 Status PcrFile::CheckChunk(size_t stripe, int group, uint64_t image, ByteSpan data) const {
   const ChunkInfo& c = index_.stripes[stripe].chunk(group, image);
   const uint32_t computed = Checksum32(data);
   if (computed == c.checksum) return Status::OK();
-  return Status::Corruption(path() + ": stripe " + std::to_string(stripe) + " stream " +
+  return ExplainFailure(Status::Corruption(path() + ": stripe " + std::to_string(stripe) + " stream " +
                             std::to_string(index_.stripes[stripe].group_stream(group)) + " image " +
                             std::to_string(image) +
                             (group > index_.script.group_count() ? std::string(" (segments)")
@@ -135,7 +150,7 @@ Status PcrFile::CheckChunk(size_t stripe, int group, uint64_t image, ByteSpan da
                             " at offset " + std::to_string(ChunkOffset(stripe, group, image)) +
                             " length " + std::to_string(data.size()) +
                             ": chunk checksum mismatch (stored " + std::to_string(c.checksum) +
-                            ", computed " + std::to_string(computed) + ")");
+                            ", computed " + std::to_string(computed) + ")"));
 }
 
 uint64_t PcrFile::ChunkOffset(size_t stripe, int group, uint64_t image) const {

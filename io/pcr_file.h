@@ -38,8 +38,13 @@ class PcrFile {
   const PartManifest& part() const { return part_; }
   const RandomAccessFile& file() const { return *file_; }
 
+  // `failed` (a read's error), or IOError "changed while open" when the file
+  // was rewritten in place since it was opened: its size or modification
+  // time differs, or its footer (and so its index) does.
+  Status ExplainFailure(Status failed) const;
   // OK when `data` is stream `stream` of stripe `stripe`; else Corruption
-  // naming file, stripe, stream, offset and both checksums.
+  // naming file, stripe, stream, offset and both checksums, or the
+  // ExplainFailure of that.
   Status CheckStream(size_t stripe, size_t stream, ByteSpan data) const;
   // OK when `data` is image `image`'s chunk of group `group` in `stripe`.
   Status CheckChunk(size_t stripe, int group, uint64_t image, ByteSpan data) const;

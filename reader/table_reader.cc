@@ -205,7 +205,9 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
     }
   }
   ReadBatch stored;
-  PCR_RETURN_IF_ERROR(ExecuteReads(*t.engine, ranges, t.options.coalesce, &stored));
+  if (Status read = ExecuteReads(*t.engine, ranges, t.options.coalesce, &stored); !read.ok()) {
+    return t.file->ExplainFailure(std::move(read));
+  }
 
   TableBatch batch;
   Bytes scratch[kRoleCount + 1];

@@ -111,7 +111,11 @@ TEST_CASE("a read error ends the iteration with the error") {
   const uint64_t at = file.index().stripes[DatasetRecord(*s.ds, 4).stripe].stream_offset(1);
   Bytes bytes = test::ReadFile(file.path());
   bytes[at] ^= 0xff;
+  // Damage with the file's size and time kept, as a failing disk leaves it
+  // (a rewrite that changes them is reported as "changed while open").
+  const auto modified = std::filesystem::last_write_time(file.path());
   test::WriteFile(file.path(), bytes);
+  std::filesystem::last_write_time(file.path(), modified);
   auto it = RecordIterator::Create(*s.ds, {.fidelity = 1, .records_in_flight = 1});
   REQUIRE(it.ok());
   RecordBatch batch;

@@ -13,6 +13,7 @@
 #include "pcr/sample_iterator.h"
 #include "pcr/status.h"
 #include "pcr/table.h"
+#include "pcr/table_loader.h"
 #include "pcr/transform.h"
 #include "pcr/types.h"
 #include "pcr/verify.h"

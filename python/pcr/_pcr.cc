@@ -943,8 +943,51 @@ class PyTable {
     return out;
   }
 
+  const pcr::Table& table() const { return *table_; }
+
  private:
   std::unique_ptr<pcr::Table> table_;
+};
+
+class PyTableLoader {
+ public:
+  PyTableLoader(const PyTable& table, int64_t batch_size, int64_t rank, int64_t world_size, int64_t worker,
+                int64_t num_workers, const std::string& uneven, bool shuffle, int64_t shuffle_buffer, uint64_t seed,
+                int64_t epoch, int64_t batches, int64_t saved_workers, const std::optional<Names>& features) {
+    const pcr::TableLoaderOptions options{
+        .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
+        .features = features ? features->names : std::vector<std::string>{}};
+    loader_ = Take(pcr::TableLoader::Create(
+        table.table(), options,
+        {seed, NonNegative(epoch, "epoch"), NonNegative(batches, "batches"), NonNegative(saved_workers, "num_workers")}));
+    for (const uint32_t f : loader_->features()) names_.push_back(table.table().schema().features[f].name);
+  }
+
+  // (rows, {name: {"values", "presence", ["offsets"], ["scores"]}}), the
+  // columns as Table.read gives them.
+  py::tuple next() {
+    if (!Unlocked([&] { return loader_->Next(&batch_); })) throw py::stop_iteration();
+    py::dict columns;
+    for (size_t j = 0; j < names_.size(); ++j) columns[py::str(names_[j])] = ColumnDict(std::move(batch_.columns[j]));
+    return py::make_tuple(Own(std::vector<int64_t>(batch_.rows.begin(), batch_.rows.end())), columns);
+  }
+
+  py::dict state() const {
+    const pcr::LoaderState st = loader_->state();
+    py::dict d;
+    d["seed"] = st.seed;
+    d["epoch"] = st.epoch;
+    d["batches"] = st.batches;
+    d["num_workers"] = st.num_workers;
+    return d;
+  }
+  uint64_t num_batches() const { return loader_->num_batches(); }
+  const std::vector<std::string>& features() const { return names_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::unique_ptr<pcr::TableLoader> loader_;
+  pcr::TableLoaderBatch batch_;
 };
 
 // Runs `convert` on a thread of its own while the caller's thread waits with
@@ -1325,6 +1368,19 @@ PYBIND11_MODULE(_pcr, m) {
       .def_property_readonly("stripe_rows", &PyTable::stripe_rows)
       .def("read", &PyTable::read, py::arg("features"), py::arg("first_stripe") = 0,
            py::arg("num_stripes") = py::none());
+
+  py::class_<PyTableLoader>(m, "TableLoader")
+      .def(py::init<const PyTable&, int64_t, int64_t, int64_t, int64_t, int64_t, const std::string&, bool, int64_t,
+                    uint64_t, int64_t, int64_t, int64_t, const std::optional<Names>&>(),
+           py::arg("table"), py::kw_only(), py::arg("batch_size"), py::arg("rank") = 0, py::arg("world_size") = 1,
+           py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
+           py::arg("shuffle_buffer") = 65536, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0,
+           py::arg("saved_workers") = 0, py::arg("features") = py::none(), py::keep_alive<1, 2>())
+      .def("__iter__", [](PyTableLoader& it) -> PyTableLoader& { return it; })
+      .def("__next__", &PyTableLoader::next)
+      .def("__len__", &PyTableLoader::num_batches)
+      .def_property_readonly("features", &PyTableLoader::features)
+      .def("state", &PyTableLoader::state);
 
   m.def("_row_objects", &RowObjects, py::arg("values"), py::arg("offsets"), py::arg("presence"), py::arg("kind"));
   m.def("convert_images", &ConvertImages, py::arg("src"), py::arg("out"), py::kw_only(),

@@ -1,4 +1,4 @@
-"""PyTorch datasets over pcr image datasets.
+"""PyTorch datasets over pcr image datasets and tables.
 
 `Dataset` is map-style: `dataset[i]` gives image i at the chosen fidelity as a
 uint8 tensor (C x H x W) and its label, for users who keep their own sampler,
@@ -112,7 +112,136 @@ def _fidelity(value, groups: int) -> int:
 _EPOCH, _START, _WORKERS_EPOCH, _WORKERS = range(4)
 
 
-class ImageLoader(_data.IterableDataset):
+class _EpochLoader(_data.IterableDataset):
+    """Shares, epochs, resume and DataLoader workers, for ImageLoader and
+    TableLoader: subclasses give `_num_items` and `_batches`."""
+
+    def _setup(self, batch_size, seed, shuffle, shuffle_buffer, uneven, rank, world_size) -> None:
+        import multiprocessing
+
+        _check_int("batch_size", batch_size, 1)
+        _check_int("seed", seed, 0, (1 << 64) - 1)
+        _check_int("shuffle_buffer", shuffle_buffer, 0)
+        if (rank is None) != (world_size is None):
+            raise ValueError("give rank and world_size together, or neither to take them from torch.distributed "
+                             f"(rank={rank}, world_size={world_size})")
+        if world_size is not None:
+            _check_int("world_size", world_size, 1)
+            _check_int("rank", rank, 0, world_size - 1)
+        if not isinstance(shuffle, bool):
+            raise TypeError(f"shuffle must be True or False, not {shuffle!r}")
+        if uneven not in ("pad", "drop"):
+            raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
+        self.batch_size, self.seed, self.shuffle = batch_size, seed, shuffle
+        self.shuffle_buffer, self.uneven = shuffle_buffer, uneven
+        self._rank, self._world = rank, world_size
+        # Epoch, batches to resume after, and the epoch (+1) and worker count
+        # of the last iteration by DataLoader workers: shared with the
+        # workers, so set_epoch and load_state_dict reach persistent ones.
+        self._shared = multiprocessing.RawArray("q", 4)
+        self._workers_saved = None  # workers of the loaded state
+        self._counted = None  # (epoch, workers) of the batches counted in this process
+        self._delivered = 0
+
+    @property
+    def epoch(self) -> int:
+        return self._shared[_EPOCH]
+
+    def _share(self) -> Tuple[int, int]:
+        """(rank, world size) of the calling process."""
+        if self._rank is not None:
+            return self._rank, self._world
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch to iterate next. Another epoch than the current one starts
+        at its beginning; the epoch of a loaded state keeps its position."""
+        if _check_int("epoch", epoch, 0) != self.epoch:
+            self._shared[_EPOCH] = epoch
+            self._shared[_START] = 0
+            self._workers_saved = None
+
+    def __len__(self) -> int:
+        """Batches per epoch on this rank, with or without DataLoader workers."""
+        _, world = self._share()
+        return _pcr.batches_per_rank(self._num_items, world, self.batch_size, self.uneven)
+
+    def state_dict(self, batches: Optional[int] = None) -> dict:
+        """Where this epoch stands: after the batches delivered so far, or
+        after `batches` (the count a DataLoader with workers delivered)."""
+        epoch = self.epoch
+        workers_ran = self._shared[_WORKERS_EPOCH] == epoch + 1
+        if batches is not None:
+            _check_int("batches", batches, 0, len(self))
+            workers = self._shared[_WORKERS] if workers_ran else None  # unknown: not checked on resume
+        elif self._counted is not None and self._counted[0] == epoch:
+            batches, workers = self._delivered, self._counted[1]
+        elif workers_ran:
+            raise ValueError(
+                "DataLoader workers iterated this loader, and only the DataLoader knows how many of their "
+                "batches it delivered: iterate with pcr.torch.DataLoader(loader, num_workers=...), whose "
+                "state_dict() counts them, or pass state_dict(batches=n) with the batches delivered this epoch")
+        else:
+            batches, workers = self._shared[_START], self._workers_saved
+        return {"seed": self.seed, "epoch": epoch, "batches": batches, "num_workers": workers}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.seed = _check_int("seed", state["seed"], 0, (1 << 64) - 1)
+        self._shared[_EPOCH] = _check_int("epoch", state["epoch"], 0)
+        self._shared[_START] = _check_int("batches", state["batches"], 0, len(self))
+        workers = state.get("num_workers")
+        self._workers_saved = None if workers is None else max(1, workers)
+        self._counted = None
+
+    def _count(self, workers: int) -> None:
+        """Starts counting delivered batches in this process (pcr.torch.DataLoader)."""
+        self._counted = (self.epoch, workers)
+        self._delivered = self._shared[_START]
+
+    def __iter__(self):
+        rank, world = self._share()
+        info = _data.get_worker_info()
+        workers = 1 if info is None else info.num_workers
+        epoch, start = self._shared[_EPOCH], self._shared[_START]
+        if info is None:
+            if self._counted is None or self._counted[0] != epoch or self._counted[1] != 1:
+                self._count(1)
+            self._delivered = start
+        else:
+            self._shared[_WORKERS_EPOCH] = epoch + 1
+            self._shared[_WORKERS] = workers
+        # The DataLoader takes batches from its workers in turn, worker 0
+        # first: the C++ loader's worker w delivers the rank's batches
+        # start + w, start + w + workers, ...
+        share = dict(rank=rank, world_size=world, worker=0 if info is None else info.id, num_workers=workers,
+                     uneven=self.uneven, shuffle=self.shuffle, shuffle_buffer=self.shuffle_buffer, seed=self.seed,
+                     epoch=epoch, batches=start, saved_workers=self._workers_saved or 0)
+        for batch in self._batches(share):
+            if info is None:
+                self._delivered += 1
+            yield batch
+
+    def __getstate__(self):
+        import multiprocessing.context
+
+        state = dict(self.__dict__)
+        if multiprocessing.context.get_spawning_popen() is None:
+            state["_shared"] = list(self._shared)  # a copy, not shared
+        return state
+
+    def __setstate__(self, state):
+        import multiprocessing
+
+        if isinstance(state["_shared"], list):
+            state["_shared"] = multiprocessing.RawArray("q", state["_shared"])
+        self.__dict__.update(state)
+
+
+class ImageLoader(_EpochLoader):
     """Batches of images for training (or evaluation) straight from a pcr dataset.
 
     Each item is `(images, labels)`: a uint8 tensor N x 3 x size x size (or
@@ -186,31 +315,19 @@ class ImageLoader(_data.IterableDataset):
         decoder: str = "auto",
     ) -> None:
         super().__init__()
-        import multiprocessing
-
-        _check_int("batch_size", batch_size, 1)
-        _check_int("size", size, 1)
-        _check_int("resize", resize, 1)
-        _check_int("threads", threads, 0)
-        _check_int("seed", seed, 0, (1 << 64) - 1)
-        _check_int("shuffle_buffer", shuffle_buffer, 0)
-        _check_int("read_ahead", read_ahead, 1)
-        if (rank is None) != (world_size is None):
-            raise ValueError("give rank and world_size together, or neither to take them from torch.distributed "
-                             f"(rank={rank}, world_size={world_size})")
-        if world_size is not None:
-            _check_int("world_size", world_size, 1)
-            _check_int("rank", rank, 0, world_size - 1)
         for name, value in (("train", train), ("flip", flip), ("channels_last", channels_last), ("direct", direct)):
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be True or False, not {value!r}")
         if shuffle is not None and not isinstance(shuffle, bool):
             raise TypeError(f"shuffle must be True, False or None, not {shuffle!r}")
-        if uneven not in ("pad", "drop"):
-            raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
+        self._setup(batch_size, seed, train if shuffle is None else shuffle, shuffle_buffer, uneven, rank, world_size)
+        _check_int("size", size, 1)
+        _check_int("resize", resize, 1)
+        _check_int("threads", threads, 0)
+        _check_int("read_ahead", read_ahead, 1)
         self.fields = list(fields)
         self.remote = remote
-        self.path, self.batch_size = path, batch_size
+        self.path = path
         self.decoder_options = dict(
             size=size,
             crop="random_resized" if train else "center",
@@ -222,127 +339,142 @@ class ImageLoader(_data.IterableDataset):
             threads=threads,
             decoder=decoder,
         )
-        self.seed, self.shuffle_buffer, self.uneven = seed, shuffle_buffer, uneven
-        self.shuffle = train if shuffle is None else shuffle
         self.read_ahead, self.engine, self.direct = read_ahead, engine, direct
-        self._rank, self._world = rank, world_size
         probe = _pcr.ImageDataset(path, engine, direct, remote)
         self.fidelity = _fidelity(fidelity, probe.num_scan_groups)
-        self._num_images = len(probe)
+        self._num_items = len(probe)
         if self.fields and len(probe):
             probe.fields(0, self.fields)  # refuses unknown names now
         _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
-        # Epoch, batches to resume after, and the epoch (+1) and worker count
-        # of the last iteration by DataLoader workers: shared with the
-        # workers, so set_epoch and load_state_dict reach persistent ones.
-        self._shared = multiprocessing.RawArray("q", 4)
-        self._workers_saved = None  # workers of the loaded state
-        self._counted = None  # (epoch, workers) of the batches counted in this process
-        self._delivered = 0
 
-    @property
-    def epoch(self) -> int:
-        return self._shared[_EPOCH]
-
-    def _share(self) -> Tuple[int, int]:
-        """(rank, world size) of the calling process."""
-        if self._rank is not None:
-            return self._rank, self._world
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-        return 0, 1
-
-    def set_epoch(self, epoch: int) -> None:
-        """The epoch to iterate next. Another epoch than the current one starts
-        at its beginning; the epoch of a loaded state keeps its position."""
-        if _check_int("epoch", epoch, 0) != self.epoch:
-            self._shared[_EPOCH] = epoch
-            self._shared[_START] = 0
-            self._workers_saved = None
-
-    def __len__(self) -> int:
-        """Batches per epoch on this rank, with or without DataLoader workers."""
-        _, world = self._share()
-        return _pcr.batches_per_rank(self._num_images, world, self.batch_size, self.uneven)
-
-    def state_dict(self, batches: Optional[int] = None) -> dict:
-        """Where this epoch stands: after the batches delivered so far, or
-        after `batches` (the count a DataLoader with workers delivered)."""
-        epoch = self.epoch
-        workers_ran = self._shared[_WORKERS_EPOCH] == epoch + 1
-        if batches is not None:
-            _check_int("batches", batches, 0, len(self))
-            workers = self._shared[_WORKERS] if workers_ran else None  # unknown: not checked on resume
-        elif self._counted is not None and self._counted[0] == epoch:
-            batches, workers = self._delivered, self._counted[1]
-        elif workers_ran:
-            raise ValueError(
-                "DataLoader workers iterated this loader, and only the DataLoader knows how many of their "
-                "batches it delivered: iterate with pcr.torch.DataLoader(loader, num_workers=...), whose "
-                "state_dict() counts them, or pass state_dict(batches=n) with the batches delivered this epoch")
-        else:
-            batches, workers = self._shared[_START], self._workers_saved
-        return {"seed": self.seed, "epoch": epoch, "batches": batches, "num_workers": workers}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.seed = _check_int("seed", state["seed"], 0, (1 << 64) - 1)
-        self._shared[_EPOCH] = _check_int("epoch", state["epoch"], 0)
-        self._shared[_START] = _check_int("batches", state["batches"], 0, len(self))
-        workers = state.get("num_workers")
-        self._workers_saved = None if workers is None else max(1, workers)
-        self._counted = None
-
-    def _count(self, workers: int) -> None:
-        """Starts counting delivered batches in this process (pcr.torch.DataLoader)."""
-        self._counted = (self.epoch, workers)
-        self._delivered = self._shared[_START]
-
-    def __iter__(self):
-        rank, world = self._share()
-        info = _data.get_worker_info()
-        workers = 1 if info is None else info.num_workers
-        epoch, start = self._shared[_EPOCH], self._shared[_START]
-        if info is None:
-            if self._counted is None or self._counted[0] != epoch or self._counted[1] != 1:
-                self._count(1)
-            self._delivered = start
-        else:
-            self._shared[_WORKERS_EPOCH] = epoch + 1
-            self._shared[_WORKERS] = workers
-        # The DataLoader takes batches from its workers in turn, worker 0
-        # first: pcr::ImageLoader's worker w delivers the rank's batches
-        # start + w, start + w + workers, ...
+    def _batches(self, share: dict):
         ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
-        it = _pcr.ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, rank=rank, world_size=world,
-                              worker=0 if info is None else info.id, num_workers=workers, uneven=self.uneven,
-                              shuffle=self.shuffle, shuffle_buffer=self.shuffle_buffer, seed=self.seed, epoch=epoch,
-                              batches=start, saved_workers=self._workers_saved or 0, read_ahead=self.read_ahead,
-                              fields=self.fields, **self.decoder_options)
+        it = _pcr.ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
+                              fields=self.fields, **share, **self.decoder_options)
         for images, labels, *fields in it:
-            if info is None:
-                self._delivered += 1
             yield (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
 
-    def __getstate__(self):
-        import multiprocessing.context
 
-        state = dict(self.__dict__)
-        if multiprocessing.context.get_spawning_popen() is None:
-            state["_shared"] = list(self._shared)  # a copy, not shared
-        return state
+class TableLoader(_EpochLoader):
+    """Batches of table rows for training recommendation models (DLRM-style),
+    straight from a pcr table.
 
-    def __setstate__(self, state):
-        import multiprocessing
+    Each item is a dict: "rows" (int64, the table's row numbers) and, for
+    each feature of the projection `features` (None: every feature), a dict
+    of tensors over the batch's rows:
+    - numbers (int64, uint64, bool, float32, float64, timestamps):
+      "values" (0 where missing; uint64 as int64 of the same bits,
+      timestamps int64 ticks) and "presence" (bool);
+    - id lists: "input" (int64 ids) and "offsets" (int64, where each row's
+      ids start), torch.nn.EmbeddingBag's (input, offsets), and "presence";
+      scored lists also "per_sample_weights" (float32);
+    - float lists: "values", "offsets" (as for ids) and "presence";
+    - strings and bytes: "values", a list of str or bytes (None where
+      missing), and "presence".
+    `dense` names numeric features to deliver together instead, as "dense",
+    a float32 tensor N x len(dense) (0 where missing), and
+    "dense_presence" (bool, the same shape).
 
-        if isinstance(state["_shared"], list):
-            state["_shared"] = multiprocessing.RawArray("q", state["_shared"])
-        self.__dict__.update(state)
+    Shuffling: each epoch permutes the stripes, and each worker mixes its
+    rows in a buffer of `shuffle_buffer` rows, so a stripe is read once and
+    dropped after its last row; shuffle=False reads the table in order.
+    Shares, epochs, resume and workers are as for ImageLoader (rows for
+    images): len(loader) batches on every rank (uneven="pad" or "drop"),
+    set_epoch, state_dict and load_state_dict, and pcr.torch.DataLoader for
+    workers. `access_log` and `job` are pcr.Table's: every worker logs the
+    projection it reads under the job. Arguments are checked here.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        batch_size: int,
+        features: Optional[Sequence] = None,
+        *,
+        dense: Sequence = (),
+        seed: int = 0,
+        shuffle: bool = True,
+        shuffle_buffer: int = 65536,
+        uneven: str = "pad",
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        engine: str = "auto",
+        direct: bool = False,
+        remote: Optional[dict] = None,
+        access_log=None,
+        job: Optional[str] = None,
+    ) -> None:
+        super().__init__()
+        self._setup(batch_size, seed, shuffle, shuffle_buffer, uneven, rank, world_size)
+        for name, value in (("features", features), ("dense", dense)):
+            if isinstance(value, (str, bytes)):
+                raise TypeError(f"{name} must be a list of names, not the str {value!r}")
+        self.path, self.engine, self.direct, self.remote = path, engine, direct, remote
+        self.access_log, self.job = access_log, job
+        probe = _pcr.Table(path, engine, direct, remote)
+        self._num_items = probe.num_rows
+        types = {f["name"]: f["type"] for f in probe.schema}
+        by_id = {str(f["id"]): f["name"] for f in probe.schema if f.get("id") is not None}
+        self.dense = [by_id.get(str(d), str(d)) for d in dense]
+        for name in self.dense:
+            if name not in types:
+                raise ValueError(f"{path}: dense names '{name}', which the table does not have")
+            if types[name] not in _NUMBER_TYPES:
+                raise ValueError(f"dense features must be numbers; '{name}' is {types[name]}")
+        if features is None:
+            features = [f["name"] for f in probe.schema]
+        self.features = [by_id.get(str(f), str(f)) for f in features]
+        probe.read(self.features + self.dense, 0, 0)  # refuses unknown names now
+        self.features = [f for f in self.features if f not in self.dense]
+        self._types = types
+
+    def _batches(self, share: dict):
+        table = _pcr.Table(self.path, self.engine, self.direct, self.remote, self.access_log, self.job)
+        it = _pcr.TableLoader(table, batch_size=self.batch_size, features=self.features + self.dense, **share)
+        for rows, columns in it:
+            batch = {"rows": _torch.from_numpy(rows)}
+            for name in self.features:
+                batch[name] = _tensors(columns[name], self._types[name])
+            if self.dense:
+                n = len(rows)
+                values = _np.zeros((n, len(self.dense)), dtype=_np.float32)
+                presence = _np.zeros((n, len(self.dense)), dtype=bool)
+                for j, name in enumerate(self.dense):
+                    v = columns[name]["values"]
+                    v = v.view("int64") if v.dtype.kind == "M" else v
+                    presence[:, j] = columns[name]["presence"]
+                    values[:, j] = _np.where(presence[:, j], v.astype(_np.float32), 0)
+                batch["dense"] = _torch.from_numpy(values)
+                batch["dense_presence"] = _torch.from_numpy(presence)
+            yield batch
+
+
+_NUMBER_TYPES = ("int64", "uint64", "bool", "float32", "float64", "timestamp_s", "timestamp_ms", "timestamp_us",
+                 "timestamp_ns")
+
+
+def _tensors(col: dict, kind: str) -> dict:
+    """One column of a TableLoader batch as the tensors TableLoader gives."""
+    presence = _torch.from_numpy(col["presence"])
+    values = col["values"]
+    if kind in ("string", "bytes"):
+        objects = _pcr._row_objects(values, col["offsets"], col["presence"], "str" if kind == "string" else "bytes")
+        return {"values": objects.tolist(), "presence": presence}
+    if values.dtype.kind in "Mu" and values.dtype != _np.uint8:
+        values = values.view("int64")
+    if "offsets" not in col:
+        return {"values": _torch.from_numpy(values), "presence": presence}
+    starts = _torch.from_numpy(col["offsets"][:-1].view("int64"))
+    if kind == "float32_list" or kind == "float64_list":
+        return {"values": _torch.from_numpy(values), "offsets": starts, "presence": presence}
+    out = {"input": _torch.from_numpy(values), "offsets": starts, "presence": presence}
+    if "scores" in col:
+        out["per_sample_weights"] = _torch.from_numpy(col["scores"].astype(_np.float32, copy=False))
+    return out
 
 
 class DataLoader(_data.DataLoader):
-    """torch.utils.data.DataLoader over an ImageLoader (batch_size=None: the
+    """torch.utils.data.DataLoader over an ImageLoader or TableLoader (batch_size=None: the
     loader makes the batches) that counts the batches it delivers, so that
     `state_dict()` (its own or the loader's) is exact with workers too.
 
@@ -350,11 +482,12 @@ class DataLoader(_data.DataLoader):
     with the next unseen batch.
     """
 
-    def __init__(self, dataset: ImageLoader, batch_size: Optional[int] = None, **kwargs) -> None:
-        if not isinstance(dataset, ImageLoader):
-            raise TypeError("pcr.torch.DataLoader iterates a pcr.torch.ImageLoader; use torch's DataLoader for others")
+    def __init__(self, dataset: _EpochLoader, batch_size: Optional[int] = None, **kwargs) -> None:
+        if not isinstance(dataset, _EpochLoader):
+            raise TypeError("pcr.torch.DataLoader iterates a pcr.torch.ImageLoader or TableLoader; "
+                            "use torch's DataLoader for others")
         if batch_size is not None:
-            raise ValueError("ImageLoader makes the batches: give batch_size to it, not to the DataLoader")
+            raise ValueError(f"{type(dataset).__name__} makes the batches: give batch_size to it, not to the DataLoader")
         super().__init__(dataset, batch_size=None, **kwargs)
 
     def __iter__(self):

@@ -1,6 +1,8 @@
 import csv
 import gc
 import json
+import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -159,3 +161,37 @@ def test_column_types_bad_values_and_every_float(tmp_path):
         pcr.convert_table(str(src), str(tmp_path / "bad"), column_types={"a": "int"})
     with pytest.raises(ValueError, match="on_bad_value must be 'error' or 'missing'"):
         pcr.convert_table(str(src), str(tmp_path / "bad"), on_bad_value="skip")
+
+
+def test_a_table_rewritten_while_open_is_reported_as_changed_not_corrupt(tmp_path):
+    import json
+    import shutil
+
+    def table(name, label):
+        src = tmp_path / f"{name}.jsonl"
+        src.write_text("".join(json.dumps({"label": label, "x": r * 0.5}) + "\n" for r in range(2000)))
+        return pathlib.Path(pcr.convert_table(src, tmp_path / name, rows_per_stripe=500)["path"])
+
+    a, b, c = table("a", 0), table("b", 5), table("c", 0)
+    # Rewritten in place (cp): another size or time.
+    t = pcr.Table(a)
+    shutil.copyfile(b, a)
+    with pytest.raises(OSError, match="changed while open .*open it again") as e:
+        t.read(["label"])
+    assert not isinstance(e.value, pcr.CorruptionError)
+    assert pcr.Table(a).read(["label"])["label"]["values"][0] == 5
+    # The same size and modification time (cp -p of a same-sized table): the footer tells.
+    same = table("d", 1)
+    t = pcr.Table(c)
+    before = os.stat(c)
+    assert os.path.getsize(same) == before.st_size
+    shutil.copyfile(same, c)
+    os.utime(c, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(OSError, match="changed while open"):
+        t.read(["label"])
+    # Replaced by a rename, the open table still reads what it opened.
+    t = pcr.Table(c)
+    assert t.read(["label"])["label"]["values"][0] == 1
+    os.replace(a, c)
+    assert t.read(["label"])["label"]["values"][0] == 1
+    assert pcr.Table(c).read(["label"])["label"]["values"][0] == 5

@@ -1,0 +1,74 @@
+// Batches of table rows for training (recommendation models): one rank's
+// (and one worker's) share of an epoch, shuffled, resumable from a small
+// state. pcr.torch.TableLoader is this loader.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pcr/export.h"
+#include "pcr/image_loader.h"
+#include "pcr/sample_iterator.h"
+#include "pcr/status.h"
+#include "pcr/table.h"
+#include "pcr/types.h"
+
+namespace pcr {
+
+struct TableLoaderOptions {
+  // Rank, world size, batch size, workers, uneven shares and shuffling as
+  // for images, with rows for images and stripes for records: each epoch
+  // permutes the stripes, and each worker mixes its rows in a shuffle
+  // buffer of `shuffle_buffer` rows. A worker's batches are the rank's
+  // batches start + worker, start + worker + num_workers, ...
+  EpochOptions epoch;
+  std::vector<std::string> features;  // the projection; empty: every feature
+};
+
+// One batch: N rows (batch_size but for a rank's last batch under
+// UnevenShares::kPad), one column per feature, row j of each being table
+// row rows[j].
+struct TableLoaderBatch {
+  uint64_t batch = 0;  // the rank's batch number in the epoch, from 0
+  std::vector<uint64_t> rows;
+  std::vector<Column> columns;
+};
+
+// Thread safety: Next() may be called from one thread at a time; state()
+// and num_batches() from any thread. The loader keeps the table open
+// (Table, Lifetime): it reads through it, so the table's access log records
+// the projection.
+class PCR_EXPORT TableLoader {
+ public:
+  // Checks every option (InvalidArgument naming it and its range), the
+  // feature names, and that `start` fits: its batches at most num_batches(),
+  // its num_workers (when known) equal to the options'.
+  static Result<std::unique_ptr<TableLoader>> Create(const Table& table, const TableLoaderOptions& options,
+                                                     const LoaderState& start = {});
+  ~TableLoader();
+  TableLoader(const TableLoader&) = delete;
+  TableLoader& operator=(const TableLoader&) = delete;
+
+  // Fills `batch` with this worker's next batch; false at the end of the
+  // epoch. Each stripe is read once, when its first row is needed, and
+  // dropped after its last. A read error names the table and stripe and
+  // ends the iteration.
+  // REQUIRES: batch != nullptr
+  Result<bool> Next(TableLoaderBatch* batch);
+  // The state after the last batch Next() returned, or the start before any.
+  LoaderState state() const;
+  // The rank's batches per epoch, the same on every rank and for any number
+  // of workers.
+  uint64_t num_batches() const;
+  // The projection's feature indices, in the order of the batches' columns.
+  const std::vector<uint32_t>& features() const;
+
+ private:
+  struct Rep;
+  explicit TableLoader(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace pcr

@@ -1,0 +1,134 @@
+#include "pcr/table_loader.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <map>
+#include <numeric>
+
+#include "format/table_format.h"
+#include "loader/epoch.h"
+
+namespace pcr {
+
+struct [[gnu::visibility("hidden")]] TableLoader::Rep {
+  const Table* table = nullptr;
+  std::vector<uint32_t> features;
+  EpochOptions epoch;  // this worker's, with its role
+  uint64_t seed = 0, epoch_number = 0;
+  uint64_t batches = 0;     // the rank's batches per epoch
+  uint64_t next_batch = 0;  // the rank's batch number of this worker's next batch
+  std::atomic<uint64_t> taken;
+  std::vector<uint64_t> first_row;  // of each stripe, and the row count at the end
+  RankEpoch plan;
+  uint64_t position = 0;                  // the next delivery position of plan.order
+  std::vector<uint64_t> remaining;        // per stripe: rows still to deliver from it
+  std::map<size_t, TableBatch> stripes;   // read stripes with rows still to deliver
+
+  size_t StripeOf(uint64_t row) const {
+    return static_cast<size_t>(std::upper_bound(first_row.begin(), first_row.end(), row) - first_row.begin()) - 1;
+  }
+};
+
+Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, const TableLoaderOptions& options,
+                                                         const LoaderState& start) {
+  const EpochOptions& e = options.epoch;
+  PCR_RETURN_IF_ERROR(ValidateEpochOptions(e));
+  auto rep = std::make_unique<Rep>();
+  if (options.features.empty()) {
+    rep->features.resize(table.schema().features.size());
+    std::iota(rep->features.begin(), rep->features.end(), uint32_t{0});
+  } else {
+    PCR_ASSIGN_OR_RETURN(rep->features, table.Resolve(options.features));
+  }
+  const uint64_t rows = table.schema().row_count;
+  rep->batches = BatchesPerRank(rows, e);
+  if (start.batches > rep->batches) {
+    return Status::InvalidArgument("the state's batches must be 0.." + std::to_string(rep->batches) +
+                                   " (the rank's batches per epoch), not " + std::to_string(start.batches));
+  }
+  if (start.batches > 0 && start.num_workers != 0 && start.num_workers != e.num_workers) {
+    return Status::InvalidArgument("the state was saved with " + std::to_string(start.num_workers) +
+                                   " worker(s) per rank: resume with num_workers=" +
+                                   std::to_string(start.num_workers) + ", not " + std::to_string(e.num_workers));
+  }
+  // As for images: worker w delivers the rank's batches start + w,
+  // start + w + K, ..., those of the share of worker `role` after `skip`.
+  const uint64_t k = e.num_workers, role = (e.worker + start.batches) % k;
+  const uint64_t skip = start.batches > role ? (start.batches - role + k - 1) / k : 0;
+  rep->epoch = e;
+  rep->epoch.worker = role;
+  std::vector<uint64_t> stripe_rows(table.stripe_count());
+  uint64_t total = 0;
+  for (size_t s = 0; s < stripe_rows.size(); ++s) {
+    stripe_rows[s] = table.stripe_rows(s);
+    rep->first_row.push_back(total);
+    total += stripe_rows[s];
+  }
+  rep->first_row.push_back(total);
+  rep->plan = PlanRankEpoch(stripe_rows, rep->epoch, start.seed, start.epoch);
+  rep->position = std::min(skip * e.batch_size, static_cast<uint64_t>(rep->plan.order.size()));
+  rep->remaining.assign(stripe_rows.size(), 0);
+  for (uint64_t p = rep->position; p < rep->plan.order.size(); ++p) {
+    rep->remaining[rep->StripeOf(rep->plan.input[rep->plan.order[p]])]++;
+  }
+  rep->table = &table;
+  rep->seed = start.seed;
+  rep->epoch_number = start.epoch;
+  rep->next_batch = role + skip * k;
+  rep->taken = start.batches;
+  return std::unique_ptr<TableLoader>(new TableLoader(std::move(rep)));
+}
+
+TableLoader::TableLoader(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+TableLoader::~TableLoader() = default;
+
+uint64_t TableLoader::num_batches() const { return rep_->batches; }
+const std::vector<uint32_t>& TableLoader::features() const { return rep_->features; }
+
+LoaderState TableLoader::state() const {
+  return {rep_->seed, rep_->epoch_number, rep_->taken.load(), rep_->epoch.num_workers};
+}
+
+Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
+  assert(batch != nullptr && "TableLoader::Next: batch is null");
+  Rep& r = *rep_;
+  const uint64_t n = r.plan.order.size();
+  if (r.position >= n) return false;
+  const uint64_t end = std::min(n, r.position + r.epoch.batch_size);
+  batch->batch = r.next_batch;
+  batch->rows.clear();
+  struct Source {
+    size_t stripe;
+    const TableBatch* read;  // std::map keeps it in place until erased, after the gather
+    uint64_t row;            // in the stripe
+  };
+  std::vector<Source> sources;
+  for (uint64_t p = r.position; p < end; ++p) {
+    const uint64_t row = r.plan.input[r.plan.order[p]];
+    const size_t s = r.StripeOf(row);
+    auto it = r.stripes.find(s);
+    if (it == r.stripes.end()) {
+      PCR_ASSIGN_OR_RETURN(TableBatch read, r.table->Read(r.features, s, 1));
+      it = r.stripes.emplace(s, std::move(read)).first;
+    }
+    sources.push_back({s, &it->second, row - r.first_row[s]});
+    batch->rows.push_back(row);
+  }
+  batch->columns.resize(r.features.size());
+  std::vector<RowRef> refs(sources.size());
+  for (size_t j = 0; j < r.features.size(); ++j) {
+    for (size_t i = 0; i < sources.size(); ++i) refs[i] = {&sources[i].read->columns[j], sources[i].row};
+    batch->columns[j] = Column(r.table->schema().features[r.features[j]].type);
+    GatherRows(refs, &batch->columns[j]);
+  }
+  for (const Source& src : sources) {
+    if (--r.remaining[src.stripe] == 0) r.stripes.erase(src.stripe);
+  }
+  r.position = end;
+  r.next_batch += r.epoch.num_workers;
+  r.taken = batch->batch + 1;
+  return true;
+}
+
+}  // namespace pcr

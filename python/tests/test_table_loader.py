@@ -1,0 +1,176 @@
+"""pcr.torch.TableLoader: every row once per epoch across ranks and workers,
+values equal to Table.read's, shuffling, resume, the access log, and the
+tensors EmbeddingBag takes."""
+import json
+
+import numpy as np
+import pytest
+
+import pcr
+
+torch = pytest.importorskip("torch")
+import pcr.torch  # noqa: E402
+
+ROWS = 1000
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    out = tmp_path_factory.mktemp("table-loader")
+    rows = []
+    for r in range(ROWS):
+        row = {"label": r % 3, "dense": {"1": r * 0.5}, "sparse": {"100": list(range(r % 4))},
+               "scored": {"200": [[r, r / 8], [r + 1, 0.25]]}, "name": f"n{r}", "when": 1700000000 + r}
+        if r % 5:
+            row["dense"]["2"] = float(r)  # missing in every fifth row
+        if r % 7 == 0:
+            del row["name"]
+        rows.append(row)
+    (out / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return pcr.convert_table(out / "rows.jsonl", out, rows_per_stripe=96, schema={"when": "timestamp_s"})["path"]
+
+
+def expected(table_path):
+    """Python values of every feature of every row, from Table.read."""
+    t = pcr.Table(table_path)
+    cols = t.read([f["name"] for f in t.schema])
+    out = {}
+    for name, col in cols.items():
+        vals = []
+        for r in range(ROWS):
+            if not col["presence"][r]:
+                vals.append(None)
+            elif "offsets" not in col:
+                v = col["values"][r]
+                vals.append(int(v.astype("int64")) if v.dtype.kind == "M" else v.item())
+            else:
+                lo, hi = int(col["offsets"][r]), int(col["offsets"][r + 1])
+                if name == "name":
+                    vals.append(col["values"][lo:hi].tobytes().decode())
+                elif "scores" in col:
+                    vals.append(list(zip(col["values"][lo:hi].tolist(), col["scores"][lo:hi].tolist())))
+                else:
+                    vals.append(col["values"][lo:hi].tolist())
+        out[name] = vals
+    return out
+
+
+def batch_values(batch, name, i):
+    """Row i of a batch's feature, as expected() gives it."""
+    col = batch[name]
+    if not col["presence"][i]:
+        return None
+    if "input" in col:
+        lo = int(col["offsets"][i])
+        hi = int(col["offsets"][i + 1]) if i + 1 < len(col["offsets"]) else len(col["input"])
+        ids = col["input"][lo:hi].tolist()
+        if "per_sample_weights" in col:
+            return list(zip(ids, col["per_sample_weights"][lo:hi].tolist()))
+        return ids
+    v = col["values"][i]
+    return v.item() if hasattr(v, "item") else v
+
+
+def test_every_row_once_with_table_values_on_every_rank_and_worker(table):
+    want = expected(table)
+    seen = []
+    lengths = set()
+    for rank in range(3):
+        loader = pcr.torch.TableLoader(table, 50, rank=rank, world_size=3, seed=4, dense=["1", "2"])
+        lengths.add(len(loader))
+        rank_rows = []
+        for batch in pcr.torch.DataLoader(loader, num_workers=2):
+            n = len(batch["rows"])
+            assert batch["dense"].shape == (n, 2) and batch["dense"].dtype == torch.float32
+            for i, row in enumerate(batch["rows"].tolist()):
+                for j, name in enumerate(["1", "2"]):
+                    present = want[name][row] is not None
+                    assert bool(batch["dense_presence"][i, j]) == present
+                    assert float(batch["dense"][i, j]) == (np.float32(want[name][row]) if present else 0.0)
+                for name in ("label", "100", "when", "name"):
+                    assert batch_values(batch, name, i) == want[name][row], (name, row)
+                got = batch_values(batch, "200", i)
+                assert [(a, np.float32(b)) for a, b in got] == [(a, np.float32(b)) for a, b in want["200"][row]]
+            rank_rows += batch["rows"].tolist()
+        assert len(rank_rows) == 334  # ceil(1000 / 3): padded with the epoch's first rows
+        seen += rank_rows
+        # A rank's rows do not depend on the number of workers (their order does).
+        again = pcr.torch.TableLoader(table, 50, rank=rank, world_size=3, seed=4, dense=["1", "2"])
+        assert sorted(r for b in again for r in b["rows"].tolist()) == sorted(rank_rows)
+    assert lengths == {7}
+    assert set(seen) == set(range(ROWS)) and len(seen) == 1002
+
+
+def test_shuffling_epochs_and_order(table):
+    def rows(loader):
+        return [r for b in loader for r in b["rows"].tolist()]
+
+    loader = pcr.torch.TableLoader(table, 64, ["label"], seed=1)
+    first = rows(loader)
+    assert sorted(first) == list(range(ROWS)) and first != list(range(ROWS))
+    assert rows(loader) == first  # the same epoch again
+    loader.set_epoch(1)
+    assert rows(loader) != first
+    assert rows(pcr.torch.TableLoader(table, 64, ["label"], shuffle=False)) == list(range(ROWS))
+    drop = pcr.torch.TableLoader(table, 64, ["label"], uneven="drop", rank=1, world_size=2)
+    assert len(drop) == 7 and all(len(b["rows"]) == 64 for b in drop)
+
+
+def test_resume_gives_the_remaining_batches(table):
+    def run(loader, batches=None):
+        out = []
+        for b in pcr.torch.DataLoader(loader, num_workers=2):
+            out.append(b["rows"].tolist())
+            if batches is not None and len(out) == batches:
+                return out, loader.state_dict()
+        return out, None
+
+    make = lambda: pcr.torch.TableLoader(table, 32, ["label", "100"], seed=9)  # noqa: E731
+    whole, _ = run(make())
+    head, state = run(make(), 5)
+    assert state == {"seed": 9, "epoch": 0, "batches": 5, "num_workers": 2}
+    resumed = make()
+    resumed.load_state_dict(state)
+    tail, _ = run(resumed)
+    assert head + tail == whole
+
+
+def test_access_log_and_embedding_bag(table, tmp_path):
+    log = tmp_path / "access.log"
+    loader = pcr.torch.TableLoader(table, 100, ["label", "200"], access_log=log, job="ctr-1")
+    bag = torch.nn.EmbeddingBag(ROWS + 2, 8, mode="sum")
+    for batch in pcr.torch.DataLoader(loader, num_workers=2):
+        s = batch["200"]
+        pooled = bag(s["input"], s["offsets"], per_sample_weights=s["per_sample_weights"])
+        assert pooled.shape == (len(batch["rows"]), 8)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {tuple(l["features"]) for l in lines} == {("label", "200")} and {l["job"] for l in lines} == {"ctr-1"}
+    assert pcr.popularity(log) == [("200", 1), ("label", 1)]
+
+
+def test_arguments_are_checked(table):
+    with pytest.raises(ValueError, match="nope"):
+        pcr.torch.TableLoader(table, 8, ["label", "nope"])
+    with pytest.raises(ValueError, match="dense features must be numbers; 'name' is string"):
+        pcr.torch.TableLoader(table, 8, dense=["name"])
+    with pytest.raises(TypeError, match="list of names"):
+        pcr.torch.TableLoader(table, 8, "label")
+    with pytest.raises(ValueError, match="batch_size"):
+        pcr.torch.TableLoader(table, 0)
+    loader = pcr.torch.TableLoader(table, 8, [100, "label"])  # a map feature by its int id
+    assert set(next(iter(loader))) == {"rows", "100", "label"}
+
+
+def test_readme_example(tmp_path, monkeypatch):
+    from conftest import README, python_block
+
+    rows = [{"label": r % 2, "dense": {"101": r * 0.5}, "sparse": {"9": [r, r * 7]}} for r in range(3000)]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pcr.convert_table(tmp_path / "rows.jsonl", tmp_path / "out", rows_per_stripe=500)
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(compile(python_block("import torch, pcr.torch\n\nloader = pcr.torch.TableLoader("), str(README), "exec"),
+         scope)
+    assert scope["x"].shape == (len(scope["batch"]["rows"]), 17)
+    assert scope["y"].tolist() == [r % 2 for r in scope["batch"]["rows"].tolist()]
+    assert scope["x"][:, 0].tolist() == [r * 0.5 for r in scope["batch"]["rows"].tolist()]

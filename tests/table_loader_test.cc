@@ -1,0 +1,128 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+
+#include "pcr/convert.h"
+#include "pcr/table_loader.h"
+#include "test_util.h"
+
+namespace pcr {
+namespace {
+
+using test::TempDir;
+
+// 500 rows: label = row, an id list of row % 3 ids, a string missing in every fourth row; stripes of 64 rows.
+std::unique_ptr<Table> OpenTable(const TempDir& tmp) {
+  std::ofstream out(tmp / "rows.jsonl");
+  for (int r = 0; r < 500; ++r) {
+    out << "{\"label\": " << r << ", \"sparse\": {\"7\": [";
+    for (int i = 0; i < r % 3; ++i) out << (i ? ", " : "") << r * 10 + i;
+    out << "]}" << (r % 4 ? ", \"name\": \"n" + std::to_string(r) + "\"" : std::string()) << "}\n";
+  }
+  out.close();
+  TableConvertOptions o{.input = tmp / "rows.jsonl", .out_dir = tmp / "t"};
+  o.writer.rows_per_stripe = 64;
+  REQUIRE(ConvertTable(o).ok());
+  auto t = Table::Open(tmp / "t", {.io = test::Io()});
+  REQUIRE(t.ok());
+  return std::move(t).MoveValue();
+}
+
+std::vector<TableLoaderBatch> Drain(TableLoader& loader, size_t at_most = SIZE_MAX) {
+  std::vector<TableLoaderBatch> out;
+  TableLoaderBatch batch;
+  while (out.size() < at_most && loader.Next(&batch).MoveValue()) out.push_back(batch);
+  return out;
+}
+
+// Every delivered row's values are the table's own.
+void CheckRows(const TableLoaderBatch& b) {
+  REQUIRE(b.columns.size() == 3);
+  for (size_t j = 0; j < b.rows.size(); ++j) {
+    const int64_t r = static_cast<int64_t>(b.rows[j]);
+    CHECK(b.columns[0].ints[j] == r);
+    const Column& ids = b.columns[1];
+    REQUIRE(ids.offsets[j + 1] - ids.offsets[j] == static_cast<uint64_t>(r % 3));
+    for (uint64_t i = ids.offsets[j]; i < ids.offsets[j + 1]; ++i) {
+      CHECK(ids.ints[i] == r * 10 + static_cast<int64_t>(i - ids.offsets[j]));
+    }
+    CHECK(b.columns[2].present[j] == (r % 4 != 0));
+    if (r % 4) CHECK(b.columns[2].string(j) == "n" + std::to_string(r));
+  }
+}
+
+TEST_CASE("TableLoader delivers every row once per epoch across ranks and workers, with the table's values") {
+  TempDir tmp;
+  auto table = OpenTable(tmp);
+  std::map<uint64_t, int> seen;
+  for (uint64_t rank = 0; rank < 2; ++rank) {
+    std::vector<uint64_t> rank_rows;
+    for (uint64_t worker = 0; worker < 3; ++worker) {
+      const TableLoaderOptions o{.epoch = {.rank = rank, .world_size = 2, .batch_size = 16, .worker = worker,
+                                           .num_workers = 3, .shuffle_buffer = 40}};
+      auto loader = TableLoader::Create(*table, o, {.seed = 5});
+      REQUIRE(loader.ok());
+      CHECK((*loader)->num_batches() == 16);  // 250 rows in batches of 16
+      for (const TableLoaderBatch& b : Drain(**loader)) {
+        CHECK(b.batch % 3 == worker);
+        CheckRows(b);
+        rank_rows.insert(rank_rows.end(), b.rows.begin(), b.rows.end());
+      }
+    }
+    CHECK(rank_rows.size() == 250);
+    for (const uint64_t r : rank_rows) seen[r]++;
+  }
+  REQUIRE(seen.size() == 500);
+  CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; }));
+}
+
+TEST_CASE("TableLoader resumes after a saved state with the batches still to come") {
+  TempDir tmp;
+  auto table = OpenTable(tmp);
+  const TableLoaderOptions o{.epoch = {.batch_size = 32, .shuffle_buffer = 100}};
+  auto whole = TableLoader::Create(*table, o, {.seed = 3, .epoch = 2});
+  REQUIRE(whole.ok());
+  const std::vector<TableLoaderBatch> all = Drain(**whole);
+  REQUIRE(all.size() == 16);
+  auto first = TableLoader::Create(*table, o, {.seed = 3, .epoch = 2});
+  REQUIRE(first.ok());
+  Drain(**first, 6);
+  const LoaderState saved = (*first)->state();
+  CHECK(saved.ToString() == "seed=3 epoch=2 batches=6 num_workers=1");
+  auto resumed = TableLoader::Create(*table, o, saved);
+  REQUIRE(resumed.ok());
+  const std::vector<TableLoaderBatch> rest = Drain(**resumed);
+  REQUIRE(rest.size() == 10);
+  for (size_t i = 0; i < rest.size(); ++i) CHECK(rest[i].rows == all[6 + i].rows);
+  // Shuffled: not the table's order, and another epoch another order.
+  std::vector<uint64_t> rows;
+  for (const auto& b : all) rows.insert(rows.end(), b.rows.begin(), b.rows.end());
+  CHECK(!std::is_sorted(rows.begin(), rows.end()));
+  auto other = TableLoader::Create(*table, o, {.seed = 3, .epoch = 3});
+  REQUIRE(other.ok());
+  CHECK(Drain(**other, 1)[0].rows != all[0].rows);
+}
+
+TEST_CASE("TableLoader checks its options and the projection") {
+  TempDir tmp;
+  auto table = OpenTable(tmp);
+  auto unknown = TableLoader::Create(*table, {.epoch = {.batch_size = 4}, .features = {"label", "nope"}});
+  REQUIRE(!unknown.ok());
+  CHECK_THAT(unknown.status().message(), Catch::Contains("nope"));
+  CHECK(!TableLoader::Create(*table, {.epoch = {.batch_size = 0}}).ok());
+  auto late = TableLoader::Create(*table, {.epoch = {.batch_size = 100}}, {.batches = 6});
+  REQUIRE(!late.ok());
+  CHECK_THAT(late.status().message(), Catch::Contains("0..5"));
+  auto projected = TableLoader::Create(*table, {.epoch = {.batch_size = 100, .shuffle = false}, .features = {"7"}});
+  REQUIRE(projected.ok());
+  CHECK((*projected)->features() == std::vector<uint32_t>{1});
+  const auto batches = Drain(**projected);
+  REQUIRE(batches.size() == 5);
+  CHECK(batches[0].rows.front() == 0);
+  CHECK(batches[4].rows.back() == 499);
+}
+
+}  // namespace
+}  // namespace pcr
