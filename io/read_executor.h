@@ -65,7 +65,8 @@ class ReadBatch {
  private:
   friend Status ExecuteReads(IoEngine&, std::span<const ReadRange>, const CoalesceOptions&, ReadBatch*, bool);
   ReadPlan plan_;
-  std::vector<IoBuffer> buffers_;  // one per planned read
+  IoBuffer buffer_;          // every planned read's bytes
+  std::vector<uint64_t> at_;  // where each planned read's bytes start in it
   std::vector<ByteSpan> spans_;
   std::vector<Status> checks_;
 };

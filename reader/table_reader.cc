@@ -73,6 +73,8 @@ Result<std::unique_ptr<Table>> Table::Open(const std::string& path, const TableR
 }
 
 namespace {
+// Read buffers a table keeps between reads: enough for as many threads.
+constexpr size_t kSpareReads = 4;
 constexpr std::string_view kNotATable = ", not a table: open it as an image dataset (pcr::ImageDataset, "
                                         "pcr.ImageDataset in Python)";
 }  // namespace
@@ -204,7 +206,24 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
       for (const StreamRole role : RolesOf(all[f].type)) ranges.push_back(StreamRange(*t.file, s, t.StreamIndex(s, f, role)));
     }
   }
-  ReadBatch stored;
+  std::unique_ptr<ReadBatch> spare;
+  {
+    std::lock_guard lock(t.mu);
+    if (!t.spare_reads.empty()) {
+      spare = std::move(t.spare_reads.back());
+      t.spare_reads.pop_back();
+    }
+  }
+  if (!spare) spare = std::make_unique<ReadBatch>();
+  struct GiveBack {  // the buffers go back for the next read, however this one ends
+    const Rep& t;
+    std::unique_ptr<ReadBatch>& batch;
+    ~GiveBack() {
+      std::lock_guard lock(t.mu);
+      if (t.spare_reads.size() < kSpareReads) t.spare_reads.push_back(std::move(batch));
+    }
+  } give_back{t, spare};
+  ReadBatch& stored = *spare;
   if (Status read = ExecuteReads(*t.engine, ranges, t.options.coalesce, &stored); !read.ok()) {
     return t.file->ExplainFailure(std::move(read));
   }

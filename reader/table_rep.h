@@ -10,6 +10,7 @@
 #include "format/table_format.h"
 #include "io/io_engine.h"
 #include "io/pcr_file.h"
+#include "io/read_executor.h"
 #include "pcr/table.h"
 #include "reader/internals.h"
 
@@ -37,8 +38,11 @@ struct [[gnu::visibility("hidden")]] Table::Rep {
   std::unique_ptr<PcrFile> file;
   std::vector<std::vector<size_t>> stream_of;
   std::string content_id;
-  mutable std::mutex mu;                            // guards logged
+  mutable std::mutex mu;                            // guards logged and spare_reads
   mutable std::set<std::vector<uint32_t>> logged;  // projections already appended to the access log
+  // Read buffers of finished reads, for the next ones: a fresh buffer of a
+  // large coalesced read costs a page fault per 4 KiB.
+  mutable std::vector<std::unique_ptr<ReadBatch>> spare_reads;
 };
 
 }  // namespace pcr
