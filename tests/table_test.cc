@@ -368,6 +368,10 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
       CHECK(!std::filesystem::exists(beside_path));
     }
     CHECK(Table::Open(dir / "a", {.io = test::Io()}).ok());
+    // So would one in another table's directory.
+    auto into_other = ReorderTable(report->path, dir / "c/other.pcr", {"label"}, test::Io());
+    REQUIRE(!into_other.ok());
+    CHECK_THAT(into_other.status().message(), Catch::Contains("would be a second table in"));
   }
 }
 

@@ -726,6 +726,20 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
 }
 
 // Conversions never replace a file, the input least of all.
+// Refuses a reordered table at `path` in a directory read as a table now
+// (one .pcr file and no dataset manifest): a second one would leave it
+// unreadable.
+Status CheckTableDirectory(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  const Result<Location> where = Locate(dir);
+  if (!where.ok() || where->dataset_manifest || !where->TableFile().ok()) return Status::OK();
+  return Status::InvalidArgument(path + ": would be a second table in " + dir + " (beside " +
+                                 fs::path(where->pcr_files.front()).filename().string() +
+                                 "), which readers then refuse: a table directory holds one .pcr file; write to "
+                                 "another directory");
+}
+
 Status CheckNewOutput(const std::string& path) {
   std::error_code ec;
   if (fs::exists(path, ec)) return Status::InvalidArgument(path + ": already exists");
@@ -739,8 +753,7 @@ void NoteUnusedOrder(const std::vector<std::string>& order, const TableSchema& s
   for (const FeatureInfo& f : schema.features) {
     if (std::find(order.begin(), order.end(), f.name) != order.end()) return;
   }
-  notes->push_back("the stream order names no feature of " + table +
-                   " (a popularity file of another table?); its streams are in schema order");
+  notes->push_back("the stream order names no feature of " + table + "; its streams are in schema order");
 }
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
@@ -838,17 +851,7 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   const std::string dir = fs::path(report.path).parent_path().string();
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(dir.empty() ? "." : dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
-  // A directory is read as a table while it holds one .pcr file: a second
-  // one beside the input would leave it unreadable.
-  const fs::path input_dir = fs::path(input_file).parent_path();
-  if (!where.remote && fs::equivalent(input_dir.empty() ? "." : input_dir, dir.empty() ? "." : dir, ec)) {
-    if (const auto dir_where = Locate(input_dir.empty() ? "." : input_dir.string()); dir_where.ok() && dir_where->TableFile().ok()) {
-      return Status::InvalidArgument(report.path + ": would be a second table in " +
-                                     (input_dir.empty() ? std::string(".") : input_dir.string()) +
-                                     ", which readers then refuse (a table directory holds one .pcr file); "
-                                     "write the reordered table to another directory");
-    }
-  }
+  PCR_RETURN_IF_ERROR(CheckTableDirectory(report.path));
   // Streams are copied as stored: a file with encodings stays 0.5.
   TableWriterOptions options{.stream_encoding = in.header().version_minor >= kEncodingsVersionMinor ? "auto" : "plain",
                              .stream_order = stream_order};

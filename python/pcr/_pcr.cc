@@ -1247,13 +1247,13 @@ py::dict CountAccessLogs(const std::vector<std::filesystem::path>& logs, const s
 
 py::dict ReorderTable(const std::filesystem::path& input, const std::filesystem::path& output,
                       const std::optional<std::filesystem::path>& popularity,
-                      const std::optional<std::vector<std::string>>& stream_order) {
+                      const std::optional<Names>& stream_order) {
   if (popularity.has_value() == stream_order.has_value()) throw py::value_error("give popularity or stream_order");
   pcr::PopularityFile order;
   if (popularity) {
     order = Take(pcr::ReadPopularityFile(popularity->string()));
   } else {
-    order.order = *stream_order;
+    order.order = stream_order->names;
   }
   pcr::Result<pcr::TableConvertReport> reordered = [&] {
     py::gil_scoped_release release;

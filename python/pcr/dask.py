@@ -137,12 +137,33 @@ def read_images(path, fidelity="full", fields=None, *, engine="auto", remote=Non
 _UPLOAD_OPTIONS = ("work_dir", "part_size_mb", "multipart_threshold_mb")
 
 
+# Beside a finished part: its shard's summary, so that a rerun after another
+# shard failed keeps the part (its bytes do not depend on the run).
+_SHARD_SUMMARY = "pcr-dask-shard.json"
+
+
 def _convert_shard(src, part, shard, num_shards, options):
-    start = time.perf_counter()
-    summary = _pcr.convert_images(src, part, shard=shard, num_shards=num_shards, **options)
+    import json
+
     import distributed
 
-    summary.update(shard=shard, seconds=time.perf_counter() - start, worker=distributed.get_worker().address)
+    start = time.perf_counter()
+    done = os.path.join(part, _SHARD_SUMMARY)
+    if options.get("restart"):
+        shutil.rmtree(part, ignore_errors=True)
+    elif num_shards > 1 and os.path.exists(os.path.join(part, "part.pcrd")) and os.path.exists(done):
+        with open(done) as f:
+            summary = json.load(f)
+        summary.update(resumed_files=summary["files"], seconds=time.perf_counter() - start,
+                       worker=distributed.get_worker().address)
+        return summary
+    summary = _pcr.convert_images(src, part, shard=shard, num_shards=num_shards, **options)
+    summary["shard"] = shard
+    if num_shards > 1:
+        with open(done + ".tmp", "w") as f:
+            json.dump(summary, f)
+        os.replace(done + ".tmp", done)
+    summary.update(seconds=time.perf_counter() - start, worker=distributed.get_worker().address)
     return summary
 
 
@@ -237,9 +258,10 @@ def convert_images(src, out, *, client=None, num_shards=None, parts_dir=None, pr
     a directory every worker shares. They are removed after the merge. A
     task whose worker dies is run again by Dask (up to
     distributed.scheduler.allowed-failures) and resumes from the files its
-    part already holds; the same call again after a failure resumes too.
-    Bad input raises the library's exception here; with skip_bad=True it is
-    listed in the summary. `options` are convert_images' (jobs defaults to
+    part already holds. Bad input raises the library's exception here; the
+    finished parts stay, and the call again (with skip_bad=True, say) keeps
+    them and converts the rest; restart=True starts every part over. With
+    skip_bad=True bad images are skipped and listed in the summary. `options` are convert_images' (jobs defaults to
     1: a task holds one worker thread). Dask's progress bar is shown when
     stderr is a terminal (progress=True: always).
 

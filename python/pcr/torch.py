@@ -377,12 +377,17 @@ class TableLoader(_EpochLoader):
 
     Shuffling: each epoch permutes the stripes, and each worker mixes its
     rows in a buffer of `shuffle_buffer` rows, so a stripe is read once and
-    dropped after its last row; shuffle=False reads the table in order.
+    dropped after its last row. shuffle=False reads the rank's rows in table
+    order; with DataLoader workers, each worker reads a contiguous part of
+    them, so batches arrive in order within a worker, interleaved across
+    workers ("rows" tells which).
     Shares, epochs, resume and workers are as for ImageLoader (rows for
     images): len(loader) batches on every rank (uneven="pad" or "drop"),
     set_epoch, state_dict and load_state_dict, and pcr.torch.DataLoader for
     workers. `access_log` and `job` are pcr.Table's: every worker logs the
-    projection it reads under the job. Arguments are checked here.
+    projection it reads, under one job for the whole loader (default
+    $PCR_JOB_ID, else this process's host:pid; give every rank the same
+    job). Arguments are checked here.
     """
 
     def __init__(
@@ -405,10 +410,23 @@ class TableLoader(_EpochLoader):
         job: Optional[str] = None,
     ) -> None:
         super().__init__()
+        import os
+        import socket
+
         self._setup(batch_size, seed, shuffle, shuffle_buffer, uneven, rank, world_size)
         for name, value in (("features", features), ("dense", dense)):
             if isinstance(value, (str, bytes)):
                 raise TypeError(f"{name} must be a list of names, not the str {value!r}")
+        if not isinstance(direct, bool):
+            raise TypeError(f"direct must be True or False, not {direct!r}")
+        if job is not None and (not isinstance(job, str) or not job):
+            raise TypeError(f"job must be a non-empty str, not {job!r}")
+        if access_log is not None:
+            access_log = os.fspath(access_log)
+            if not os.path.isdir(os.path.dirname(os.path.abspath(access_log))):
+                raise ValueError(f"access_log {access_log}: its directory does not exist")
+            # One job for every DataLoader worker and epoch of this loader.
+            job = job or os.environ.get("PCR_JOB_ID") or f"{socket.gethostname()}:{os.getpid()}"
         self.path, self.engine, self.direct, self.remote = path, engine, direct, remote
         self.access_log, self.job = access_log, job
         probe = _pcr.Table(path, engine, direct, remote)
@@ -420,7 +438,10 @@ class TableLoader(_EpochLoader):
             if name not in types:
                 raise ValueError(f"{path}: dense names '{name}', which the table does not have")
             if types[name] not in _NUMBER_TYPES:
-                raise ValueError(f"dense features must be numbers; '{name}' is {types[name]}")
+                raise ValueError(f"dense features must be numbers (not timestamps, whose ticks float32 "
+                                 f"cannot hold); '{name}' is {types[name]}: give it in features")
+            if self.dense.count(name) > 1:
+                raise ValueError(f"dense names '{name}' twice")
         if features is None:
             features = [f["name"] for f in probe.schema]
         self.features = [by_id.get(str(f), str(f)) for f in features]
@@ -449,8 +470,7 @@ class TableLoader(_EpochLoader):
             yield batch
 
 
-_NUMBER_TYPES = ("int64", "uint64", "bool", "float32", "float64", "timestamp_s", "timestamp_ms", "timestamp_us",
-                 "timestamp_ns")
+_NUMBER_TYPES = ("int64", "uint64", "bool", "float32", "float64")
 
 
 def _tensors(col: dict, kind: str) -> dict:

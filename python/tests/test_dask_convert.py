@@ -175,13 +175,19 @@ def test_bad_input_raises_the_library_exception_or_is_skipped(client, data_dir, 
     bad = data_dir / "bad" / "video-001.progressive.truncated.jpeg"
     shutil.copyfile(bad, src / "class1" / bad.name)
     with pytest.raises(pcr.CorruptionError, match=bad.name):
-        pcr.dask.convert_images(src, tmp_path / "failed", num_shards=3, images_per_record=3, progress=False)
-    assert not (tmp_path / "failed" / "dataset.pcrd").exists()
+        pcr.dask.convert_images(src, tmp_path / "dask", num_shards=3, images_per_record=3, progress=False)
+    assert not (tmp_path / "dask" / "dataset.pcrd").exists()
     pcr_convert("images", src, tmp_path / "cli", "--images-per-record", 3, "--skip-bad")
+    # Again with skip_bad: the parts that finished are kept.
     summary = pcr.dask.convert_images(src, tmp_path / "dask", num_shards=3, images_per_record=3, skip_bad=True,
                                       progress=False)
     same_dirs(tmp_path / "dask", tmp_path / "cli")
     assert [path for path, _ in summary["skipped"]] == [f"class1/{bad.name}"]
+    assert summary["resumed_files"] >= 1
+    again = pcr.dask.convert_images(src, tmp_path / "again", num_shards=3, images_per_record=3, skip_bad=True,
+                                    restart=True, progress=False)
+    same_dirs(tmp_path / "again", tmp_path / "cli")
+    assert again["resumed_files"] == 0
 
     shards = tar_shards(data_dir, tmp_path)
     cut = tmp_path / "cut.tar"

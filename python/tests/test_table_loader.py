@@ -146,13 +146,29 @@ def test_access_log_and_embedding_bag(table, tmp_path):
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert {tuple(l["features"]) for l in lines} == {("label", "200")} and {l["job"] for l in lines} == {"ctr-1"}
     assert pcr.popularity(log) == [("200", 1), ("label", 1)]
+    # Without job=, every worker and epoch of one loader is one job.
+    log2 = tmp_path / "default-job.log"
+    loader = pcr.torch.TableLoader(table, 100, ["label"], access_log=log2)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        list(pcr.torch.DataLoader(loader, num_workers=2))
+    assert len({json.loads(line)["job"] for line in log2.read_text().splitlines()}) == 1
+    assert pcr.popularity(log2) == [("label", 1)]
 
 
 def test_arguments_are_checked(table):
     with pytest.raises(ValueError, match="nope"):
         pcr.torch.TableLoader(table, 8, ["label", "nope"])
-    with pytest.raises(ValueError, match="dense features must be numbers; 'name' is string"):
+    with pytest.raises(ValueError, match="dense features must be numbers .*'name' is string"):
         pcr.torch.TableLoader(table, 8, dense=["name"])
+    with pytest.raises(ValueError, match="'when' is timestamp_s: give it in features"):
+        pcr.torch.TableLoader(table, 8, dense=["when"])
+    with pytest.raises(ValueError, match="dense names '1' twice"):
+        pcr.torch.TableLoader(table, 8, dense=["1", 1])
+    with pytest.raises(TypeError, match="job must be a non-empty str"):
+        pcr.torch.TableLoader(table, 8, access_log="x.log", job=123)
+    with pytest.raises(ValueError, match="its directory does not exist"):
+        pcr.torch.TableLoader(table, 8, access_log="/no/such/dir/x.log")
     with pytest.raises(TypeError, match="list of names"):
         pcr.torch.TableLoader(table, 8, "label")
     with pytest.raises(ValueError, match="batch_size"):
