@@ -428,8 +428,10 @@ TEST_CASE("bool values are the bytes 0 and 1; any other byte is refused with its
   f.AddBool(0, true);
   f.AddBool(2, false);
   f.AddBool(3, true);
-  const Bytes presence = f.Raw(StreamRole::kPresence, 4);
-  Bytes values = f.Raw(StreamRole::kValues, 4);
+  Bytes presence, unused;
+  f.Raw(StreamRole::kPresence, 4, &presence);
+  const ByteSpan stored = f.Raw(StreamRole::kValues, 4, &unused);
+  Bytes values(stored.begin(), stored.end());
   CHECK(values == Bytes{1, 0, 1});
   Column c(FeatureType::kBool);
   REQUIRE(DecodeFeatureStreams(FeatureType::kBool, 4, presence, {}, values, {}, &c).ok());

@@ -29,13 +29,13 @@ void FeatureStreams::Clear() {
   scores.clear();
 }
 
-Bytes FeatureStreams::Raw(StreamRole role, uint64_t row_count) const {
+ByteSpan FeatureStreams::Raw(StreamRole role, uint64_t row_count, Bytes* bitmap) const {
   switch (role) {
     case StreamRole::kPresence: {
       if (rows.size() == row_count) return {};
-      Bytes bitmap((row_count + 7) / 8, 0);
-      for (const uint32_t r : rows) bitmap[r / 8] |= static_cast<uint8_t>(1u << (r % 8));
-      return bitmap;
+      bitmap->assign((row_count + 7) / 8, 0);
+      for (const uint32_t r : rows) (*bitmap)[r / 8] |= static_cast<uint8_t>(1u << (r % 8));
+      return *bitmap;
     }
     case StreamRole::kLengths:
       return lengths;
@@ -155,7 +155,8 @@ std::vector<StoredStream> StoreFeatureStreams(FeatureType type, const FeatureStr
   if (strings) string_values = EncodeStrings(streams.lengths, streams.values, choice);
   const bool derived = string_values.encoding == StreamEncoding::kStringDictionary;
   for (const StreamRole role : RolesOf(type)) {
-    const Bytes raw = streams.Raw(role, row_count);
+    Bytes bitmap;
+    const ByteSpan raw = streams.Raw(role, row_count, &bitmap);
     EncodedStream e;
     if (strings && role == StreamRole::kValues) {
       e = std::move(string_values);

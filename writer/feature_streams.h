@@ -21,8 +21,9 @@ struct FeatureStreams {
   Bytes scores;
 
   void Clear();
-  // Raw stream `role` of a stripe of row_count rows.
-  Bytes Raw(StreamRole role, uint64_t row_count) const;
+  // Raw stream `role` of a stripe of row_count rows: a view of the stream,
+  // or for presence of `*bitmap`, which it fills.
+  ByteSpan Raw(StreamRole role, uint64_t row_count, Bytes* bitmap) const;
 
   // Each Add* appends the value of row `row` (above every row added since
   // Clear) and returns the raw bytes it added. REQUIRES: `type` is the

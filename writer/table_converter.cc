@@ -317,6 +317,7 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
     PCR_RETURN_IF_ERROR(writer->EndRow());
   }
   dropped.Report(features, report);
+  cells = {};  // a huge last cell is not kept while the stripe is written
   PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
   report->stripes = writer->stripe_count();
   return Status::OK();
@@ -327,6 +328,10 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
 enum class MapKind { kColumn, kDense, kSparse, kScored };
 
 // What one row holds, in the order of its text.
+// A value buffer kept for the next row at most; a larger one, left by a
+// huge value, is freed rather than held while the rest is converted.
+constexpr size_t kKeptValueCapacity = 1 << 20;
+
 struct JsonRow {
   struct Item {
     MapKind map = MapKind::kColumn;
@@ -390,6 +395,9 @@ class JsonlParser {
   JsonRow::Item& Add(JsonRow* row, MapKind map, const std::string& key, JsonCursor& json) {
     if (row->count == row->items.size()) row->items.emplace_back();
     JsonRow::Item& item = row->items[row->count++];
+    for (std::string* kept : {&item.value.s, &item.value.text}) {
+      if (kept->capacity() > kKeptValueCapacity) std::string().swap(*kept);  // a huge value's buffer goes
+    }
     item.map = map;
     item.key = key;
     json.Peek();
@@ -720,6 +728,8 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
     return writer->EndRow();
   }));
   dropped.Report(features, report);
+  row = {};  // a huge last value is not kept while the stripe is written
+  s = {};
   PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
   report->stripes = writer->stripe_count();
   return Status::OK();

@@ -69,6 +69,10 @@ Status CsvReader::CheckCellCount(const std::vector<CsvCell>& cells, size_t count
                         "must be in double quotes (RFC 4180)");
 }
 
+// A cell buffer kept for the next record at most; a larger one, left by a
+// huge cell, is freed rather than held while the rest is converted.
+constexpr size_t kKeptCellCapacity = 1 << 20;
+
 Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
   if (pos_ >= text_.size()) return false;
   record_line_ = line_;
@@ -76,6 +80,7 @@ Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
   while (true) {
     if (*count == cells->size()) cells->emplace_back();
     CsvCell& cell = (*cells)[(*count)++];
+    if (cell.text.capacity() > kKeptCellCapacity) std::string().swap(cell.text);  // a huge cell's buffer goes
     cell.text.clear();
     cell.line = line_;
     cell.column = pos_ - line_start_ + 1;

@@ -105,6 +105,8 @@ def popularity(logs, table=None, out=None):
     popularity file, for convert_table(popularity=) and reorder_table."""
     if isinstance(logs, (str, _os.PathLike)):
         logs = [logs]
+    if not logs:
+        raise ValueError("popularity needs at least one access log")
     counted = _pcr._count_access_logs([_os.fspath(log) for log in logs], table)
     for other, lines in counted["skipped"].items():
         _warnings.warn(f"skipped {lines} access log line(s) of another table: {other}", stacklevel=2)

@@ -81,6 +81,8 @@ def test_logs_of_two_tables_are_told_apart(tables, tmp_path):
     assert f"skipped 1 line(s) of another table: {b}" in kept.stderr
     with pytest.raises(ValueError, match="of 2 tables"):
         pcr.popularity(log)
+    with pytest.raises(ValueError, match="at least one access log"):
+        pcr.popularity([])
     with pytest.warns(UserWarning, match=f"skipped 1 access log line.* of another table: {b}"):
         assert pcr.popularity([log], table=a) == [("label", 1)]
 
