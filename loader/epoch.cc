@@ -65,6 +65,21 @@ uint64_t BatchesPerRank(uint64_t num_images, const EpochOptions& options) {
   return (ImagesPerRank(num_images, options) + options.batch_size - 1) / options.batch_size;
 }
 
+Result<LoaderResume> ResumeLoader(const LoaderState& start, uint64_t batches, const EpochOptions& options) {
+  if (start.batches > batches) {
+    return Status::InvalidArgument("the state's batches must be 0.." + std::to_string(batches) +
+                                   " (the rank's batches per epoch), not " + std::to_string(start.batches));
+  }
+  if (start.batches > 0 && start.num_workers != 0 && start.num_workers != options.num_workers) {
+    return Status::InvalidArgument("the state was saved with " + std::to_string(start.num_workers) +
+                                   " worker(s) per rank: resume with num_workers=" +
+                                   std::to_string(start.num_workers) + ", not " +
+                                   std::to_string(options.num_workers));
+  }
+  const uint64_t k = options.num_workers, role = (options.worker + start.batches) % k;
+  return LoaderResume{.role = role, .skip = start.batches > role ? (start.batches - role + k - 1) / k : 0};
+}
+
 WorkerRun WorkerShare(uint64_t per_rank, const EpochOptions& options) {
   const uint64_t b = options.batch_size, k = options.num_workers;
   const uint64_t batches = (per_rank + b - 1) / b;

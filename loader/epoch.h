@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "pcr/image_loader.h"
 #include "pcr/sample_iterator.h"
 #include "pcr/status.h"
 
@@ -35,6 +36,17 @@ struct WorkerRun {
   uint64_t count = 0;
 };
 WorkerRun WorkerShare(uint64_t per_rank, const EpochOptions& options);
+
+// Where a worker of a loader resumed at `start` begins: it delivers the
+// rank's batches start.batches + worker, + num_workers, ..., which are those
+// of the share of worker `role` after its first `skip` batches.
+struct LoaderResume {
+  uint64_t role = 0;
+  uint64_t skip = 0;
+};
+// InvalidArgument unless start.batches <= batches (the rank's batches per
+// epoch) and start.num_workers, when known, is options.num_workers.
+Result<LoaderResume> ResumeLoader(const LoaderState& start, uint64_t batches, const EpochOptions& options);
 
 struct RankEpoch {
   std::vector<uint64_t> input;  // dataset-wide image indices in the order the rank reads them

@@ -113,19 +113,9 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
   }
   auto rep = std::make_unique<Rep>();
   rep->batches = BatchesPerRank(dataset.num_images(), e);
-  if (start.batches > rep->batches) {
-    return Status::InvalidArgument("the state's batches must be 0.." + std::to_string(rep->batches) +
-                                   " (the rank's batches per epoch), not " + std::to_string(start.batches));
-  }
-  if (start.batches > 0 && start.num_workers != 0 && start.num_workers != e.num_workers) {
-    return Status::InvalidArgument("the state was saved with " + std::to_string(start.num_workers) +
-                                   " worker(s) per rank: resume with num_workers=" +
-                                   std::to_string(start.num_workers) + ", not " + std::to_string(e.num_workers));
-  }
-  // Worker w delivers the rank's batches start + w, start + w + K, ...: those
-  // of the SampleIterator worker `role`, after its first `skip` batches.
-  const uint64_t k = e.num_workers, role = (e.worker + start.batches) % k;
-  const uint64_t skip = start.batches > role ? (start.batches - role + k - 1) / k : 0;
+  // The SampleIterator of worker `role`, after its first `skip` batches.
+  PCR_ASSIGN_OR_RETURN(const LoaderResume resume, ResumeLoader(start, rep->batches, e));
+  const uint64_t k = e.num_workers, role = resume.role, skip = resume.skip;
   EpochOptions epoch = e;
   epoch.worker = role;
   const WorkerRun run = WorkerShare(ImagesPerRank(dataset.num_images(), e), epoch);

@@ -43,19 +43,8 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
   }
   const uint64_t rows = table.schema().row_count;
   rep->batches = BatchesPerRank(rows, e);
-  if (start.batches > rep->batches) {
-    return Status::InvalidArgument("the state's batches must be 0.." + std::to_string(rep->batches) +
-                                   " (the rank's batches per epoch), not " + std::to_string(start.batches));
-  }
-  if (start.batches > 0 && start.num_workers != 0 && start.num_workers != e.num_workers) {
-    return Status::InvalidArgument("the state was saved with " + std::to_string(start.num_workers) +
-                                   " worker(s) per rank: resume with num_workers=" +
-                                   std::to_string(start.num_workers) + ", not " + std::to_string(e.num_workers));
-  }
-  // As for images: worker w delivers the rank's batches start + w,
-  // start + w + K, ..., those of the share of worker `role` after `skip`.
-  const uint64_t k = e.num_workers, role = (e.worker + start.batches) % k;
-  const uint64_t skip = start.batches > role ? (start.batches - role + k - 1) / k : 0;
+  PCR_ASSIGN_OR_RETURN(const LoaderResume resume, ResumeLoader(start, rep->batches, e));
+  const uint64_t k = e.num_workers, role = resume.role, skip = resume.skip;
   rep->epoch = e;
   rep->epoch.worker = role;
   std::vector<uint64_t> stripe_rows(table.stripe_count());

@@ -757,6 +757,16 @@ class PyBatchDecoder {
 };
 
 // Decoded batches of one rank's (and worker's) share (pcr::ImageLoader).
+// {"seed", "epoch", "batches", "num_workers"}
+py::dict StateDict(const pcr::LoaderState& st) {
+  py::dict d;
+  d["seed"] = st.seed;
+  d["epoch"] = st.epoch;
+  d["batches"] = st.batches;
+  d["num_workers"] = st.num_workers;
+  return d;
+}
+
 class PyImageLoader {
  public:
   PyImageLoader(const PyImageDataset& ds, int64_t batch_size, const py::object& fidelity, int64_t rank,
@@ -794,15 +804,7 @@ class PyImageLoader {
     return py::make_tuple(images, labels, FieldLists(fields_, batch_.fields));
   }
 
-  py::dict state() const {
-    const pcr::LoaderState st = loader_->state();
-    py::dict d;
-    d["seed"] = st.seed;
-    d["epoch"] = st.epoch;
-    d["batches"] = st.batches;
-    d["num_workers"] = st.num_workers;
-    return d;
-  }
+  py::dict state() const { return StateDict(loader_->state()); }
   uint64_t num_batches() const { return loader_->num_batches(); }
 
  private:
@@ -972,15 +974,7 @@ class PyTableLoader {
     return py::make_tuple(Own(std::vector<int64_t>(batch_.rows.begin(), batch_.rows.end())), columns);
   }
 
-  py::dict state() const {
-    const pcr::LoaderState st = loader_->state();
-    py::dict d;
-    d["seed"] = st.seed;
-    d["epoch"] = st.epoch;
-    d["batches"] = st.batches;
-    d["num_workers"] = st.num_workers;
-    return d;
-  }
+  py::dict state() const { return StateDict(loader_->state()); }
   uint64_t num_batches() const { return loader_->num_batches(); }
   const std::vector<std::string>& features() const { return names_; }
 
