@@ -149,8 +149,8 @@ def _convert_shard(src, part, shard, num_shards, options):
 
     start = time.perf_counter()
     done = os.path.join(part, _SHARD_SUMMARY)
-    if options.get("restart"):
-        shutil.rmtree(part, ignore_errors=True)
+    if num_shards > 1 and options.get("restart"):
+        shutil.rmtree(part, ignore_errors=True)  # a part directory of pcr.dask's own
     elif num_shards > 1 and os.path.exists(os.path.join(part, "part.pcrd")) and os.path.exists(done):
         with open(done) as f:
             summary = json.load(f)

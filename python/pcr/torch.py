@@ -461,10 +461,8 @@ class TableLoader(_EpochLoader):
                 values = _np.zeros((n, len(self.dense)), dtype=_np.float32)
                 presence = _np.zeros((n, len(self.dense)), dtype=bool)
                 for j, name in enumerate(self.dense):
-                    v = columns[name]["values"]
-                    v = v.view("int64") if v.dtype.kind == "M" else v
                     presence[:, j] = columns[name]["presence"]
-                    values[:, j] = _np.where(presence[:, j], v.astype(_np.float32), 0)
+                    values[:, j] = _np.where(presence[:, j], columns[name]["values"].astype(_np.float32), 0)
                 batch["dense"] = _torch.from_numpy(values)
                 batch["dense_presence"] = _torch.from_numpy(presence)
             yield batch
