@@ -28,13 +28,18 @@ void IoBuffer::Resize(size_t size) {
   size_ = size;
 }
 
+namespace {
+
+int64_t ModifiedNs(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
+
+}  // namespace
+
 RandomAccessFile::~RandomAccessFile() { Close(); }
 
 bool RandomAccessFile::ChangedOnDisk() const {
   struct stat st;
   if (fd_ < 0 || mtime_ns_ == 0 || fstat(fd_, &st) != 0) return false;
-  return static_cast<uint64_t>(st.st_size) != size_ ||
-         int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec != mtime_ns_;
+  return static_cast<uint64_t>(st.st_size) != size_ || ModifiedNs(st) != mtime_ns_;
 }
 
 void RandomAccessFile::Close() {
@@ -174,8 +179,8 @@ Result<std::unique_ptr<RandomAccessFile>> IoEngine::Open(const std::string& path
     close(fd);
     return Status::IOError(path + ": cannot stat: " + std::strerror(e));
   }
-  return std::unique_ptr<RandomAccessFile>(new RandomAccessFile(
-      path, fd, static_cast<uint64_t>(st.st_size), direct, int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec));
+  return std::unique_ptr<RandomAccessFile>(
+      new RandomAccessFile(path, fd, static_cast<uint64_t>(st.st_size), direct, ModifiedNs(st)));
 }
 
 namespace {

@@ -79,7 +79,13 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
   }
   batch->buffer_.Resize(total);
   for (size_t k = 0; k < reads.size(); ++k) reads[k].out = batch->buffer_.data() + at[k];
-  PCR_RETURN_IF_ERROR(engine.Read(reads));
+  if (Status read = engine.Read(reads); !read.ok()) {
+    // A read short of a file rewritten while open says so.
+    for (size_t k = 0; k < reads.size(); ++k) {
+      if (!reads[k].status.ok()) return files[plan.reads[k].file]->ExplainFailure(std::move(read));
+    }
+    return read;
+  }
   batch->spans_.assign(ranges.size(), ByteSpan());
   batch->checks_.assign(ranges.size(), Status::OK());
   for (size_t i = 0; i < ranges.size(); ++i) {

@@ -75,7 +75,8 @@ class ReadBatch {
 // engine's RemoteOptions, never across files or units;
 // on an O_DIRECT file each read widened to whole kDirectAlignment blocks
 // where the file allows, so it lands in place), reads them in one engine
-// call and checks every range. Returns the first I/O error or, unless
+// call and checks every range. Returns the first I/O error (or, for a file
+// rewritten in place since it was opened, PcrFile::ExplainFailure's) or, unless
 // `keep_going`, the first failed check; with `keep_going` failed checks are
 // left in batch->check(i) for the caller to report, and OK is returned.
 Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const CoalesceOptions& coalesce,

@@ -224,9 +224,7 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
     }
   } give_back{t, spare};
   ReadBatch& stored = *spare;
-  if (Status read = ExecuteReads(*t.engine, ranges, t.options.coalesce, &stored); !read.ok()) {
-    return t.file->ExplainFailure(std::move(read));
-  }
+  PCR_RETURN_IF_ERROR(ExecuteReads(*t.engine, ranges, t.options.coalesce, &stored));
 
   TableBatch batch;
   Bytes scratch[kRoleCount + 1];
