@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "format/checksum.h"
+#include "io/location.h"
 
 namespace pcr {
 
@@ -13,6 +14,14 @@ namespace fs = std::filesystem;
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
   PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));
   return Open(std::move(raf), engine);
+}
+
+Result<std::unique_ptr<PcrFile>> PcrFile::OpenTable(const std::string& path, IoEngine* engine) {
+  PCR_ASSIGN_OR_RETURN(const Location where, Locate(path));
+  PCR_ASSIGN_OR_RETURN(const std::string file, where.TableFile());
+  PCR_ASSIGN_OR_RETURN(auto opened, Open(file, engine));
+  if (opened->header().kind != FileKind::kTable) return Status::InvalidArgument(file + ": not a table file");
+  return opened;
 }
 
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(std::unique_ptr<RandomAccessFile> raf, IoEngine* engine) {

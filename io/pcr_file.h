@@ -15,7 +15,10 @@ class PcrFile {
  public:
   // Reads and checks header, footer and index. Errors name the file.
   static Result<std::unique_ptr<PcrFile>> Open(const std::string& path, IoEngine* engine);
-  // The same for a file already open: on disk, or in memory
+  // The table file `path` names: the file itself, or a directory's one .pcr
+  // file (Location::TableFile); InvalidArgument for a pcr file of another kind.
+  static Result<std::unique_ptr<PcrFile>> OpenTable(const std::string& path, IoEngine* engine);
+  // The same as Open for a file already open: on disk, or in memory
   // (IoEngine::OpenMemory), so a whole file read once is checked as any.
   static Result<std::unique_ptr<PcrFile>> Open(std::unique_ptr<RandomAccessFile> file, IoEngine* engine);
   // Opens many files with few engine calls: the headers and footers of

@@ -6,7 +6,6 @@
 
 #include "format/popularity.h"
 #include "io/io_engine.h"
-#include "io/location.h"
 #include "io/pcr_file.h"
 #include "pcr/convert.h"
 #include "writer/text_input.h"
@@ -42,10 +41,7 @@ Result<PopularityCount> CountAccessLogs(const std::vector<std::string>& logs, co
   }
   if (!table.empty()) {
     PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
-    PCR_ASSIGN_OR_RETURN(const Location where, Locate(table));
-    PCR_ASSIGN_OR_RETURN(const std::string file, where.TableFile());
-    PCR_ASSIGN_OR_RETURN(auto opened, PcrFile::Open(file, engine.get()));
-    if (opened->header().kind != FileKind::kTable) return Status::InvalidArgument(file + ": not a table file");
+    PCR_ASSIGN_OR_RETURN(auto opened, PcrFile::OpenTable(table, engine.get()));
     count.table = table;
     count.table_id = TableContentId(opened->index().schema);
   } else if (tables.size() > 1) {

@@ -327,11 +327,11 @@ Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string
 
 enum class MapKind { kColumn, kDense, kSparse, kScored };
 
-// What one row holds, in the order of its text.
 // A value buffer kept for the next row at most; a larger one, left by a
 // huge value, is freed rather than held while the rest is converted.
 constexpr size_t kKeptValueCapacity = 1 << 20;
 
+// What one row holds, in the order of its text.
 struct JsonRow {
   struct Item {
     MapKind map = MapKind::kColumn;
@@ -735,7 +735,6 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
   return Status::OK();
 }
 
-// Conversions never replace a file, the input least of all.
 // Refuses a reordered table at `path` in a directory read as a table now
 // (one .pcr file and no dataset manifest): a second one would leave it
 // unreadable.
@@ -750,6 +749,7 @@ Status CheckTableDirectory(const std::string& path) {
                                  "another directory");
 }
 
+// Conversions never replace a file, the input least of all.
 Status CheckNewOutput(const std::string& path) {
   std::error_code ec;
   if (fs::exists(path, ec)) return Status::InvalidArgument(path + ": already exists");
@@ -840,11 +840,9 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
                                         const std::vector<std::string>& stream_order, const IoEngineOptions& io,
                                         const std::string& counted_on) {
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
-  PCR_ASSIGN_OR_RETURN(const Location where, Locate(input));
-  PCR_ASSIGN_OR_RETURN(const std::string input_file, where.TableFile());
-  PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(input_file, engine.get()));
+  PCR_ASSIGN_OR_RETURN(auto file, PcrFile::OpenTable(input, engine.get()));
   const PcrFile& in = *file;
-  if (in.header().kind != FileKind::kTable) return Status::InvalidArgument(input_file + ": not a table file");
+  const std::string& input_file = in.path();
   const TableSchema& schema = in.index().schema;
   if (!counted_on.empty() && counted_on != TableContentId(schema)) {
     return Status::InvalidArgument(input_file + ": the stream order was counted on another table (content id " +
