@@ -1387,6 +1387,7 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false,
         py::arg("work_dir") = "", py::arg("remote") = py::none(), py::arg("part_size_mb") = 16,
         py::arg("multipart_threshold_mb") = 64, py::arg("progress") = py::none());
+  m.def("_default_job_id", &pcr::DefaultJobId);
   m.def("_count_access_logs", &CountAccessLogs, py::arg("logs"), py::arg("table") = py::none());
   m.def("reorder_table", &ReorderTable, py::arg("input"), py::arg("output"), py::kw_only(),
         py::arg("popularity") = py::none(), py::arg("stream_order") = py::none());

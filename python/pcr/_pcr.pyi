@@ -226,6 +226,8 @@ def convert_images(
     under the temp dir), each file uploaded as it is finished (in parts of
     part_size_mb above multipart_threshold_mb), the manifest last; `remote` as for
     ImageDataset. The same call again after a failure resumes."""
+def _default_job_id() -> str:
+    """$PCR_JOB_ID when set, else "<host name>:<process id>"."""
 def _count_access_logs(logs: Sequence[str], table: Optional[str | os.PathLike[str]] = None) -> dict[str, object]: ...
 def reorder_table(
     input: str | os.PathLike[str],

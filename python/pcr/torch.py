@@ -411,7 +411,6 @@ class TableLoader(_EpochLoader):
     ) -> None:
         super().__init__()
         import os
-        import socket
 
         self._setup(batch_size, seed, shuffle, shuffle_buffer, uneven, rank, world_size)
         for name, value in (("features", features), ("dense", dense)):
@@ -426,7 +425,7 @@ class TableLoader(_EpochLoader):
             if not os.path.isdir(os.path.dirname(os.path.abspath(access_log))):
                 raise ValueError(f"access_log {access_log}: its directory does not exist")
             # One job for every DataLoader worker and epoch of this loader.
-            job = job or os.environ.get("PCR_JOB_ID") or f"{socket.gethostname()}:{os.getpid()}"
+            job = job or _pcr._default_job_id()
         self.path, self.engine, self.direct, self.remote = path, engine, direct, remote
         self.access_log, self.job = access_log, job
         probe = _pcr.Table(path, engine, direct, remote)
@@ -471,6 +470,14 @@ class TableLoader(_EpochLoader):
 _NUMBER_TYPES = ("int64", "uint64", "bool", "float32", "float64")
 
 
+def _values_tensor(values: _np.ndarray) -> _torch.Tensor:
+    """A read column's values as a tensor, without a copy: uint64 and
+    timestamps as int64 of the same bits (torch has neither)."""
+    if values.dtype.kind in "Mu" and values.dtype != _np.uint8:
+        values = values.view("int64")
+    return _torch.from_numpy(values)
+
+
 def _tensors(col: dict, kind: str) -> dict:
     """One column of a TableLoader batch as the tensors TableLoader gives."""
     presence = _torch.from_numpy(col["presence"])
@@ -478,14 +485,13 @@ def _tensors(col: dict, kind: str) -> dict:
     if kind in ("string", "bytes"):
         objects = _pcr._row_objects(values, col["offsets"], col["presence"], "str" if kind == "string" else "bytes")
         return {"values": objects.tolist(), "presence": presence}
-    if values.dtype.kind in "Mu" and values.dtype != _np.uint8:
-        values = values.view("int64")
+    values = _values_tensor(values)
     if "offsets" not in col:
-        return {"values": _torch.from_numpy(values), "presence": presence}
+        return {"values": values, "presence": presence}
     starts = _torch.from_numpy(col["offsets"][:-1].view("int64"))
     if kind == "float32_list" or kind == "float64_list":
-        return {"values": _torch.from_numpy(values), "offsets": starts, "presence": presence}
-    out = {"input": _torch.from_numpy(values), "offsets": starts, "presence": presence}
+        return {"values": values, "offsets": starts, "presence": presence}
+    out = {"input": values, "offsets": starts, "presence": presence}
     if "scores" in col:
         out["per_sample_weights"] = _torch.from_numpy(col["scores"].astype(_np.float32, copy=False))
     return out
@@ -544,10 +550,7 @@ def table_batch(table: _pcr.Table, features, first_stripe: int = 0, num_stripes:
         raise TypeError(f"features must be a list of names, not the str {features!r}")
     out = {}
     for name, col in table.read(list(features), first_stripe, num_stripes).items():
-        values = col["values"]
-        if values.dtype.kind in "Mu" and values.dtype != _np.uint8:
-            values = values.view("int64")
-        item = {"presence": _torch.from_numpy(col["presence"]), "values": _torch.from_numpy(values)}
+        item = {"presence": _torch.from_numpy(col["presence"]), "values": _values_tensor(col["values"])}
         if "offsets" in col:
             item["offsets"] = _torch.from_numpy(col["offsets"].view("int64"))
         if "scores" in col:
