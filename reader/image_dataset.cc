@@ -93,6 +93,17 @@ DatasetCounts ImageDataset::Rep::counts() const {
   return c;
 }
 
+std::unique_ptr<ImageDataset> ImageDataset::Rep::Start(const std::string& path, IoEngine* engine,
+                                                      std::unique_ptr<IoEngine> owned, Rep** rep) {
+  auto inside = std::make_unique<Rep>();
+  *rep = inside.get();
+  std::unique_ptr<ImageDataset> dataset(new ImageDataset(std::move(inside)));
+  (*rep)->path = path;
+  (*rep)->engine = engine;
+  (*rep)->owned_engine = std::move(owned);
+  return dataset;
+}
+
 Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::FromFile(std::unique_ptr<PcrFile> file, IoEngine* engine,
                                                                   std::unique_ptr<IoEngine> owned, bool samples) {
   const std::string& path = file->path();
@@ -107,12 +118,8 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::FromFile(std::unique_pt
     return Status::InvalidArgument(path + ": not an image file (kind " +
                                    std::to_string(static_cast<int>(file->header().kind)) + ")");
   }
-  auto rep = std::make_unique<Rep>();
-  Rep* ds = rep.get();
-  std::unique_ptr<ImageDataset> dataset(new ImageDataset(std::move(rep)));
-  ds->path = path;
-  ds->engine = engine;
-  ds->owned_engine = std::move(owned);
+  Rep* ds = nullptr;
+  std::unique_ptr<ImageDataset> dataset = Start(path, engine, std::move(owned), &ds);
   ds->script = file->index().script;
   ds->AddFile(std::move(file));
   PCR_RETURN_IF_ERROR(ds->JoinFieldSchemas());
@@ -133,12 +140,8 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, engine));
     return FromFile(std::move(file), engine, std::move(owned), samples);
   }
-  auto rep = std::make_unique<Rep>();
-  Rep* ds = rep.get();
-  std::unique_ptr<ImageDataset> dataset(new ImageDataset(std::move(rep)));
-  ds->path = path;
-  ds->engine = engine;
-  ds->owned_engine = std::move(owned);
+  Rep* ds = nullptr;
+  std::unique_ptr<ImageDataset> dataset = Start(path, engine, std::move(owned), &ds);
   const bool remote = where.remote;
   const std::string manifest_path = where.Join(kDatasetManifestName);
   if (!where.dataset_manifest && !remote) {

@@ -24,6 +24,10 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
                                                     IoEngine* engine, bool samples = true);
   // The image file `file` alone as a dataset, read through `engine` (which
   // `owned`, when given, is); an error for a file of another kind.
+  // An empty dataset of `path`, reading through `engine` (which `owned`,
+  // when given, is); `*rep` is its inside, to fill.
+  static std::unique_ptr<ImageDataset> Start(const std::string& path, IoEngine* engine,
+                                             std::unique_ptr<IoEngine> owned, Rep** rep);
   static Result<std::unique_ptr<ImageDataset>> FromFile(std::unique_ptr<PcrFile> file, IoEngine* engine,
                                                         std::unique_ptr<IoEngine> owned = nullptr,
                                                         bool samples = true);
