@@ -10,23 +10,34 @@
 
 namespace pcr {
 
+// JSON Lines in text[begin, ...): calls fn(line, number, offset) for every
+// line that starts before `end` and holds more than white space, numbering
+// lines from `number`; stops at the first error fn returns. *next is set to
+// the offset of the first line not read.
+template <typename Fn>
+Status ForEachJsonLineIn(std::string_view text, size_t begin, size_t end, uint64_t number, Fn fn, size_t* next) {
+  size_t pos = begin;
+  for (; pos < text.size() && pos < end; ++number) {
+    const size_t stop = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = text.substr(pos, stop - pos);
+    const size_t offset = pos;
+    pos = std::min(stop + 1, text.size());
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    PCR_RETURN_IF_ERROR(fn(line, number, offset));
+  }
+  *next = pos;
+  return Status::OK();
+}
+
 // JSON Lines: calls fn(line, number) for every line holding more than white
 // space, numbering lines from 1; stops at the first error fn returns. A
 // leading UTF-8 byte order mark is skipped.
 template <typename Fn>
 Status ForEachJsonLine(std::string_view text, Fn fn) {
-  uint64_t number = 0;
-  size_t pos = 0;
-  if (text.starts_with("\xEF\xBB\xBF")) pos = 3;  // a UTF-8 byte order mark
-  while (pos < text.size()) {
-    const size_t end = std::min(text.find('\n', pos), text.size());
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    PCR_RETURN_IF_ERROR(fn(line, number));
-  }
-  return Status::OK();
+  size_t next = 0;
+  return ForEachJsonLineIn(
+      text, text.starts_with("\xEF\xBB\xBF") ? 3 : 0, text.size(), 1,
+      [&](std::string_view line, uint64_t number, size_t) { return fn(line, number); }, &next);
 }
 
 // Appends `s` as a JSON string literal. A byte that is no part of a UTF-8

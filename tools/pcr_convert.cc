@@ -84,7 +84,7 @@ constexpr char kMergeUsage[] =
     "  OUT_DIR may be s3://BUCKET/PREFIX, as for images: the record files go up\n"
     "  from the parts, the manifest last.\n";
 constexpr char kTableUsage[] =
-    "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N]\n"
+    "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N] [--split-mb N]\n"
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
     "                         [--float32] [--schema FILE] [--column-type NAME=TYPE]... [--strings]\n"
     "                         [--on-bad-value error|missing]\n"
@@ -100,6 +100,9 @@ constexpr char kTableUsage[] =
 
     "  --rows-per-stripe N  close a stripe after N rows (default: by size only)\n"
     "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 1024)\n"
+    "  --split-mb N         a stripe never holds rows that start in two N MiB splits\n"
+    "                       of INPUT (default 64), so that pcr.dask.convert_table,\n"
+    "                       which converts whole splits, writes the same file\n"
     "  --zstd-level N       zstd level of every stream (default 3)\n"
     "  --encoding NAME      auto (default: chosen per stream on a sample), or force\n"
     "                       constant, bitpack, delta, rle, dictionary, split,\n"
@@ -414,6 +417,9 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
     } else if (!reorder && a == "--stripe-mb") {
       if (!number() || n == 0 || n > (1u << 20)) return Usage("--stripe-mb needs a positive integer");
       o.writer.stripe_bytes = n << 20;
+    } else if (!reorder && a == "--split-mb") {
+      if (!number() || n == 0 || n > (1u << 30)) return Usage("--split-mb needs a positive integer");
+      o.split_bytes = n << 20;
     } else if (!reorder && a == "--zstd-level") {
       if (!number() || n < 1 || n > 22) return Usage("--zstd-level needs an integer in 1..22");
       o.writer.zstd_level = static_cast<int>(n);

@@ -407,4 +407,65 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
   return FeatureType::kString;
 }
 
+void ColumnVotes::Merge(const ColumnVotes& later, uint64_t line_offset) {
+  present_ += later.present_;
+  ints_ += later.ints_;
+  uints_ += later.uints_;
+  floats_ += later.floats_;
+  bools_ += later.bools_;
+  timestamps_ += later.timestamps_;
+  strings_ += later.strings_;
+  lists_ += later.lists_;
+  list_floats_ = list_floats_ || later.list_floats_;
+  timestamp_digits_ = std::max(timestamp_digits_, later.timestamp_digits_);
+  std::vector<const std::optional<Where>*> theirs;
+  ForEachFirst(later, [&](const std::optional<Where>& w) { theirs.push_back(&w); });
+  size_t k = 0;
+  ForEachFirst(*this, [&](std::optional<Where>& w) {
+    const std::optional<Where>& t = *theirs[k++];
+    if (!w && t) w = Where{t->line + line_offset, t->column, t->text};
+  });
+}
+
+void ColumnVotes::EncodeTo(Bytes* out) const {
+  PutFixed8(out, typed_);
+  for (const uint64_t n : {present_, ints_, uints_, floats_, bools_, timestamps_, strings_, lists_}) PutVarint64(out, n);
+  PutFixed8(out, list_floats_);
+  PutVarint64(out, static_cast<uint64_t>(timestamp_digits_));
+  ForEachFirst(*this, [&](const std::optional<Where>& w) {
+    PutFixed8(out, w.has_value());
+    if (!w) return;
+    PutVarint64(out, w->line);
+    PutVarint64(out, w->column);
+    PutLengthPrefixed(out, w->text);
+  });
+}
+
+bool ColumnVotes::DecodeFrom(Decoder& in) {
+  uint8_t flag = 0;
+  uint64_t digits = 0;
+  if (!in.GetFixed8(&flag) || flag > 1) return false;
+  typed_ = flag;
+  for (uint64_t* n : {&present_, &ints_, &uints_, &floats_, &bools_, &timestamps_, &strings_, &lists_}) {
+    if (!in.GetVarint64(n)) return false;
+  }
+  if (!in.GetFixed8(&flag) || flag > 1 || !in.GetVarintAtMost(64, &digits)) return false;
+  list_floats_ = flag;
+  timestamp_digits_ = static_cast<int>(digits);
+  bool ok = true;
+  ForEachFirst(*this, [&](std::optional<Where>& w) {
+    uint8_t has = 0;
+    w.reset();
+    if (!ok || !in.GetFixed8(&has) || has > 1) {
+      ok = false;
+      return;
+    }
+    if (!has) return;
+    Where where;
+    ok = in.GetVarint64(&where.line) && in.GetVarint64(&where.column) && in.GetLengthPrefixed(1 << 20, &where.text);
+    if (ok) w = std::move(where);
+  });
+  return ok;
+}
+
 }  // namespace pcr

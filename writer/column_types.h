@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/coding.h"
 #include "format/json.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
@@ -130,12 +131,29 @@ class ColumnVotes {
   Result<FeatureType> ValuesType(const InferenceRules& rules, const ColumnNaming& naming, const std::string& name,
                                  std::vector<std::string>* notes) const;
 
+  // Adds the votes of values after these, whose lines are numbered from
+  // `line_offset` + 1 (a sharded conversion's later shard).
+  void Merge(const ColumnVotes& later, uint64_t line_offset);
+  // For passing votes between processes; DecodeFrom is false on bytes that
+  // EncodeTo did not write.
+  void EncodeTo(Bytes* out) const;
+  bool DecodeFrom(Decoder& in);
+
   uint64_t present() const { return present_; }
   // The first float, which made a column of numbers float64.
   const std::optional<Where>& first_float() const { return first_float_; }
 
  private:
   uint64_t numbers() const { return ints_ + uints_ + floats_; }
+  // The first_* members in one order, for Merge and the encoding.
+  template <typename Self, typename Fn>
+  static void ForEachFirst(Self& v, Fn fn) {
+    for (auto* first : {&v.first_negative_, &v.first_uint_, &v.first_float_, &v.first_number_, &v.first_bool_,
+                        &v.first_timestamp_, &v.first_other_, &v.first_string_, &v.first_list_, &v.first_ns_,
+                        &v.first_beyond_ns_}) {
+      fn(*first);
+    }
+  }
   void NoteNumber(bool is_int, int64_t i, std::string_view number, std::string_view shown, uint64_t line,
                   uint64_t column);
   void NoteCellKind(ColumnValue::Kind kind, int64_t i, std::string_view text, uint64_t line, uint64_t column);

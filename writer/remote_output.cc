@@ -326,7 +326,7 @@ std::string ImagesIdentity(const ConvertImagesOptions& o) {
 std::string TableIdentity(const TableConvertOptions& o) {
   const TableWriterOptions& w = o.writer;
   std::string s = "table " + OutputName(o.out_dir) + "\n" + o.input + "\n" + o.schema_file + "\n" + std::to_string(w.rows_per_stripe) + " " +
-                  std::to_string(w.stripe_bytes) + " " + std::to_string(w.zstd_level) + " " + w.stream_encoding +
+                  std::to_string(w.stripe_bytes) + " " + std::to_string(o.split_bytes) + " " + std::to_string(w.zstd_level) + " " + w.stream_encoding +
                   " " + std::to_string(o.float32) + " " + std::to_string(o.strings) + " " +
                   std::to_string(static_cast<int>(o.on_bad_value)) + "\n";
   for (const auto& [name, type] : o.column_types) s += name + "=" + std::to_string(static_cast<int>(type)) + "\n";
@@ -462,7 +462,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
 }
 
 Result<TableConvertReport> ConvertTableToObjectStore(
-    const TableConvertOptions& options, Result<TableConvertReport> (*convert)(const TableConvertOptions&)) {
+    const TableConvertOptions& options, const std::function<Result<TableConvertReport>(const TableConvertOptions&)>& convert) {
   const std::string name = fs::path(options.input).stem().string() + ".pcr";
   const Destination d{.out_dir = options.out_dir,
                       .work_dir = options.work_dir,

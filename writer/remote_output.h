@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,7 +38,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
 // ConvertTable (`convert`) into options.out_dir in object storage, as
 // ConvertImagesToObjectStore.
 Result<TableConvertReport> ConvertTableToObjectStore(
-    const TableConvertOptions& options, Result<TableConvertReport> (*convert)(const TableConvertOptions&));
+    const TableConvertOptions& options, const std::function<Result<TableConvertReport>(const TableConvertOptions&)>& convert);
 
 // MergeParts into options.out_dir in object storage: `merge` (which links
 // symbolically when told) into ConversionWorkDir's out/, then

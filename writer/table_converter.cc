@@ -1,6 +1,7 @@
-// pcr-convert table: CSV and JSON Lines into a table file. Over 700 lines:
-// parsing, type inference over every value, declared types and the writing
-// pass share one state, kept together so the two passes agree on it.
+// pcr-convert table: CSV and JSON Lines into a table file, in one process or
+// in shards (scan, plan, convert, merge). Over 700 lines: parsing, type
+// inference over every value, declared types and the writing pass share one
+// state, kept together so the passes agree on it.
 #include "pcr/convert.h"
 #include "writer/table_writer.h"
 
@@ -179,149 +180,6 @@ class MissingNotes {
   std::vector<uint64_t> count_;
   std::vector<std::optional<Where>> first_;
 };
-
-Status ConvertCsv(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
-                  std::string_view text, const std::string& out_path, TableConvertReport* report) {
-  const std::string& input = options.input;
-  std::vector<CsvCell> cells;
-  size_t count = 0;
-  CsvReader header(text, input);
-  PCR_ASSIGN_OR_RETURN(const bool has_header, header.Next(&cells, &count));
-  if (!has_header) return Status::InvalidArgument(input + ": empty file, expected a header row");
-  std::vector<FeatureInfo> features(count);
-  std::unordered_map<std::string, size_t> names;
-  for (size_t c = 0; c < count; ++c) {
-    features[c].name = cells[c].text;
-    if (!names.emplace(cells[c].text, c).second) {
-      return InputError(input, cells[c].line, cells[c].column, "duplicate column name '" + cells[c].text + "'");
-    }
-  }
-  const size_t columns = count;
-  for (const auto& [name, type] : declared) {
-    if (!names.count(name)) {
-      std::string list;
-      for (size_t c = 0; c < std::min<size_t>(count, 10); ++c) list += (c ? ", " : "") + features[c].name;
-      if (count > 10) list += ", ... (" + std::to_string(count) + " columns)";
-      return Status::InvalidArgument(input + ": a declared type names '" + name + "', not a column (the columns: " +
-                                     list + "): remove it from --schema or --column-type");
-    }
-    if (!IsScalarType(type) && type != FeatureType::kString && type != FeatureType::kBytes &&
-        !IsColumnListType(type)) {
-      return Status::InvalidArgument(std::string("column '") + name + "' declared " + FeatureTypeName(type) +
-                                     ": a CSV column is bool, int64, uint64, float32, float64, timestamp, string, "
-                                     "bytes, id_list, float32_list or float64_list (map features, scored lists "
-                                     "among them, are JSON Lines input: pcr-dump cat --format jsonl writes it)");
-    }
-  }
-
-  // Pass 1: the kind of value (numbers, bools, times) that all but fewer
-  // than 1% of a column's cells are, and within numbers the narrowest type;
-  // the other cells are bad values. With no such kind, a string column.
-  std::vector<ColumnVotes> votes(columns);
-  {
-    CsvReader csv = header;
-    while (true) {
-      PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
-      if (!more) break;
-      if (BlankLine(cells, count, columns)) continue;
-      PCR_RETURN_IF_ERROR(csv.CheckCellCount(cells, count, columns));
-      for (size_t c = 0; c < columns; ++c) {
-        if (!cells[c].missing()) votes[c].NoteCell(cells[c].text, cells[c].line, cells[c].column);
-      }
-    }
-  }
-  const InferenceRules rules = Rules(options);
-  const ColumnNaming naming = Naming(input);
-  for (size_t c = 0; c < columns; ++c) {
-    const std::string& name = features[c].name;
-    const auto d = declared.find(name);
-    if (d != declared.end()) {
-      features[c].type = d->second;
-      continue;
-    }
-    if (votes[c].present() == 0) {
-      report->notes.push_back("column '" + name + "' has no values: stored as string (--column-type " + name +
-                              "=TYPE declares another type)");
-    }
-    if (options.strings) {
-      features[c].type = FeatureType::kString;
-    } else {
-      PCR_ASSIGN_OR_RETURN(features[c].type, votes[c].CellsType(rules, naming, name, &report->notes));
-    }
-  }
-
-  // Pass 2: write.
-  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));
-  MissingNotes dropped(columns);
-  NumberList list;
-  CsvReader csv = header;
-  while (true) {
-    PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
-    if (!more) break;
-    if (BlankLine(cells, count, columns)) continue;
-    PCR_RETURN_IF_ERROR(csv.CheckCellCount(cells, count, columns));
-    for (size_t c = 0; c < columns; ++c) {
-      const CsvCell& cell = cells[c];
-      if (cell.missing()) continue;
-      const std::string& t = cell.text;
-      const FeatureType type = features[c].type;
-      const std::string& name = features[c].name;
-      if (type == FeatureType::kString || type == FeatureType::kBytes) {
-        writer->AddString(c, t);
-        continue;
-      }
-      if (IsColumnListType(type)) {  // a JSON array of numbers, as pcr-dump cat prints lists
-        JsonCursor json(t);
-        std::string why;
-        bool inexact = false;
-        if (ReadNumberList(json, &list, &why) && json.End() && WriteList(writer.get(), c, type, list, &inexact)) {
-          continue;
-        }
-        if (options.on_bad_value == BadValue::kMissing) {
-          dropped.Add(c, cell.line, cell.column, "'" + t + "'");
-          continue;
-        }
-        return InputError(input, cell.line, cell.column,
-                          "'" + Shown(t) + "' in column '" + name + "' is not " +
-                              (inexact ? "a list of floats: an integer in it has no exact double"
-                                       : type == FeatureType::kIdList ? "a JSON array of int64 ids"
-                                                                     : "a JSON array of numbers") +
-                              " (the column is " + FeatureTypeName(type) + "): pass --on-bad-value missing to "
-                              "store such cells as missing, or declare another type with --column-type " + name +
-                              "=TYPE");
-      }
-      int64_t i = 0;
-      double d = 0;
-      if (!ParseCell(type, t, declared.count(name) != 0, &i, &d)) {
-        if (options.on_bad_value == BadValue::kMissing) {
-          dropped.Add(c, cell.line, cell.column, "'" + t + "'");
-          continue;
-        }
-        return InputError(input, cell.line, cell.column,
-                          "'" + Shown(t) + "' in column '" + name + "' " + WhyNot(type, t) + " (the column is " +
-                              FeatureTypeName(type) + "): pass --on-bad-value missing to store such cells as "
-                              "missing, or declare another type with --column-type " + name + "=TYPE");
-      }
-      if (type == FeatureType::kFloat64 && IsIntegerLiteral(NumberText(t)) && !IntegerLiteralIsExact(NumberText(t), d)) {
-        if (options.on_bad_value == BadValue::kMissing) {
-          dropped.Add(c, cell.line, cell.column, "'" + t + "'");
-          continue;
-        }
-        const std::string why = "column '" + name + "'" + FloatBecause(votes[c].first_float(), cell.line, cell.column);
-        return InexactInteger(input, cell.line, cell.column, t, why,
-                              "--column-type " + name + "=string keeps every digit, --on-bad-value missing "
-                              "stores such cells as missing");
-      }
-      Write(writer.get(), c, type, i, d);
-    }
-    PCR_RETURN_IF_ERROR(writer->EndRow());
-  }
-  dropped.Report(features, report);
-  cells = {};  // a huge last cell is not kept while the stripe is written
-  PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
-  report->stripes = writer->stripe_count();
-  return Status::OK();
-}
 
 // ---- JSON Lines with map features ----
 
@@ -527,13 +385,6 @@ bool JsonCell(FeatureType type, const ColumnValue& v, bool lenient, int64_t* i, 
   }
 }
 
-struct JsonFeature {
-  size_t index = 0;
-  uint64_t last_line = 0;
-  MapKind map = MapKind::kColumn;
-  ColumnVotes votes;
-};
-
 const char* MapName(MapKind map) {
   return map == MapKind::kDense ? "dense" : map == MapKind::kSparse ? "sparse" : map == MapKind::kScored ? "scored" : "";
 }
@@ -563,75 +414,349 @@ Result<FeatureType> MapFeatureType(MapKind map, const std::string& name, const s
                                  "float32 or float64 (their scores' type)");
 }
 
-Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
-                    std::string_view text, const std::string& out_path, TableConvertReport* report) {
+std::string FeatureName(const JsonRow::Item& item) {
+  return item.map == MapKind::kColumn ? item.key : std::to_string(item.id);
+}
+
+// A feature that is a column in one row and a map's feature in another, or
+// of two maps.
+Status MapConflict(const std::string& input, const std::string& name, MapKind was, MapKind now, uint64_t line,
+                   uint64_t column) {
+  auto kind = [](MapKind m) {
+    return m == MapKind::kColumn ? std::string("a column") : std::string("a ") + MapName(m) + " feature";
+  };
+  return InputError(input, line, column, "feature '" + name + "' appears both as " + kind(was) + " and here as " +
+                                             kind(now));
+}
+
+// ---- Shards: a conversion's passes over byte ranges of its input ----
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+// A shard's bytes of the input: [begin, end), cut at multiples of split.
+struct ByteRange {
+  uint64_t begin = 0, end = 0;
+};
+
+ByteRange ShardBytes(uint64_t size, uint64_t split, uint32_t shard, uint32_t num_shards) {
+  const uint64_t splits = std::max<uint64_t>(1, (size + split - 1) / split);
+  auto at = [&](uint64_t i) { return i == num_shards ? size : std::min(size, splits * i / num_shards * split); };
+  return {at(shard), at(shard + 1)};
+}
+
+// Line breaks in text[begin, end) as a reader numbers lines: CSV counts LF,
+// CRLF and a bare CR, JSON Lines LF.
+uint64_t LineBreaks(bool csv, std::string_view text, size_t begin, size_t end) {
+  uint64_t n = 0;
+  for (size_t i = begin; i < end; ++i) {
+    n += text[i] == '\n' || (csv && text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'));
+  }
+  return n;
+}
+
+// A stripe never holds rows that start in two splits of the input, so that
+// shards, which are whole splits, write the stripes one process writes.
+class SplitCuts {
+ public:
+  SplitCuts(uint64_t split, uint64_t start) : split_(split), next_(Next(start)) {}
+  // Ends the stripe when the row at `offset` starts a later split.
+  Status AtRow(TableFileWriter* writer, uint64_t offset) {
+    if (offset < next_) return Status::OK();
+    next_ = Next(offset);
+    return writer->EndStripe();
+  }
+
+ private:
+  uint64_t Next(uint64_t offset) const { return (offset / split_ + 1) * split_; }
+  uint64_t split_, next_;
+};
+
+// What the first pass over one shard's rows found.
+struct ScanFeature {
+  std::string name;
+  MapKind map = MapKind::kColumn;
+  int64_t id = 0;                 // map features
+  uint64_t line = 0, column = 0;  // where it first appears (JSON Lines)
+  ColumnVotes votes;
+};
+
+struct TableScan {
+  uint64_t start = 0;       // the offset of the shard's first row
+  uint64_t stop = 0;        // after its last row: the next shard's start
+  bool guessed = false;     // start follows the first line break, which may be inside quotes
+  uint64_t start_line = 1;  // the line at start (shard 0: the file's; others count from 1 there)
+  uint64_t lines = 0;       // line breaks in [start, stop)
+  uint64_t rows = 0;
+  std::string error;        // the first error in the rows: lines are the file's
+  std::vector<ScanFeature> features;  // CSV: the columns; JSON Lines: in order of first appearance
+};
+
+// The shards' scans put together: the table's features and where each
+// shard's rows are.
+struct TablePlan {
+  bool csv = true;
+  uint64_t split_bytes = 0;
+  std::vector<FeatureInfo> features;
+  std::vector<MapKind> maps;  // per feature
+  std::vector<std::optional<Where>> first_float;
+  struct Shard {
+    uint64_t start = 0, stop = 0, line = 1;
+  };
+  std::vector<Shard> shards;
+  std::vector<std::string> notes;
+};
+
+// The first row of a shard at `range` (after the header in shard 0): `start`
+// when given, else the first after a line break at or after range.begin - 1.
+void FindStart(std::string_view text, ByteRange range, size_t first_row, std::optional<uint64_t> start, bool csv,
+               TableScan* scan) {
+  if (range.begin <= first_row) {
+    scan->start = first_row;
+  } else if (start) {
+    scan->start = std::min<uint64_t>(*start, text.size());
+  } else {
+    const size_t p = text.find_first_of(csv ? std::string_view("\r\n") : std::string_view("\n"), range.begin - 1);
+    scan->start = p == std::string_view::npos ? text.size()
+                  : text[p] == '\r' && p + 1 < text.size() && text[p + 1] == '\n' ? p + 2
+                                                                                   : p + 1;
+    scan->guessed = csv;  // a JSON line break is never inside a value
+  }
+}
+
+// Pass 1 over a shard of a CSV: the header, then the kind of values in each
+// column. Errors in the rows go to scan->error, lines numbered from `line`
+// at the shard's start.
+Status ScanCsv(const TableConvertOptions& options, std::string_view text, ByteRange range,
+               std::optional<uint64_t> start, uint64_t line, TableScan* scan) {
+  const std::string& input = options.input;
+  std::vector<CsvCell> cells;
+  size_t count = 0;
+  CsvReader header(text, input, text.starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0, 1);
+  PCR_ASSIGN_OR_RETURN(const bool has_header, header.Next(&cells, &count));
+  if (!has_header) return Status::InvalidArgument(input + ": empty file, expected a header row");
+  const size_t columns = count;
+  std::unordered_map<std::string, size_t> names;
+  for (size_t c = 0; c < columns; ++c) {
+    if (!names.emplace(cells[c].text, c).second) {
+      return InputError(input, cells[c].line, cells[c].column, "duplicate column name '" + cells[c].text + "'");
+    }
+    scan->features.push_back({.name = cells[c].text});
+  }
+  FindStart(text, range, header.pos(), start, true, scan);
+  scan->start_line = scan->start == header.pos() ? header.line() : line;
+  CsvReader csv(text, input, scan->start, scan->start_line);
+  Status error;
+  while (csv.pos() < range.end) {
+    Result<bool> more = csv.Next(&cells, &count);
+    if (!more.ok() || !*more) {
+      error = more.status();
+      break;
+    }
+    if (BlankLine(cells, count, columns)) continue;
+    error = csv.CheckCellCount(cells, count, columns);
+    if (!error.ok()) break;
+    ++scan->rows;
+    for (size_t c = 0; c < columns; ++c) {
+      if (!cells[c].missing()) scan->features[c].votes.NoteCell(cells[c].text, cells[c].line, cells[c].column);
+    }
+  }
+  scan->stop = csv.pos();
+  scan->lines = csv.line() - scan->start_line;
+  scan->error = error.message();
+  return Status::OK();
+}
+
+// The types of a CSV's columns: declared, else what all but fewer than 1%
+// of a column's cells are (numbers, bools, times); with no such kind, string.
+Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
+               std::vector<ScanFeature> columns, TablePlan* plan) {
+  const std::string& input = options.input;
+  for (const auto& [name, type] : declared) {
+    if (std::none_of(columns.begin(), columns.end(), [&](const ScanFeature& c) { return c.name == name; })) {
+      std::string list;
+      for (size_t c = 0; c < std::min<size_t>(columns.size(), 10); ++c) list += (c ? ", " : "") + columns[c].name;
+      if (columns.size() > 10) list += ", ... (" + std::to_string(columns.size()) + " columns)";
+      return Status::InvalidArgument(input + ": a declared type names '" + name + "', not a column (the columns: " +
+                                     list + "): remove it from --schema or --column-type");
+    }
+    if (!IsScalarType(type) && type != FeatureType::kString && type != FeatureType::kBytes &&
+        !IsColumnListType(type)) {
+      return Status::InvalidArgument(std::string("column '") + name + "' declared " + FeatureTypeName(type) +
+                                     ": a CSV column is bool, int64, uint64, float32, float64, timestamp, string, "
+                                     "bytes, id_list, float32_list or float64_list (map features, scored lists "
+                                     "among them, are JSON Lines input: pcr-dump cat --format jsonl writes it)");
+    }
+  }
+  const InferenceRules rules = Rules(options);
+  const ColumnNaming naming = Naming(input);
+  for (const ScanFeature& column : columns) {
+    const std::string& name = column.name;
+    FeatureInfo info{.name = name};
+    const auto d = declared.find(name);
+    if (d != declared.end()) {
+      info.type = d->second;
+    } else {
+      if (column.votes.present() == 0) {
+        plan->notes.push_back("column '" + name + "' has no values: stored as string (--column-type " + name +
+                              "=TYPE declares another type)");
+      }
+      if (options.strings) {
+        info.type = FeatureType::kString;
+      } else {
+        PCR_ASSIGN_OR_RETURN(info.type, column.votes.CellsType(rules, naming, name, &plan->notes));
+      }
+    }
+    plan->features.push_back(std::move(info));
+    plan->maps.push_back(MapKind::kColumn);
+    plan->first_float.push_back(column.votes.first_float());
+  }
+  return Status::OK();
+}
+
+// Pass 2 over a shard of a CSV: its rows into `writer`.
+Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
+                const TablePlan& plan, const TablePlan::Shard& shard, std::string_view text,
+                TableFileWriter* writer, MissingNotes* dropped) {
+  const std::string& input = options.input;
+  const std::vector<FeatureInfo>& features = plan.features;
+  const size_t columns = features.size();
+  std::vector<CsvCell> cells;
+  size_t count = 0;
+  NumberList list;
+  SplitCuts cuts(plan.split_bytes, shard.start);
+  CsvReader csv(text, input, shard.start, shard.line);
+  while (csv.pos() < shard.stop) {
+    PCR_RETURN_IF_ERROR(cuts.AtRow(writer, csv.pos()));
+    PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
+    if (!more) break;
+    if (BlankLine(cells, count, columns)) continue;
+    PCR_RETURN_IF_ERROR(csv.CheckCellCount(cells, count, columns));
+    for (size_t c = 0; c < columns; ++c) {
+      const CsvCell& cell = cells[c];
+      if (cell.missing()) continue;
+      const std::string& t = cell.text;
+      const FeatureType type = features[c].type;
+      const std::string& name = features[c].name;
+      if (type == FeatureType::kString || type == FeatureType::kBytes) {
+        writer->AddString(c, t);
+        continue;
+      }
+      if (IsColumnListType(type)) {  // a JSON array of numbers, as pcr-dump cat prints lists
+        JsonCursor json(t);
+        std::string why;
+        bool inexact = false;
+        if (ReadNumberList(json, &list, &why) && json.End() && WriteList(writer, c, type, list, &inexact)) {
+          continue;
+        }
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped->Add(c, cell.line, cell.column, "'" + t + "'");
+          continue;
+        }
+        return InputError(input, cell.line, cell.column,
+                          "'" + Shown(t) + "' in column '" + name + "' is not " +
+                              (inexact ? "a list of floats: an integer in it has no exact double"
+                                       : type == FeatureType::kIdList ? "a JSON array of int64 ids"
+                                                                     : "a JSON array of numbers") +
+                              " (the column is " + FeatureTypeName(type) + "): pass --on-bad-value missing to "
+                              "store such cells as missing, or declare another type with --column-type " + name +
+                              "=TYPE");
+      }
+      int64_t i = 0;
+      double d = 0;
+      if (!ParseCell(type, t, declared.count(name) != 0, &i, &d)) {
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped->Add(c, cell.line, cell.column, "'" + t + "'");
+          continue;
+        }
+        return InputError(input, cell.line, cell.column,
+                          "'" + Shown(t) + "' in column '" + name + "' " + WhyNot(type, t) + " (the column is " +
+                              FeatureTypeName(type) + "): pass --on-bad-value missing to store such cells as "
+                              "missing, or declare another type with --column-type " + name + "=TYPE");
+      }
+      if (type == FeatureType::kFloat64 && IsIntegerLiteral(NumberText(t)) && !IntegerLiteralIsExact(NumberText(t), d)) {
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped->Add(c, cell.line, cell.column, "'" + t + "'");
+          continue;
+        }
+        const std::string why = "column '" + name + "'" + FloatBecause(plan.first_float[c], cell.line, cell.column);
+        return InexactInteger(input, cell.line, cell.column, t, why,
+                              "--column-type " + name + "=string keeps every digit, --on-bad-value missing "
+                              "stores such cells as missing");
+      }
+      Write(writer, c, type, i, d);
+    }
+    PCR_RETURN_IF_ERROR(writer->EndRow());
+  }
+  return Status::OK();
+}
+
+// Pass 1 over a shard of JSON Lines: its features in order of first
+// appearance and what their values are. Errors in the rows go to
+// scan->error, lines numbered from `line` at the shard's start.
+Status ScanJsonl(const TableConvertOptions& options, std::string_view text, ByteRange range,
+                 std::optional<uint64_t> start, uint64_t line, TableScan* scan) {
   const std::string& input = options.input;
   JsonlParser parser(input);
   JsonRow row;
-  std::vector<FeatureInfo> features;
-  std::vector<JsonFeature> state;
   std::unordered_map<std::string, size_t> by_name;
-  auto name_of = [](const JsonRow::Item& item) {
-    return item.map == MapKind::kColumn ? item.key : std::to_string(item.id);
-  };
-
-  // Pass 1: features in order of first appearance, and what their values are.
-  uint64_t rows = 0;
-  PCR_RETURN_IF_ERROR(ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
-    PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
-    ++rows;
+  std::vector<uint64_t> last_line;
+  FindStart(text, range, text.starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0, start, false, scan);
+  scan->start_line = line;
+  size_t next = 0;
+  Status error = ForEachJsonLineIn(text, scan->start, range.end, line, [&](std::string_view text, uint64_t number,
+                                                                              size_t) -> Status {
+    PCR_RETURN_IF_ERROR(parser.ParseLine(text, number, &row));
+    ++scan->rows;
     for (size_t k = 0; k < row.count; ++k) {
       const JsonRow::Item& item = row.items[k];
       if (item.map == MapKind::kDense && item.value.kind == ColumnValue::kNull) continue;
-      const std::string name = name_of(item);
-      auto [it, added] = by_name.emplace(name, features.size());
+      const std::string name = FeatureName(item);
+      auto [it, added] = by_name.emplace(name, scan->features.size());
       if (added) {
-        features.push_back({.name = name, .has_id = item.map != MapKind::kColumn, .id = item.id});
-        state.push_back({.index = features.size() - 1, .map = item.map});
+        scan->features.push_back({.name = name, .map = item.map, .id = item.id, .line = number, .column = item.column});
+        last_line.push_back(0);
       }
-      JsonFeature& st = state[it->second];
-      if (st.map != item.map) {
-        return InputError(input, number, item.column,
-                          "feature '" + name + "' appears both as " +
-                              (st.map == MapKind::kColumn ? std::string("a column")
-                                                          : std::string("a ") + MapName(st.map) + " feature") +
-                              " and here as " +
-                              (item.map == MapKind::kColumn ? std::string("a column")
-                                                            : std::string("a ") + MapName(item.map) + " feature"));
-      }
-      if (st.last_line == number) {
+      ScanFeature& f = scan->features[it->second];
+      if (f.map != item.map) return MapConflict(input, name, f.map, item.map, number, item.column);
+      if (last_line[it->second] == number) {
         return InputError(input, number, item.column,
                           "feature '" + name + "' appears twice in the row: a row holds each feature once");
       }
-      st.last_line = number;
+      last_line[it->second] = number;
       if (item.map != MapKind::kColumn || item.value.kind == ColumnValue::kNull) continue;
-      st.votes.NoteValue(item.value);
+      f.votes.NoteValue(item.value);
     }
     return Status::OK();
-  }));
-  if (rows == 0) return Status::InvalidArgument(input + ": empty file, expected one JSON object per line");
+  }, &next);
+  scan->stop = error.ok() ? next : 0;
+  scan->lines = LineBreaks(false, text, scan->start, scan->stop);
+  scan->error = error.message();
+  return Status::OK();
+}
 
+// The types of JSON Lines features: a map's by its map (or declared per
+// feature or per map), a column's declared or what its values are.
+Status PlanJsonl(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
+                 std::vector<ScanFeature> state, TablePlan* plan) {
   const InferenceRules rules = Rules(options);
-  const ColumnNaming naming = Naming(input);
+  const ColumnNaming naming = Naming(options.input);
   // A declared column that no row has is kept, typed and without values, so
   // that files converted with one schema have the same features.
   for (const auto& [name, type] : declared) {
-    if (by_name.count(name) || name == "dense" || name == "sparse" || name == "scored") continue;
-    by_name.emplace(name, features.size());
-    features.push_back({.name = name});
-    state.push_back({.index = features.size() - 1});
-    report->notes.push_back("column '" + name + "' is declared but no row has it: stored as " +
-                            FeatureTypeName(type) + " without values");
-  }
-  for (size_t f = 0; f < features.size(); ++f) {
-    const JsonFeature& st = state[f];
-    FeatureInfo& info = features[f];
-    if (st.map != MapKind::kColumn) {
-      PCR_ASSIGN_OR_RETURN(info.type, MapFeatureType(st.map, info.name, declared, options.float32));
+    if (name == "dense" || name == "sparse" || name == "scored" ||
+        std::any_of(state.begin(), state.end(), [&](const ScanFeature& f) { return f.name == name; })) {
       continue;
     }
+    state.push_back({.name = name});
+    plan->notes.push_back("column '" + name + "' is declared but no row has it: stored as " +
+                          FeatureTypeName(type) + " without values");
+  }
+  for (const ScanFeature& st : state) {
+    FeatureInfo info{.name = st.name, .has_id = st.map != MapKind::kColumn, .id = st.id};
     const auto d = declared.find(info.name);
-    if (d != declared.end()) {
+    if (st.map != MapKind::kColumn) {
+      PCR_ASSIGN_OR_RETURN(info.type, MapFeatureType(st.map, info.name, declared, options.float32));
+    } else if (d != declared.end()) {
       if (!IsScalarType(d->second) && d->second != FeatureType::kString && d->second != FeatureType::kBytes &&
           !IsColumnListType(d->second)) {
         return Status::InvalidArgument("column '" + info.name + "' declared " + FeatureTypeName(d->second) +
@@ -642,26 +767,46 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
     } else if (options.strings) {
       info.type = FeatureType::kString;
     } else {
-      PCR_ASSIGN_OR_RETURN(info.type, st.votes.ValuesType(rules, naming, info.name, &report->notes));
+      PCR_ASSIGN_OR_RETURN(info.type, st.votes.ValuesType(rules, naming, info.name, &plan->notes));
       if (st.votes.present() == 0) {
-        report->notes.push_back("column '" + info.name + "' has only nulls: stored as string (--column-type " +
-                                info.name + "=TYPE declares another type)");
+        plan->notes.push_back("column '" + info.name + "' has only nulls: stored as string (--column-type " +
+                              info.name + "=TYPE declares another type)");
       }
     }
+    plan->features.push_back(std::move(info));
+    plan->maps.push_back(st.map);
+    plan->first_float.push_back(st.votes.first_float());
   }
+  return Status::OK();
+}
 
-  // Pass 2: write.
-  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(out_path, features, options.writer));
-  MissingNotes dropped(features.size());
+// Pass 2 over a shard of JSON Lines: its rows into `writer`.
+Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
+                  const TablePlan& plan, const TablePlan::Shard& shard, std::string_view text,
+                  TableFileWriter* writer, MissingNotes* dropped) {
+  const std::string& input = options.input;
+  const std::vector<FeatureInfo>& features = plan.features;
+  std::unordered_map<std::string, size_t> by_name;
+  for (size_t f = 0; f < features.size(); ++f) by_name.emplace(features[f].name, f);
+  JsonlParser parser(input);
+  JsonRow row;
   std::string s;
-  PCR_RETURN_IF_ERROR(ForEachJsonLine(text, [&](std::string_view line, uint64_t number) -> Status {
+  SplitCuts cuts(plan.split_bytes, shard.start);
+  size_t next = 0;
+  return ForEachJsonLineIn(text, shard.start, shard.stop, shard.line, [&](std::string_view line, uint64_t number,
+                                                                           size_t offset) -> Status {
+    PCR_RETURN_IF_ERROR(cuts.AtRow(writer, offset));
     PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
     for (size_t k = 0; k < row.count; ++k) {
       const JsonRow::Item& item = row.items[k];
       if (item.value.kind == ColumnValue::kNull && (item.map == MapKind::kColumn || item.map == MapKind::kDense)) {
         continue;
       }
-      const size_t f = by_name.at(name_of(item));
+      const auto known = by_name.find(FeatureName(item));
+      if (known == by_name.end() || plan.maps[known->second] != item.map) {
+        return InputError(input, number, item.column, "the input changed since its first pass: convert again");
+      }
+      const size_t f = known->second;
       const FeatureInfo& info = features[f];
       if (item.map == MapKind::kSparse || item.map == MapKind::kScored) {
         writer->AddIdList(f, item.ids, item.scores);
@@ -671,11 +816,11 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
       const char* whose = item.map == MapKind::kColumn ? "the column" : "the feature";
       if (IsColumnListType(info.type)) {
         bool inexact = false;
-        if (item.value.kind == ColumnValue::kList && WriteList(writer.get(), f, info.type, item.value.list, &inexact)) {
+        if (item.value.kind == ColumnValue::kList && WriteList(writer, f, info.type, item.value.list, &inexact)) {
           continue;
         }
         if (options.on_bad_value == BadValue::kMissing) {
-          dropped.Add(f, number, item.column, JsonText(item.value));
+          dropped->Add(f, number, item.column, JsonText(item.value));
           continue;
         }
         return InputError(input, number, item.column,
@@ -693,7 +838,7 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
       const bool lenient = declared.count(info.name) != 0 || options.strings;
       if (!JsonCell(info.type, item.value, lenient, &i, &d, &s)) {
         if (options.on_bad_value == BadValue::kMissing) {
-          dropped.Add(f, number, item.column, JsonText(item.value));
+          dropped->Add(f, number, item.column, JsonText(item.value));
           continue;
         }
         return InputError(input, number, item.column,
@@ -712,10 +857,10 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
       }
       if (info.type == FeatureType::kFloat64 && !item.value.exact) {
         if (options.on_bad_value == BadValue::kMissing) {
-          dropped.Add(f, number, item.column, std::string(item.value.text));
+          dropped->Add(f, number, item.column, std::string(item.value.text));
           continue;
         }
-        const std::string why = what + FloatBecause(state[f].votes.first_float(), number, item.column);
+        const std::string why = what + FloatBecause(plan.first_float[f], number, item.column);
         return InexactInteger(input, number, item.column, item.value.text, why,
                               item.map == MapKind::kColumn
                                   ? "declare --column-type " + info.name + "=string to keep every digit, or pass "
@@ -723,16 +868,10 @@ Status ConvertJsonl(const TableConvertOptions& options, const std::map<std::stri
                                   : "dense values are floats: keep such a value in a column declared string or "
                                     "uint64, or pass --on-bad-value missing to store it as missing");
       }
-      Write(writer.get(), f, info.type, i, d);
+      Write(writer, f, info.type, i, d);
     }
     return writer->EndRow();
-  }));
-  dropped.Report(features, report);
-  row = {};  // a huge last value is not kept while the stripe is written
-  s = {};
-  PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
-  report->stripes = writer->stripe_count();
-  return Status::OK();
+  }, &next);
 }
 
 // Refuses a reordered table at `path` in a directory read as a table now
@@ -770,34 +909,360 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+
+// Puts the shards' scans together into `plan`. A shard whose scan did not
+// start where the one before it stopped (a CSV range that began inside a
+// quoted line break) is added to *rescan with that offset, and planning
+// stops there.
+Status PlanTable(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared, bool csv,
+                 const std::vector<TableScan>& scans, std::vector<std::pair<uint32_t, uint64_t>>* rescan,
+                 TablePlan* plan) {
+  plan->csv = csv;
+  plan->split_bytes = options.split_bytes;
+  std::vector<ScanFeature> merged;
+  std::unordered_map<std::string, size_t> by_name;
+  uint64_t line = scans.empty() ? 1 : scans[0].start_line, rows = 0;
+  for (size_t i = 0; i < scans.size(); ++i) {
+    const TableScan& s = scans[i];
+    if (i > 0 && s.start != scans[i - 1].stop) {
+      rescan->emplace_back(i, scans[i - 1].stop);
+      return Status::OK();
+    }
+    if (!s.error.empty()) return Status::InvalidArgument(s.error);
+    const uint64_t offset = line - s.start_line;
+    plan->shards.push_back({s.start, s.stop, line});
+    line += s.lines;
+    rows += s.rows;
+    for (size_t k = 0; k < s.features.size(); ++k) {
+      const ScanFeature& f = s.features[k];
+      auto [it, added] = by_name.emplace(f.name, merged.size());
+      if (added) merged.push_back({.name = f.name, .map = f.map, .id = f.id, .line = f.line + offset, .column = f.column});
+      ScanFeature& m = merged[it->second];
+      if (m.map != f.map) return MapConflict(options.input, f.name, m.map, f.map, f.line + offset, f.column);
+      m.votes.Merge(f.votes, offset);
+    }
+  }
+  if (!csv && rows == 0) {
+    return Status::InvalidArgument(options.input + ": empty file, expected one JSON object per line");
+  }
+  return csv ? PlanCsv(options, declared, std::move(merged), plan)
+             : PlanJsonl(options, declared, std::move(merged), plan);
+}
+
+// Scans and plans pass between processes as these bytes.
+constexpr std::string_view kScanMagic = "pcr table scan 1\n", kPlanMagic = "pcr table plan 1\n";
+
+std::string ToString(const Bytes& b) { return std::string(b.begin(), b.end()); }
+
+Decoder FromString(std::string_view s, std::string_view magic, bool* ok) {
+  *ok = s.starts_with(magic);
+  const size_t skip = *ok ? magic.size() : s.size();
+  return Decoder(ByteSpan(reinterpret_cast<const uint8_t*>(s.data()) + skip, s.size() - skip));
+}
+
+std::string EncodeScan(const TableScan& s) {
+  Bytes out(kScanMagic.begin(), kScanMagic.end());
+  for (const uint64_t n : {s.start, s.stop, uint64_t{s.guessed}, s.start_line, s.lines, s.rows}) PutVarint64(&out, n);
+  PutLengthPrefixed(&out, s.error);
+  PutVarint64(&out, s.features.size());
+  for (const ScanFeature& f : s.features) {
+    PutLengthPrefixed(&out, f.name);
+    PutFixed8(&out, static_cast<uint8_t>(f.map));
+    PutVarsint64(&out, f.id);
+    PutVarint64(&out, f.line);
+    PutVarint64(&out, f.column);
+    f.votes.EncodeTo(&out);
+  }
+  return ToString(out);
+}
+
+Result<TableScan> DecodeScan(std::string_view bytes) {
+  bool ok = false;
+  Decoder in = FromString(bytes, kScanMagic, &ok);
+  TableScan s;
+  uint64_t guessed = 0, features = 0;
+  ok = ok && in.GetVarint64(&s.start) && in.GetVarint64(&s.stop) && in.GetVarintAtMost(1, &guessed) &&
+       in.GetVarint64(&s.start_line) && in.GetVarint64(&s.lines) && in.GetVarint64(&s.rows) &&
+       in.GetLengthPrefixed(1 << 24, &s.error) && in.GetVarintAtMost(in.remaining(), &features);
+  s.guessed = guessed;
+  for (uint64_t k = 0; ok && k < features; ++k) {
+    ScanFeature& f = s.features.emplace_back();
+    uint8_t map = 0;
+    ok = in.GetLengthPrefixed(1 << 20, &f.name) && in.GetFixed8(&map) && map <= static_cast<uint8_t>(MapKind::kScored) &&
+         in.GetVarsint64(&f.id) && in.GetVarint64(&f.line) && in.GetVarint64(&f.column) && f.votes.DecodeFrom(in);
+    f.map = static_cast<MapKind>(map);
+  }
+  if (!ok || !in.done()) return Status::InvalidArgument("not a table shard's scan (ScanTableShard's bytes)");
+  return s;
+}
+
+std::string EncodePlan(const TablePlan& p) {
+  Bytes out(kPlanMagic.begin(), kPlanMagic.end());
+  PutFixed8(&out, p.csv);
+  PutVarint64(&out, p.split_bytes);
+  PutVarint64(&out, p.features.size());
+  for (size_t f = 0; f < p.features.size(); ++f) {
+    PutLengthPrefixed(&out, p.features[f].name);
+    PutFixed8(&out, static_cast<uint8_t>(p.features[f].type));
+    PutFixed8(&out, p.features[f].has_id);
+    PutVarsint64(&out, p.features[f].id);
+    PutFixed8(&out, static_cast<uint8_t>(p.maps[f]));
+    const std::optional<Where>& w = p.first_float[f];
+    PutFixed8(&out, w.has_value());
+    if (w) {
+      PutVarint64(&out, w->line);
+      PutVarint64(&out, w->column);
+      PutLengthPrefixed(&out, w->text);
+    }
+  }
+  PutVarint64(&out, p.shards.size());
+  for (const TablePlan::Shard& s : p.shards) {
+    for (const uint64_t n : {s.start, s.stop, s.line}) PutVarint64(&out, n);
+  }
+  PutVarint64(&out, p.notes.size());
+  for (const std::string& note : p.notes) PutLengthPrefixed(&out, note);
+  return ToString(out);
+}
+
+Result<TablePlan> DecodePlan(std::string_view bytes) {
+  bool ok = false;
+  Decoder in = FromString(bytes, kPlanMagic, &ok);
+  TablePlan p;
+  uint8_t csv = 0;
+  uint64_t n = 0;
+  ok = ok && in.GetFixed8(&csv) && csv <= 1 && in.GetVarint64(&p.split_bytes) && p.split_bytes > 0 &&
+       in.GetVarintAtMost(in.remaining(), &n);
+  p.csv = csv;
+  for (uint64_t k = 0; ok && k < n; ++k) {
+    FeatureInfo& f = p.features.emplace_back();
+    uint8_t type = 0, has_id = 0, map = 0, has_float = 0;
+    ok = in.GetLengthPrefixed(1 << 20, &f.name) && in.GetFixed8(&type) && type >= 1 && type <= kMaxFeatureType &&
+         in.GetFixed8(&has_id) && has_id <= 1 && in.GetVarsint64(&f.id) && in.GetFixed8(&map) &&
+         map <= static_cast<uint8_t>(MapKind::kScored) && in.GetFixed8(&has_float) && has_float <= 1;
+    f.type = static_cast<FeatureType>(type);
+    f.has_id = has_id;
+    p.maps.push_back(static_cast<MapKind>(map));
+    std::optional<Where>& w = p.first_float.emplace_back();
+    if (ok && has_float) {
+      w.emplace();
+      ok = in.GetVarint64(&w->line) && in.GetVarint64(&w->column) && in.GetLengthPrefixed(1 << 20, &w->text);
+    }
+  }
+  ok = ok && in.GetVarintAtMost(in.remaining(), &n);
+  for (uint64_t k = 0; ok && k < n; ++k) {
+    TablePlan::Shard& s = p.shards.emplace_back();
+    ok = in.GetVarint64(&s.start) && in.GetVarint64(&s.stop) && in.GetVarint64(&s.line) && s.start <= s.stop;
+  }
+  ok = ok && in.GetVarintAtMost(in.remaining(), &n);
+  for (uint64_t k = 0; ok && k < n; ++k) ok = in.GetLengthPrefixed(1 << 24, &p.notes.emplace_back());
+  if (!ok || !in.done()) return Status::InvalidArgument("not a table conversion's plan (PlanTableShards' bytes)");
+  return p;
+}
+
+// A conversion's input, its format and the types it declares.
+struct TableInput {
+  bool csv = false;
+  std::map<std::string, FeatureType> declared;
+  std::unique_ptr<MappedInput> in;  // when opened
+};
+
+Result<TableInput> TableInputOf(const TableConvertOptions& options, bool open) {
+  TableInput t;
+  t.csv = EndsWith(options.input, ".csv");
+  if (!t.csv && !EndsWith(options.input, ".jsonl") && !EndsWith(options.input, ".ndjson")) {
+    return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .jsonl or .ndjson)");
+  }
+  if (options.split_bytes == 0) return Status::InvalidArgument("split_bytes must be positive");
+  if (!options.schema_file.empty()) {
+    PCR_ASSIGN_OR_RETURN(t.declared, ReadTableSchemaFile(options.schema_file));
+  }
+  for (const auto& [name, type] : options.column_types) t.declared[name] = type;
+  if (open) {
+    PCR_ASSIGN_OR_RETURN(t.in, MappedInput::Open(options.input, options.remote));
+  }
+  return t;
+}
+
+// Pass 1 over the rows that start in `range`; an error's lines are the
+// file's.
+Status Scan(const TableConvertOptions& options, const TableInput& t, ByteRange range, std::optional<uint64_t> start,
+            TableScan* scan) {
+  const std::string_view text = t.in->text();
+  auto scan_from = [&](uint64_t line) {
+    *scan = {};
+    return t.csv ? ScanCsv(options, text, range, start, line, scan) : ScanJsonl(options, text, range, start, line, scan);
+  };
+  PCR_RETURN_IF_ERROR(scan_from(1));
+  if (scan->error.empty()) return Status::OK();
+  const uint64_t line = 1 + LineBreaks(t.csv, text, 0, scan->start);
+  return line == scan->start_line ? Status::OK() : scan_from(line);
+}
+
+// Pass 2 over shard `shard` of `plan` into a table file at `path`.
+Status WriteShard(const TableConvertOptions& options, const TableInput& t, const TablePlan& plan, size_t shard,
+                  const std::string& path, TableConvertReport* report) {
+  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(path, plan.features, options.writer));
+  MissingNotes dropped(plan.features.size());
+  PCR_RETURN_IF_ERROR((plan.csv ? WriteCsv : WriteJsonl)(options, t.declared, plan, plan.shards[shard], t.in->text(),
+                                                         writer.get(), &dropped));
+  dropped.Report(plan.features, report);
+  PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
+  report->stripes = writer->stripe_count();
+  report->input_bytes = plan.shards[shard].stop - plan.shards[shard].start;
+  std::error_code ec;
+  report->output_bytes = fs::file_size(path, ec);
+  return Status::OK();
+}
+
+// Copies the stripes of `in` into `writer` as stored, their checksums
+// checked as they are read. With `decode`, every feature is decoded as a
+// reader decodes it, so damage behind valid checksums is refused rather
+// than copied under fresh ones.
+Status CopyStripes(const PcrFile& in, IoEngine& engine, bool decode, TableFileWriter* writer) {
+  const TableSchema& schema = in.index().schema;
+  Bytes scratch[kRoleCount + 1];
+  ReadBatch read;
+  for (size_t s = 0; s < in.index().stripes.size(); ++s) {
+    const StripeInfo& stripe = in.index().stripes[s];
+    std::vector<ReadRange> ranges;
+    for (size_t k = 0; k < stripe.streams.size(); ++k) ranges.push_back(StreamRange(in, s, k));
+    PCR_RETURN_IF_ERROR(ExecuteReads(engine, ranges, {.max_read = std::numeric_limits<uint64_t>::max()}, &read));
+    std::vector<Bytes> streams(stripe.streams.size());
+    for (size_t k = 0; k < streams.size(); ++k) streams[k].assign(read[k].begin(), read[k].end());
+    const std::vector<size_t> stream_of = stripe.TableStreamIndex(schema.features.size());
+    for (uint32_t f = 0; decode && f < schema.features.size(); ++f) {
+      ByteSpan stored[kRoleCount];
+      for (const StreamRole role : RolesOf(schema.features[f].type)) {
+        stored[static_cast<size_t>(role)] = streams[stream_of[f * kRoleCount + static_cast<size_t>(role)]];
+      }
+      Column column(schema.features[f].type);
+      PCR_RETURN_IF_ERROR(DecodeStoredFeature(in.path(), schema, stripe, s, stream_of, f, stored, scratch, &column));
+    }
+    PCR_RETURN_IF_ERROR(writer->AddStoredStripe(stripe, std::move(streams)));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   if (IsObjectStoreOutput(options.out_dir)) return ConvertTableToObjectStore(options, ConvertTable);
-  const bool csv = EndsWith(options.input, ".csv");
-  const bool jsonl = EndsWith(options.input, ".jsonl") || EndsWith(options.input, ".ndjson");
-  if (!csv && !jsonl) {
-    return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .jsonl or .ndjson)");
-  }
-  PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(options.input, options.remote));
+  PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true));
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
-  std::error_code ec;
   TableConvertReport report;
   report.path = (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
-  report.input_bytes = in->text().size();
-  std::string_view text = in->text();
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  std::map<std::string, FeatureType> declared;
-  if (!options.schema_file.empty()) {
-    PCR_ASSIGN_OR_RETURN(declared, ReadTableSchemaFile(options.schema_file));
-  }
-  for (const auto& [name, type] : options.column_types) declared[name] = type;
-  PCR_RETURN_IF_ERROR(csv ? ConvertCsv(options, declared, text, report.path, &report)
-                          : ConvertJsonl(options, declared, text, report.path, &report));
+  TableScan scan;
+  PCR_RETURN_IF_ERROR(Scan(options, input, {0, input.in->text().size()}, {}, &scan));
+  TablePlan plan;
+  std::vector<std::pair<uint32_t, uint64_t>> rescan;
+  PCR_RETURN_IF_ERROR(PlanTable(options, input.declared, input.csv, {scan}, &rescan, &plan));
+  report.notes = plan.notes;
+  PCR_RETURN_IF_ERROR(WriteShard(options, input, plan, 0, report.path, &report));
   NoteUnusedOrder(options.writer.stream_order, report.schema, report.path, &report.notes);
+  report.input_bytes = input.in->text().size();
+  return report;
+}
+
+Result<std::string> ScanTableShard(const TableConvertOptions& options, uint32_t shard, uint32_t num_shards,
+                                   std::optional<uint64_t> start) {
+  if (shard >= num_shards) {
+    return Status::InvalidArgument("shard " + std::to_string(shard) + " of " + std::to_string(num_shards) +
+                                   ": shards are numbered from 0 to num_shards - 1");
+  }
+  PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true));
+  TableScan scan;
+  const ByteRange range = ShardBytes(input.in->text().size(), options.split_bytes, shard, num_shards);
+  PCR_RETURN_IF_ERROR(Scan(options, input, range, start, &scan));
+  return EncodeScan(scan);
+}
+
+Result<TableShardPlan> PlanTableShards(const TableConvertOptions& options, const std::vector<std::string>& scans) {
+  PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, false));
+  std::vector<TableScan> decoded;
+  for (const std::string& bytes : scans) {
+    PCR_ASSIGN_OR_RETURN(decoded.emplace_back(), DecodeScan(bytes));
+  }
+  TablePlan plan;
+  TableShardPlan result;
+  PCR_RETURN_IF_ERROR(PlanTable(options, input.declared, input.csv, decoded, &result.rescan, &plan));
+  if (result.rescan.empty()) {
+    result.plan = EncodePlan(plan);
+    result.notes = plan.notes;
+    result.input_bytes = plan.shards.empty() ? 0 : plan.shards.back().stop;
+  }
+  return result;
+}
+
+Result<TableConvertReport> ConvertTableShard(const TableConvertOptions& options, const std::string& plan_bytes,
+                                             uint32_t shard, const std::string& part_path) {
+  PCR_ASSIGN_OR_RETURN(const TablePlan plan, DecodePlan(plan_bytes));
+  if (shard >= plan.shards.size()) {
+    return Status::InvalidArgument("shard " + std::to_string(shard) + ": the plan has " +
+                                   std::to_string(plan.shards.size()) + " shards");
+  }
+  PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true));
+  if (plan.shards.back().stop > input.in->text().size()) {
+    return Status::InvalidArgument(options.input + ": shorter than when its shards were scanned: convert again");
+  }
+  TableConvertReport report;
+  report.path = part_path;
+  PCR_RETURN_IF_ERROR(WriteShard(options, input, plan, shard, part_path, &report));
+  return report;
+}
+
+namespace {
+
+Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
+                                             const std::vector<std::string>& parts) {
+  TableConvertReport report;
+  report.path = (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
+  if (parts.empty()) return Status::InvalidArgument(report.path + ": no parts to merge");
+  PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
+  PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
+  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({}));
+  std::vector<std::unique_ptr<PcrFile>> files;
+  std::vector<FeatureInfo> counts;
+  for (const std::string& part : parts) {
+    PCR_ASSIGN_OR_RETURN(files.emplace_back(), PcrFile::OpenTable(part, engine.get()));
+    const std::vector<FeatureInfo>& features = files.back()->index().schema.features;
+    if (counts.empty()) {
+      counts = features;
+      continue;
+    }
+    const bool same = std::equal(features.begin(), features.end(), counts.begin(), counts.end(),
+                                 [](const FeatureInfo& a, const FeatureInfo& b) {
+                                   return a.name == b.name && a.type == b.type && a.has_id == b.has_id && a.id == b.id;
+                                 });
+    if (!same) {
+      return Status::InvalidArgument(part + ": its features differ from " + parts.front() +
+                                     "'s: the parts are not of one conversion");
+    }
+    for (size_t f = 0; f < features.size(); ++f) {
+      counts[f].present_count += features[f].present_count;
+      counts[f].value_count += features[f].value_count;
+    }
+  }
+  PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, counts, options.writer));
+  for (const auto& file : files) PCR_RETURN_IF_ERROR(CopyStripes(*file, *engine, false, writer.get()));
+  writer->SetFeatureCounts(counts);
+  PCR_ASSIGN_OR_RETURN(report.schema, writer->Finish());
+  report.stripes = writer->stripe_count();
+  NoteUnusedOrder(options.writer.stream_order, report.schema, report.path, &report.notes);
+  std::error_code ec;
   report.output_bytes = fs::file_size(report.path, ec);
   return report;
+}
+
+}  // namespace
+
+Result<TableConvertReport> MergeTableParts(const TableConvertOptions& options, const std::vector<std::string>& parts) {
+  if (IsObjectStoreOutput(options.out_dir)) {
+    return ConvertTableToObjectStore(options, [&](const TableConvertOptions& local) {
+      return MergeTableLocally(local, parts);
+    });
+  }
+  return MergeTableLocally(options, parts);
 }
 
 bool ParseTableType(std::string_view name, FeatureType* type) {
@@ -864,28 +1329,7 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   TableWriterOptions options{.stream_encoding = in.header().version_minor >= kEncodingsVersionMinor ? "auto" : "plain",
                              .stream_order = stream_order};
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(report.path, schema.features, options));
-  Bytes scratch[kRoleCount + 1];
-  ReadBatch read;
-  for (size_t s = 0; s < in.index().stripes.size(); ++s) {
-    const StripeInfo& stripe = in.index().stripes[s];
-    std::vector<ReadRange> ranges;
-    for (size_t k = 0; k < stripe.streams.size(); ++k) ranges.push_back(StreamRange(in, s, k));
-    PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, {.max_read = std::numeric_limits<uint64_t>::max()}, &read));
-    std::vector<Bytes> streams(stripe.streams.size());
-    for (size_t k = 0; k < streams.size(); ++k) streams[k].assign(read[k].begin(), read[k].end());
-    // Every feature is decoded as a reader decodes it, so damage behind valid
-    // checksums is refused rather than copied under fresh ones.
-    const std::vector<size_t> stream_of = stripe.TableStreamIndex(schema.features.size());
-    for (uint32_t f = 0; f < schema.features.size(); ++f) {
-      ByteSpan stored[kRoleCount];
-      for (const StreamRole role : RolesOf(schema.features[f].type)) {
-        stored[static_cast<size_t>(role)] = streams[stream_of[f * kRoleCount + static_cast<size_t>(role)]];
-      }
-      Column column(schema.features[f].type);
-      PCR_RETURN_IF_ERROR(DecodeStoredFeature(in.path(), schema, stripe, s, stream_of, f, stored, scratch, &column));
-    }
-    PCR_RETURN_IF_ERROR(writer->AddStoredStripe(stripe, std::move(streams)));
-  }
+  PCR_RETURN_IF_ERROR(CopyStripes(in, *engine, true, writer.get()));
   writer->SetFeatureCounts(schema.features);
   PCR_ASSIGN_OR_RETURN(report.schema, writer->Finish());
   report.stripes = writer->stripe_count();

@@ -39,6 +39,8 @@ class TableFileWriter {
   void AddFloatList(size_t feature, std::span<const double> values);
   // Ends the current row; writes the stripe when it is full.
   Status EndRow();
+  // Writes the stripe of the rows so far, if any: the next row starts a new one.
+  Status EndStripe() { return WriteStripe(); }
 
   // Appends a stripe of already stored streams: streams[k] holds the stream of
   // (feature, role) given by stripe.table_streams[k]; the stripe is written in

@@ -55,10 +55,15 @@ struct CsvCell {
 class CsvReader {
  public:
   CsvReader(std::string_view text, const std::string& input) : text_(text), input_(input) {}
+  // Reads from the record at text[pos], on line `line`.
+  CsvReader(std::string_view text, const std::string& input, size_t pos, uint64_t line)
+      : text_(text), input_(input), pos_(pos), line_(line), line_start_(pos), record_line_(line) {}
 
   // Reads the next record into cells[0, *count); false at the end of the text.
   Result<bool> Next(std::vector<CsvCell>* cells, size_t* count);
   uint64_t record_line() const { return record_line_; }
+  size_t pos() const { return pos_; }  // where the next record starts
+  uint64_t line() const { return line_; }
   // OK when the record just read holds `want` cells, else an error naming it.
   Status CheckCellCount(const std::vector<CsvCell>& cells, size_t count, size_t want) const;
 

@@ -224,6 +224,10 @@ struct TableConvertOptions {
   std::string schema_file;
   bool strings = false;  // undeclared columns are strings, not inferred
   BadValue on_bad_value = BadValue::kError;
+  // The input is cut into splits of this many bytes, and a stripe never
+  // holds rows that start in two splits: a sharded conversion converts
+  // whole splits and writes the same stripes (ScanTableShard).
+  uint64_t split_bytes = 64ull << 20;
   // out_dir may be s3://BUCKET/PREFIX, as for ConvertImagesOptions.
   std::string work_dir;
   RemoteOptions remote;
@@ -249,6 +253,38 @@ struct TableConvertReport {
 // Malformed input fails with its line and column; nothing is then left
 // under the output name.
 PCR_EXPORT Result<TableConvertReport> ConvertTable(const TableConvertOptions& options);
+
+// A table conversion in shards, as pcr.dask.convert_table runs it, with the
+// same result as ConvertTable byte for byte; ConvertTable takes these steps
+// in one process. The input's bytes are cut into num_shards ranges of whole
+// splits (options.split_bytes), and a shard holds the rows that start in
+// its range. Scans and plans are opaque bytes, to pass between processes;
+// every step is deterministic and reads the input itself.
+//  1. ScanTableShard: the first pass over one shard's rows. Its first row is
+//     `start` when given, else the one after the first line break of its
+//     range, which PlanTableShards checks.
+//  2. PlanTableShards: every shard's scan, in shard order, into the schema
+//     and notes; or, when a CSV shard's first line break was inside a
+//     quoted cell, `rescan` names the shards to scan again from the offset
+//     given (then plan again).
+//  3. ConvertTableShard: one shard's rows into a table file at part_path.
+//  4. MergeTableParts: every shard's part, in shard order, into the table
+//     ConvertTable writes under options.out_dir (local or s3://).
+// Errors name the input, line and column, as ConvertTable's.
+struct TableShardPlan {
+  std::string plan;                                   // empty when shards are to be scanned again
+  std::vector<std::pair<uint32_t, uint64_t>> rescan;  // shard, start
+  std::vector<std::string> notes;
+  uint64_t input_bytes = 0;
+};
+PCR_EXPORT Result<std::string> ScanTableShard(const TableConvertOptions& options, uint32_t shard, uint32_t num_shards,
+                                              std::optional<uint64_t> start = {});
+PCR_EXPORT Result<TableShardPlan> PlanTableShards(const TableConvertOptions& options,
+                                                  const std::vector<std::string>& scans);
+PCR_EXPORT Result<TableConvertReport> ConvertTableShard(const TableConvertOptions& options, const std::string& plan,
+                                                        uint32_t shard, const std::string& part_path);
+PCR_EXPORT Result<TableConvertReport> MergeTableParts(const TableConvertOptions& options,
+                                                      const std::vector<std::string>& part_paths);
 
 // Rewrites the table at `input` (a file, or a directory holding one) with its
 // streams in `stream_order`, copying the stored streams. Each stripe is first

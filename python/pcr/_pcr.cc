@@ -1145,12 +1145,15 @@ std::string PythonSpelling(const std::string& message) {
   return out;
 }
 
-py::dict ConvertTable(const std::filesystem::path& input_arg, const std::filesystem::path& out_arg, uint64_t rows_per_stripe, uint64_t stripe_mb,
-                      std::vector<std::string> stream_order, const std::filesystem::path& popularity_arg, bool float32,
-                      int zstd_level, const std::string& encoding,
-                      const std::map<std::string, std::string>& column_types, const py::object& schema,
-                      bool strings, const std::string& on_bad_value, const std::filesystem::path& work_dir_arg,
-                      const py::object& remote, uint64_t part_size_mb, uint64_t multipart_threshold_mb) {
+// convert_table's arguments as options, for it and pcr.dask's steps.
+pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, const std::filesystem::path& out_arg,
+                                      uint64_t rows_per_stripe, uint64_t stripe_mb, uint64_t split_mb,
+                                      std::vector<std::string> stream_order, const std::filesystem::path& popularity_arg,
+                                      bool float32, int zstd_level, const std::string& encoding,
+                                      const std::map<std::string, std::string>& column_types, const py::object& schema,
+                                      bool strings, const std::string& on_bad_value,
+                                      const std::filesystem::path& work_dir_arg, const py::object& remote,
+                                      uint64_t part_size_mb, uint64_t multipart_threshold_mb) {
   const std::string input = input_arg.string();
   const std::string out = out_arg.string();
   const std::string popularity = popularity_arg.string();
@@ -1161,6 +1164,7 @@ py::dict ConvertTable(const std::filesystem::path& input_arg, const std::filesys
     stream_order = Take(pcr::ReadPopularityFile(popularity)).order;
   }
   if (stripe_mb == 0) throw py::value_error("stripe_mb must be positive");
+  if (split_mb == 0) throw py::value_error("split_mb must be positive");
   pcr::TableConvertOptions options{.input = input,
                                    .out_dir = out,
                                    .float32 = float32,
@@ -1205,12 +1209,19 @@ py::dict ConvertTable(const std::filesystem::path& input_arg, const std::filesys
   options.writer.stream_order = std::move(stream_order);
   options.writer.zstd_level = zstd_level;
   options.writer.stream_encoding = encoding;
-  pcr::Result<pcr::TableConvertReport> converted = [&] {
-    py::gil_scoped_release release;
-    return pcr::ConvertTable(options);
-  }();
-  if (!converted.ok()) Raise(converted.status().WithMessage(PythonSpelling(converted.status().message())));
-  pcr::TableConvertReport& r = *converted;
+  options.split_bytes = split_mb << 20;
+  return options;
+}
+
+// The result of a table conversion step, its errors and notes spelt as
+// Python's arguments.
+template <typename T>
+T TakeTable(pcr::Result<T> r) {
+  if (!r.ok()) Raise(r.status().WithMessage(PythonSpelling(r.status().message())));
+  return std::move(*r);
+}
+
+py::dict TableReport(pcr::TableConvertReport r) {
   for (std::string& note : r.notes) note = PythonSpelling(note);
   py::dict d;
   d["path"] = r.path;
@@ -1222,6 +1233,60 @@ py::dict ConvertTable(const std::filesystem::path& input_arg, const std::filesys
   d["notes"] = r.notes;
   return d;
 }
+
+py::dict RunConvertTable(const pcr::TableConvertOptions& options) {
+  pcr::Result<pcr::TableConvertReport> converted = [&] {
+    py::gil_scoped_release release;
+    return pcr::ConvertTable(options);
+  }();
+  return TableReport(TakeTable(std::move(converted)));
+}
+
+// A function of the arguments `make` takes, returning `run` of its options.
+template <typename R, typename... A, typename Run>
+auto Composed(R (*make)(A...), Run run) {
+  return [make, run](A... a) { return run(make(a...)); };
+}
+
+// pcr.dask.convert_table's steps (pcr::ScanTableShard and the rest) over one
+// conversion's options.
+struct PyTableConversion {
+  pcr::TableConvertOptions options;
+
+  py::bytes Scan(uint32_t shard, uint32_t num_shards, std::optional<uint64_t> start) const {
+    pcr::Result<std::string> scan = [&] {
+      py::gil_scoped_release release;
+      return pcr::ScanTableShard(options, shard, num_shards, start);
+    }();
+    return py::bytes(TakeTable(std::move(scan)));
+  }
+  py::dict Plan(const std::vector<std::string>& scans) const {
+    pcr::TableShardPlan plan = TakeTable(pcr::PlanTableShards(options, scans));
+    for (std::string& note : plan.notes) note = PythonSpelling(note);
+    py::dict d;
+    d["plan"] = plan.plan.empty() ? py::object(py::none()) : py::object(py::bytes(plan.plan));
+    d["rescan"] = plan.rescan;
+    d["notes"] = plan.notes;
+    d["input_bytes"] = plan.input_bytes;
+    return d;
+  }
+  py::dict ConvertShard(const std::string& plan, uint32_t shard, const std::filesystem::path& part) const {
+    pcr::Result<pcr::TableConvertReport> r = [&] {
+      py::gil_scoped_release release;
+      return pcr::ConvertTableShard(options, plan, shard, part.string());
+    }();
+    return TableReport(TakeTable(std::move(r)));
+  }
+  py::dict Merge(const std::vector<std::filesystem::path>& parts) const {
+    std::vector<std::string> paths;
+    for (const auto& p : parts) paths.push_back(p.string());
+    pcr::Result<pcr::TableConvertReport> r = [&] {
+      py::gil_scoped_release release;
+      return pcr::MergeTableParts(options, paths);
+    }();
+    return TableReport(TakeTable(std::move(r)));
+  }
+};
 
 py::dict CountAccessLogs(const std::vector<std::filesystem::path>& logs, const std::optional<std::filesystem::path>& table) {
   std::vector<std::string> paths;
@@ -1393,11 +1458,25 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("popularity") = py::none(), py::arg("stream_order") = py::none());
   m.def("merge", &Merge, py::arg("out"), py::arg("parts"), py::kw_only(), py::arg("work_dir") = "",
         py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64);
-  m.def("convert_table", &ConvertTable, py::arg("input"), py::arg("out"), py::kw_only(),
-        py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
-        py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "", py::arg("float32") = false,
-        py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
-        py::arg("column_types") = std::map<std::string, std::string>(), py::arg("schema") = py::none(),
-        py::arg("strings") = false, py::arg("on_bad_value") = "error", py::arg("work_dir") = "",
-        py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64);
+  auto table_args = [](auto define) {
+    define(py::arg("input"), py::arg("out"), py::kw_only(), py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
+           py::arg("split_mb") = 64, py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "",
+           py::arg("float32") = false, py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
+           py::arg("column_types") = std::map<std::string, std::string>(), py::arg("schema") = py::none(),
+           py::arg("strings") = false, py::arg("on_bad_value") = "error", py::arg("work_dir") = "",
+           py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64);
+  };
+  table_args([&](auto... args) { m.def("convert_table", Composed(&TableOptions, &RunConvertTable), args...); });
+  py::class_<PyTableConversion> conversion(m, "_TableConversion");
+  table_args([&](auto... args) {
+    conversion.def(py::init(Composed(&TableOptions, [](pcr::TableConvertOptions o) {
+                     return PyTableConversion{std::move(o)};
+                   })),
+                   args...);
+  });
+  conversion.def("scan", &PyTableConversion::Scan, py::arg("shard"), py::arg("num_shards"), py::arg("start") = py::none())
+      .def("plan", &PyTableConversion::Plan, py::arg("scans"))
+      .def("convert_shard", &PyTableConversion::ConvertShard, py::arg("plan"), py::arg("shard"), py::arg("part"))
+      .def("merge", &PyTableConversion::Merge, py::arg("parts"))
+      .def("convert", [](const PyTableConversion& c) { return RunConvertTable(c.options); });
 }

@@ -1,6 +1,6 @@
 """pcr tables and image datasets as Dask collections, for offline jobs on a
-cluster (statistics, filtering, embeddings), and image conversions run as
-Dask tasks.
+cluster (statistics, filtering, embeddings), and image and table
+conversions run as Dask tasks.
 
 The path is opened on the client when the collection is made, so a missing
 path, an unknown feature or field, or a bad fidelity raises there, with the
@@ -12,6 +12,7 @@ environment.
 """
 import functools
 import hashlib
+import itertools
 import operator
 import os
 import shutil
@@ -28,7 +29,7 @@ from dask.dataframe.io.utils import DataFrameIOFunction
 
 from . import ImageDataset, Table, _frames, _pcr
 
-__all__ = ["convert_images", "convert_webdataset", "read_images", "read_table"]
+__all__ = ["convert_images", "convert_table", "convert_webdataset", "read_images", "read_table"]
 
 
 def _frozen(remote):
@@ -197,26 +198,32 @@ def _parts_dir(client, out, parts_dir):
     return os.path.join(tempfile.gettempdir(), f"pcr-dask-parts-{key}")
 
 
-def _convert(src, out, client, num_shards, parts_dir, progress, options):
+def _client_and_shards(client, num_shards):
     import distributed
 
-    for name in ("shard", "num_shards", "progress"):
-        if name in options:
-            raise TypeError(f"{name}= is chosen by pcr.dask; give num_shards= for the number of tasks")
     if client is None:
         try:
             client = distributed.get_client()
         except ValueError:
             raise ValueError("pcr.dask conversions need a Dask cluster: make a distributed.Client first, "
                              "or pass client=") from None
-    out = os.fspath(out)
-    if not out.startswith("s3://") and os.path.exists(os.path.join(out, "dataset.pcrd")):
-        raise ValueError(f"{out}: already holds a pcr dataset (dataset.pcrd); choose another output")
     if num_shards is None:
         num_shards = max(sum(client.nthreads().values()), 1)
     if isinstance(num_shards, bool) or not hasattr(num_shards, "__index__") or operator.index(num_shards) < 1:
         raise ValueError(f"num_shards must be a positive int, not {num_shards!r}")
-    num_shards = operator.index(num_shards)
+    return client, operator.index(num_shards)
+
+
+def _convert(src, out, client, num_shards, parts_dir, progress, options):
+    import distributed
+
+    for name in ("shard", "num_shards", "progress"):
+        if name in options:
+            raise TypeError(f"{name}= is chosen by pcr.dask; give num_shards= for the number of tasks")
+    client, num_shards = _client_and_shards(client, num_shards)
+    out = os.fspath(out)
+    if not out.startswith("s3://") and os.path.exists(os.path.join(out, "dataset.pcrd")):
+        raise ValueError(f"{out}: already holds a pcr dataset (dataset.pcrd); choose another output")
     upload = {k: options.pop(k) for k in _UPLOAD_OPTIONS if k in options}
     options.setdefault("jobs", 1)  # a task holds one of its worker's threads
     token = uuid.uuid4().hex  # a new key every call: a retry after a failure must run again
@@ -279,3 +286,79 @@ def convert_webdataset(shards, out, *, client=None, num_shards=None, parts_dir=N
         shards = [shards]
     options["shards"] = [os.fspath(s) for s in shards]
     return _convert("", out, client, num_shards, parts_dir, progress, options)
+
+
+def _table_step(input, out, options, step, *args):
+    import distributed
+
+    start = time.perf_counter()
+    result = getattr(_pcr._TableConversion(input, out, **options), step)(*args)
+    return result, time.perf_counter() - start, distributed.get_worker().address
+
+
+def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, progress=None, **options):
+    """pcr.convert_table on a Dask cluster. The input's bytes are cut into
+    num_shards ranges of whole splits (split_mb, 64 by default); a task per
+    shard reads its rows to infer the types, the client puts the schema
+    together, a task per shard converts its rows into a part, and a last
+    task merges the parts. The result equals pcr.convert_table's (with the
+    same split_mb) byte for byte: a stripe never holds rows of two splits.
+    input (.csv, .jsonl, .ndjson) and out may be local or s3://; every task
+    reads the input itself. Parts go to parts_dir, as for convert_images, and
+    a part already written by a task of the same conversion is kept when the
+    call runs again. `options` are convert_table's; they are checked here
+    before any task runs. Bad input raises the library's exception here,
+    naming the line and column.
+
+    Returns {"path", "rows", "features", "stripes", "input_bytes",
+    "output_bytes", "notes", "seconds", "merge_seconds", "num_shards",
+    "shards": [{"shard", "rows", "seconds", "worker"}]}."""
+    import distributed
+
+    client, num_shards = _client_and_shards(client, num_shards)
+    input, out = os.fspath(input), os.fspath(out)
+    conversion = _pcr._TableConversion(input, out, **options)  # bad options raise here, not in the workers
+    stem = os.path.splitext(os.path.basename(input))[0]
+    if not out.startswith("s3://") and os.path.exists(os.path.join(out, stem + ".pcr")):
+        raise ValueError(f"{os.path.join(out, stem + '.pcr')}: already exists; choose another output")
+    if progress is None:
+        progress = sys.stderr.isatty()
+    token = uuid.uuid4().hex
+    start = time.perf_counter()
+
+    def run(step, shards, args, name):
+        futures = [client.submit(_table_step, input, out, options, step, *args(i), key=(f"pcr-{name}-{token}", i))
+                   for i in shards]
+        if progress:
+            distributed.progress(futures)
+        return dict(zip(shards, client.gather(futures)))
+
+    scanned = run("scan", range(num_shards), lambda i: (i, num_shards, None), "scan")
+    seconds = {i: s for i, (_, s, _) in scanned.items()}
+    scans = [scanned[i][0] for i in range(num_shards)]
+    for round in itertools.count():
+        plan = conversion.plan(scans)
+        if plan["plan"] is not None:
+            break
+        starts = dict(plan["rescan"])
+        rescanned = run("scan", list(starts), lambda i: (i, num_shards, starts[i]), f"rescan{round}")
+        for i, (scan, s, _) in rescanned.items():
+            scans[i] = scan
+            seconds[i] += s
+    key = hashlib.sha256(plan["plan"] + repr(sorted(options.items())).encode()).hexdigest()[:16]
+    parts_dir = _parts_dir(client, out, parts_dir)
+    os.makedirs(parts_dir, exist_ok=True)
+    parts = [os.path.join(parts_dir, f"part-{i:05d}-{key}.pcr") for i in range(num_shards)]
+    todo = [i for i in range(num_shards) if not os.path.exists(parts[i])]
+    converted = run("convert_shard", todo, lambda i: (plan["plan"], i, parts[i]), "convert")
+    merged, merge_seconds, _ = client.submit(_table_step, input, out, options, "merge", parts,
+                                             key=f"pcr-merge-{token}").result()
+    shutil.rmtree(parts_dir, ignore_errors=True)
+    shards = []
+    for i in range(num_shards):  # a part kept from an earlier call has no report
+        report, s, worker = converted.get(i, ({"rows": None}, 0.0, None))
+        shards.append({"shard": i, "rows": report["rows"], "seconds": seconds[i] + s, "worker": worker})
+    notes = plan["notes"] + [n for i in sorted(converted) for n in converted[i][0]["notes"]] + merged["notes"]
+    merged.update(notes=notes, input_bytes=plan["input_bytes"], seconds=time.perf_counter() - start,
+                  merge_seconds=merge_seconds, num_shards=num_shards, shards=shards)
+    return merged

@@ -5,6 +5,8 @@ bad input."""
 import io
 import os
 import pathlib
+import random
+import re
 import shutil
 import signal
 import subprocess
@@ -227,3 +229,96 @@ def test_readme_example(client, data_dir, tmp_path):
     pcr_convert("images", data_dir / "sample", tmp_path / "cli", "--images-per-record", 8)
     same_dirs(tmp_path / "sample-pcr", tmp_path / "cli")
     assert scope["summary"]["images"] == 24
+
+
+def table_inputs(to, rows=75000):
+    """A CSV (quoted cells with line breaks and quotes among them) and JSON
+    Lines of map features, each over three 1 MiB splits."""
+    rng = random.Random(7)
+    csv = ["id,score,tag,note,when"]
+    jsonl = []
+    for i in range(rows):
+        note = rng.choice(['"two\nlines"', '"a ""quoted"" word"', "plain", ""])
+        csv.append(f"{i},{rng.random():.6f},{rng.choice('abc')},{note},2026-01-{1 + i % 28:02d}T00:00:00Z")
+        late = f', "late": {rng.randrange(9)}' if i > rows // 2 else ""
+        jsonl.append(f'{{"label": {i % 2}{late}, "dense": {{"{rng.randrange(4)}": 0.5}}, '
+                     f'"sparse": {{"{100 + i % 3}": [{rng.randrange(10**6)}, 2]}}}}')
+    (to / "rows.csv").write_text("\n".join(csv) + "\n")
+    (to / "rows.jsonl").write_text("\n".join(jsonl) + "\n")
+    return to / "rows.csv", to / "rows.jsonl"
+
+
+def test_tables_equal_the_one_process_conversion(client, tmp_path):
+    for path in table_inputs(tmp_path):
+        assert path.stat().st_size > 3 << 20
+        cli, dask = tmp_path / f"cli{path.suffix}", tmp_path / f"dask{path.suffix}"
+        pcr_convert("table", path, cli, "--split-mb", 1)
+        summary = pcr.dask.convert_table(path, dask, num_shards=3, split_mb=1, progress=False)
+        assert (dask / "rows.pcr").read_bytes() == (cli / "rows.pcr").read_bytes()
+        table = pcr.Table(str(dask / "rows.pcr"))
+        assert summary["rows"] == table.num_rows == 75000 and summary["stripes"] == table.num_stripes >= 4
+        assert summary["input_bytes"] == path.stat().st_size and summary["num_shards"] == 3
+        assert sum(s["rows"] for s in summary["shards"]) == 75000
+        assert {s["worker"] for s in summary["shards"]} <= set(client.scheduler_info()["workers"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli.csv", "cli.jsonl", "dask.csv", "dask.jsonl", "rows.csv",
+                                                          "rows.jsonl"], "the parts are left behind"
+    # The default split (64 MiB) is one here: one shard holds every row, as one process writes it.
+    pcr.dask.convert_table(tmp_path / "rows.csv", tmp_path / "default", progress=False)
+    pcr_convert("table", tmp_path / "rows.csv", tmp_path / "cli-default")
+    assert (tmp_path / "default" / "rows.pcr").read_bytes() == (tmp_path / "cli-default" / "rows.pcr").read_bytes()
+    with pytest.raises(ValueError, match="rows.pcr: already exists"):
+        pcr.dask.convert_table(tmp_path / "rows.csv", tmp_path / "default", progress=False)
+
+
+def test_table_s3_to_s3(client, tmp_path, s3_endpoint):
+    remote = {"s3_endpoint": s3_endpoint}
+    csv, _ = table_inputs(tmp_path, rows=40000)
+    put(s3_endpoint, "pcrtest", "dask-table/rows.csv", csv.read_bytes())
+    pcr_convert("table", csv, tmp_path / "cli", "--split-mb", 1)
+    summary = pcr.dask.convert_table("s3://pcrtest/dask-table/rows.csv", "s3://pcrtest/dask-table-out", num_shards=2,
+                                     split_mb=1, remote=remote, work_dir=tmp_path / "work", progress=False)
+    assert summary["rows"] == 40000
+    same_objects(s3_endpoint, "dask-table-out", tmp_path / "cli")
+
+
+def test_a_killed_table_worker_changes_nothing(client, tmp_path):
+    csv, _ = table_inputs(tmp_path, rows=200000)
+    pcr_convert("table", csv, tmp_path / "cli", "--split-mb", 1)
+    result = {}
+    run = threading.Thread(target=lambda: result.update(pcr.dask.convert_table(
+        csv, tmp_path / "dask", num_shards=4, split_mb=1, progress=False)))
+    run.start()
+    try:
+        victim = None
+        deadline = time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline and run.is_alive():
+            for worker, keys in client.processing().items():
+                if any("pcr-convert-" in str(k) for k in keys):
+                    victim = worker
+            time.sleep(0.005)
+        assert victim is not None, "no conversion task was caught running"
+        os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+    finally:
+        run.join()
+    assert result, "the conversion failed"
+    assert (tmp_path / "dask" / "rows.pcr").read_bytes() == (tmp_path / "cli" / "rows.pcr").read_bytes()
+
+
+def test_bad_table_input_raises_the_one_process_error(client, tmp_path):
+    csv, _ = table_inputs(tmp_path)
+    text = csv.read_text()
+    csv.write_text(text[:-1] + ",1\n")  # a last row of one cell too many
+    with pytest.raises(Exception) as one_process:
+        pcr.convert_table(csv, tmp_path / "one", split_mb=1)
+    assert re.search(r"rows\.csv: line \d+, column \d+: row has 6 cells", str(one_process.value))
+    with pytest.raises(type(one_process.value)) as sharded:
+        pcr.dask.convert_table(csv, tmp_path / "dask", num_shards=3, split_mb=1, progress=False)
+    assert str(sharded.value) == str(one_process.value)
+    assert not (tmp_path / "dask" / "rows.pcr").exists()
+    # Options are checked on the client, before any task runs.
+    with pytest.raises(TypeError, match="split_md"):
+        pcr.dask.convert_table(csv, tmp_path / "x", split_md=1)
+    with pytest.raises(ValueError, match="split_mb must be positive"):
+        pcr.dask.convert_table(csv, tmp_path / "x", split_mb=0)
+    with pytest.raises(ValueError, match="on_bad_value must be"):
+        pcr.dask.convert_table(csv, tmp_path / "x", on_bad_value="skip")
