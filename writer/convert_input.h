@@ -30,9 +30,6 @@ struct ConversionInput {
   std::function<std::string(uint64_t)> describe;
 };
 
-// The options every input shares: positive record and file sizes, a shard
-// below the shard count.
-Status CheckOptions(const ConvertImagesOptions& options);
 // `sources` in the order SeededPermutation(size, seed) gives (spec 10.3).
 std::vector<SampleMetadata> Permuted(std::vector<SampleMetadata> sources, uint64_t seed);
 // Converts `input` into options.out_dir as ConvertImages does.

@@ -158,8 +158,7 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file) {
   return ParseScanScript(text.str(), fs::path(name_or_file).filename().string());
 }
 
-// Checks the options every input shares.
-Status CheckOptions(const ConvertImagesOptions& options) {
+Status CheckConvertImagesOptions(const ConvertImagesOptions& options) {
   if (options.images_per_record == 0) return Status::InvalidArgument("--images-per-record must be positive, not 0");
   if (options.records_per_file == 0) return Status::InvalidArgument("--records-per-file must be positive, not 0");
   if (options.num_shards == 0 || options.shard_index >= options.num_shards) {
@@ -174,7 +173,14 @@ Status CheckOptions(const ConvertImagesOptions& options) {
                                      "id_list, float32_list or float64_list, not " + FeatureTypeName(type));
     }
   }
-  return Status::OK();
+  if (options.exif_orientation && options.strip_metadata) {
+    return Status::InvalidArgument("--exif-orientation needs the metadata --strip-metadata drops");
+  }
+  if (!options.shards.empty() && (!options.list_file.empty() || !options.fields_file.empty() || options.by_content)) {
+    return Status::InvalidArgument("WebDataset shards hold their own samples and fields: no --list, --fields or "
+                                   "--by-content");
+  }
+  return LoadScanScript(options.scan_script).status();
 }
 
 std::vector<SampleMetadata> Permuted(std::vector<SampleMetadata> sources, uint64_t seed) {
@@ -229,7 +235,6 @@ Result<ConversionSetup> SetUpConversion(const ConvertImagesOptions& options, Con
   ConversionSetup plan;
   PCR_ASSIGN_OR_RETURN(plan.script, LoadScanScript(options.scan_script));
   if (options.exif_orientation) {
-    if (options.strip_metadata) return Status::InvalidArgument("--exif-orientation needs the metadata --strip-metadata drops");
     for (const FeatureInfo& f : input.fields.features) {
       if (f.name == kExifOrientationField) {
         return Status::InvalidArgument("a field is named " + std::string(kExifOrientationField) +
@@ -405,7 +410,7 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
 
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
   if (IsObjectStoreOutput(options.out_dir)) return ConvertImagesToObjectStore(options, ConvertImages);
-  PCR_RETURN_IF_ERROR(CheckOptions(options));
+  PCR_RETURN_IF_ERROR(CheckConvertImagesOptions(options));
   // An s3:// SRC_DIR: its objects' sizes, by key.
   const bool remote = IsRemotePath(options.src_dir);
   std::unordered_map<std::string, uint64_t> sizes;

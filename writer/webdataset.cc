@@ -350,11 +350,7 @@ class WebDataset : public SourceReader {
 
 Result<ConvertImagesSummary> ConvertWebDataset(const ConvertImagesOptions& options) {
   if (IsObjectStoreOutput(options.out_dir)) return ConvertImagesToObjectStore(options, ConvertWebDataset);
-  PCR_RETURN_IF_ERROR(CheckOptions(options));
-  if (!options.list_file.empty() || !options.fields_file.empty() || options.by_content) {
-    return Status::InvalidArgument("WebDataset shards hold their own samples and fields: no --list, --fields or "
-                                   "--by-content");
-  }
+  PCR_RETURN_IF_ERROR(CheckConvertImagesOptions(options));
   std::vector<std::string> shards;
   for (const std::string& pattern : options.shards) {
     PCR_ASSIGN_OR_RETURN(std::vector<std::string> expanded, ExpandBraces(pattern));

@@ -132,6 +132,11 @@ PCR_EXPORT Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 // and the same call again keeps them and converts the rest.
 PCR_EXPORT Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options);
 
+// What ConvertImages and ConvertWebDataset check of `options` before they
+// read any input: positive record and file sizes, a shard below the shard
+// count, field types, the scan script, and options that exclude each other.
+PCR_EXPORT Status CheckConvertImagesOptions(const ConvertImagesOptions& options);
+
 // The local directory of a conversion into object storage (out_dir
 // s3://...): `work_dir` when set, else pcr-convert-<hash of out_dir> under
 // the system temp dir. It holds the converted files (out/) and the journal

@@ -1050,7 +1050,13 @@ pcr::ConvertImagesSummary ConvertCancellable(pcr::ConvertImagesOptions options, 
   return Take(std::move(*result));
 }
 
-py::dict ConvertImages(const std::filesystem::path& src_arg, const std::filesystem::path& out_arg, uint64_t images_per_record,
+// convert_images' arguments as options, for it and for checking pcr.dask's.
+struct ImagesCall {
+  pcr::ConvertImagesOptions options;
+  py::object progress;
+};
+
+ImagesCall ImagesOptions(const std::filesystem::path& src_arg, const std::filesystem::path& out_arg, uint64_t images_per_record,
                        uint64_t records_per_file, int jobs, const std::string& scan_script, bool strip_metadata,
                        bool skip_bad, bool restart, uint64_t shuffle, bool keep_order, const std::filesystem::path& list_arg, bool by_content,
                        uint64_t shard, uint64_t num_shards, uint64_t max_pixels, uint64_t memory_mb,
@@ -1071,7 +1077,7 @@ py::dict ConvertImages(const std::filesystem::path& src_arg, const std::filesyst
       throw py::value_error("field_types['" + name + "']: unknown type '" + type + "'");
     }
   }
-  const pcr::ConvertImagesOptions options{.src_dir = src,
+  pcr::ConvertImagesOptions options{.src_dir = src,
                                           .list_file = list,
                                           .by_content = by_content,
                                           .out_dir = out,
@@ -1096,7 +1102,11 @@ py::dict ConvertImages(const std::filesystem::path& src_arg, const std::filesyst
                                           .work_dir = std::move(up.work_dir),
                                           .remote = up.remote,
                                           .upload = up.upload};
-  const pcr::ConvertImagesSummary s = ConvertCancellable(options, progress, [](const pcr::ConvertImagesOptions& o) {
+  return {std::move(options), progress};
+}
+
+py::dict RunConvertImages(const ImagesCall& call) {
+  const pcr::ConvertImagesSummary s = ConvertCancellable(call.options, call.progress, [](const pcr::ConvertImagesOptions& o) {
     return o.shards.empty() ? pcr::ConvertImages(o) : pcr::ConvertWebDataset(o);
   });
   py::dict d;
@@ -1442,7 +1452,8 @@ PYBIND11_MODULE(_pcr, m) {
       .def("state", &PyTableLoader::state);
 
   m.def("_row_objects", &RowObjects, py::arg("values"), py::arg("offsets"), py::arg("presence"), py::arg("kind"));
-  m.def("convert_images", &ConvertImages, py::arg("src"), py::arg("out"), py::kw_only(),
+  auto images_args = [](auto define) {
+    define(py::arg("src"), py::arg("out"), py::kw_only(),
         py::arg("images_per_record") = 1024, py::arg("records_per_file") = 1, py::arg("jobs") = 0,
         py::arg("scan_script") = "spectral5", py::arg("strip_metadata") = false, py::arg("skip_bad") = false,
         py::arg("restart") = false, py::arg("shuffle") = 0, py::arg("keep_order") = false, py::arg("list") = "", py::arg("by_content") = false,
@@ -1452,6 +1463,14 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false,
         py::arg("work_dir") = "", py::arg("remote") = py::none(), py::arg("part_size_mb") = 16,
         py::arg("multipart_threshold_mb") = 64, py::arg("progress") = py::none());
+  };
+  images_args([&](auto... args) { m.def("convert_images", Composed(&ImagesOptions, &RunConvertImages), args...); });
+  images_args([&](auto... args) {
+    m.def("_check_convert_images", Composed(&ImagesOptions, [](const ImagesCall& call) {
+            const pcr::Status checked = pcr::CheckConvertImagesOptions(call.options);
+            if (!checked.ok()) Raise(checked);
+          }), args...);
+  });
   m.def("_default_job_id", &pcr::DefaultJobId);
   m.def("_count_access_logs", &CountAccessLogs, py::arg("logs"), py::arg("table") = py::none());
   m.def("reorder_table", &ReorderTable, py::arg("input"), py::arg("output"), py::kw_only(),

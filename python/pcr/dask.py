@@ -224,8 +224,10 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
     out = os.fspath(out)
     if not out.startswith("s3://") and os.path.exists(os.path.join(out, "dataset.pcrd")):
         raise ValueError(f"{out}: already holds a pcr dataset (dataset.pcrd); choose another output")
-    upload = {k: options.pop(k) for k in _UPLOAD_OPTIONS if k in options}
     options.setdefault("jobs", 1)  # a task holds one of its worker's threads
+    # Misspelt or bad options raise here, before any task runs.
+    _pcr._check_convert_images(src, out, shard=0, num_shards=num_shards, **options)
+    upload = {k: options.pop(k) for k in _UPLOAD_OPTIONS if k in options}
     token = uuid.uuid4().hex  # a new key every call: a retry after a failure must run again
     start = time.perf_counter()
     if num_shards == 1:  # the whole conversion in one task, uploading itself
@@ -269,7 +271,7 @@ def convert_images(src, out, *, client=None, num_shards=None, parts_dir=None, pr
     finished parts stay, and the call again (with skip_bad=True, say) keeps
     them and converts the rest; restart=True starts every part over. With
     skip_bad=True bad images are skipped and listed in the summary. `options` are convert_images' (jobs defaults to
-    1: a task holds one worker thread). Dask's progress bar is shown when
+    1: a task holds one worker thread), checked here before any task runs. Dask's progress bar is shown when
     stderr is a terminal (progress=True: always).
 
     Returns {"images", "records", "files", "input_bytes", "output_bytes",

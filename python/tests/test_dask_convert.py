@@ -208,6 +208,15 @@ def test_arguments(client, data_dir, tmp_path):
         pcr.dask.convert_images(data_dir / "sample", tmp_path / "x", shard=1)
     with pytest.raises(ValueError, match="num_shards must be a positive int"):
         pcr.dask.convert_images(data_dir / "sample", tmp_path / "x", num_shards=0)
+    # Options are checked on the client, before any task runs, as one process checks them.
+    for bad in ({"images_per_record": 0}, {"scan_script": "no-such-script"}, {"list": "l.txt", "shards": ["a.tar"]}):
+        with pytest.raises(Exception) as one_process:
+            pcr.convert_images(data_dir / "sample", tmp_path / "x", progress=False, **bad)
+        with pytest.raises(type(one_process.value), match=re.escape(str(one_process.value))):
+            pcr.dask.convert_images(data_dir / "sample", tmp_path / "x", progress=False, **bad)
+        assert not (tmp_path / "x").exists()
+    with pytest.raises(TypeError, match="images_per_recrod"):
+        pcr.dask.convert_images(data_dir / "sample", tmp_path / "x", progress=False, images_per_recrod=3)
     with pytest.raises(Exception) as one_process:
         pcr.convert_images(tmp_path / "no-such-dir", tmp_path / "x", progress=False)
     with pytest.raises(type(one_process.value), match=str(one_process.value)):
