@@ -96,8 +96,8 @@ def main():
             put(store.endpoint, "bench", "criteo.csv", f.read())
         remote = {"s3_endpoint": store.endpoint}
         for name, path in (("csv", csv), ("jsonl", jsonl)):
+            shutil.rmtree(out, ignore_errors=True)
             rows[name] = pcr.convert_table(path, out, split_mb=a.split_mb)["rows"]
-            shutil.rmtree(out)
         for workers in (1, 2):
             with distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
                                           host="127.0.0.1", dashboard_address=None,

@@ -110,8 +110,13 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, Http
 Result<Bytes> ReadWholeObject(const std::string& path, HttpClient& client) {
   PCR_ASSIGN_OR_RETURN(const uint64_t size, client.Size(path));
   Bytes out(size);
-  PCR_RETURN_IF_ERROR(FetchRange(client, path, size, 0, size, out.data(), uint64_t{8} << 20));
+  PCR_RETURN_IF_ERROR(ReadObjectRange(path, client, size, 0, size, out.data()));
   return out;
+}
+
+Status ReadObjectRange(const std::string& path, HttpClient& client, uint64_t object_size, uint64_t offset,
+                       uint64_t length, uint8_t* out) {
+  return FetchRange(client, path, object_size, offset, length, out, uint64_t{8} << 20);
 }
 
 RangePrefetcher::RangePrefetcher(HttpClient& client, std::function<ObjectRange(uint64_t)> range, uint64_t count,

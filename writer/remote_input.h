@@ -50,6 +50,10 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, Http
 // The whole object at the http(s):// or s3:// `path`, in ranged GETs of 8
 // MiB, many in flight.
 Result<Bytes> ReadWholeObject(const std::string& path, HttpClient& client);
+// [offset, offset + length) of that object, of `object_size` bytes, into
+// out, in the same GETs.
+Status ReadObjectRange(const std::string& path, HttpClient& client, uint64_t object_size, uint64_t offset,
+                       uint64_t length, uint8_t* out);
 
 // One byte range of an object.
 struct ObjectRange {

@@ -489,6 +489,7 @@ struct TableScan {
   uint64_t rows = 0;
   std::string error;        // the first error in the rows: lines are the file's
   std::vector<ScanFeature> features;  // CSV: the columns; JSON Lines: in order of first appearance
+  uint64_t first_row = 0;   // where the file's first row can start (not passed on)
 };
 
 // The shards' scans put together: the table's features and where each
@@ -510,6 +511,7 @@ struct TablePlan {
 // when given, else the first after a line break at or after range.begin - 1.
 void FindStart(std::string_view text, ByteRange range, size_t first_row, std::optional<uint64_t> start, bool csv,
                TableScan* scan) {
+  scan->first_row = first_row;
   if (range.begin <= first_row) {
     scan->start = first_row;
   } else if (start) {
@@ -1066,7 +1068,9 @@ struct TableInput {
   std::unique_ptr<MappedInput> in;  // when opened
 };
 
-Result<TableInput> TableInputOf(const TableConvertOptions& options, bool open) {
+// `open`: the input is opened, and with `sparse` an object is fetched only
+// where a step asks (MappedInput::Fetch).
+Result<TableInput> TableInputOf(const TableConvertOptions& options, bool open, bool sparse = false) {
   TableInput t;
   t.csv = EndsWith(options.input, ".csv");
   if (!t.csv && !EndsWith(options.input, ".jsonl") && !EndsWith(options.input, ".ndjson")) {
@@ -1078,22 +1082,39 @@ Result<TableInput> TableInputOf(const TableConvertOptions& options, bool open) {
   }
   for (const auto& [name, type] : options.column_types) t.declared[name] = type;
   if (open) {
-    PCR_ASSIGN_OR_RETURN(t.in, MappedInput::Open(options.input, options.remote));
+    PCR_ASSIGN_OR_RETURN(t.in, MappedInput::Open(options.input, options.remote, sparse));
   }
   return t;
 }
 
 // Pass 1 over the rows that start in `range`; an error's lines are the
-// file's.
+// file's. Of an object in storage, the header and the range are fetched,
+// with room for the row that crosses its end, and more when the scan read
+// past what was fetched.
 Status Scan(const TableConvertOptions& options, const TableInput& t, ByteRange range, std::optional<uint64_t> start,
             TableScan* scan) {
-  const std::string_view text = t.in->text();
+  MappedInput& in = *t.in;
+  const std::string_view text = in.text();
   auto scan_from = [&](uint64_t line) {
     *scan = {};
     return t.csv ? ScanCsv(options, text, range, start, line, scan) : ScanJsonl(options, text, range, start, line, scan);
   };
-  PCR_RETURN_IF_ERROR(scan_from(1));
+  const uint64_t from = std::min(range.begin > 0 ? range.begin - 1 : 0, start.value_or(range.begin));
+  for (uint64_t room = 1 << 20;; room *= 16) {
+    PCR_RETURN_IF_ERROR(in.Fetch(0, room));
+    PCR_RETURN_IF_ERROR(in.Fetch(from, std::max(range.end, start.value_or(0)) + room));
+    // A header error past what was fetched may be zeros read, not the input's.
+    if (Status header = scan_from(1); !header.ok()) {
+      if (room >= text.size()) return header;
+      continue;
+    }
+    // A row's end is read up to two bytes on (CRLF); an error's place is not known.
+    const uint64_t read = scan->error.empty() ? scan->stop + 2 : text.size();
+    if (in.Has(0, scan->first_row + 2) && in.Has(from, read)) break;
+    if (!scan->error.empty()) PCR_RETURN_IF_ERROR(in.Fetch(from, text.size()));
+  }
   if (scan->error.empty()) return Status::OK();
+  PCR_RETURN_IF_ERROR(in.Fetch(0, scan->start));
   const uint64_t line = 1 + LineBreaks(t.csv, text, 0, scan->start);
   return line == scan->start_line ? Status::OK() : scan_from(line);
 }
@@ -1101,6 +1122,7 @@ Status Scan(const TableConvertOptions& options, const TableInput& t, ByteRange r
 // Pass 2 over shard `shard` of `plan` into a table file at `path`.
 Status WriteShard(const TableConvertOptions& options, const TableInput& t, const TablePlan& plan, size_t shard,
                   const std::string& path, TableConvertReport* report) {
+  PCR_RETURN_IF_ERROR(t.in->Fetch(plan.shards[shard].start, plan.shards[shard].stop + 2));
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(path, plan.features, options.writer));
   MissingNotes dropped(plan.features.size());
   PCR_RETURN_IF_ERROR((plan.csv ? WriteCsv : WriteJsonl)(options, t.declared, plan, plan.shards[shard], t.in->text(),
@@ -1170,7 +1192,7 @@ Result<std::string> ScanTableShard(const TableConvertOptions& options, uint32_t 
     return Status::InvalidArgument("shard " + std::to_string(shard) + " of " + std::to_string(num_shards) +
                                    ": shards are numbered from 0 to num_shards - 1");
   }
-  PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true));
+  PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true, true));
   TableScan scan;
   const ByteRange range = ShardBytes(input.in->text().size(), options.split_bytes, shard, num_shards);
   PCR_RETURN_IF_ERROR(Scan(options, input, range, start, &scan));
@@ -1201,7 +1223,7 @@ Result<TableConvertReport> ConvertTableShard(const TableConvertOptions& options,
     return Status::InvalidArgument("shard " + std::to_string(shard) + ": the plan has " +
                                    std::to_string(plan.shards.size()) + " shards");
   }
-  PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true));
+  PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true, true));
   if (plan.shards.back().stop > input.in->text().size()) {
     return Status::InvalidArgument(options.input + ": shorter than when its shards were scanned: convert again");
   }

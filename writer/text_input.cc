@@ -20,12 +20,27 @@
 
 namespace pcr {
 
-Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path, const RemoteOptions& remote) {
+Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path, const RemoteOptions& remote,
+                                                       bool sparse) {
   if (IsRemotePath(path)) {
     PCR_ASSIGN_OR_RETURN(auto client, HttpClient::Create(remote));
     auto in = std::unique_ptr<MappedInput>(new MappedInput());
-    PCR_ASSIGN_OR_RETURN(in->owned_, ReadWholeObject(path, *client));
-    in->text_ = std::string_view(reinterpret_cast<const char*>(in->owned_.data()), in->owned_.size());
+    if (!sparse) {
+      PCR_ASSIGN_OR_RETURN(in->owned_, ReadWholeObject(path, *client));
+      in->text_ = std::string_view(reinterpret_cast<const char*>(in->owned_.data()), in->owned_.size());
+      return in;
+    }
+    PCR_ASSIGN_OR_RETURN(const uint64_t size, client->Size(path));
+    if (size > 0) {
+      void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) return Status::IOError(path + ": cannot reserve " + std::to_string(size) + " bytes");
+      in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(size));
+      in->mapped_ = true;
+    }
+    in->path_ = path;
+    in->client_ = std::move(client);
+    in->sparse_ = true;
     return in;
   }
   uint64_t size = 0;
@@ -48,6 +63,40 @@ Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path, 
 
 MappedInput::~MappedInput() {
   if (mapped_) munmap(const_cast<char*>(text_.data()), text_.size());
+}
+
+Status MappedInput::Fetch(uint64_t begin, uint64_t end) {
+  end = std::min<uint64_t>(end, text_.size());
+  if (!sparse_ || begin >= end) return Status::OK();
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  uint64_t at = begin;
+  for (const auto& [b, e] : fetched_) {
+    if (e < begin || b > end) {
+      merged.emplace_back(b, e);
+      continue;
+    }
+    if (b > at) {
+      char* out = const_cast<char*>(text_.data()) + at;
+      PCR_RETURN_IF_ERROR(ReadObjectRange(path_, *client_, text_.size(), at, b - at, reinterpret_cast<uint8_t*>(out)));
+    }
+    at = std::max(at, e);
+    begin = std::min(begin, b);
+    end = std::max(end, e);
+  }
+  if (at < end) {
+    char* out = const_cast<char*>(text_.data()) + at;
+    PCR_RETURN_IF_ERROR(ReadObjectRange(path_, *client_, text_.size(), at, end - at, reinterpret_cast<uint8_t*>(out)));
+  }
+  merged.emplace_back(begin, end);
+  std::sort(merged.begin(), merged.end());
+  fetched_ = std::move(merged);
+  return Status::OK();
+}
+
+bool MappedInput::Has(uint64_t begin, uint64_t end) const {
+  end = std::min<uint64_t>(end, text_.size());
+  if (!sparse_ || begin >= end) return true;
+  return std::any_of(fetched_.begin(), fetched_.end(), [&](const auto& r) { return r.first <= begin && end <= r.second; });
 }
 
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what) {

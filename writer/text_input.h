@@ -16,21 +16,37 @@
 
 namespace pcr {
 
+class HttpClient;
+
 // A read-only view of a whole input file, or of an http(s):// or s3://
-// object read into memory in ranged GETs.
+// object read into memory in ranged GETs. Not thread-safe.
 class MappedInput {
  public:
-  static Result<std::unique_ptr<MappedInput>> Open(const std::string& path, const RemoteOptions& remote = {});
+  // With `sparse`, an object's bytes are fetched only where Fetch asks and
+  // read as zeros elsewhere (memory is taken only where fetched); a local
+  // file is mapped whole either way.
+  static Result<std::unique_ptr<MappedInput>> Open(const std::string& path, const RemoteOptions& remote = {},
+                                                   bool sparse = false);
   ~MappedInput();
   MappedInput(const MappedInput&) = delete;
   MappedInput& operator=(const MappedInput&) = delete;
   std::string_view text() const { return text_; }
+  // Fetches what of text()[begin, end) a sparse input has not fetched yet.
+  Status Fetch(uint64_t begin, uint64_t end);
+  // Whether text()[begin, end) holds the input's bytes.
+  bool Has(uint64_t begin, uint64_t end) const;
 
  private:
   MappedInput() = default;
   std::string_view text_;
   bool mapped_ = false;
   Bytes owned_;  // an object's bytes
+  // A sparse object: where it comes from, and the ranges fetched (sorted,
+  // apart from each other).
+  std::string path_;
+  std::unique_ptr<HttpClient> client_;
+  bool sparse_ = false;
+  std::vector<std::pair<uint64_t, uint64_t>> fetched_;
 };
 
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what);

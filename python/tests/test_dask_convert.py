@@ -240,14 +240,17 @@ def test_readme_example(client, data_dir, tmp_path):
     assert scope["summary"]["images"] == 24
 
 
-def table_inputs(to, rows=75000):
+def table_inputs(to, rows=75000, big_cell_row=None):
     """A CSV (quoted cells with line breaks and quotes among them) and JSON
-    Lines of map features, each over three 1 MiB splits."""
+    Lines of map features, each over three 1 MiB splits; big_cell_row's note
+    is 3 MiB."""
     rng = random.Random(7)
     csv = ["id,score,tag,note,when"]
     jsonl = []
     for i in range(rows):
         note = rng.choice(['"two\nlines"', '"a ""quoted"" word"', "plain", ""])
+        if i == big_cell_row:
+            note = '"' + "x\n" * (3 << 19) + '"'
         csv.append(f"{i},{rng.random():.6f},{rng.choice('abc')},{note},2026-01-{1 + i % 28:02d}T00:00:00Z")
         late = f', "late": {rng.randrange(9)}' if i > rows // 2 else ""
         jsonl.append(f'{{"label": {i % 2}{late}, "dense": {{"{rng.randrange(4)}": 0.5}}, '
@@ -281,13 +284,25 @@ def test_tables_equal_the_one_process_conversion(client, tmp_path):
 
 def test_table_s3_to_s3(client, tmp_path, s3_endpoint):
     remote = {"s3_endpoint": s3_endpoint}
-    csv, _ = table_inputs(tmp_path, rows=40000)
+    # A 3 MiB cell across the first split's end: a shard reads on past the
+    # bytes it fetched first, and fetches more.
+    csv, _ = table_inputs(tmp_path, rows=40000, big_cell_row=20000)
     put(s3_endpoint, "pcrtest", "dask-table/rows.csv", csv.read_bytes())
     pcr_convert("table", csv, tmp_path / "cli", "--split-mb", 1)
-    summary = pcr.dask.convert_table("s3://pcrtest/dask-table/rows.csv", "s3://pcrtest/dask-table-out", num_shards=2,
+    summary = pcr.dask.convert_table("s3://pcrtest/dask-table/rows.csv", "s3://pcrtest/dask-table-out", num_shards=3,
                                      split_mb=1, remote=remote, work_dir=tmp_path / "work", progress=False)
     assert summary["rows"] == 40000
     same_objects(s3_endpoint, "dask-table-out", tmp_path / "cli")
+    # Bad input in object storage: the one-process error, lines counted from the object's start.
+    bad = tmp_path / "bad.csv"
+    bad.write_text(csv.read_text() + "1,2\n")
+    put(s3_endpoint, "pcrtest", "dask-table/bad.csv", bad.read_bytes())
+    with pytest.raises(Exception) as one_process:
+        pcr.convert_table(bad, tmp_path / "one", split_mb=1)
+    with pytest.raises(type(one_process.value)) as sharded:
+        pcr.dask.convert_table("s3://pcrtest/dask-table/bad.csv", tmp_path / "bad-out", num_shards=3, split_mb=1,
+                               remote=remote, progress=False)
+    assert str(sharded.value) == str(one_process.value).replace(str(bad), "s3://pcrtest/dask-table/bad.csv")
 
 
 def test_a_killed_table_worker_changes_nothing(client, tmp_path):
