@@ -153,6 +153,12 @@ TEST_CASE("JSON Lines in shards: features first seen in later shards keep the on
   CheckShardsEqual("maps.jsonl", text, {999}, {4}, options);
 }
 
+TEST_CASE("a header name over a megabyte converts in shards as in one process") {
+  std::string text = "\"" + std::string(1100000, 'h') + "\",b\n";
+  for (int i = 0; i < 20000; ++i) text += std::to_string(i) + "," + std::to_string(i % 7) + "\n";
+  CheckShardsEqual("long.csv", text, {1 << 20, 100000}, {2, 3});
+}
+
 TEST_CASE("bad input fails in shards with the one-process error, lines counted from the file's start") {
   std::string many = "a,b\n";
   for (int i = 0; i < 200; ++i) many += std::to_string(i) + "," + std::to_string(i * 3) + "\n";
@@ -202,6 +208,11 @@ TEST_CASE("shard scans and plans refuse bytes that are not theirs, and shards be
         std::string::npos);
   CHECK(ConvertTableShard(options, plan->plan, 1, dir / "p.pcr").status().message().find("the plan has 1 shards") !=
         std::string::npos);
+  // Input bytes changed between the scan and the conversion are refused.
+  test::WriteFile(options.input, ByteSpan(reinterpret_cast<const uint8_t*>("a\n1\n3\n"), 6));
+  CHECK(ConvertTableShard(options, plan->plan, 0, dir / "p.pcr").status().message().find(
+            "changed since the shards were scanned: convert again") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "p.pcr"));
   options.split_bytes = 0;
   CHECK(ScanTableShard(options, 0, 1).status().message().find("split_bytes must be positive") != std::string::npos);
 }

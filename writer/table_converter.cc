@@ -18,6 +18,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "format/checksum.h"
 #include "format/json.h"
 #include "format/popularity.h"
 #include "format/table_stripe.h"
@@ -170,9 +171,14 @@ class MissingNotes {
   void Report(const std::vector<FeatureInfo>& features, TableConvertReport* report) const {
     for (size_t f = 0; f < count_.size(); ++f) {
       if (count_[f] == 0) continue;
-      report->notes.push_back("column '" + features[f].name + "': " + std::to_string(count_[f]) +
-                              (count_[f] == 1 ? " value" : " values") + " not " + FeatureTypeName(features[f].type) +
-                              " stored as missing (first " + first_[f]->text + " at " + first_[f]->At() + ")");
+      report->missing.push_back({.index = f,
+                                 .feature = features[f].name,
+                                 .type = features[f].type,
+                                 .count = count_[f],
+                                 .line = first_[f]->line,
+                                 .column = first_[f]->column,
+                                 .first = first_[f]->text});
+      report->notes.push_back(MissingValuesNote(report->missing.back()));
     }
   }
 
@@ -439,8 +445,12 @@ struct ByteRange {
 };
 
 ByteRange ShardBytes(uint64_t size, uint64_t split, uint32_t shard, uint32_t num_shards) {
-  const uint64_t splits = std::max<uint64_t>(1, (size + split - 1) / split);
-  auto at = [&](uint64_t i) { return i == num_shards ? size : std::min(size, splits * i / num_shards * split); };
+  const uint64_t splits = std::max<uint64_t>(1, size / split + (size % split != 0));
+  // splits * i / num_shards, without overflow.
+  const uint64_t q = splits / num_shards, r = splits % num_shards;
+  auto at = [&](uint64_t i) {
+    return i == num_shards ? size : std::min(size, (q * i + r * i / num_shards) * split);
+  };
   return {at(shard), at(shard + 1)};
 }
 
@@ -490,6 +500,10 @@ struct TableScan {
   std::string error;        // the first error in the rows: lines are the file's
   std::vector<ScanFeature> features;  // CSV: the columns; JSON Lines: in order of first appearance
   uint64_t first_row = 0;   // where the file's first row can start (not passed on)
+  // Checksum64 of the bytes the shard's rows depend on: [from, stop), from
+  // 0 in the shard after the header (a later step checks the input is
+  // unchanged).
+  uint64_t from = 0, checksum = 0;
 };
 
 // The shards' scans put together: the table's features and where each
@@ -502,6 +516,7 @@ struct TablePlan {
   std::vector<std::optional<Where>> first_float;
   struct Shard {
     uint64_t start = 0, stop = 0, line = 1;
+    uint64_t from = 0, checksum = 0;  // as the shard's scan found them
   };
   std::vector<Shard> shards;
   std::vector<std::string> notes;
@@ -932,7 +947,7 @@ Status PlanTable(const TableConvertOptions& options, const std::map<std::string,
     }
     if (!s.error.empty()) return Status::InvalidArgument(s.error);
     const uint64_t offset = line - s.start_line;
-    plan->shards.push_back({s.start, s.stop, line});
+    plan->shards.push_back({s.start, s.stop, line, s.from, s.checksum});
     line += s.lines;
     rows += s.rows;
     for (size_t k = 0; k < s.features.size(); ++k) {
@@ -953,6 +968,7 @@ Status PlanTable(const TableConvertOptions& options, const std::map<std::string,
 
 // Scans and plans pass between processes as these bytes.
 constexpr std::string_view kScanMagic = "pcr table scan 1\n", kPlanMagic = "pcr table plan 1\n";
+constexpr size_t kMaxName = size_t{1} << 30;  // a feature's name, as long as a header cell can be
 
 std::string ToString(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
@@ -964,7 +980,9 @@ Decoder FromString(std::string_view s, std::string_view magic, bool* ok) {
 
 std::string EncodeScan(const TableScan& s) {
   Bytes out(kScanMagic.begin(), kScanMagic.end());
-  for (const uint64_t n : {s.start, s.stop, uint64_t{s.guessed}, s.start_line, s.lines, s.rows}) PutVarint64(&out, n);
+  for (const uint64_t n : {s.start, s.stop, uint64_t{s.guessed}, s.start_line, s.lines, s.rows, s.from, s.checksum}) {
+    PutVarint64(&out, n);
+  }
   PutLengthPrefixed(&out, s.error);
   PutVarint64(&out, s.features.size());
   for (const ScanFeature& f : s.features) {
@@ -985,12 +1003,12 @@ Result<TableScan> DecodeScan(std::string_view bytes) {
   uint64_t guessed = 0, features = 0;
   ok = ok && in.GetVarint64(&s.start) && in.GetVarint64(&s.stop) && in.GetVarintAtMost(1, &guessed) &&
        in.GetVarint64(&s.start_line) && in.GetVarint64(&s.lines) && in.GetVarint64(&s.rows) &&
-       in.GetLengthPrefixed(1 << 24, &s.error) && in.GetVarintAtMost(in.remaining(), &features);
+       in.GetVarint64(&s.from) && in.GetVarint64(&s.checksum) && in.GetLengthPrefixed(1 << 24, &s.error) && in.GetVarintAtMost(in.remaining(), &features);
   s.guessed = guessed;
   for (uint64_t k = 0; ok && k < features; ++k) {
     ScanFeature& f = s.features.emplace_back();
     uint8_t map = 0;
-    ok = in.GetLengthPrefixed(1 << 20, &f.name) && in.GetFixed8(&map) && map <= static_cast<uint8_t>(MapKind::kScored) &&
+    ok = in.GetLengthPrefixed(kMaxName, &f.name) && in.GetFixed8(&map) && map <= static_cast<uint8_t>(MapKind::kScored) &&
          in.GetVarsint64(&f.id) && in.GetVarint64(&f.line) && in.GetVarint64(&f.column) && f.votes.DecodeFrom(in);
     f.map = static_cast<MapKind>(map);
   }
@@ -1019,7 +1037,7 @@ std::string EncodePlan(const TablePlan& p) {
   }
   PutVarint64(&out, p.shards.size());
   for (const TablePlan::Shard& s : p.shards) {
-    for (const uint64_t n : {s.start, s.stop, s.line}) PutVarint64(&out, n);
+    for (const uint64_t n : {s.start, s.stop, s.line, s.from, s.checksum}) PutVarint64(&out, n);
   }
   PutVarint64(&out, p.notes.size());
   for (const std::string& note : p.notes) PutLengthPrefixed(&out, note);
@@ -1038,7 +1056,7 @@ Result<TablePlan> DecodePlan(std::string_view bytes) {
   for (uint64_t k = 0; ok && k < n; ++k) {
     FeatureInfo& f = p.features.emplace_back();
     uint8_t type = 0, has_id = 0, map = 0, has_float = 0;
-    ok = in.GetLengthPrefixed(1 << 20, &f.name) && in.GetFixed8(&type) && type >= 1 && type <= kMaxFeatureType &&
+    ok = in.GetLengthPrefixed(kMaxName, &f.name) && in.GetFixed8(&type) && type >= 1 && type <= kMaxFeatureType &&
          in.GetFixed8(&has_id) && has_id <= 1 && in.GetVarsint64(&f.id) && in.GetFixed8(&map) &&
          map <= static_cast<uint8_t>(MapKind::kScored) && in.GetFixed8(&has_float) && has_float <= 1;
     f.type = static_cast<FeatureType>(type);
@@ -1053,7 +1071,8 @@ Result<TablePlan> DecodePlan(std::string_view bytes) {
   ok = ok && in.GetVarintAtMost(in.remaining(), &n);
   for (uint64_t k = 0; ok && k < n; ++k) {
     TablePlan::Shard& s = p.shards.emplace_back();
-    ok = in.GetVarint64(&s.start) && in.GetVarint64(&s.stop) && in.GetVarint64(&s.line) && s.start <= s.stop;
+    ok = in.GetVarint64(&s.start) && in.GetVarint64(&s.stop) && in.GetVarint64(&s.line) && in.GetVarint64(&s.from) &&
+         in.GetVarint64(&s.checksum) && s.from <= s.start && s.start <= s.stop;
   }
   ok = ok && in.GetVarintAtMost(in.remaining(), &n);
   for (uint64_t k = 0; ok && k < n; ++k) ok = in.GetLengthPrefixed(1 << 24, &p.notes.emplace_back());
@@ -1167,6 +1186,11 @@ Status CopyStripes(const PcrFile& in, IoEngine& engine, bool decode, TableFileWr
 
 }  // namespace
 
+std::string MissingValuesNote(const MissingValues& m) {
+  return "column '" + m.feature + "': " + std::to_string(m.count) + (m.count == 1 ? " value" : " values") + " not " +
+         FeatureTypeName(m.type) + " stored as missing (first " + m.first + " at " + Where{m.line, m.column}.At() + ")";
+}
+
 Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   if (IsObjectStoreOutput(options.out_dir)) return ConvertTableToObjectStore(options, ConvertTable);
   PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true));
@@ -1196,6 +1220,11 @@ Result<std::string> ScanTableShard(const TableConvertOptions& options, uint32_t 
   TableScan scan;
   const ByteRange range = ShardBytes(input.in->text().size(), options.split_bytes, shard, num_shards);
   PCR_RETURN_IF_ERROR(Scan(options, input, range, start, &scan));
+  if (scan.error.empty()) {
+    const std::string_view text = input.in->text();
+    scan.from = scan.start == scan.first_row ? 0 : scan.start;
+    scan.checksum = Checksum64(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()) + scan.from, scan.stop - scan.from));
+  }
   return EncodeScan(scan);
 }
 
@@ -1226,6 +1255,13 @@ Result<TableConvertReport> ConvertTableShard(const TableConvertOptions& options,
   PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true, true));
   if (plan.shards.back().stop > input.in->text().size()) {
     return Status::InvalidArgument(options.input + ": shorter than when its shards were scanned: convert again");
+  }
+  const TablePlan::Shard& sh = plan.shards[shard];
+  PCR_RETURN_IF_ERROR(input.in->Fetch(sh.from, sh.stop));
+  const std::string_view text = input.in->text();
+  if (Checksum64(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()) + sh.from, sh.stop - sh.from)) != sh.checksum) {
+    return Status::InvalidArgument(options.input + ": bytes " + std::to_string(sh.from) + " to " +
+                                   std::to_string(sh.stop) + " changed since the shards were scanned: convert again");
   }
   TableConvertReport report;
   report.path = part_path;

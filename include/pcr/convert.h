@@ -245,10 +245,23 @@ PCR_EXPORT bool ParseTableType(std::string_view name, FeatureType* type);
 // Errors name the file and the offset at fault.
 PCR_EXPORT Result<std::map<std::string, FeatureType>> ReadTableSchemaFile(const std::string& path);
 
+// Values of one feature that BadValue::kMissing stored as missing.
+struct MissingValues {
+  size_t index = 0;  // the feature's, in the schema
+  std::string feature;
+  FeatureType type = FeatureType::kString;
+  uint64_t count = 0;
+  uint64_t line = 0, column = 0;  // the first
+  std::string first;              // as messages show it
+};
+// The note a conversion makes of `m`.
+PCR_EXPORT std::string MissingValuesNote(const MissingValues& m);
+
 struct TableConvertReport {
   std::string path;  // the table written
   TableSchema schema;
   std::vector<std::string> notes;  // choices the input left open, such as the type of a column without values
+  std::vector<MissingValues> missing;  // noted in `notes` too
   uint64_t stripes = 0;
   uint64_t input_bytes = 0;
   uint64_t output_bytes = 0;

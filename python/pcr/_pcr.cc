@@ -1241,7 +1241,22 @@ py::dict TableReport(pcr::TableConvertReport r) {
   d["input_bytes"] = r.input_bytes;
   d["output_bytes"] = r.output_bytes;
   d["notes"] = r.notes;
+  py::list missing;
+  for (const pcr::MissingValues& m : r.missing) {
+    missing.append(py::dict(py::arg("index") = m.index, py::arg("feature") = m.feature, py::arg("type") = pcr::FeatureTypeName(m.type),
+                            py::arg("count") = m.count, py::arg("line") = m.line, py::arg("column") = m.column,
+                            py::arg("first") = m.first));
+  }
+  d["missing"] = missing;
   return d;
+}
+
+// The note of missing values counted over a sharded conversion's parts.
+std::string MissingNote(const std::string& feature, const std::string& type, uint64_t count, uint64_t line,
+                        uint64_t column, const std::string& first) {
+  pcr::MissingValues m{.feature = feature, .count = count, .line = line, .column = column, .first = first};
+  if (!pcr::ParseFeatureTypeName(type, &m.type)) throw py::value_error("unknown type '" + type + "'");
+  return PythonSpelling(pcr::MissingValuesNote(m));
 }
 
 py::dict RunConvertTable(const pcr::TableConvertOptions& options) {
@@ -1472,6 +1487,8 @@ PYBIND11_MODULE(_pcr, m) {
           }), args...);
   });
   m.def("_default_job_id", &pcr::DefaultJobId);
+  m.def("_missing_note", &MissingNote, py::arg("feature"), py::arg("type"), py::arg("count"), py::arg("line"),
+        py::arg("column"), py::arg("first"));
   m.def("_count_access_logs", &CountAccessLogs, py::arg("logs"), py::arg("table") = py::none());
   m.def("reorder_table", &ReorderTable, py::arg("input"), py::arg("output"), py::kw_only(),
         py::arg("popularity") = py::none(), py::arg("stream_order") = py::none());

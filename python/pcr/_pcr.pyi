@@ -263,6 +263,7 @@ def convert_table(
     *,
     rows_per_stripe: int = 0,
     stripe_mb: int = 1024,
+    split_mb: int = 64,
     stream_order: Sequence[str] = (),
     popularity: str | os.PathLike[str] = "",
     float32: bool = False,
@@ -285,5 +286,8 @@ def convert_table(
     bool, int64, uint64, float32, float64, timestamp (timestamp_us),
     timestamp_s, timestamp_ms, timestamp_ns, string, bytes. `strings` makes
     undeclared columns strings. `on_bad_value` ("error" or "missing") decides
-    what a cell that does not fit its column's type does. out may be s3://bucket/prefix,
+    what a cell that does not fit its column's type does. A stripe closes at
+    rows_per_stripe rows or stripe_mb MiB of raw streams, and never holds rows
+    that start in two split_mb MiB splits of the input (so that
+    pcr.dask.convert_table writes the same file). out may be s3://bucket/prefix,
     with work_dir, remote, part_size_mb and multipart_threshold_mb as for convert_images."""

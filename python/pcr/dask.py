@@ -11,8 +11,10 @@ to the client as they are. Paths may be local, http(s):// or s3://, with
 environment.
 """
 import functools
+import glob
 import hashlib
 import itertools
+import json
 import operator
 import os
 import shutil
@@ -144,8 +146,6 @@ _SHARD_SUMMARY = "pcr-dask-shard.json"
 
 
 def _convert_shard(src, part, shard, num_shards, options):
-    import json
-
     import distributed
 
     start = time.perf_counter()
@@ -168,10 +168,25 @@ def _convert_shard(src, part, shard, num_shards, options):
     return summary
 
 
-def _merge(out, parts_dir, parts, options, shards):
+def _remove_parts(parts_dir, parts, own):
+    """Removes one conversion's parts, and parts_dir when pcr.dask chose it
+    and nothing else is left in it."""
+    for part in parts:
+        if os.path.isdir(part):
+            shutil.rmtree(part, ignore_errors=True)
+        elif os.path.exists(part):
+            os.remove(part)
+    if own:
+        try:
+            os.rmdir(parts_dir)
+        except OSError:
+            pass
+
+
+def _merge(out, parts_dir, parts, own, options, shards):
     start = time.perf_counter()
     merged = _pcr.merge(out, parts, **options)
-    shutil.rmtree(parts_dir, ignore_errors=True)
+    _remove_parts(parts_dir, parts, own)
     return merged, time.perf_counter() - start, shards
 
 
@@ -226,7 +241,10 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
         raise ValueError(f"{out}: already holds a pcr dataset (dataset.pcrd); choose another output")
     options.setdefault("jobs", 1)  # a task holds one of its worker's threads
     # Misspelt or bad options raise here, before any task runs.
-    _pcr._check_convert_images(src, out, shard=0, num_shards=num_shards, **options)
+    try:
+        _pcr._check_convert_images(src, out, shard=0, num_shards=num_shards, **options)
+    except TypeError as e:  # worded as pcr.convert_images words it
+        raise TypeError(str(e).replace("_check_convert_images()", "convert_images()")) from None
     upload = {k: options.pop(k) for k in _UPLOAD_OPTIONS if k in options}
     token = uuid.uuid4().hex  # a new key every call: a retry after a failure must run again
     start = time.perf_counter()
@@ -234,12 +252,13 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
         tasks = [client.submit(_convert_shard, src, out, 0, 1, {**options, **upload}, key=f"pcr-convert-{token}")]
         finished = client.submit(lambda shard: (None, 0.0, [shard]), tasks[0], key=f"pcr-merge-{token}")
     else:
+        own = parts_dir is None
         parts_dir = _parts_dir(client, out, parts_dir)
         parts = [os.path.join(parts_dir, f"part-{i:05d}") for i in range(num_shards)]
         tasks = [client.submit(_convert_shard, src, parts[i], i, num_shards, options, key=(f"pcr-convert-{token}", i))
                  for i in range(num_shards)]
         upload.update({"remote": options["remote"]} if "remote" in options else {})
-        finished = client.submit(_merge, out, parts_dir, parts, upload, tasks, key=f"pcr-merge-{token}")
+        finished = client.submit(_merge, out, parts_dir, parts, own, upload, tasks, key=f"pcr-merge-{token}")
     if progress is None:
         progress = sys.stderr.isatty()
     if progress:
@@ -264,7 +283,8 @@ def convert_images(src, out, *, client=None, num_shards=None, parts_dir=None, pr
     Parts go to parts_dir: by default a hidden directory beside a local out
     (on its filesystem, since the merge hard-links), or the temp dir when
     out is s3:// and every worker runs on this host; on other clusters give
-    a directory every worker shares. They are removed after the merge. A
+    a directory every worker shares. The parts are removed after the merge
+    (and the directory when pcr.dask chose it). A
     task whose worker dies is run again by Dask (up to
     distributed.scheduler.allowed-failures) and resumes from the files its
     part already holds. Bad input raises the library's exception here; the
@@ -306,23 +326,30 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
     task merges the parts. The result equals pcr.convert_table's (with the
     same split_mb) byte for byte: a stripe never holds rows of two splits.
     input (.csv, .jsonl, .ndjson) and out may be local or s3://; every task
-    reads the input itself. Parts go to parts_dir, as for convert_images, and
-    a part already written by a task of the same conversion is kept when the
-    call runs again. `options` are convert_table's; they are checked here
+    reads the input itself. Parts go to parts_dir, as for convert_images; a
+    part whose input bytes and options are unchanged is kept when the call
+    runs again after a failure, and the parts are removed after the merge. `options` are convert_table's; they are checked here
     before any task runs. Bad input raises the library's exception here,
     naming the line and column.
 
     Returns {"path", "rows", "features", "stripes", "input_bytes",
     "output_bytes", "notes", "seconds", "merge_seconds", "num_shards",
-    "shards": [{"shard", "rows", "seconds", "worker"}]}."""
+    "shards": [{"shard", "rows", "seconds", "worker", "kept"}]}; a shard
+    kept from an earlier call has "kept": True and no worker."""
     import distributed
 
     client, num_shards = _client_and_shards(client, num_shards)
     input, out = os.fspath(input), os.fspath(out)
-    conversion = _pcr._TableConversion(input, out, **options)  # bad options raise here, not in the workers
+    try:  # bad options raise here, not in the workers
+        conversion = _pcr._TableConversion(input, out, **options)
+    except TypeError as e:  # worded as pcr.convert_table words it
+        raise TypeError(str(e).replace("__init__(): incompatible constructor", "convert_table(): incompatible function")
+                        .replace("pcr._pcr._TableConversion(", "(")) from None
     stem = os.path.splitext(os.path.basename(input))[0]
     if not out.startswith("s3://") and os.path.exists(os.path.join(out, stem + ".pcr")):
         raise ValueError(f"{os.path.join(out, stem + '.pcr')}: already exists; choose another output")
+    if not out.startswith("s3://") and os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"{out}: not a directory; choose another output")
     if progress is None:
         progress = sys.stderr.isatty()
     token = uuid.uuid4().hex
@@ -338,29 +365,50 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
     scanned = run("scan", range(num_shards), lambda i: (i, num_shards, None), "scan")
     seconds = {i: s for i, (_, s, _) in scanned.items()}
     scans = [scanned[i][0] for i in range(num_shards)]
-    for round in itertools.count():
+    for attempt in itertools.count():
         plan = conversion.plan(scans)
         if plan["plan"] is not None:
             break
         starts = dict(plan["rescan"])
-        rescanned = run("scan", list(starts), lambda i: (i, num_shards, starts[i]), f"rescan{round}")
+        rescanned = run("scan", list(starts), lambda i: (i, num_shards, starts[i]), f"rescan{attempt}")
         for i, (scan, s, _) in rescanned.items():
             scans[i] = scan
             seconds[i] += s
     key = hashlib.sha256(plan["plan"] + repr(sorted(options.items())).encode()).hexdigest()[:16]
+    own = parts_dir is None
     parts_dir = _parts_dir(client, out, parts_dir)
     os.makedirs(parts_dir, exist_ok=True)
-    parts = [os.path.join(parts_dir, f"part-{i:05d}-{key}.pcr") for i in range(num_shards)]
-    todo = [i for i in range(num_shards) if not os.path.exists(parts[i])]
+    # Named for the output, so that a success also removes what failed calls into it left.
+    prefix = "table-" + hashlib.sha256(os.path.abspath(out).encode()).hexdigest()[:12]
+    parts = [os.path.join(parts_dir, f"{prefix}-part-{i:05d}-{key}.pcr") for i in range(num_shards)]
+    # A part is kept with its report beside it; the report's missing values make the notes.
+    reports = {}
+    for i, part in enumerate(parts):
+        try:
+            with open(part + ".json") as f:
+                reports[i] = json.load(f)
+        except (OSError, ValueError):
+            pass
+    todo = [i for i in range(num_shards) if i not in reports or not os.path.exists(parts[i])]
     converted = run("convert_shard", todo, lambda i: (plan["plan"], i, parts[i]), "convert")
+    for i, (report, _, _) in converted.items():
+        reports[i] = {"rows": report["rows"], "missing": report["missing"]}
+        with open(parts[i] + ".json.tmp", "w") as f:
+            json.dump(reports[i], f)
+        os.replace(parts[i] + ".json.tmp", parts[i] + ".json")
     merged, merge_seconds, _ = client.submit(_table_step, input, out, options, "merge", parts,
                                              key=f"pcr-merge-{token}").result()
-    shutil.rmtree(parts_dir, ignore_errors=True)
+    _remove_parts(parts_dir, glob.glob(os.path.join(glob.escape(parts_dir), prefix + "-part-*")), own)
     shards = []
-    for i in range(num_shards):  # a part kept from an earlier call has no report
-        report, s, worker = converted.get(i, ({"rows": None}, 0.0, None))
-        shards.append({"shard": i, "rows": report["rows"], "seconds": seconds[i] + s, "worker": worker})
-    notes = plan["notes"] + [n for i in sorted(converted) for n in converted[i][0]["notes"]] + merged["notes"]
+    missing = {}  # per feature over the shards in order: the count, and the first
+    for i in range(num_shards):
+        _, s, worker = converted.get(i, (None, 0.0, None))
+        shards.append({"shard": i, "rows": reports[i]["rows"], "seconds": seconds[i] + s, "worker": worker,
+                       "kept": i not in converted})
+        for m in reports[i]["missing"]:
+            missing.setdefault(m["index"], dict(m, count=0))["count"] += m["count"]
+    notes = plan["notes"] + [_pcr._missing_note(m["feature"], m["type"], m["count"], m["line"], m["column"], m["first"])
+                             for _, m in sorted(missing.items())] + merged["notes"]
     merged.update(notes=notes, input_bytes=plan["input_bytes"], seconds=time.perf_counter() - start,
                   merge_seconds=merge_seconds, num_shards=num_shards, shards=shards)
     return merged

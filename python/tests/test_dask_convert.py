@@ -104,6 +104,15 @@ def test_images_and_webdataset_equal_the_one_process_conversion(client, data_dir
     assert sum(s["images"] for s in summary["shards"]) == 24
     assert {s["worker"] for s in summary["shards"]} <= set(client.scheduler_info()["workers"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cli", "dask", "src"], "the parts are left behind"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("not pcr's")
+    pcr.dask.convert_images(src, tmp_path / "dask-mine", num_shards=3, images_per_record=3, parts_dir=mine,
+                            progress=False)
+    same_dirs(tmp_path / "dask-mine", tmp_path / "cli")
+    assert sorted(p.name for p in mine.iterdir()) == ["keep.txt"]
+    shutil.rmtree(mine)
+    shutil.rmtree(tmp_path / "dask-mine")
     with pytest.raises(ValueError, match="already holds a pcr dataset"):
         pcr.dask.convert_images(src, tmp_path / "dask", progress=False)
     summary = pcr.dask.convert_images(src, tmp_path / "one-task", num_shards=1, images_per_record=3, progress=False)
@@ -169,7 +178,7 @@ def test_a_killed_worker_changes_nothing(client, data_dir, tmp_path):
     same_dirs(tmp_path / "dask", tmp_path / "cli")
     assert result["images"] == 1440
     assert result["resumed_files"] >= 1, "the task run again kept the files its first run finished"
-    assert not parts.exists()
+    assert list(parts.iterdir()) == [], "the parts are left behind"
 
 
 def test_bad_input_raises_the_library_exception_or_is_skipped(client, data_dir, tmp_path):
@@ -215,7 +224,7 @@ def test_arguments(client, data_dir, tmp_path):
         with pytest.raises(type(one_process.value), match=re.escape(str(one_process.value))):
             pcr.dask.convert_images(data_dir / "sample", tmp_path / "x", progress=False, **bad)
         assert not (tmp_path / "x").exists()
-    with pytest.raises(TypeError, match="images_per_recrod"):
+    with pytest.raises(TypeError, match=r"(?s)^convert_images\(\): incompatible function arguments.*images_per_recrod"):
         pcr.dask.convert_images(data_dir / "sample", tmp_path / "x", progress=False, images_per_recrod=3)
     with pytest.raises(Exception) as one_process:
         pcr.convert_images(tmp_path / "no-such-dir", tmp_path / "x", progress=False)
@@ -282,6 +291,45 @@ def test_tables_equal_the_one_process_conversion(client, tmp_path):
         pcr.dask.convert_table(tmp_path / "rows.csv", tmp_path / "default", progress=False)
 
 
+def test_table_parts_are_kept_only_for_the_same_input_and_nothing_else_is_removed(client, tmp_path):
+    csv, _ = table_inputs(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("not pcr's")
+    with pytest.raises(ValueError, match="out: not a directory"):
+        (tmp_path / "out").write_text("a file where the output directory goes")
+        pcr.dask.convert_table(csv, tmp_path / "out", num_shards=3, split_mb=1, parts_dir=mine, progress=False)
+    (tmp_path / "out").unlink()
+    # A merge that fails (its directory cannot be made) leaves the finished parts.
+    (tmp_path / "blocker").write_text("a file where a directory goes")
+    with pytest.raises(Exception, match="blocker"):
+        pcr.dask.convert_table(csv, tmp_path / "blocker" / "out", num_shards=3, split_mb=1, parts_dir=mine,
+                               progress=False)
+    assert len(list(mine.glob("*.pcr"))) == 3
+    # A new call into another output keeps none of them; a success into blocker/out removes them.
+    # The same size of input, other bytes: no part of the first call is kept.
+    text = csv.read_text()
+    csv.write_text(text.replace(",a,", ",z,", 1))
+    (tmp_path / "blocker").unlink()
+    summary = pcr.dask.convert_table(csv, tmp_path / "blocker" / "out", num_shards=3, split_mb=1, parts_dir=mine,
+                                     progress=False)
+    assert not any(s["kept"] for s in summary["shards"])
+    pcr_convert("table", csv, tmp_path / "cli", "--split-mb", 1)
+    assert (tmp_path / "blocker" / "out" / "rows.pcr").read_bytes() == (tmp_path / "cli" / "rows.pcr").read_bytes()
+    assert sorted(p.name for p in mine.iterdir()) == ["keep.txt"]
+    # Unchanged input and options after a failure: the parts are kept.
+    (tmp_path / "blocker2").write_text("in the way")
+    with pytest.raises(Exception, match="blocker2"):
+        pcr.dask.convert_table(csv, tmp_path / "blocker2" / "out", num_shards=3, split_mb=1, parts_dir=mine,
+                               progress=False)
+    (tmp_path / "blocker2").unlink()
+    summary = pcr.dask.convert_table(csv, tmp_path / "blocker2" / "out", num_shards=3, split_mb=1, parts_dir=mine,
+                                     progress=False)
+    assert [s["kept"] for s in summary["shards"]] == [True, True, True]
+    assert (tmp_path / "blocker2" / "out" / "rows.pcr").read_bytes() == (tmp_path / "cli" / "rows.pcr").read_bytes()
+    assert sorted(p.name for p in mine.iterdir()) == ["keep.txt"]
+
+
 def test_table_s3_to_s3(client, tmp_path, s3_endpoint):
     remote = {"s3_endpoint": s3_endpoint}
     # A 3 MiB cell across the first split's end: a shard reads on past the
@@ -340,9 +388,32 @@ def test_bad_table_input_raises_the_one_process_error(client, tmp_path):
     assert str(sharded.value) == str(one_process.value)
     assert not (tmp_path / "dask" / "rows.pcr").exists()
     # Options are checked on the client, before any task runs.
-    with pytest.raises(TypeError, match="split_md"):
+    with pytest.raises(TypeError, match=r"(?s)^convert_table\(\): incompatible function arguments.*split_md"):
         pcr.dask.convert_table(csv, tmp_path / "x", split_md=1)
     with pytest.raises(ValueError, match="split_mb must be positive"):
         pcr.dask.convert_table(csv, tmp_path / "x", split_mb=0)
     with pytest.raises(ValueError, match="on_bad_value must be"):
         pcr.dask.convert_table(csv, tmp_path / "x", on_bad_value="skip")
+
+
+def test_table_notes_equal_the_one_process_notes(client, tmp_path):
+    csv, _ = table_inputs(tmp_path)
+    lines = csv.read_text().split("\n")
+    for at in (100, 70000):  # a word in the score column, in the first shard and in the last
+        lines[at] = lines[at].replace(",", ",oops", 1).replace("oops0.", "oops", 1)
+    csv.write_text("\n".join(lines))
+    one = pcr.convert_table(csv, tmp_path / "one", split_mb=1, on_bad_value="missing")
+    assert any("2 values not float64 stored as missing" in n for n in one["notes"]), one["notes"]
+    (tmp_path / "blocker").write_text("in the way")
+    with pytest.raises(Exception, match="blocker"):
+        pcr.dask.convert_table(csv, tmp_path / "blocker" / "out", num_shards=3, split_mb=1, on_bad_value="missing",
+                               parts_dir=tmp_path / "parts", progress=False)
+    (tmp_path / "blocker").unlink()
+    summary = pcr.dask.convert_table(csv, tmp_path / "blocker" / "out", num_shards=3, split_mb=1,
+                                     on_bad_value="missing", parts_dir=tmp_path / "parts", progress=False)
+    assert [s["kept"] for s in summary["shards"]] == [True] * 3  # the notes come from the kept parts' reports
+    assert summary["notes"] == one["notes"]
+    assert (tmp_path / "blocker" / "out" / "rows.pcr").read_bytes() == (tmp_path / "one" / "rows.pcr").read_bytes()
+    summary = pcr.dask.convert_table(csv, tmp_path / "again", num_shards=3, split_mb=1, on_bad_value="missing",
+                                     progress=False)
+    assert summary["notes"] == one["notes"]
