@@ -68,6 +68,22 @@ def same_objects(endpoint, prefix, local):
             assert r.read() == f.read_bytes(), f.name
 
 
+def kill_worker_running(client, run, pick):
+    """Starts the thread `run`; once pick(client.processing()) names a
+    worker, kills its process by pid; then waits for `run`."""
+    run.start()
+    try:
+        victim = None
+        deadline = time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline and run.is_alive():
+            victim = pick(client.processing())
+            time.sleep(0.005)
+        assert victim is not None, "no task was caught running"
+        os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+    finally:
+        run.join()
+
+
 def image_folder(data_dir, to, copies=1):
     """The bundled sample's images, `copies` times over, in class folders."""
     images = sorted(p for p in (data_dir / "sample").rglob("*") if p.is_file())
@@ -157,23 +173,18 @@ def test_a_killed_worker_changes_nothing(client, data_dir, tmp_path):
     result = {}
     run = threading.Thread(target=lambda: result.update(pcr.dask.convert_images(
         src, tmp_path / "dask", num_shards=2, parts_dir=parts, images_per_record=16, progress=False)))
-    run.start()
-    try:
-        # Once a part holds a finished record file, kill the worker converting it.
-        victim = None
-        deadline = time.monotonic() + 60
-        while victim is None and time.monotonic() < deadline and run.is_alive():
-            for i in range(2):
-                part = parts / f"part-{i:05d}"
-                if any(part.glob("records-*.pcr")) and not (part / "part.pcrd").exists():
-                    for worker, keys in client.processing().items():
-                        if any(str(k).endswith(f", {i})") for k in keys):
-                            victim = worker
-            time.sleep(0.005)
-        assert victim is not None, "no task was caught running"
-        os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
-    finally:
-        run.join()
+
+    def converting_a_finished_file(processing):
+        # Once a part holds a finished record file, the worker converting it.
+        for i in range(2):
+            part = parts / f"part-{i:05d}"
+            if any(part.glob("records-*.pcr")) and not (part / "part.pcrd").exists():
+                for worker, keys in processing.items():
+                    if any(str(k).endswith(f", {i})") for k in keys):
+                        return worker
+        return None
+
+    kill_worker_running(client, run, converting_a_finished_file)
     assert result, "the conversion failed"
     same_dirs(tmp_path / "dask", tmp_path / "cli")
     assert result["images"] == 1440
@@ -359,19 +370,8 @@ def test_a_killed_table_worker_changes_nothing(client, tmp_path):
     result = {}
     run = threading.Thread(target=lambda: result.update(pcr.dask.convert_table(
         csv, tmp_path / "dask", num_shards=4, split_mb=1, progress=False)))
-    run.start()
-    try:
-        victim = None
-        deadline = time.monotonic() + 60
-        while victim is None and time.monotonic() < deadline and run.is_alive():
-            for worker, keys in client.processing().items():
-                if any("pcr-convert-" in str(k) for k in keys):
-                    victim = worker
-            time.sleep(0.005)
-        assert victim is not None, "no conversion task was caught running"
-        os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
-    finally:
-        run.join()
+    kill_worker_running(client, run, lambda processing: next(
+        (worker for worker, keys in processing.items() if any("pcr-convert-" in str(k) for k in keys)), None))
     assert result, "the conversion failed"
     assert (tmp_path / "dask" / "rows.pcr").read_bytes() == (tmp_path / "cli" / "rows.pcr").read_bytes()
 
