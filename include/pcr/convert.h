@@ -277,7 +277,10 @@ PCR_EXPORT Result<TableConvertReport> ConvertTable(const TableConvertOptions& op
 // in one process. The input's bytes are cut into num_shards ranges of whole
 // splits (options.split_bytes), and a shard holds the rows that start in
 // its range. Scans and plans are opaque bytes, to pass between processes;
-// every step is deterministic and reads the input itself.
+// every step is deterministic, reads the input itself (of an object in
+// storage, only the header and the shard's bytes) and shares nothing with
+// the others but its arguments, so steps may run in any threads or
+// processes at once.
 //  1. ScanTableShard: the first pass over one shard's rows. Its first row is
 //     `start` when given, else the one after the first line break of its
 //     range, which PlanTableShards checks.
@@ -285,7 +288,8 @@ PCR_EXPORT Result<TableConvertReport> ConvertTable(const TableConvertOptions& op
 //     and notes; or, when a CSV shard's first line break was inside a
 //     quoted cell, `rescan` names the shards to scan again from the offset
 //     given (then plan again).
-//  3. ConvertTableShard: one shard's rows into a table file at part_path.
+//  3. ConvertTableShard: one shard's rows into a table file at part_path;
+//     input bytes changed since the shard's scan (its checksum) are refused.
 //  4. MergeTableParts: every shard's part, in shard order, into the table
 //     ConvertTable writes under options.out_dir (local or s3://).
 // Errors name the input, line and column, as ConvertTable's.
