@@ -589,7 +589,7 @@ Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, F
                std::vector<ScanFeature> columns, TablePlan* plan) {
   const std::string& input = options.input;
   for (const auto& [name, type] : declared) {
-    if (std::none_of(columns.begin(), columns.end(), [&](const ScanFeature& c) { return c.name == name; })) {
+    if (std::none_of(columns.begin(), columns.end(), [&name = name](const ScanFeature& c) { return c.name == name; })) {
       std::string list;
       for (size_t c = 0; c < std::min<size_t>(columns.size(), 10); ++c) list += (c ? ", " : "") + columns[c].name;
       if (columns.size() > 10) list += ", ... (" + std::to_string(columns.size()) + " columns)";
@@ -761,7 +761,7 @@ Status PlanJsonl(const TableConvertOptions& options, const std::map<std::string,
   // that files converted with one schema have the same features.
   for (const auto& [name, type] : declared) {
     if (name == "dense" || name == "sparse" || name == "scored" ||
-        std::any_of(state.begin(), state.end(), [&](const ScanFeature& f) { return f.name == name; })) {
+        std::any_of(state.begin(), state.end(), [&name = name](const ScanFeature& f) { return f.name == name; })) {
       continue;
     }
     state.push_back({.name = name});
