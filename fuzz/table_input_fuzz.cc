@@ -1,13 +1,17 @@
 // Converts arbitrary bytes as a CSV (first byte even) or JSON Lines (odd)
 // table, then reads back and verifies what was written. Conversion must fail
-// cleanly or produce a table that reads and verifies.
+// cleanly or produce a table that reads and verifies. The same conversion in
+// 2 to 4 shards of small splits must write the same bytes, or fail with the
+// same error.
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "fuzz/work_dir.h"
+#include "tests/table_shards.h"
 #include "pcr/table.h"
 #include "pcr/verify.h"
 #include "pcr/convert.h"
@@ -22,12 +26,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream out(input, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data + 1), static_cast<std::streamsize>(size - 1));
   }
-  std::filesystem::remove_all(dir / "out");
+  for (const char* d : {"out", "sharded", "parts"}) std::filesystem::remove_all(dir / d);
   pcr::TableConvertOptions options{.input = input, .out_dir = (dir / "out").string()};
   options.writer.rows_per_stripe = 1 + data[0] % 7;
+  options.split_bytes = 1 + data[0] / 8 % 32;
   auto report = pcr::ConvertTable(options);
+  options.out_dir = (dir / "sharded").string();
+  const pcr::test::Sharded sharded = pcr::test::ConvertInShards(options, 2 + data[0] / 2 % 3, dir / "parts");
   std::filesystem::remove(input);
+  if (sharded.status.message() != report.status().message()) std::abort();
   if (!report.ok()) return 0;
+  const std::filesystem::path name = std::filesystem::path(report->path).filename();
+  std::ifstream one(report->path, std::ios::binary), other(dir / "sharded" / name, std::ios::binary);
+  if (std::string(std::istreambuf_iterator<char>(one), {}) != std::string(std::istreambuf_iterator<char>(other), {})) {
+    std::abort();
+  }
   auto table = pcr::Table::Open(report->path);
   if (!table.ok()) std::abort();
   std::vector<uint32_t> all((*table)->schema().features.size());

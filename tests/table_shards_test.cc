@@ -9,54 +9,16 @@
 
 #include "pcr/convert.h"
 #include "pcr/table.h"
+#include "tests/table_shards.h"
 #include "tests/test_util.h"
 
 namespace pcr {
 namespace {
 
 namespace fs = std::filesystem;
+using test::ConvertInShards;
+using test::Sharded;
 using test::TempDir;
-
-struct Sharded {
-  Status status;
-  int rescans = 0;  // shards scanned again from the offset the plan gave
-};
-
-// What pcr.dask.convert_table does, in one process: scan every shard, plan
-// (scanning again where the plan says), convert each shard, merge.
-Sharded ConvertInShards(const TableConvertOptions& options, uint32_t num_shards, const fs::path& parts) {
-  Sharded out;
-  auto fail = [&](const Status& s) {
-    out.status = s;
-    return out;
-  };
-  std::vector<std::string> scans;
-  for (uint32_t i = 0; i < num_shards; ++i) {
-    Result<std::string> scan = ScanTableShard(options, i, num_shards);
-    if (!scan.ok()) return fail(scan.status());
-    scans.push_back(*scan);
-  }
-  Result<TableShardPlan> plan = PlanTableShards(options, scans);
-  for (; plan.ok() && !plan->rescan.empty(); plan = PlanTableShards(options, scans)) {
-    for (const auto& [shard, start] : plan->rescan) {
-      Result<std::string> scan = ScanTableShard(options, shard, num_shards, start);
-      if (!scan.ok()) return fail(scan.status());
-      scans[shard] = *scan;
-      ++out.rescans;
-    }
-  }
-  if (!plan.ok()) return fail(plan.status());
-  std::vector<std::string> paths;
-  fs::create_directories(parts);
-  for (uint32_t i = 0; i < num_shards; ++i) {
-    paths.push_back((parts / ("part-" + std::to_string(i) + ".pcr")).string());
-    Result<TableConvertReport> part = ConvertTableShard(options, plan->plan, i, paths.back());
-    if (!part.ok()) return fail(part.status());
-  }
-  Result<TableConvertReport> merged = MergeTableParts(options, paths);
-  if (!merged.ok()) return fail(merged.status());
-  return out;
-}
 
 // Converts `text` once in one process and in shards of every count in
 // `shard_counts` with every split in `splits`; the files must be equal.
@@ -75,8 +37,9 @@ int CheckShardsEqual(const std::string& name, const std::string& text, const std
     const Bytes want = test::ReadFile(one->path);
     for (const uint32_t n : shard_counts) {
       INFO(name << ": split " << split << ", " << n << " shards");
-      options.out_dir = dir / ("sharded-" + std::to_string(split) + "-" + std::to_string(n));
-      const Sharded sharded = ConvertInShards(options, n, dir / ("parts-" + std::to_string(split) + "-" + std::to_string(n)));
+      const std::string tag = std::to_string(split) + "-" + std::to_string(n);
+      options.out_dir = dir / ("sharded-" + tag);
+      const Sharded sharded = ConvertInShards(options, n, dir / ("parts-" + tag));
       REQUIRE(sharded.status.message() == "");
       rescans += sharded.rescans;
       CHECK(test::ReadFile(fs::path(options.out_dir) / fs::path(one->path).filename()) == want);
@@ -182,8 +145,9 @@ TEST_CASE("bad input fails in shards with the one-process error, lines counted f
       options.split_bytes = split;
       for (const uint32_t n : {2, 5}) {
         INFO(text.substr(0, 40) << "...: split " << split << ", " << n << " shards");
-        options.out_dir = dir / ("s-" + std::to_string(split) + "-" + std::to_string(n));
-        const Sharded sharded = ConvertInShards(options, n, dir / ("p-" + std::to_string(split) + "-" + std::to_string(n)));
+        const std::string tag = std::to_string(split) + "-" + std::to_string(n);
+        options.out_dir = dir / ("s-" + tag);
+        const Sharded sharded = ConvertInShards(options, n, dir / ("p-" + tag));
         CHECK(sharded.status.message() == one.status().message());
         CHECK_FALSE(fs::exists(fs::path(options.out_dir) / "bad.pcr"));
       }

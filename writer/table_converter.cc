@@ -953,7 +953,9 @@ Status PlanTable(const TableConvertOptions& options, const std::map<std::string,
     for (size_t k = 0; k < s.features.size(); ++k) {
       const ScanFeature& f = s.features[k];
       auto [it, added] = by_name.emplace(f.name, merged.size());
-      if (added) merged.push_back({.name = f.name, .map = f.map, .id = f.id, .line = f.line + offset, .column = f.column});
+      if (added) {
+        merged.push_back({.name = f.name, .map = f.map, .id = f.id, .line = f.line + offset, .column = f.column});
+      }
       ScanFeature& m = merged[it->second];
       if (m.map != f.map) return MapConflict(options.input, f.name, m.map, f.map, f.line + offset, f.column);
       m.votes.Merge(f.votes, offset);
@@ -1003,12 +1005,14 @@ Result<TableScan> DecodeScan(std::string_view bytes) {
   uint64_t guessed = 0, features = 0;
   ok = ok && in.GetVarint64(&s.start) && in.GetVarint64(&s.stop) && in.GetVarintAtMost(1, &guessed) &&
        in.GetVarint64(&s.start_line) && in.GetVarint64(&s.lines) && in.GetVarint64(&s.rows) &&
-       in.GetVarint64(&s.from) && in.GetVarint64(&s.checksum) && in.GetLengthPrefixed(1 << 24, &s.error) && in.GetVarintAtMost(in.remaining(), &features);
+       in.GetVarint64(&s.from) && in.GetVarint64(&s.checksum) && in.GetLengthPrefixed(1 << 24, &s.error) &&
+       in.GetVarintAtMost(in.remaining(), &features);
   s.guessed = guessed;
   for (uint64_t k = 0; ok && k < features; ++k) {
     ScanFeature& f = s.features.emplace_back();
     uint8_t map = 0;
-    ok = in.GetLengthPrefixed(kMaxName, &f.name) && in.GetFixed8(&map) && map <= static_cast<uint8_t>(MapKind::kScored) &&
+    ok = in.GetLengthPrefixed(kMaxName, &f.name) && in.GetFixed8(&map) &&
+         map <= static_cast<uint8_t>(MapKind::kScored) &&
          in.GetVarsint64(&f.id) && in.GetVarint64(&f.line) && in.GetVarint64(&f.column) && f.votes.DecodeFrom(in);
     f.map = static_cast<MapKind>(map);
   }
@@ -1116,7 +1120,8 @@ Status Scan(const TableConvertOptions& options, const TableInput& t, ByteRange r
   const std::string_view text = in.text();
   auto scan_from = [&](uint64_t line) {
     *scan = {};
-    return t.csv ? ScanCsv(options, text, range, start, line, scan) : ScanJsonl(options, text, range, start, line, scan);
+    return t.csv ? ScanCsv(options, text, range, start, line, scan)
+                 : ScanJsonl(options, text, range, start, line, scan);
   };
   const uint64_t from = std::min(range.begin > 0 ? range.begin - 1 : 0, start.value_or(range.begin));
   for (uint64_t room = 1 << 20;; room *= 16) {
@@ -1223,7 +1228,8 @@ Result<std::string> ScanTableShard(const TableConvertOptions& options, uint32_t 
   if (scan.error.empty()) {
     const std::string_view text = input.in->text();
     scan.from = scan.start == scan.first_row ? 0 : scan.start;
-    scan.checksum = Checksum64(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()) + scan.from, scan.stop - scan.from));
+    scan.checksum =
+        Checksum64(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()) + scan.from, scan.stop - scan.from));
   }
   return EncodeScan(scan);
 }

@@ -1,0 +1,55 @@
+// A table conversion in shards, its steps run one after another in this
+// process as pcr.dask.convert_table runs them on a cluster: scan every
+// shard, plan (scanning again where the plan says), convert each shard into
+// a part under `parts`, merge. For tests and fuzzing against ConvertTable.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "pcr/convert.h"
+
+namespace pcr::test {
+
+struct Sharded {
+  Status status;
+  int rescans = 0;  // shards scanned again from the offset the plan gave
+};
+
+inline Sharded ConvertInShards(const TableConvertOptions& options, uint32_t num_shards,
+                               const std::filesystem::path& parts) {
+  Sharded out;
+  auto fail = [&](const Status& s) {
+    out.status = s;
+    return out;
+  };
+  std::vector<std::string> scans;
+  for (uint32_t i = 0; i < num_shards; ++i) {
+    Result<std::string> scan = ScanTableShard(options, i, num_shards);
+    if (!scan.ok()) return fail(scan.status());
+    scans.push_back(*scan);
+  }
+  Result<TableShardPlan> plan = PlanTableShards(options, scans);
+  for (; plan.ok() && !plan->rescan.empty(); plan = PlanTableShards(options, scans)) {
+    for (const auto& [shard, start] : plan->rescan) {
+      Result<std::string> scan = ScanTableShard(options, shard, num_shards, start);
+      if (!scan.ok()) return fail(scan.status());
+      scans[shard] = *scan;
+      ++out.rescans;
+    }
+  }
+  if (!plan.ok()) return fail(plan.status());
+  std::vector<std::string> paths;
+  std::filesystem::create_directories(parts);
+  for (uint32_t i = 0; i < num_shards; ++i) {
+    paths.push_back((parts / ("part-" + std::to_string(i) + ".pcr")).string());
+    Result<TableConvertReport> part = ConvertTableShard(options, plan->plan, i, paths.back());
+    if (!part.ok()) return fail(part.status());
+  }
+  Result<TableConvertReport> merged = MergeTableParts(options, paths);
+  if (!merged.ok()) return fail(merged.status());
+  return out;
+}
+
+}  // namespace pcr::test
