@@ -11,10 +11,10 @@
 #include <string>
 
 #include "fuzz/work_dir.h"
-#include "tests/table_shards.h"
 #include "pcr/table.h"
 #include "pcr/verify.h"
 #include "pcr/convert.h"
+#include "writer/table_shards.h"
 
 using pcr::fuzz::WorkDir;
 
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.split_bytes = 1 + data[0] / 8 % 32;
   auto report = pcr::ConvertTable(options);
   options.out_dir = (dir / "sharded").string();
-  const pcr::test::Sharded sharded = pcr::test::ConvertInShards(options, 2 + data[0] / 2 % 3, dir / "parts");
+  const pcr::ShardedConversion sharded = pcr::ConvertTableInShards(options, 2 + data[0] / 2 % 3, dir / "parts");
   std::filesystem::remove(input);
   if (sharded.status.message() != report.status().message()) std::abort();
   if (!report.ok()) return 0;

@@ -9,15 +9,13 @@
 
 #include "pcr/convert.h"
 #include "pcr/table.h"
-#include "tests/table_shards.h"
 #include "tests/test_util.h"
+#include "writer/table_shards.h"
 
 namespace pcr {
 namespace {
 
 namespace fs = std::filesystem;
-using test::ConvertInShards;
-using test::Sharded;
 using test::TempDir;
 
 // Converts `text` once in one process and in shards of every count in
@@ -39,7 +37,7 @@ int CheckShardsEqual(const std::string& name, const std::string& text, const std
       INFO(name << ": split " << split << ", " << n << " shards");
       const std::string tag = std::to_string(split) + "-" + std::to_string(n);
       options.out_dir = dir / ("sharded-" + tag);
-      const Sharded sharded = ConvertInShards(options, n, dir / ("parts-" + tag));
+      const ShardedConversion sharded = ConvertTableInShards(options, n, dir / ("parts-" + tag));
       REQUIRE(sharded.status.message() == "");
       rescans += sharded.rescans;
       CHECK(test::ReadFile(fs::path(options.out_dir) / fs::path(one->path).filename()) == want);
@@ -147,7 +145,7 @@ TEST_CASE("bad input fails in shards with the one-process error, lines counted f
         INFO(text.substr(0, 40) << "...: split " << split << ", " << n << " shards");
         const std::string tag = std::to_string(split) + "-" + std::to_string(n);
         options.out_dir = dir / ("s-" + tag);
-        const Sharded sharded = ConvertInShards(options, n, dir / ("p-" + tag));
+        const ShardedConversion sharded = ConvertTableInShards(options, n, dir / ("p-" + tag));
         CHECK(sharded.status.message() == one.status().message());
         CHECK_FALSE(fs::exists(fs::path(options.out_dir) / "bad.pcr"));
       }

@@ -1,7 +1,8 @@
 // A table conversion in shards, its steps run one after another in this
 // process as pcr.dask.convert_table runs them on a cluster: scan every
 // shard, plan (scanning again where the plan says), convert each shard into
-// a part under `parts`, merge. For tests and fuzzing against ConvertTable.
+// a part under `parts`, merge. What tests and fuzzing hold against
+// ConvertTable.
 #pragma once
 
 #include <filesystem>
@@ -10,16 +11,16 @@
 
 #include "pcr/convert.h"
 
-namespace pcr::test {
+namespace pcr {
 
-struct Sharded {
+struct ShardedConversion {
   Status status;
   int rescans = 0;  // shards scanned again from the offset the plan gave
 };
 
-inline Sharded ConvertInShards(const TableConvertOptions& options, uint32_t num_shards,
+inline ShardedConversion ConvertTableInShards(const TableConvertOptions& options, uint32_t num_shards,
                                const std::filesystem::path& parts) {
-  Sharded out;
+  ShardedConversion out;
   auto fail = [&](const Status& s) {
     out.status = s;
     return out;
@@ -52,4 +53,4 @@ inline Sharded ConvertInShards(const TableConvertOptions& options, uint32_t num_
   return out;
 }
 
-}  // namespace pcr::test
+}  // namespace pcr
