@@ -12,8 +12,8 @@ namespace pcr {
 
 // JSON Lines in text[begin, ...): calls fn(line, number, offset) for every
 // line that starts before `end` and holds more than white space, numbering
-// lines from `number`; stops at the first error fn returns. *next is set to
-// the offset of the first line not read.
+// lines from `number`; stops at the first error fn returns. *next, when
+// given, is set to the offset of the first line not read.
 template <typename Fn>
 Status ForEachJsonLineIn(std::string_view text, size_t begin, size_t end, uint64_t number, Fn fn, size_t* next) {
   size_t pos = begin;
@@ -25,7 +25,7 @@ Status ForEachJsonLineIn(std::string_view text, size_t begin, size_t end, uint64
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     PCR_RETURN_IF_ERROR(fn(line, number, offset));
   }
-  *next = pos;
+  if (next) *next = pos;
   return Status::OK();
 }
 
@@ -34,10 +34,9 @@ Status ForEachJsonLineIn(std::string_view text, size_t begin, size_t end, uint64
 // leading UTF-8 byte order mark is skipped.
 template <typename Fn>
 Status ForEachJsonLine(std::string_view text, Fn fn) {
-  size_t next = 0;
   return ForEachJsonLineIn(
       text, text.starts_with("\xEF\xBB\xBF") ? 3 : 0, text.size(), 1,
-      [&](std::string_view line, uint64_t number, size_t) { return fn(line, number); }, &next);
+      [&](std::string_view line, uint64_t number, size_t) { return fn(line, number); }, nullptr);
 }
 
 // Appends `s` as a JSON string literal. A byte that is no part of a UTF-8

@@ -809,7 +809,6 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
   JsonRow row;
   std::string s;
   SplitCuts cuts(plan.split_bytes, shard.start);
-  size_t next = 0;
   return ForEachJsonLineIn(text, shard.start, shard.stop, shard.line, [&](std::string_view line, uint64_t number,
                                                                            size_t offset) -> Status {
     PCR_RETURN_IF_ERROR(cuts.AtRow(writer, offset));
@@ -888,7 +887,7 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
       Write(writer, f, info.type, i, d);
     }
     return writer->EndRow();
-  }, &next);
+  }, nullptr);
 }
 
 // Refuses a reordered table at `path` in a directory read as a table now
@@ -903,6 +902,11 @@ Status CheckTableDirectory(const std::string& path) {
                                  fs::path(where->pcr_files.front()).filename().string() +
                                  "), which readers then refuse: a table directory holds one .pcr file; write to "
                                  "another directory");
+}
+
+// The table a conversion writes: out_dir/<input stem>.pcr.
+std::string TablePathIn(const TableConvertOptions& options) {
+  return (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
 }
 
 // Conversions never replace a file, the input least of all.
@@ -1201,7 +1205,7 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   PCR_ASSIGN_OR_RETURN(const TableInput input, TableInputOf(options, true));
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
   TableConvertReport report;
-  report.path = (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
+  report.path = TablePathIn(options);
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
   TableScan scan;
   PCR_RETURN_IF_ERROR(Scan(options, input, {0, input.in->text().size()}, {}, &scan));
@@ -1280,7 +1284,7 @@ namespace {
 Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
                                              const std::vector<std::string>& parts) {
   TableConvertReport report;
-  report.path = (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
+  report.path = TablePathIn(options);
   if (parts.empty()) return Status::InvalidArgument(report.path + ": no parts to merge");
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
