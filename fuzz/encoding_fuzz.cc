@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const pcr::ByteSpan raw(data + 2, (size - 2) / w * w);
   const pcr::EncodedStream e = pcr::EncodeStream(kind, raw, choice);
   if (e.encoding == pcr::StreamEncoding::kPlain) {
-    Check(e.bytes.size() == raw.size() && std::equal(raw.begin(), raw.end(), e.bytes.begin()), "plain changed");
+    Check(e.bytes.empty(), "plain stream has encoded bytes");
     return 0;
   }
   pcr::Bytes out;

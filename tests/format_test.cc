@@ -411,12 +411,12 @@ TEST_CASE("a zstd stream is exactly one frame") {
   const StoredStream stored = CompressStream(raw, 3);
   REQUIRE(stored.codec == StreamCodec::kZstd);
   Bytes out;
-  REQUIRE(DecompressStream(stored.bytes, stored.codec, raw.size(), &out).ok());
+  REQUIRE(DecompressStream(stored.bytes(), stored.codec, raw.size(), &out).ok());
   CHECK(out == raw);
   // A second frame that decodes to nothing, or a stray byte, after the frame.
   const StoredStream empty = CompressStream({}, 3);
-  Bytes two = stored.bytes;
-  if (empty.codec == StreamCodec::kZstd) two.insert(two.end(), empty.bytes.begin(), empty.bytes.end());
+  Bytes two = stored.owned;
+  if (empty.codec == StreamCodec::kZstd) two.insert(two.end(), empty.owned.begin(), empty.owned.end());
   two.push_back(0);
   const Status st = DecompressStream(two, stored.codec, raw.size(), &out);
   CHECK(st.code() == StatusCode::kCorruption);

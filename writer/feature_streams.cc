@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 namespace pcr {
@@ -72,6 +73,9 @@ size_t FeatureStreams::AddBool(uint32_t row, bool v) {
 size_t FeatureStreams::AddString(uint32_t row, std::string_view s) {
   rows.push_back(row);
   PutFixed32(&lengths, static_cast<uint32_t>(s.size()));
+  // Room to grow, so that a huge string is not copied again when the next
+  // row's is appended (pages not yet written take no memory).
+  if (values.capacity() - values.size() < s.size()) values.reserve(2 * (values.size() + s.size()));
   values.insert(values.end(), s.begin(), s.end());
   return 4 + s.size();
 }
@@ -107,18 +111,27 @@ size_t FeatureStreams::AddFloatList(FeatureType type, uint32_t row, std::span<co
   return 4 + list.size() * (type == FeatureType::kFloat32List ? 4 : 8);
 }
 
+namespace {
+
+// `in` in zstd when that takes fewer than `limit` bytes.
+bool Zstd(ByteSpan in, int zstd_level, size_t limit, Bytes* out) {
+  const size_t bound = ZSTD_compressBound(in.size());
+  const auto z = std::make_unique_for_overwrite<uint8_t[]>(bound);  // untouched pages take no memory
+  const size_t n = ZSTD_compress(z.get(), bound, in.data(), in.size(), zstd_level);
+  if (ZSTD_isError(n) || n >= limit) return false;
+  out->assign(z.get(), z.get() + n);
+  return true;
+}
+
+}  // namespace
+
 StoredStream CompressStream(ByteSpan raw, int zstd_level) {
   StoredStream s{.codec = StreamCodec::kNone, .raw_length = raw.size()};
-  if (!raw.empty()) {
-    s.bytes.resize(ZSTD_compressBound(raw.size()));
-    const size_t n = ZSTD_compress(s.bytes.data(), s.bytes.size(), raw.data(), raw.size(), zstd_level);
-    if (!ZSTD_isError(n) && n < raw.size()) {
-      s.bytes.resize(n);
-      s.codec = StreamCodec::kZstd;
-      return s;
-    }
+  if (!raw.empty() && Zstd(raw, zstd_level, raw.size(), &s.owned)) {
+    s.codec = StreamCodec::kZstd;
+  } else {
+    s.view = raw;
   }
-  s.bytes.assign(raw.begin(), raw.end());
   return s;
 }
 
@@ -128,20 +141,16 @@ namespace {
 // keeps `bound` (raw_length, or for a string dictionary the larger of its
 // raw_length and its lengths') within kMaxStoredExpansion of the stored
 // length.
-StoredStream Store(EncodedStream e, uint64_t raw_length, uint64_t bound, int zstd_level) {
-  if (e.encoding == StreamEncoding::kPlain) return CompressStream(e.bytes, zstd_level);
-  StoredStream s{.codec = StreamCodec::kNone, .raw_length = raw_length, .encoding = e.encoding};
-  if (e.encoding != StreamEncoding::kDerivedLengths) {
-    Bytes z(ZSTD_compressBound(e.bytes.size()));
-    const size_t n = ZSTD_compress(z.data(), z.size(), e.bytes.data(), e.bytes.size(), zstd_level);
-    if (!ZSTD_isError(n) && n < e.bytes.size() - e.bytes.size() / 32 && bound / kMaxStoredExpansion < n) {
-      z.resize(n);
-      s.codec = StreamCodec::kZstd;
-      s.bytes = std::move(z);
-      return s;
-    }
+StoredStream Store(EncodedStream e, ByteSpan raw, uint64_t bound, int zstd_level) {
+  if (e.encoding == StreamEncoding::kPlain) return CompressStream(raw, zstd_level);
+  StoredStream s{.codec = StreamCodec::kNone, .raw_length = raw.size(), .encoding = e.encoding};
+  if (e.encoding != StreamEncoding::kDerivedLengths &&
+      Zstd(e.bytes, zstd_level, e.bytes.size() - e.bytes.size() / 32, &s.owned) &&
+      bound / kMaxStoredExpansion < s.owned.size()) {
+    s.codec = StreamCodec::kZstd;
+    return s;
   }
-  s.bytes = std::move(e.bytes);
+  s.owned = std::move(e.bytes);
   return s;
 }
 
@@ -166,7 +175,8 @@ std::vector<StoredStream> StoreFeatureStreams(FeatureType type, const FeatureStr
       e = EncodeStream(ElementKindOf(type, role), raw, choice);
     }
     const uint64_t bound = derived ? std::max<uint64_t>(raw.size(), streams.lengths.size()) : raw.size();
-    out.push_back(Store(std::move(e), raw.size(), bound, choice.zstd_level));
+    out.push_back(Store(std::move(e), raw, bound, choice.zstd_level));
+    if (out.back().owned.empty() && !bitmap.empty()) out.back().owned = std::move(bitmap);
   }
   return out;
 }

@@ -47,14 +47,18 @@ struct StoredStream {
   StreamCodec codec = StreamCodec::kNone;
   uint64_t raw_length = 0;
   StreamEncoding encoding = StreamEncoding::kPlain;
-  Bytes bytes;
+  Bytes owned;    // the stored bytes, unless they are view's
+  ByteSpan view;  // a raw stream stored as it is, without a copy
+  ByteSpan bytes() const { return owned.empty() ? view : ByteSpan(owned); }
 };
+// `raw` compressed, or a view of it (valid while raw is) when zstd does not
+// make it smaller.
 StoredStream CompressStream(ByteSpan raw, int zstd_level);
 // The stored streams of one feature of `type` over a stripe of row_count
-// rows, in the order of RolesOf(type): each encoded as `choice` says (a
-// string feature's lengths are kDerivedLengths when its values are a
-// kStringDictionary), then compressed with zstd where that saves at least
-// 1/32 of the bytes.
+// rows, in the order of RolesOf(type), valid while `streams` is unchanged:
+// each encoded as `choice` says (a string feature's lengths are
+// kDerivedLengths when its values are a kStringDictionary), then compressed
+// with zstd where that saves at least 1/32 of the bytes.
 std::vector<StoredStream> StoreFeatureStreams(FeatureType type, const FeatureStreams& streams, uint64_t row_count,
                                               const EncodingChoice& choice);
 

@@ -70,7 +70,7 @@ Status ImageFileWriter::AddRecord(const std::vector<SampleMetadata>& samples,
       for (size_t r = 0; r < stored.size(); ++r) {
         stripe.table_streams.push_back({f, RolesOf(info.type)[r], stored[r].codec, stored[r].raw_length, stored[r].encoding});
         any_encoded_ |= stored[r].encoding != StreamEncoding::kPlain;
-        PCR_RETURN_IF_ERROR(Append(stored[r].bytes, &stripe));
+        PCR_RETURN_IF_ERROR(Append(stored[r].bytes(), &stripe));
       }
       streams_[f].Clear();
     }

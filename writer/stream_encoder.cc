@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -367,8 +368,9 @@ std::vector<uint64_t> Sample(const std::vector<uint64_t>& v) {
 
 size_t ZstdSize(ByteSpan in, int level) {
   if (level == 0 || in.empty()) return in.size();
-  Bytes out(ZSTD_compressBound(in.size()));
-  const size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), level);
+  const size_t bound = ZSTD_compressBound(in.size());
+  const auto out = std::make_unique_for_overwrite<uint8_t[]>(bound);  // untouched pages take no memory
+  const size_t n = ZSTD_compress(out.get(), bound, in.data(), in.size(), level);
   return ZSTD_isError(n) ? in.size() : std::min(n, in.size());
 }
 
@@ -410,7 +412,7 @@ bool ParseEncodingChoice(std::string_view name, EncodingChoice* choice) {
 }
 
 EncodedStream EncodeStream(ElementKind kind, ByteSpan raw, const EncodingChoice& choice) {
-  EncodedStream plain{StreamEncoding::kPlain, Bytes(raw.begin(), raw.end())};
+  const EncodedStream plain;
   if (kind == ElementKind::kBytes || kind == ElementKind::kStrings || raw.empty()) return plain;
   const ValueKind k = ValueKindOf(kind);
   const size_t w = ElementWidth(kind);
@@ -466,7 +468,7 @@ EncodedStream EncodeStream(ElementKind kind, ByteSpan raw, const EncodingChoice&
 }
 
 EncodedStream EncodeStrings(ByteSpan lengths, ByteSpan values, const EncodingChoice& choice) {
-  EncodedStream plain{StreamEncoding::kPlain, Bytes(values.begin(), values.end())};
+  const EncodedStream plain;
   const size_t strings = lengths.size() / 4;
   const bool forced = choice.force == StreamEncoding::kStringDictionary;
   if (strings == 0 || (choice.force && !forced)) return plain;
@@ -512,11 +514,10 @@ EncodedStream EncodeStrings(ByteSpan lengths, ByteSpan values, const EncodingCho
   if (forced) return out;
   // Against plain values and their lengths stream, each as the writer stores them.
   const EncodedStream lengths_alone = EncodeStream(ElementKind::kU32, lengths, choice);
-  const size_t plain_bytes = ZstdSize(values, choice.zstd_level) + ZstdSize(lengths_alone.bytes, choice.zstd_level);
-  return best * ReadWeight(StreamEncoding::kDictionary) <
-                 plain_bytes * ReadWeight(StreamEncoding::kPlain)
-             ? out
-             : plain;
+  const ByteSpan lengths_stored = lengths_alone.encoding == StreamEncoding::kPlain ? lengths : lengths_alone.bytes;
+  const size_t plain_bytes = ZstdSize(values, choice.zstd_level) + ZstdSize(lengths_stored, choice.zstd_level);
+  if (best * ReadWeight(StreamEncoding::kDictionary) < plain_bytes * ReadWeight(StreamEncoding::kPlain)) return out;
+  return plain;
 }
 
 }  // namespace pcr

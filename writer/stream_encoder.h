@@ -25,7 +25,7 @@ bool ParseEncodingChoice(std::string_view name, EncodingChoice* choice);
 
 struct EncodedStream {
   StreamEncoding encoding = StreamEncoding::kPlain;
-  Bytes bytes;  // the raw bytes themselves when kPlain
+  Bytes bytes;  // empty when kPlain: the raw bytes are stored as they are
 };
 
 // Encodes a raw stream of `kind`. REQUIRES: kind is not kStrings, and

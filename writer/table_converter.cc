@@ -195,6 +195,11 @@ enum class MapKind { kColumn, kDense, kSparse, kScored };
 // huge value, is freed rather than held while the rest is converted.
 constexpr size_t kKeptValueCapacity = 1 << 20;
 
+template <typename T>
+void FreeIfHuge(T* buffer) {
+  if (buffer->capacity() * sizeof(typename T::value_type) > kKeptValueCapacity) T().swap(*buffer);
+}
+
 // What one row holds, in the order of its text.
 struct JsonRow {
   struct Item {
@@ -205,9 +210,24 @@ struct JsonRow {
     ColumnValue value;             // columns and dense features
     std::vector<int64_t> ids;    // sparse and scored features
     std::vector<double> scores;  // scored features
+
+    // Frees the buffers over kKeptValueCapacity that a huge value left.
+    void FreeHuge() {
+      FreeIfHuge(&value.s);
+      FreeIfHuge(&value.text);
+      FreeIfHuge(&value.list.values);
+      FreeIfHuge(&value.list.ints);
+      FreeIfHuge(&ids);
+      FreeIfHuge(&scores);
+    }
   };
   std::vector<Item> items;
   size_t count = 0;
+
+  // Before a row is stored: huge values are not held while stripes are written.
+  void FreeHuge() {
+    for (Item& item : items) item.FreeHuge();
+  }
 };
 
 class JsonlParser {
@@ -259,9 +279,7 @@ class JsonlParser {
   JsonRow::Item& Add(JsonRow* row, MapKind map, const std::string& key, JsonCursor& json) {
     if (row->count == row->items.size()) row->items.emplace_back();
     JsonRow::Item& item = row->items[row->count++];
-    for (std::string* kept : {&item.value.s, &item.value.text}) {
-      if (kept->capacity() > kKeptValueCapacity) std::string().swap(*kept);  // a huge value's buffer goes
-    }
+    item.FreeHuge();
     item.map = map;
     item.key = key;
     json.Peek();
@@ -335,11 +353,13 @@ class JsonlParser {
 };
 
 // The value of JSON `v` as `type`: *i for integers, bools and timestamps, *d
-// for floats, *s for strings. False when it is not one. `lenient` (a declared
-// type, or --strings) also takes integer ticks as timestamps, numbers and
-// booleans as their text in string columns, and strings holding numbers in
-// number columns.
-bool JsonCell(FeatureType type, const ColumnValue& v, bool lenient, int64_t* i, double* d, std::string* s) {
+// for floats, *s for strings (a view of v, or of *text for a value's JSON
+// text). False when it is not one. `lenient` (a declared type, or
+// --strings) also takes integer ticks as timestamps, numbers and booleans as
+// their text in string columns, and strings holding numbers in number
+// columns.
+bool JsonCell(FeatureType type, const ColumnValue& v, bool lenient, int64_t* i, double* d, std::string* text,
+              std::string_view* s) {
   const bool number = type == FeatureType::kInt64 || type == FeatureType::kUInt64 || type == FeatureType::kFloat32 ||
                       type == FeatureType::kFloat64;
   if (number && lenient && v.kind == ColumnValue::kString) {  // "580", as a quoted CSV number reads
@@ -380,7 +400,8 @@ bool JsonCell(FeatureType type, const ColumnValue& v, bool lenient, int64_t* i, 
         return true;
       }
       if (!lenient) return false;
-      *s = JsonText(v);
+      *text = JsonText(v);
+      *s = *text;
       return true;
     default: {  // timestamps
       TimestampText ts;
@@ -540,12 +561,30 @@ void FindStart(std::string_view text, ByteRange range, size_t first_row, std::op
   }
 }
 
+// Releases a local input's pages behind a pass, 16 MiB at a time, so that a
+// pass holds little more of its input in memory than the row it reads.
+class ReleaseBehind {
+ public:
+  ReleaseBehind(const MappedInput& in, uint64_t from) : in_(in), done_(from) {}
+  void At(uint64_t pos) {
+    if (pos < done_ + kStep) return;
+    in_.Release(done_, pos);
+    done_ = pos;
+  }
+
+ private:
+  static constexpr uint64_t kStep = 16 << 20;
+  const MappedInput& in_;
+  uint64_t done_;
+};
+
 // Pass 1 over a shard of a CSV: the header, then the kind of values in each
 // column. Errors in the rows go to scan->error, lines numbered from `line`
 // at the shard's start.
-Status ScanCsv(const TableConvertOptions& options, std::string_view text, ByteRange range,
+Status ScanCsv(const TableConvertOptions& options, const MappedInput& in, ByteRange range,
                std::optional<uint64_t> start, uint64_t line, TableScan* scan) {
   const std::string& input = options.input;
+  const std::string_view text = in.text();
   std::vector<CsvCell> cells;
   size_t count = 0;
   CsvReader header(text, input, text.starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0, 1);
@@ -562,6 +601,7 @@ Status ScanCsv(const TableConvertOptions& options, std::string_view text, ByteRa
   FindStart(text, range, header.pos(), start, true, scan);
   scan->start_line = scan->start == header.pos() ? header.line() : line;
   CsvReader csv(text, input, scan->start, scan->start_line);
+  ReleaseBehind behind(in, scan->start);
   Status error;
   while (csv.pos() < range.end) {
     Result<bool> more = csv.Next(&cells, &count);
@@ -569,6 +609,7 @@ Status ScanCsv(const TableConvertOptions& options, std::string_view text, ByteRa
       error = more.status();
       break;
     }
+    behind.At(csv.pos());
     if (BlankLine(cells, count, columns)) continue;
     error = csv.CheckCellCount(cells, count, columns);
     if (!error.ok()) break;
@@ -632,7 +673,7 @@ Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, F
 
 // Pass 2 over a shard of a CSV: its rows into `writer`.
 Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
-                const TablePlan& plan, const TablePlan::Shard& shard, std::string_view text,
+                const TablePlan& plan, const TablePlan::Shard& shard, const MappedInput& in,
                 TableFileWriter* writer, MissingNotes* dropped) {
   const std::string& input = options.input;
   const std::vector<FeatureInfo>& features = plan.features;
@@ -641,11 +682,13 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
   size_t count = 0;
   NumberList list;
   SplitCuts cuts(plan.split_bytes, shard.start);
-  CsvReader csv(text, input, shard.start, shard.line);
+  CsvReader csv(in.text(), input, shard.start, shard.line);
+  ReleaseBehind behind(in, shard.start);
   while (csv.pos() < shard.stop) {
     PCR_RETURN_IF_ERROR(cuts.AtRow(writer, csv.pos()));
     PCR_ASSIGN_OR_RETURN(const bool more, csv.Next(&cells, &count));
     if (!more) break;
+    behind.At(csv.pos());
     if (BlankLine(cells, count, columns)) continue;
     PCR_RETURN_IF_ERROR(csv.CheckCellCount(cells, count, columns));
     for (size_t c = 0; c < columns; ++c) {
@@ -702,6 +745,7 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
       }
       Write(writer, c, type, i, d);
     }
+    FreeHugeCells(&cells);
     PCR_RETURN_IF_ERROR(writer->EndRow());
   }
   return Status::OK();
@@ -710,9 +754,10 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
 // Pass 1 over a shard of JSON Lines: its features in order of first
 // appearance and what their values are. Errors in the rows go to
 // scan->error, lines numbered from `line` at the shard's start.
-Status ScanJsonl(const TableConvertOptions& options, std::string_view text, ByteRange range,
+Status ScanJsonl(const TableConvertOptions& options, const MappedInput& in, ByteRange range,
                  std::optional<uint64_t> start, uint64_t line, TableScan* scan) {
   const std::string& input = options.input;
+  const std::string_view text = in.text();
   JsonlParser parser(input);
   JsonRow row;
   std::unordered_map<std::string, size_t> by_name;
@@ -720,9 +765,11 @@ Status ScanJsonl(const TableConvertOptions& options, std::string_view text, Byte
   FindStart(text, range, text.starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0, start, false, scan);
   scan->start_line = line;
   size_t next = 0;
+  ReleaseBehind behind(in, scan->start);
   Status error = ForEachJsonLineIn(text, scan->start, range.end, line, [&](std::string_view text, uint64_t number,
-                                                                              size_t) -> Status {
+                                                                              size_t offset) -> Status {
     PCR_RETURN_IF_ERROR(parser.ParseLine(text, number, &row));
+    behind.At(offset + text.size());
     ++scan->rows;
     for (size_t k = 0; k < row.count; ++k) {
       const JsonRow::Item& item = row.items[k];
@@ -799,7 +846,7 @@ Status PlanJsonl(const TableConvertOptions& options, const std::map<std::string,
 
 // Pass 2 over a shard of JSON Lines: its rows into `writer`.
 Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
-                  const TablePlan& plan, const TablePlan::Shard& shard, std::string_view text,
+                  const TablePlan& plan, const TablePlan::Shard& shard, const MappedInput& in,
                   TableFileWriter* writer, MissingNotes* dropped) {
   const std::string& input = options.input;
   const std::vector<FeatureInfo>& features = plan.features;
@@ -807,12 +854,15 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
   for (size_t f = 0; f < features.size(); ++f) by_name.emplace(features[f].name, f);
   JsonlParser parser(input);
   JsonRow row;
-  std::string s;
+  std::string json_text;
+  std::string_view s;
   SplitCuts cuts(plan.split_bytes, shard.start);
-  return ForEachJsonLineIn(text, shard.start, shard.stop, shard.line, [&](std::string_view line, uint64_t number,
-                                                                           size_t offset) -> Status {
+  ReleaseBehind behind(in, shard.start);
+  return ForEachJsonLineIn(in.text(), shard.start, shard.stop, shard.line, [&](std::string_view line,
+                                                                                uint64_t number, size_t offset) -> Status {
     PCR_RETURN_IF_ERROR(cuts.AtRow(writer, offset));
     PCR_RETURN_IF_ERROR(parser.ParseLine(line, number, &row));
+    behind.At(offset + line.size());
     for (size_t k = 0; k < row.count; ++k) {
       const JsonRow::Item& item = row.items[k];
       if (item.value.kind == ColumnValue::kNull && (item.map == MapKind::kColumn || item.map == MapKind::kDense)) {
@@ -852,7 +902,7 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
       int64_t i = 0;
       double d = 0;
       const bool lenient = declared.count(info.name) != 0 || options.strings;
-      if (!JsonCell(info.type, item.value, lenient, &i, &d, &s)) {
+      if (!JsonCell(info.type, item.value, lenient, &i, &d, &json_text, &s)) {
         if (options.on_bad_value == BadValue::kMissing) {
           dropped->Add(f, number, item.column, JsonText(item.value));
           continue;
@@ -886,6 +936,7 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
       }
       Write(writer, f, info.type, i, d);
     }
+    row.FreeHuge();
     return writer->EndRow();
   }, nullptr);
 }
@@ -1124,8 +1175,7 @@ Status Scan(const TableConvertOptions& options, const TableInput& t, ByteRange r
   const std::string_view text = in.text();
   auto scan_from = [&](uint64_t line) {
     *scan = {};
-    return t.csv ? ScanCsv(options, text, range, start, line, scan)
-                 : ScanJsonl(options, text, range, start, line, scan);
+    return t.csv ? ScanCsv(options, in, range, start, line, scan) : ScanJsonl(options, in, range, start, line, scan);
   };
   const uint64_t from = std::min(range.begin > 0 ? range.begin - 1 : 0, start.value_or(range.begin));
   for (uint64_t room = 1 << 20;; room *= 16) {
@@ -1153,7 +1203,7 @@ Status WriteShard(const TableConvertOptions& options, const TableInput& t, const
   PCR_RETURN_IF_ERROR(t.in->Fetch(plan.shards[shard].start, plan.shards[shard].stop + 2));
   PCR_ASSIGN_OR_RETURN(auto writer, TableFileWriter::Create(path, plan.features, options.writer));
   MissingNotes dropped(plan.features.size());
-  PCR_RETURN_IF_ERROR((plan.csv ? WriteCsv : WriteJsonl)(options, t.declared, plan, plan.shards[shard], t.in->text(),
+  PCR_RETURN_IF_ERROR((plan.csv ? WriteCsv : WriteJsonl)(options, t.declared, plan, plan.shards[shard], *t.in,
                                                          writer.get(), &dropped));
   dropped.Report(plan.features, report);
   PCR_ASSIGN_OR_RETURN(report->schema, writer->Finish());
@@ -1273,6 +1323,7 @@ Result<TableConvertReport> ConvertTableShard(const TableConvertOptions& options,
     return Status::InvalidArgument(options.input + ": bytes " + std::to_string(sh.from) + " to " +
                                    std::to_string(sh.stop) + " changed since the shards were scanned: convert again");
   }
+  input.in->Release(sh.from, sh.stop);
   TableConvertReport report;
   report.path = part_path;
   PCR_RETURN_IF_ERROR(WriteShard(options, input, plan, shard, part_path, &report));

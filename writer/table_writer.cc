@@ -85,9 +85,9 @@ Status TableFileWriter::EndRow() {
 
 Status TableFileWriter::AppendStream(const StoredStream& s, uint32_t feature, StreamRole role,
                                      uint64_t checksum, StripeInfo* stripe) {
-  stripe->streams.push_back({s.bytes.size(), checksum});
+  stripe->streams.push_back({s.bytes().size(), checksum});
   stripe->table_streams.push_back({feature, role, s.codec, s.raw_length, s.encoding});
-  return file_->Append(s.bytes);
+  return file_->Append(s.bytes());
 }
 
 Status TableFileWriter::WriteStripe() {
@@ -97,7 +97,7 @@ Status TableFileWriter::WriteStripe() {
     const FeatureType type = index_.schema.features[f].type;
     const std::vector<StoredStream> stored = StoreFeatureStreams(type, streams_[f], stripe_rows_, choice_);
     for (size_t r = 0; r < stored.size(); ++r) {
-      PCR_RETURN_IF_ERROR(AppendStream(stored[r], f, RolesOf(type)[r], Checksum64(stored[r].bytes), &stripe));
+      PCR_RETURN_IF_ERROR(AppendStream(stored[r], f, RolesOf(type)[r], Checksum64(stored[r].bytes()), &stripe));
     }
     streams_[f].Clear();
   }

@@ -99,6 +99,13 @@ bool MappedInput::Has(uint64_t begin, uint64_t end) const {
   return std::any_of(fetched_.begin(), fetched_.end(), [&](const auto& r) { return r.first <= begin && end <= r.second; });
 }
 
+void MappedInput::Release(uint64_t begin, uint64_t end) const {
+  if (!mapped_ || sparse_) return;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t first = (begin + page - 1) / page * page, last = std::min<uint64_t>(end, text_.size()) / page * page;
+  if (first < last) madvise(const_cast<char*>(text_.data()) + first, last - first, MADV_DONTNEED);
+}
+
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what) {
   return Status::InvalidArgument(input + ": line " + std::to_string(line) + ", column " +
                                  std::to_string(column) + ": " + what);
@@ -122,14 +129,20 @@ Status CsvReader::CheckCellCount(const std::vector<CsvCell>& cells, size_t count
 // huge cell, is freed rather than held while the rest is converted.
 constexpr size_t kKeptCellCapacity = 1 << 20;
 
+void FreeHugeCells(std::vector<CsvCell>* cells) {
+  for (CsvCell& cell : *cells) {
+    if (cell.text.capacity() > kKeptCellCapacity) std::string().swap(cell.text);
+  }
+}
+
 Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
   if (pos_ >= text_.size()) return false;
   record_line_ = line_;
   *count = 0;
+  FreeHugeCells(cells);
   while (true) {
     if (*count == cells->size()) cells->emplace_back();
     CsvCell& cell = (*cells)[(*count)++];
-    if (cell.text.capacity() > kKeptCellCapacity) std::string().swap(cell.text);  // a huge cell's buffer goes
     cell.text.clear();
     cell.line = line_;
     cell.column = pos_ - line_start_ + 1;

@@ -35,6 +35,9 @@ class MappedInput {
   Status Fetch(uint64_t begin, uint64_t end);
   // Whether text()[begin, end) holds the input's bytes.
   bool Has(uint64_t begin, uint64_t end) const;
+  // A local file's pages within text()[begin, end) leave memory, to be read
+  // from the file again where text() is read there; nothing for an object.
+  void Release(uint64_t begin, uint64_t end) const;
 
  private:
   MappedInput() = default;
@@ -65,6 +68,10 @@ struct CsvCell {
   // Unquoted empty cells and unquoted NA are missing values.
   bool missing() const { return !quoted && (text.empty() || text == "NA"); }
 };
+
+// Frees the buffers that huge cells left (over 1 MiB), as CsvReader::Next
+// does before reading a record.
+void FreeHugeCells(std::vector<CsvCell>* cells);
 
 // Records end at LF, CRLF or a bare CR (as Python's csv module and DuckDB
 // read them); a line break inside quotes is part of the cell.
