@@ -7,10 +7,12 @@ usage: /usr/bin/python3 bench/cell_memory_bench.py BUILD_DIR WORK_DIR [--mb N]
 
 Each input, made once in WORK_DIR, holds a few small rows and one cell of
 N MiB (default 200): a string of one repeated letter (zstd makes it tiny),
-random base64 (zstd saves a quarter), a quoted CSV cell with a doubled quote
-in it, the same strings as JSON Lines, and a JSON Lines sparse feature of
-random 62-bit ids. Peak resident set (ru_maxrss of the child) of one run
-each; what the cell costs is the peak less the one-byte cell's. Prints a Markdown table.
+random base64 (zstd saves a quarter), a quoted CSV cell with a doubled
+quote in it, the same strings as JSON Lines, a JSON string of escapes
+(newlines, quotes, \\u00e9), and a JSON Lines sparse feature of random
+62-bit ids. Peak resident set (ru_maxrss of the child) of one run each;
+what the cell costs is the peak less the one-byte cell's. Prints a
+Markdown table.
 """
 import argparse
 import base64
@@ -46,6 +48,12 @@ def make_inputs(work, n):
         for at in range(0, n, chunk):
             yield base64.b64encode(rng.randbytes(chunk * 3 // 4)).decode()[:min(chunk, n - at)]
 
+    def escaped():
+        pattern = 'ab\\n\\"c\\u00e9'
+        piece = pattern * (chunk // len(pattern))
+        for _ in range(0, n, len(piece)):
+            yield piece
+
     def ids():
         rng = random.Random(2)
         size = 0
@@ -63,6 +71,8 @@ def make_inputs(work, n):
                                                letter("x", n), '"', '}\n{"id": 3, "text": "end"}\n']),
         "JSON Lines, random base64": ("e.jsonl", ['{"id": 1, "text": "small"}\n{"id": 2, "text": ', '"', noise(),
                                                   '"', '}\n{"id": 3, "text": "end"}\n']),
+        "JSON Lines, escapes": ("g.jsonl", ['{"id": 1, "text": "small"}\n{"id": 2, "text": ', '"', escaped(),
+                                            '"', '}\n{"id": 3, "text": "end"}\n']),
         "JSON Lines, sparse ids": ("f.jsonl", ['{"id": 1}\n{"id": 2, "sparse": {"7": ', "[", ids(), "]",
                                                '}}\n{"id": 3}\n']),
     }

@@ -189,9 +189,18 @@ bool JsonCursor::NextElement(bool* done) {
   return true;
 }
 
+constexpr size_t kHugeString = 1 << 20;
+
 bool JsonCursor::String(std::string* out) {
   if (!Consume('"', "a string")) return false;
   out->clear();
+  // Before `more` bytes are appended: a huge string takes at most the rest of
+  // the text, room for which is made once rather than in copies as it doubles.
+  auto room = [&](size_t more) {
+    if (out->capacity() - out->size() < more && out->size() + more >= kHugeString) {
+      out->reserve(out->size() + (text_.size() - pos_));
+    }
+  };
   while (true) {
     if (pos_ >= text_.size()) return Fail("unterminated string");
     const char c = text_[pos_];
@@ -206,11 +215,13 @@ bool JsonCursor::String(std::string* out) {
              static_cast<unsigned char>(text_[end]) >= 0x20) {
         ++end;
       }
+      room(end - pos_);
       out->append(text_.substr(pos_, end - pos_));
       pos_ = end;
       continue;
     }
     if (pos_ + 1 >= text_.size()) return Fail("unterminated string");
+    room(4);  // an escape's bytes: at most a UTF-8 character's
     const char e = text_[pos_ + 1];
     pos_ += 2;
     switch (e) {

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <tuple>
 #include <variant>
 
 #include "format/popularity.h"
@@ -359,15 +360,28 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
     CHECK(rc->output_bytes == report->output_bytes);
     CHECK(rc->schema == report->schema);
     CHECK(!ReorderTable(report->path, report->path, *order, test::Io()).ok());
-    // A second table beside the input would leave its directory unreadable.
+    // A second table beside the input would leave its directory unreadable;
+    // the directory of a table given as a directory holds nothing else.
     const std::string beside_path = dir / "a/reordered.pcr";
-    for (const std::string& in : {dir / "a", report->path}) {
-      auto beside = ReorderTable(in, beside_path, *order, test::Io());
-      REQUIRE(!beside.ok());
-      CHECK_THAT(beside.status().message(), Catch::Contains("would be a second table in"));
+    const std::string inside = "inside " + dir / "a" + ", the table directory it reorders";
+    using Refusal = std::tuple<std::string, std::string, std::string>;
+    for (const auto& [in, out, why] :
+         {Refusal{dir / "a", beside_path, inside}, Refusal{dir / "a", dir / "a/sub/", inside},
+          Refusal{report->path, beside_path, "would be a second table in"}}) {
+      INFO(in << " -> " << out);
+      auto refused = ReorderTable(in, out, *order, test::Io());
+      REQUIRE(!refused.ok());
+      CHECK_THAT(refused.status().message(), Catch::Contains(why));
       CHECK(!std::filesystem::exists(beside_path));
+      CHECK(!std::filesystem::exists(dir / "a/sub"));
     }
     CHECK(Table::Open(dir / "a", {.io = test::Io()}).ok());
+    // A conversion into a table's directory is refused alike.
+    std::filesystem::copy_file(input, dir / "other.jsonl");
+    auto converted = ConvertTable({.input = dir / "other.jsonl", .out_dir = dir / "a"});
+    REQUIRE(!converted.ok());
+    CHECK_THAT(converted.status().message(), Catch::Contains("other.pcr: would be a second table in"));
+    CHECK(!std::filesystem::exists(dir / "a/other.pcr"));
     // So would one in another table's directory.
     auto into_other = ReorderTable(report->path, dir / "c/other.pcr", {"label"}, test::Io());
     REQUIRE(!into_other.ok());
@@ -401,7 +415,7 @@ TEST_CASE("CSV records end at LF, CRLF or a bare CR alike") {
     INFO("line ending " << (ending == "\r" ? "CR" : ending == "\n" ? "LF" : "CRLF"));
     const std::string csv = dir / ("t" + std::to_string(read.size()) + ".csv");
     std::ofstream(csv, std::ios::binary) << text;
-    auto report = ConvertTable({.input = csv, .out_dir = dir / "out"});
+    auto report = ConvertTable({.input = csv, .out_dir = dir / ("out" + std::to_string(read.size()))});
     REQUIRE(report.ok());
     const auto& f = report->schema.features;
     REQUIRE(f.size() == 3);
@@ -446,7 +460,7 @@ TEST_CASE("integers a double holds are kept exactly in float64 columns") {
   // An int64 column keeps every int64 exactly.
   const std::string ints = dir / "ints.csv";
   std::ofstream(ints) << "a\n9223372036854775807\n9007199254740993\n-9223372036854775808\n";
-  auto ri = ConvertTable({.input = ints, .out_dir = dir / "out"});
+  auto ri = ConvertTable({.input = ints, .out_dir = dir / "ints-out"});
   REQUIRE(ri.ok());
   auto ti = Table::Open(ri->path, {.io = test::Io()});
   REQUIRE(ti.ok());
@@ -552,6 +566,12 @@ TEST_CASE("cells larger than a stripe read back exactly, with the rows around th
       CHECK(c[2].present == std::vector<uint8_t>{0, 1, 0});
     }
   }
+  // A huge quoted cell never closed, with a doubled quote in it.
+  const std::string open = dir / "open.csv";
+  std::ofstream(open) << "\"id\",text\n1,\"" << big.substr(0, 2 << 20) << "\"\"" << big.substr(0, 1 << 20) << "\n";
+  auto r = ConvertTable({.input = open, .out_dir = dir / "open"});
+  REQUIRE(!r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("line 2, column 3: quoted field is never closed"));
 }
 
 TEST_CASE("every float spelling keeps a column float, stored bit for bit") {

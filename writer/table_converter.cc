@@ -941,14 +941,18 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
   }, nullptr);
 }
 
-// Refuses a reordered table at `path` in a directory read as a table now
-// (one .pcr file and no dataset manifest): a second one would leave it
-// unreadable.
-Status CheckTableDirectory(const std::string& path) {
+// Refuses a table at `path` in a directory read as a table now (one .pcr
+// file, not one of `parts`, and no dataset manifest): a second one would
+// leave it unreadable.
+Status CheckTableDirectory(const std::string& path, const std::vector<std::string>& parts = {}) {
   const fs::path parent = fs::path(path).parent_path();
   const std::string dir = parent.empty() ? "." : parent.string();
   const Result<Location> where = Locate(dir);
   if (!where.ok() || where->dataset_manifest || !where->TableFile().ok()) return Status::OK();
+  std::error_code ec;
+  for (const std::string& part : parts) {
+    if (fs::equivalent(part, *where->TableFile(), ec)) return Status::OK();
+  }
   return Status::InvalidArgument(path + ": would be a second table in " + dir + " (beside " +
                                  fs::path(where->pcr_files.front()).filename().string() +
                                  "), which readers then refuse: a table directory holds one .pcr file; write to "
@@ -1257,6 +1261,7 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   TableConvertReport report;
   report.path = TablePathIn(options);
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
+  PCR_RETURN_IF_ERROR(CheckTableDirectory(report.path));
   TableScan scan;
   PCR_RETURN_IF_ERROR(Scan(options, input, {0, input.in->text().size()}, {}, &scan));
   TablePlan plan;
@@ -1339,6 +1344,7 @@ Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
   if (parts.empty()) return Status::InvalidArgument(report.path + ": no parts to merge");
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
+  PCR_RETURN_IF_ERROR(CheckTableDirectory(report.path, parts));
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({}));
   std::vector<std::unique_ptr<PcrFile>> files;
   std::vector<FeatureInfo> counts;
@@ -1441,6 +1447,18 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
     report.path = (fs::path(output) / fs::path(in.path()).filename()).string();
   }
   const std::string dir = fs::path(report.path).parent_path().string();
+  if (fs::is_directory(input, ec)) {
+    auto slashed = [&ec](const fs::path& p) {
+      std::string s = fs::weakly_canonical(fs::absolute(p), ec).string();
+      while (s.ends_with('/')) s.pop_back();
+      return s + "/";
+    };
+    if (slashed(dir.empty() ? "." : dir).starts_with(slashed(input))) {
+      return Status::InvalidArgument(output + ": inside " + input + ", the table directory it reorders, which "
+                                     "must hold its one table alone: write the reordered table to a directory "
+                                     "beside it");
+    }
+  }
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(dir.empty() ? "." : dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
   PCR_RETURN_IF_ERROR(CheckTableDirectory(report.path));

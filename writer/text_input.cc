@@ -160,6 +160,16 @@ Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
             line_start_ = i + 1;
           }
         }
+        const size_t after = cell.text.size() + (q - pos_);
+        if (after >= kKeptCellCapacity && cell.text.capacity() <= after) {
+          // A huge quoted cell: room for the rest of it at once, rather than
+          // copies as it doubles.
+          size_t close = q;
+          while (close != std::string_view::npos && close + 1 < text_.size() && text_[close + 1] == '"') {
+            close = text_.find('"', close + 2);
+          }
+          if (close != std::string_view::npos) cell.text.reserve(cell.text.size() + (close - pos_));
+        }
         cell.text.append(text_.substr(pos_, q - pos_));
         pos_ = q + 1;
         if (pos_ < text_.size() && text_[pos_] == '"') {

@@ -915,6 +915,16 @@ class PyTable {
     const std::string path = path_arg.string();
     if (job && !access_log) throw py::value_error("job names the job in access log lines: give access_log too");
     if (job && job->empty()) throw py::value_error("job must not be empty");
+    if (access_log) {  // refused now, not at the first read
+      std::error_code ec;
+      const std::filesystem::path dir = std::filesystem::absolute(*access_log, ec).parent_path();
+      if (!std::filesystem::is_directory(dir, ec)) {
+        throw py::value_error("access_log " + access_log->string() + ": its directory does not exist");
+      }
+      if (std::filesystem::is_directory(*access_log, ec)) {
+        throw py::value_error("access_log " + access_log->string() + ": a directory; give the log file's path");
+      }
+    }
     const pcr::TableReaderOptions options{.io = IoOptions(engine, direct, remote),
                                           .access_log = access_log ? pcr::FileAccessLog(access_log->string()) : nullptr,
                                           .job = job.value_or("")};

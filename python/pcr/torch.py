@@ -231,6 +231,9 @@ class _EpochLoader(_data.IterableDataset):
         state = dict(self.__dict__)
         if multiprocessing.context.get_spawning_popen() is None:
             state["_shared"] = list(self._shared)  # a copy, not shared
+        elif self._rank is None:
+            # A spawned DataLoader worker has no process group: it takes this process's rank.
+            state["_rank"], state["_world"] = self._share()
         return state
 
     def __setstate__(self, state):
@@ -259,7 +262,8 @@ class ImageLoader(_EpochLoader):
 
     Shares: the rank and world size are `rank` and `world_size`, given
     together, or else come from torch.distributed when it is initialised
-    (else 0 and 1). As with DistributedSampler, every
+    (else 0 and 1), in the process that iterates the loader or starts its
+    DataLoader workers (spawned ones too). As with DistributedSampler, every
     rank gets len(loader) batches: `uneven="pad"` gives each rank
     ceil(images / world_size) images, repeating at most world_size - 1 of the
     epoch's first images, the last batch short if batch_size does not divide
@@ -284,7 +288,9 @@ class ImageLoader(_EpochLoader):
     read-ahead into the groups after them and no page cache. `path` may be
     http(s):// or s3://, read as `remote` (a dict of RemoteOptions) says.
     `decoder` is as in pcr.decode: "auto", "pcr" or "libjpeg", all giving
-    the same pixels. Arguments are checked here, in the calling process.
+    the same pixels. Arguments are checked here, in the calling process. The
+    dataset is opened again each epoch: one that then holds another number
+    of images raises OSError; make a new loader for it.
     """
 
     def __init__(
@@ -349,6 +355,9 @@ class ImageLoader(_EpochLoader):
 
     def _batches(self, share: dict):
         ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
+        if len(ds) != self._num_items:
+            raise OSError(f"{self.path}: holds {len(ds)} images, not the {self._num_items} it held when this "
+                          "ImageLoader was made: make a new ImageLoader")
         it = _pcr.ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
                               fields=self.fields, **share, **self.decoder_options)
         for images, labels, *fields in it:
@@ -387,7 +396,9 @@ class TableLoader(_EpochLoader):
     workers. `access_log` and `job` are pcr.Table's: every worker logs the
     projection it reads, under one job for the whole loader (default
     $PCR_JOB_ID, else this process's host:pid; give every rank the same
-    job). Arguments are checked here.
+    job). Arguments are checked here. The table is opened again each epoch:
+    one replaced by another (other rows or content id) raises OSError, as
+    len(loader) would no longer hold; make a new loader for it.
     """
 
     def __init__(
@@ -424,12 +435,14 @@ class TableLoader(_EpochLoader):
             access_log = os.fspath(access_log)
             if not os.path.isdir(os.path.dirname(os.path.abspath(access_log))):
                 raise ValueError(f"access_log {access_log}: its directory does not exist")
+            if os.path.isdir(access_log):
+                raise ValueError(f"access_log {access_log}: a directory; give the log file's path")
             # One job for every DataLoader worker and epoch of this loader.
             job = job or _pcr._default_job_id()
         self.path, self.engine, self.direct, self.remote = path, engine, direct, remote
         self.access_log, self.job = access_log, job
         probe = _pcr.Table(path, engine, direct, remote)
-        self._num_items = probe.num_rows
+        self._num_items, self._content_id = probe.num_rows, probe.content_id
         types = {f["name"]: f["type"] for f in probe.schema}
         by_id = {str(f["id"]): f["name"] for f in probe.schema if f.get("id") is not None}
         self.dense = [by_id.get(str(d), str(d)) for d in dense]
@@ -450,6 +463,10 @@ class TableLoader(_EpochLoader):
 
     def _batches(self, share: dict):
         table = _pcr.Table(self.path, self.engine, self.direct, self.remote, self.access_log, self.job)
+        if (table.content_id, table.num_rows) != (self._content_id, self._num_items):
+            raise OSError(f"{self.path}: another table ({table.num_rows} rows, content id {table.content_id}) than "
+                          f"when this TableLoader was made ({self._num_items} rows, content id "
+                          f"{self._content_id}): make a new TableLoader")
         it = _pcr.TableLoader(table, batch_size=self.batch_size, features=self.features + self.dense, **share)
         for rows, columns in it:
             batch = {"rows": _torch.from_numpy(rows)}

@@ -300,6 +300,9 @@ def test_tables_equal_the_one_process_conversion(client, tmp_path):
     assert (tmp_path / "default" / "rows.pcr").read_bytes() == (tmp_path / "cli-default" / "rows.pcr").read_bytes()
     with pytest.raises(ValueError, match="rows.pcr: already exists"):
         pcr.dask.convert_table(tmp_path / "rows.csv", tmp_path / "default", progress=False)
+    shutil.copy(tmp_path / "rows.csv", tmp_path / "other.csv")
+    with pytest.raises(ValueError, match=r"other.pcr: would be a second table in .*default \(beside rows.pcr\)"):
+        pcr.dask.convert_table(tmp_path / "other.csv", tmp_path / "default", progress=False)
 
 
 def test_table_parts_are_kept_only_for_the_same_input_and_nothing_else_is_removed(client, tmp_path):

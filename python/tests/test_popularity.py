@@ -66,6 +66,10 @@ def test_tables_log_what_they_read_and_popularity_counts_jobs(tables, tmp_path):
                                    "table_id": pcr.Table(a).content_id, "job": "cat-job"}]
     with pytest.raises(ValueError, match="give access_log too"):
         pcr.Table(a, job="j")
+    with pytest.raises(ValueError, match="its directory does not exist"):
+        pcr.Table(a, access_log=tmp_path / "no-such-dir" / "x.log")
+    with pytest.raises(ValueError, match="a directory; give the log file's path"):
+        pcr.Table(a, access_log=tmp_path)
 
 
 def test_logs_of_two_tables_are_told_apart(tables, tmp_path):

@@ -2,6 +2,10 @@
 values equal to Table.read's, shuffling, resume, the access log, and the
 tensors EmbeddingBag takes."""
 import json
+import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -169,12 +173,63 @@ def test_arguments_are_checked(table):
         pcr.torch.TableLoader(table, 8, access_log="x.log", job=123)
     with pytest.raises(ValueError, match="its directory does not exist"):
         pcr.torch.TableLoader(table, 8, access_log="/no/such/dir/x.log")
+    with pytest.raises(ValueError, match="a directory; give the log file's path"):
+        pcr.torch.TableLoader(table, 8, access_log=os.path.dirname(table))
     with pytest.raises(TypeError, match="list of names"):
         pcr.torch.TableLoader(table, 8, "label")
     with pytest.raises(ValueError, match="batch_size"):
         pcr.torch.TableLoader(table, 0)
     loader = pcr.torch.TableLoader(table, 8, [100, "label"])  # a map feature by its int id
     assert set(next(iter(loader))) == {"rows", "100", "label"}
+
+
+SPAWNED_RANKS = """
+import json, sys
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import pcr.torch
+
+def run(rank, table, init, out):
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+    loader = pcr.torch.TableLoader(table, 64, ["label"], seed=3)
+    rows = [b["rows"].tolist() for b in pcr.torch.DataLoader(loader, num_workers=2, multiprocessing_context="spawn")]
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump({"len": len(loader), "batches": rows}, f)
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    mp.spawn(run, args=tuple(sys.argv[1:]), nprocs=2)
+"""
+
+
+def test_spawned_workers_take_their_ranks_share(table, tmp_path):
+    # Spawned DataLoader workers have no process group of their own: each
+    # must still read its rank's share, not the whole table.
+    script = tmp_path / "ranks.py"
+    script.write_text(SPAWNED_RANKS)
+    out = tmp_path / "rows"
+    subprocess.run([sys.executable, str(script), str(table), f"file://{tmp_path / 'init'}", str(out)], check=True,
+                   timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    seen = []
+    for rank in range(2):
+        got = json.loads((tmp_path / f"rows.{rank}").read_text())
+        assert len(got["batches"]) == got["len"] == -(-(ROWS // 2) // 64)
+        seen += [r for b in got["batches"] for r in b]
+    assert sorted(seen) == list(range(ROWS))
+
+
+def test_a_table_replaced_between_epochs_is_refused(table, tmp_path):
+    path = tmp_path / "t.pcr"
+    shutil.copy(table, path)
+    loader = pcr.torch.TableLoader(path, 100, ["label"])
+    assert len(list(loader)) == len(loader)
+    rows = [{"label": r} for r in range(ROWS + 1)]
+    (tmp_path / "other.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    other = pcr.convert_table(tmp_path / "other.jsonl", tmp_path / "other")["path"]
+    os.replace(other, path)
+    loader.set_epoch(1)
+    with pytest.raises(OSError, match=r"another table \(1001 rows.*than when this TableLoader was made \(1000 rows"):
+        list(loader)
 
 
 def test_readme_example(tmp_path, monkeypatch):

@@ -91,6 +91,20 @@ def test_loader_batches_cover_the_dataset(distinct_dataset):
     assert labels == [ds.sample(i)[0] for i in seen]
 
 
+def test_a_dataset_replaced_between_epochs_is_refused(data_dir, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(data_dir / "sample", src)
+    pcr.convert_images(str(src), str(tmp_path / "ds"), images_per_record=4)
+    loader = eval_loader(tmp_path / "ds")
+    assert len(list(loader)) == len(loader)
+    shutil.rmtree(src / sorted(os.listdir(src))[0])
+    shutil.rmtree(tmp_path / "ds")
+    pcr.convert_images(str(src), str(tmp_path / "ds"), images_per_record=4)
+    loader.set_epoch(1)
+    with pytest.raises(OSError, match=r"holds \d+ images, not the 24 it held when this ImageLoader was made"):
+        list(loader)
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("uneven", ["pad", "drop"])
 def test_lengths_and_shares_for_any_world_and_workers(distinct_dataset, uneven, workers):
