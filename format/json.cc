@@ -2,6 +2,7 @@
 
 #include <locale.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -195,11 +196,12 @@ bool JsonCursor::String(std::string* out) {
   if (!Consume('"', "a string")) return false;
   out->clear();
   // Before `more` bytes are appended: a huge string takes at most the rest of
-  // the text, room for which is made once rather than in copies as it doubles.
+  // its text, room for which is made once rather than in copies as it doubles.
   auto room = [&](size_t more) {
-    if (out->capacity() - out->size() < more && out->size() + more >= kHugeString) {
-      out->reserve(out->size() + (text_.size() - pos_));
-    }
+    if (out->capacity() - out->size() >= more || out->size() + more < kHugeString) return;
+    size_t end = pos_;
+    while (end < text_.size() && text_[end] != '"') end += text_[end] == '\\' ? 2 : 1;
+    out->reserve(out->size() + (std::min(end, text_.size()) - pos_));
   };
   while (true) {
     if (pos_ >= text_.size()) return Fail("unterminated string");

@@ -350,7 +350,9 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
         raise ValueError(f"{os.path.join(out, stem + '.pcr')}: already exists; choose another output")
     if not out.startswith("s3://") and os.path.exists(out) and not os.path.isdir(out):
         raise ValueError(f"{out}: not a directory; choose another output")
-    tables = sorted(f for f in os.listdir(out) if f.endswith(".pcr")) if os.path.isdir(out) else []
+    # (Parts left in out by an earlier run with parts_dir=out are not tables.)
+    tables = sorted(f for f in os.listdir(out) if f.endswith(".pcr") and "-part-" not in f) if os.path.isdir(out) \
+        else []
     if len(tables) == 1 and not os.path.exists(os.path.join(out, "dataset.pcrd")):
         raise ValueError(f"{os.path.join(out, stem + '.pcr')}: would be a second table in {out} (beside {tables[0]}), "
                          "which readers then refuse: a table directory holds one .pcr file; write to another directory")

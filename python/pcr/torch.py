@@ -135,6 +135,7 @@ class _EpochLoader(_data.IterableDataset):
         self.batch_size, self.seed, self.shuffle = batch_size, seed, shuffle
         self.shuffle_buffer, self.uneven = shuffle_buffer, uneven
         self._rank, self._world = rank, world_size
+        self._spawned_share = None  # the share of the process that spawned this one
         # Epoch, batches to resume after, and the epoch (+1) and worker count
         # of the last iteration by DataLoader workers: shared with the
         # workers, so set_epoch and load_state_dict reach persistent ones.
@@ -155,7 +156,7 @@ class _EpochLoader(_data.IterableDataset):
 
         if dist.is_available() and dist.is_initialized():
             return dist.get_rank(), dist.get_world_size()
-        return 0, 1
+        return self._spawned_share or (0, 1)
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch to iterate next. Another epoch than the current one starts
@@ -232,8 +233,8 @@ class _EpochLoader(_data.IterableDataset):
         if multiprocessing.context.get_spawning_popen() is None:
             state["_shared"] = list(self._shared)  # a copy, not shared
         elif self._rank is None:
-            # A spawned DataLoader worker has no process group: it takes this process's rank.
-            state["_rank"], state["_world"] = self._share()
+            # For a spawned DataLoader worker, which has no process group of its own.
+            state["_spawned_share"] = self._share()
         return state
 
     def __setstate__(self, state):

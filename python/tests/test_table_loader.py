@@ -189,33 +189,38 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import pcr.torch
 
-def run(rank, table, init, out):
+def run(rank, passed, table, init, out):
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
-    loader = pcr.torch.TableLoader(table, 64, ["label"], seed=3)
-    rows = [b["rows"].tolist() for b in pcr.torch.DataLoader(loader, num_workers=2, multiprocessing_context="spawn")]
+    got = {}
+    for name, loader in (("made", pcr.torch.TableLoader(table, 64, ["label"], seed=3)), ("passed", passed)):
+        workers = pcr.torch.DataLoader(loader, num_workers=2, multiprocessing_context="spawn")
+        got[name] = {"len": len(loader), "batches": [b["rows"].tolist() for b in workers]}
     with open(f"{out}.{rank}", "w") as f:
-        json.dump({"len": len(loader), "batches": rows}, f)
+        json.dump(got, f)
     dist.destroy_process_group()
 
 if __name__ == "__main__":
-    mp.spawn(run, args=tuple(sys.argv[1:]), nprocs=2)
+    table, init, out = sys.argv[1:]
+    mp.spawn(run, args=(pcr.torch.TableLoader(table, 64, ["label"], seed=3), table, init, out), nprocs=2)
 """
 
 
-def test_spawned_workers_take_their_ranks_share(table, tmp_path):
-    # Spawned DataLoader workers have no process group of their own: each
-    # must still read its rank's share, not the whole table.
+def test_spawned_processes_take_their_ranks_share(table, tmp_path):
+    # Spawned DataLoader workers have no process group of their own, and a
+    # loader made before the ranks are spawned knows none yet: each must
+    # still read its rank's share, not the whole table.
     script = tmp_path / "ranks.py"
     script.write_text(SPAWNED_RANKS)
     out = tmp_path / "rows"
     subprocess.run([sys.executable, str(script), str(table), f"file://{tmp_path / 'init'}", str(out)], check=True,
                    timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
-    seen = []
-    for rank in range(2):
-        got = json.loads((tmp_path / f"rows.{rank}").read_text())
-        assert len(got["batches"]) == got["len"] == -(-(ROWS // 2) // 64)
-        seen += [r for b in got["batches"] for r in b]
-    assert sorted(seen) == list(range(ROWS))
+    for name in ("made", "passed"):
+        seen = []
+        for rank in range(2):
+            got = json.loads((tmp_path / f"rows.{rank}").read_text())[name]
+            assert len(got["batches"]) == got["len"] == -(-(ROWS // 2) // 64), name
+            seen += [r for b in got["batches"] for r in b]
+        assert sorted(seen) == list(range(ROWS)), name
 
 
 def test_a_table_replaced_between_epochs_is_refused(table, tmp_path):
