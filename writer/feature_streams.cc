@@ -115,9 +115,8 @@ namespace {
 
 // `in` in zstd when that takes fewer than `limit` bytes.
 bool Zstd(ByteSpan in, int zstd_level, size_t limit, Bytes* out) {
-  const size_t bound = ZSTD_compressBound(in.size());
-  const auto z = std::make_unique_for_overwrite<uint8_t[]>(bound);  // untouched pages take no memory
-  const size_t n = ZSTD_compress(z.get(), bound, in.data(), in.size(), zstd_level);
+  std::unique_ptr<uint8_t[]> z;
+  const size_t n = CompressZstd(in, zstd_level, &z);
   if (ZSTD_isError(n) || n >= limit) return false;
   out->assign(z.get(), z.get() + n);
   return true;

@@ -15,6 +15,12 @@
 
 namespace pcr {
 
+size_t CompressZstd(ByteSpan in, int level, std::unique_ptr<uint8_t[]>* out) {
+  const size_t bound = ZSTD_compressBound(in.size());
+  *out = std::make_unique_for_overwrite<uint8_t[]>(bound);
+  return ZSTD_compress(out->get(), bound, in.data(), in.size(), level);
+}
+
 namespace {
 
 size_t VarintSize(uint64_t v) { return v < 128 ? 1 : 1 + VarintSize(v >> 7); }
@@ -368,9 +374,8 @@ std::vector<uint64_t> Sample(const std::vector<uint64_t>& v) {
 
 size_t ZstdSize(ByteSpan in, int level) {
   if (level == 0 || in.empty()) return in.size();
-  const size_t bound = ZSTD_compressBound(in.size());
-  const auto out = std::make_unique_for_overwrite<uint8_t[]>(bound);  // untouched pages take no memory
-  const size_t n = ZSTD_compress(out.get(), bound, in.data(), in.size(), level);
+  std::unique_ptr<uint8_t[]> out;
+  const size_t n = CompressZstd(in, level, &out);
   return ZSTD_isError(n) ? in.size() : std::min(n, in.size());
 }
 

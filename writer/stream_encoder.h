@@ -3,6 +3,7 @@
 // after zstd and its read cost.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -27,6 +28,10 @@ struct EncodedStream {
   StreamEncoding encoding = StreamEncoding::kPlain;
   Bytes bytes;  // empty when kPlain: the raw bytes are stored as they are
 };
+
+// zstd of `in` into *out, ZSTD_compressBound bytes that are never zero-filled
+// (pages not written take no memory): the compressed size, or a zstd error.
+size_t CompressZstd(ByteSpan in, int level, std::unique_ptr<uint8_t[]>* out);
 
 // Encodes a raw stream of `kind`. REQUIRES: kind is not kStrings, and
 // raw.size() is a multiple of ElementWidth(kind). Thread-safe.

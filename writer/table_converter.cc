@@ -191,15 +191,6 @@ class MissingNotes {
 
 enum class MapKind { kColumn, kDense, kSparse, kScored };
 
-// A value buffer kept for the next row at most; a larger one, left by a
-// huge value, is freed rather than held while the rest is converted.
-constexpr size_t kKeptValueCapacity = 1 << 20;
-
-template <typename T>
-void FreeIfHuge(T* buffer) {
-  if (buffer->capacity() * sizeof(typename T::value_type) > kKeptValueCapacity) T().swap(*buffer);
-}
-
 // What one row holds, in the order of its text.
 struct JsonRow {
   struct Item {
@@ -211,7 +202,7 @@ struct JsonRow {
     std::vector<int64_t> ids;    // sparse and scored features
     std::vector<double> scores;  // scored features
 
-    // Frees the buffers over kKeptValueCapacity that a huge value left.
+    // Frees the buffers over kKeptBufferCapacity that a huge value left.
     void FreeHuge() {
       FreeIfHuge(&value.s);
       FreeIfHuge(&value.text);

@@ -125,14 +125,8 @@ Status CsvReader::CheckCellCount(const std::vector<CsvCell>& cells, size_t count
                         "must be in double quotes (RFC 4180)");
 }
 
-// A cell buffer kept for the next record at most; a larger one, left by a
-// huge cell, is freed rather than held while the rest is converted.
-constexpr size_t kKeptCellCapacity = 1 << 20;
-
 void FreeHugeCells(std::vector<CsvCell>* cells) {
-  for (CsvCell& cell : *cells) {
-    if (cell.text.capacity() > kKeptCellCapacity) std::string().swap(cell.text);
-  }
+  for (CsvCell& cell : *cells) FreeIfHuge(&cell.text);
 }
 
 Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
@@ -161,7 +155,7 @@ Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
           }
         }
         const size_t after = cell.text.size() + (q - pos_);
-        if (after >= kKeptCellCapacity && cell.text.capacity() <= after) {
+        if (after >= kKeptBufferCapacity && cell.text.capacity() <= after) {
           // A huge quoted cell: room for the rest of it at once, rather than
           // copies as it doubles.
           size_t close = q;

@@ -69,8 +69,17 @@ struct CsvCell {
   bool missing() const { return !quoted && (text.empty() || text == "NA"); }
 };
 
-// Frees the buffers that huge cells left (over 1 MiB), as CsvReader::Next
-// does before reading a record.
+// A buffer of a cell or value kept for the next row at most; a larger one,
+// left by a huge cell, is freed rather than held while the rest is
+// converted.
+constexpr size_t kKeptBufferCapacity = 1 << 20;
+template <typename T>
+void FreeIfHuge(T* buffer) {
+  if (buffer->capacity() * sizeof(typename T::value_type) > kKeptBufferCapacity) T().swap(*buffer);
+}
+
+// Frees the buffers that huge cells left, as CsvReader::Next does before
+// reading a record.
 void FreeHugeCells(std::vector<CsvCell>* cells);
 
 // Records end at LF, CRLF or a bare CR (as Python's csv module and DuckDB
