@@ -19,14 +19,18 @@ namespace http_internal {
 struct Transfer {
   RemoteRead read;
   bool head = false;
-  uint64_t* size = nullptr;  // HEAD: the object's size, on success
+  HttpClient::ObjectInfo* info = nullptr;  // HEAD: the object's size and digest, on success
   size_t* pending = nullptr;  // of the call that asked, guarded by the client's mu_
   CURL* handle = nullptr;
   curl_slist* headers = nullptr;
   std::string range;          // "first-last", empty for HEAD
   uint64_t received = 0;
   bool overflow = false;
-  std::string content_range;  // the answer's Content-Range value
+  std::vector<std::pair<std::string, std::string>> answer_headers;  // of the last answer: lowercase names
+  std::string error_body;     // of an answer other than 200 and 206, its start
+  bool answered = false;      // some attempt had an answer's first byte
+  std::string probed;         // a failed HEAD's error, while a GET asks for the error's body
+  Clock::time_point first_start;  // of the first attempt
   unsigned attempt = 0;
   Clock::time_point ready;    // not before this (backoff)
   Clock::time_point moved;    // when the last byte arrived, or the attempt started
@@ -46,7 +50,12 @@ size_t Write(char* data, size_t size, size_t n, void* user) {
   const size_t bytes = size * n;
   long status = 0;
   curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
-  if (t->head || (status != 200 && status != 206)) return bytes;  // an error's body, not data
+  if (t->head) return bytes;
+  if (status != 200 && status != 206) {  // an error's body, not data
+    constexpr size_t kKept = 64 << 10;
+    if (t->error_body.size() < kKept) t->error_body.append(data, std::min(bytes, kKept - t->error_body.size()));
+    return bytes;
+  }
   if (bytes > t->read.length - t->received) {
     t->overflow = true;
     return 0;  // more than the range: the server ignored it
@@ -57,19 +66,30 @@ size_t Write(char* data, size_t size, size_t n, void* user) {
 }
 
 size_t Header(char* data, size_t size, size_t n, void* user) {
-  const std::string_view line(data, size * n);
-  constexpr std::string_view kName = "content-range:";
-  if (line.size() > kName.size()) {
-    std::string head(line.substr(0, kName.size()));
-    std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (head == kName) {
-      std::string value(line.substr(kName.size()));
-      value.erase(0, value.find_first_not_of(" \t"));
-      while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.pop_back();
-      static_cast<Transfer*>(user)->content_range = value;
-    }
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  t->answered = true;
+  t->moved = Clock::now();
+  if (line.starts_with("HTTP/")) {  // a new answer (after a 100 or a redirect)
+    t->answer_headers.clear();
+    return size * n;
   }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return size * n;
+  std::string name(line.substr(0, colon));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+  t->answer_headers.emplace_back(std::move(name), std::string(value));
   return size * n;
+}
+
+std::string HeaderValue(const Transfer& t, std::string_view name) {
+  for (const auto& [n, v] : t.answer_headers) {
+    if (n == name) return v;
+  }
+  return "";
 }
 
 // Aborts a transfer that has moved no byte for its stall limit.
@@ -108,11 +128,10 @@ bool Retryable(CURLcode code, long status) {
 }
 
 std::string Describe(CURLcode code, long status, const Transfer& t) {
+  if (t.stalled && !t.answered) return "no answer in " + std::to_string(t.stall_limit.count()) + " ms";
   if (t.stalled) return "stalled: no byte for " + std::to_string(t.stall_limit.count()) + " ms";
   if (code != CURLE_OK) return curl_easy_strerror(code);
-  if (status == 403 || status == 401) return "access denied (HTTP " + std::to_string(status) + ")";
-  if (status == 404) return "not found (HTTP 404)";
-  return "HTTP " + std::to_string(status);
+  return DescribeHttpError(status, t.error_body, HeaderValue(t, "x-amz-bucket-region"));
 }
 
 }  // namespace
@@ -170,20 +189,26 @@ Result<HttpClient::Target> HttpClient::Prepare(std::string_view path, const std:
   t.url = object.url;
   std::vector<std::pair<std::string, std::string>> headers;
   if (!range.empty()) headers.emplace_back("range", "bytes=" + range);
+  if (head) headers.emplace_back("x-amz-checksum-mode", "ENABLED");
   PCR_ASSIGN_OR_RETURN(t.headers, signer_.Headers(path, object, head ? "HEAD" : "GET", "", headers, Sha256Hex("")));
   return t;
 }
 
-Result<uint64_t> HttpClient::Size(const std::string& path) {
+Result<HttpClient::ObjectInfo> HttpClient::Stat(const std::string& path) {
   Status status;
-  uint64_t size = 0;
+  ObjectInfo info;
   Transfer t;
   t.read = {path, 0, 0, nullptr, &status, 0};
   t.head = true;
-  t.size = &size;
+  t.info = &info;
   Run({&t, 1});
   if (!status.ok()) return status;
-  return size;
+  return info;
+}
+
+Result<uint64_t> HttpClient::Size(const std::string& path) {
+  PCR_ASSIGN_OR_RETURN(const ObjectInfo info, Stat(path));
+  return info.size;
 }
 
 void HttpClient::Fetch(std::span<RemoteRead> reads) {
@@ -243,15 +268,25 @@ bool HttpClient::Start(Transfer* t) {
   t->handle = h;
   t->received = 0;
   t->overflow = false;
-  t->content_range.clear();
+  t->answer_headers.clear();
+  t->error_body.clear();
   t->moved = Clock::now();
+  if (t->attempt == 0) t->first_start = t->moved;
   t->seen = 0;
   t->stall_limit = std::chrono::milliseconds(options_.timeout_ms);
+  if (!t->answered && options_.answer_timeout_ms > 0) {
+    const auto left = std::chrono::milliseconds(options_.answer_timeout_ms) -
+                      std::chrono::duration_cast<std::chrono::milliseconds>(t->moved - t->first_start);
+    if (t->stall_limit.count() == 0 || left < t->stall_limit) t->stall_limit = std::max(left, std::chrono::milliseconds(1));
+  }
   t->stalled = false;
   curl_slist_free_all(t->headers);
   t->headers = nullptr;
   for (const std::string& header : target->headers) t->headers = curl_slist_append(t->headers, header.c_str());
   curl_easy_setopt(h, CURLOPT_URL, target->url.c_str());
+  if (path.starts_with("s3://") && !signer_.ca_bundle().empty()) {
+    curl_easy_setopt(h, CURLOPT_CAINFO, signer_.ca_bundle().c_str());
+  }
   curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // the path as signed
   if (t->head) {
     curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -267,7 +302,7 @@ bool HttpClient::Start(Transfer* t) {
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
   curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.timeout_ms));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(t->stall_limit.count()));
   // Stalls are caught by Progress; curl's averaged low-speed check stays as a backstop.
   if (options_.timeout_ms > 0) {
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -300,32 +335,64 @@ void HttpClient::Complete(Transfer* t, int result, std::vector<Transfer*>* later
   const std::string tries = t->attempt > 0 ? " after " + std::to_string(t->attempt + 1) + " attempts" : "";
   auto retry = [&] {
     if (t->attempt >= options_.retries) return false;
-    t->ready = Clock::now() + std::chrono::milliseconds(100 << std::min(t->attempt, 6u));
+    const auto delay = std::chrono::milliseconds(100 << std::min(t->attempt, 6u));
+    // An endpoint that never answers is not waited for past the answer timeout.
+    if (!t->answered && options_.answer_timeout_ms > 0 &&
+        Clock::now() + delay - t->first_start >= std::chrono::milliseconds(options_.answer_timeout_ms)) {
+      return false;
+    }
+    t->ready = Clock::now() + delay;
     ++t->attempt;
     later->push_back(t);
     return true;
   };
+  // A 404 is NotFound, but for a missing bucket (which a GET's body tells).
+  auto failure = [&](const std::string& where, const std::string& why) {
+    const bool missing = code == CURLE_OK && status == 404 && XmlValue(t->error_body, "Code") != "NoSuchBucket";
+    return missing ? Status::NotFound(where + ": " + why) : Status::IOError(where + ": " + why + tries);
+  };
+  if (!t->probed.empty()) {
+    Finish(t, failure(path, code == CURLE_OK && status >= 300 ? Describe(code, status, *t) : t->probed));
+    return;
+  }
   if (t->head) {
+    // A HEAD's error has no body: a GET of one byte asks for S3's code and message.
+    if (code == CURLE_OK && status >= 300 && status < 500 && status != 429) {
+      t->probed = Describe(code, status, *t);
+      t->head = false;
+      t->range = "0-0";
+      t->ready = Clock::now();
+      later->push_back(t);
+      return;
+    }
     if (code == CURLE_OK && status == 200 && length >= 0) {
-      *t->size = static_cast<uint64_t>(length);
+      t->info->size = static_cast<uint64_t>(length);
+      t->info->digest = DigestFromHeaders(t->answer_headers, path.starts_with("s3://") && options_.etag_is_md5);
       Finish(t, Status::OK());
     } else if (!Retryable(code, status) || !retry()) {
-      const std::string why = code == CURLE_OK && status == 200 ? "no Content-Length" : Describe(code, status, *t);
-      Finish(t, code == CURLE_OK && status == 404 ? Status::NotFound(path + ": " + why)
-                                                  : Status::IOError(path + ": " + why + tries));
+      Finish(t, failure(path, code == CURLE_OK && status == 200 ? "no Content-Length" : Describe(code, status, *t)));
     }
     return;
   }
   const bool whole = r.offset == 0 && status == 200;  // a server may answer a range of all bytes with 200
   const std::string want = "bytes " + t->range + "/" + std::to_string(r.object_size);
-  const bool right_range = whole || r.object_size == 0 ? true : t->content_range == want;
+  const std::string content_range = HeaderValue(*t, "content-range");
+  const bool right_range = whole || r.object_size == 0 ? true : content_range == want;
+  const std::string where = path + ": bytes " + t->range;
   if (code == CURLE_OK && (status == 206 || whole) && t->received == r.length && right_range) {
-    Finish(t, Status::OK());
+    // An answer with a digest of its body is checked against it.
+    const ObjectDigest body = BodyDigestFromHeaders(t->answer_headers);
+    std::string got;
+    if (DigestMatches(body, {reinterpret_cast<const char*>(r.out), r.length}, &got)) {
+      Finish(t, Status::OK());
+    } else if (!retry()) {
+      Finish(t, Status::DataLoss(where + ": the body does not match its " + body.Describe() + " (it has " + got +
+                                 ")" + tries + ": the server or the network damages it"));
+    }
     return;
   }
-  const std::string where = path + ": bytes " + t->range;
   if (code == CURLE_OK && status == 206 && !right_range) {
-    Finish(t, Status::IOError(where + ": answered with Content-Range '" + t->content_range + "', expected '" + want +
+    Finish(t, Status::IOError(where + ": answered with Content-Range '" + content_range + "', expected '" + want +
                               "' (the object changed?)"));
     return;
   }
@@ -335,9 +402,7 @@ void HttpClient::Complete(Transfer* t, int result, std::vector<Transfer*>* later
   }
   const bool short_body = code == CURLE_OK && status == 206 && t->received != r.length;
   if ((short_body || Retryable(code, status)) && retry()) return;
-  const std::string why = short_body ? "body of " + std::to_string(t->received) + " bytes" : Describe(code, status, *t);
-  Finish(t, code == CURLE_OK && status == 404 ? Status::NotFound(where + ": " + why)
-                                              : Status::IOError(where + ": " + why + tries));
+  Finish(t, failure(where, short_body ? "body of " + std::to_string(t->received) + " bytes" : Describe(code, status, *t)));
 }
 
 void HttpClient::Loop() {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/object_digest.h"
 #include "io/s3_request.h"
 #include "pcr/io.h"
 #include "pcr/status.h"
@@ -47,6 +48,10 @@ struct RemoteRead {
 // (forked() says so); destroying it there leaks it rather than hang.
 // A 206 answer must name the range asked for and the object's size
 // (Content-Range); anything else fails, so a changed object is never mixed in.
+// An answer whose body has a digest of its own (Content-MD5, Content-Digest)
+// is checked against it and retried as a network fault; one that keeps
+// failing is DataLoss. A request that no attempt got an answer to fails
+// after RemoteOptions::answer_timeout_ms.
 class HttpClient {
  public:
   // S3 credentials and region are read from the environment now.
@@ -55,13 +60,24 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // The object's size (a HEAD request). NotFound on 404, IOError naming
-  // the object on 403 and on failures left after the retries.
+  struct ObjectInfo {
+    uint64_t size = 0;
+    // What the store says the object's bytes are (S3 flexible checksums,
+    // asked for with x-amz-checksum-mode; HTTP Repr-Digest, Digest or
+    // Content-MD5; an S3 ETag that is an MD5, see RemoteOptions::etag_is_md5),
+    // or none.
+    ObjectDigest digest;
+  };
+  // The object's size and digest (a HEAD request). NotFound on 404 (but for
+  // S3's NoSuchBucket), IOError naming the object, the status and S3's error
+  // on other failures left after the retries.
+  Result<ObjectInfo> Stat(const std::string& path);
   Result<uint64_t> Size(const std::string& path);
   // Performs every read; each failed read gets a status naming the object,
   // range and cause. Returns when all have finished.
   void Fetch(std::span<RemoteRead> reads);
 
+  const RemoteOptions& options() const { return options_; }
   // Requests sent so far, retries included.
   uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
   // True in a process forked from the one that made the client: its thread

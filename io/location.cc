@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "io/pcr_file.h"
 #include "io/remote_path.h"
 
 namespace pcr {
@@ -62,9 +63,14 @@ Result<FileKind> ReadFileKind(const std::string& file, IoEngine& engine) {
   Bytes head(kFileHeaderSize);
   ReadRequest read{raf.get(), 0, head.size(), head.data()};
   PCR_RETURN_IF_ERROR(engine.Read({&read, 1}));
-  const Result<FileHeader> header = FileHeader::DecodeFrom(head);
-  if (!header.ok()) return header.status().WithPrefix(file);
-  return header->kind;
+  FileKind kind{};
+  PCR_RETURN_IF_ERROR(LoadRereading(engine, {&read, 1}, [&] {
+    const Result<FileHeader> header = FileHeader::DecodeFrom(head);
+    if (!header.ok()) return header.status().WithPrefix(file);
+    kind = header->kind;
+    return Status::OK();
+  }));
+  return kind;
 }
 
 }  // namespace pcr

@@ -1,8 +1,11 @@
 #include "io/md5.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+
+#include "io/block_feed.h"
 
 namespace pcr {
 
@@ -61,22 +64,28 @@ void Block(const uint8_t* p, uint32_t* h) {
 
 }  // namespace
 
-std::string Md5(std::string_view data) {
-  uint32_t h[4] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476};
-  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-  size_t n = data.size();
-  for (; n >= 64; n -= 64, p += 64) Block(p, h);
+void Md5Hasher::Update(std::string_view data) {
+  FeedBlocks(data, block_, &buffered_, &total_, [this](const uint8_t* b) { Block(b, h_); });
+}
+
+std::string Md5Hasher::Finish() {
   // The last bytes, a 1 bit, zeros and the length in bits.
   uint8_t tail[128] = {};
-  std::memcpy(tail, p, n);
-  tail[n] = 0x80;
-  const size_t tail_size = n < 56 ? 64 : 128;
-  const uint64_t bits = uint64_t{data.size()} * 8;
+  std::memcpy(tail, block_, buffered_);
+  tail[buffered_] = 0x80;
+  const size_t tail_size = buffered_ < 56 ? 64 : 128;
+  const uint64_t bits = total_ * 8;
   for (int i = 0; i < 8; ++i) tail[tail_size - 8 + static_cast<size_t>(i)] = static_cast<uint8_t>(bits >> (8 * i));
-  for (size_t off = 0; off < tail_size; off += 64) Block(tail + off, h);
+  for (size_t off = 0; off < tail_size; off += 64) Block(tail + off, h_);
   std::string out(16, '\0');
-  for (int i = 0; i < 16; ++i) out[static_cast<size_t>(i)] = static_cast<char>(h[i / 4] >> (8 * (i % 4)));
+  for (int i = 0; i < 16; ++i) out[static_cast<size_t>(i)] = static_cast<char>(h_[i / 4] >> (8 * (i % 4)));
   return out;
+}
+
+std::string Md5(std::string_view data) {
+  Md5Hasher h;
+  h.Update(data);
+  return h.Finish();
 }
 
 std::string Md5Hex(std::string_view data) {

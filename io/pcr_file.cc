@@ -11,6 +11,29 @@ namespace pcr {
 
 namespace fs = std::filesystem;
 
+
+Status LoadRereading(IoEngine& engine, std::span<ReadRequest> reads, const std::function<Status()>& load) {
+  Status loaded = load();
+  if (loaded.ok() || loaded.code() != StatusCode::kCorruption || !reads[0].file->remote()) return loaded;
+  auto sum = [&] {
+    uint64_t h = 0;
+    for (const ReadRequest& r : reads) h = h * 31 + Checksum64(ByteSpan(r.out, r.length));
+    return h;
+  };
+  const uint64_t first = sum();
+  bool differed = false;
+  unsigned attempt = 1;
+  for (; attempt <= engine.options().remote.retries && !loaded.ok(); ++attempt) {
+    std::vector<ReadRequest> again(reads.begin(), reads.end());
+    PCR_RETURN_IF_ERROR(engine.Read(again));
+    differed |= sum() != first;
+    loaded = load();
+  }
+  if (loaded.ok() || !differed) return loaded;
+  return Status::DataLoss(loaded.message() + "; its bytes differed between " + std::to_string(attempt) +
+                          " reads: the store or the network damages them");
+}
+
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {
   PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));
   return Open(std::move(raf), engine);
@@ -55,15 +78,17 @@ Result<std::vector<std::unique_ptr<PcrFile>>> PcrFile::OpenAll(std::vector<std::
     }
     PCR_RETURN_IF_ERROR(engine->Read(reads));
     std::vector<Bytes> indexes(n);
-    reads.clear();
+    std::vector<ReadRequest> index_reads;
     for (size_t i = 0; i < n; ++i) {
       PcrFile& f = *out[first + i];
-      PCR_RETURN_IF_ERROR(f.LoadHead(heads[i], foots[i]));
+      PCR_RETURN_IF_ERROR(LoadRereading(*engine, {&reads[2 * i], 2}, [&] { return f.LoadHead(heads[i], foots[i]); }));
       indexes[i].resize(f.footer_.index_length);
-      reads.push_back({&f.file(), f.footer_.index_offset, indexes[i].size(), indexes[i].data()});
+      index_reads.push_back({&f.file(), f.footer_.index_offset, indexes[i].size(), indexes[i].data()});
     }
-    PCR_RETURN_IF_ERROR(engine->Read(reads));
-    for (size_t i = 0; i < n; ++i) PCR_RETURN_IF_ERROR(out[first + i]->LoadIndex(indexes[i]));
+    PCR_RETURN_IF_ERROR(engine->Read(index_reads));
+    for (size_t i = 0; i < n; ++i) {
+      PCR_RETURN_IF_ERROR(LoadRereading(*engine, {&index_reads[i], 1}, [&] { return out[first + i]->LoadIndex(indexes[i]); }));
+    }
   }
   return out;
 }

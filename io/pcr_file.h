@@ -1,7 +1,9 @@
 // An open pcr file: header, footer and index checked, streams readable.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,13 @@
 #include "io/io_engine.h"
 
 namespace pcr {
+
+// `load` of bytes `reads` just read. Where it fails with Corruption on a
+// remote file, the reads are made again (up to RemoteOptions::retries) and
+// `load` called again: bytes that differed between reads were damaged on
+// their way (DataLoss once the retries are spent); the same bytes each time
+// are stored so (load's Corruption).
+Status LoadRereading(IoEngine& engine, std::span<ReadRequest> reads, const std::function<Status()>& load);
 
 // Thread safety: after Open, every method may be called from several threads.
 class PcrFile {

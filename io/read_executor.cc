@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "format/checksum.h"
+
 namespace pcr {
 
 ReadRange StreamRange(const PcrFile& file, size_t stripe, size_t stream, uint64_t unit) {
@@ -88,6 +90,7 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
   }
   batch->spans_.assign(ranges.size(), ByteSpan());
   batch->checks_.assign(ranges.size(), Status::OK());
+  std::vector<std::vector<size_t>> failed(reads.size());  // by read: its ranges that fail their checks
   for (size_t i = 0; i < ranges.size(); ++i) {
     const RequestSlice& slice = plan.slices[i];
     if (slice.read != RequestSlice::kNoRead) {
@@ -95,7 +98,33 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
                                   ranges[i].length);
     }
     batch->checks_[i] = Check(ranges[i], batch->spans_[i]);
-    if (!batch->checks_[i].ok() && !keep_going) return batch->checks_[i];
+    if (!batch->checks_[i].ok() && slice.read != RequestSlice::kNoRead) failed[slice.read].push_back(i);
+  }
+  // A remote read whose bytes fail a check is read again: bytes that come
+  // back the same each time are stored so (Corruption); bytes that differ
+  // between reads were damaged on their way (DataLoss once the retries are
+  // spent).
+  for (size_t k = 0; k < reads.size(); ++k) {
+    if (failed[k].empty() || !reads[k].file->remote()) continue;
+    const uint64_t first = Checksum64(ByteSpan(reads[k].out, reads[k].length));
+    bool differed = false;
+    unsigned attempt = 1;
+    for (; attempt <= engine.options().remote.retries && !failed[k].empty(); ++attempt) {
+      ReadRequest again = reads[k];
+      again.status = Status::OK();
+      PCR_RETURN_IF_ERROR(engine.Read({&again, 1}));
+      differed |= Checksum64(ByteSpan(reads[k].out, reads[k].length)) != first;
+      std::erase_if(failed[k], [&](size_t i) { return (batch->checks_[i] = Check(ranges[i], batch->spans_[i])).ok(); });
+    }
+    if (!failed[k].empty() && differed) {
+      for (const size_t i : failed[k]) {
+        batch->checks_[i] = Status::DataLoss(batch->checks_[i].message() + "; its bytes differed between " +
+                                             std::to_string(attempt) + " reads: the store or the network damages them");
+      }
+    }
+  }
+  for (size_t i = 0; i < ranges.size() && !keep_going; ++i) {
+    if (!batch->checks_[i].ok()) return batch->checks_[i];
   }
   return Status::OK();
 }

@@ -2,6 +2,8 @@
 // reader (HttpClient) and the uploader (S3Uploader).
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +16,16 @@
 
 namespace pcr {
 
+// XML text with its five entities and character references decoded.
+std::string XmlText(const std::string& s);
+// The text of the first <tag> element of an XML body, or "".
+std::string XmlValue(const std::string& body, const std::string& tag);
+// An error answer in one phrase, for reads and writes alike: "HTTP 403
+// AccessDenied: Access Denied (access denied: check ...)", with S3's error
+// code and message where the body holds them (a HEAD's has none) and a hint
+// of what to do; `bucket_region` is the x-amz-bucket-region header.
+std::string DescribeHttpError(long status, const std::string& body, std::string_view bucket_region = {});
+
 // Where a request for one object goes.
 struct S3Object {
   std::string url;             // to send the request to, without a query
@@ -21,13 +33,17 @@ struct S3Object {
   std::string canonical_path;  // the path as signed
 };
 
-// The endpoint, region and credentials of RemoteOptions and the AWS_*
-// environment, read once. Thread safety: const methods may be called from
+// The endpoint, region, CA bundle and credentials of RemoteOptions, the
+// AWS_* environment and the AWS profile (LoadAwsProfile), read once, in
+// the AWS SDKs' order. Thread safety: const methods may be called from
 // several threads at once.
 class S3Signer {
  public:
   static S3Signer FromOptions(const RemoteOptions& options);
 
+  // AWS_CA_BUNDLE, else the profile's ca_bundle: the CA certificates S3's
+  // TLS is checked against; empty for the system's.
+  const std::string& ca_bundle() const { return ca_bundle_; }
   // InvalidArgument unless `path` is s3://BUCKET/KEY, or with `bucket_only`
   // s3://BUCKET/ (a request on the bucket, such as a listing).
   Result<S3Object> Locate(std::string_view path, bool bucket_only = false) const;
@@ -42,7 +58,14 @@ class S3Signer {
  private:
   std::string endpoint_;  // scheme://host[:port][/prefix], without a trailing '/'; empty: AWS
   std::string region_;
-  std::optional<AwsCredentials> credentials_;
+  std::string ca_bundle_;
+  // Shared by copies; credentials that expire are loaded again five minutes
+  // before they do.
+  struct Credentials {
+    std::mutex mu;
+    std::optional<AwsCredentials> held;  // guarded by mu
+  };
+  std::shared_ptr<Credentials> credentials_ = std::make_shared<Credentials>();
   Status credentials_status_;  // why credentials could not be loaded
 };
 

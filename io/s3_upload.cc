@@ -16,6 +16,7 @@
 
 #include "io/http_client.h"
 #include "io/md5.h"
+#include "io/object_digest.h"
 
 namespace pcr {
 
@@ -26,68 +27,6 @@ constexpr uint64_t kMaxPartSize = uint64_t{5} << 30;
 constexpr uint64_t kMaxParts = 10000;
 constexpr uint64_t kTailBytes = 64 << 10;  // read back after an upload
 constexpr size_t kMaxBody = 16 << 20;      // kept of an answer's body (a listing page is about 300 KiB)
-
-// The text of the first <tag> element of an XML body, or "".
-// XML text with its five entities and character references decoded.
-std::string XmlText(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const size_t semi = s[i] == '&' ? s.find(';', i) : std::string::npos;
-    if (semi == std::string::npos) {
-      out += s[i];
-      continue;
-    }
-    const std::string name = s.substr(i + 1, semi - i - 1);
-    static const std::pair<const char*, char> kEntities[] = {
-        {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
-    bool known = false;
-    for (const auto& [n, c] : kEntities) {
-      if (name == n) {
-        out += c;
-        known = true;
-      }
-    }
-    if (!known && name.size() > 1 && name[0] == '#') {
-      const bool hex = name[1] == 'x';
-      const std::string digits = name.substr(hex ? 2 : 1);
-      uint32_t cp = 0;
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
-      if (ec == std::errc() && end == digits.data() + digits.size() && cp > 0 && cp < 0x110000) {
-        // UTF-8 of the code point.
-        if (cp < 0x80) {
-          out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-          out += static_cast<char>(0xC0 | (cp >> 6));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-          out += static_cast<char>(0xE0 | (cp >> 12));
-          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-          out += static_cast<char>(0xF0 | (cp >> 18));
-          out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-        known = true;
-      }
-    }
-    if (!known) {
-      out += s[i];
-      continue;
-    }
-    i = semi;
-  }
-  return out;
-}
-
-std::string XmlValue(const std::string& body, const std::string& tag) {
-  const std::string open = "<" + tag + ">", close = "</" + tag + ">";
-  const size_t a = body.find(open);
-  if (a == std::string::npos) return "";
-  const size_t b = body.find(close, a + open.size());
-  return b == std::string::npos ? "" : body.substr(a + open.size(), b - a - open.size());
-}
 
 // The pause before retry `attempt` (from 0): 100 ms doubling, at most 5 s.
 int64_t RetryDelayMs(unsigned attempt) { return std::min<int64_t>(int64_t{100} << std::min(attempt, 16u), 5000); }
@@ -100,14 +39,10 @@ std::string HexBytes(std::string_view hex) {
   return out;
 }
 
-// "HTTP 403 AccessDenied: Access Denied", or why no answer came.
+// "HTTP 403 AccessDenied: Access Denied (access denied: ...)", or why no answer came.
 std::string Describe(const S3Uploader::Response& r) {
   if (r.curl_code != 0) return "request failed: " + r.curl_error;
-  std::string out = "HTTP " + std::to_string(r.status);
-  const std::string code = XmlValue(r.body, "Code"), message = XmlValue(r.body, "Message");
-  if (!code.empty()) out += " " + code;
-  if (!message.empty()) out += ": " + message;
-  return out;
+  return DescribeHttpError(r.status, r.body, r.bucket_region);
 }
 
 size_t WriteBody(char* data, size_t size, size_t n, void* user) {
@@ -126,6 +61,11 @@ size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
     std::string v(line.substr(colon + 1));
     std::erase_if(v, [](char c) { return c == '"' || c == ' ' || c == '\r' || c == '\n'; });
     if (name == "etag") r->etag = v;
+    if (name == "x-amz-bucket-region") r->bucket_region = v;
+    if ((name == "x-amz-server-side-encryption" && v.starts_with("aws:kms")) ||
+        name == "x-amz-server-side-encryption-customer-algorithm") {
+      r->etag_not_md5 = true;
+    }
     if (name == "content-length") r->content_length = std::strtoull(v.c_str(), nullptr, 10);
   }
   return size * n;
@@ -151,6 +91,8 @@ struct Fd {
 };
 
 }  // namespace
+
+bool S3Uploader::EtagIsMd5(const Response& r) const { return remote_.etag_is_md5 && !r.etag_not_md5; }
 
 Status CheckUploadOptions(const UploadOptions& o) {
   if (o.part_size < kMinPartSize || o.part_size > kMaxPartSize) {
@@ -215,6 +157,7 @@ S3Uploader::Response S3Uploader::Attempt(const std::string& method, const std::s
   list = curl_slist_append(list, "Expect:");
   list = curl_slist_append(list, "Content-Type: application/octet-stream");
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  if (!signer_.ca_bundle().empty()) curl_easy_setopt(h, CURLOPT_CAINFO, signer_.ca_bundle().c_str());
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   if (method == "HEAD") {
@@ -256,7 +199,11 @@ Result<S3Uploader::Response> S3Uploader::Send(const std::string& method, const s
   for (unsigned attempt = 0;; ++attempt) {
     Response r = Attempt(method, path, object, query, body, headers);
     if (r.curl_code == -1) return Status::IOError(path + ": " + r.curl_error);
-    const bool transient = r.curl_code != 0 || r.status >= 500 || r.status == 429;
+    // A body the store found damaged on its way (its Content-MD5 or signed
+    // SHA-256 fails) is sent again, as a network fault.
+    const std::string code = r.status == 400 ? XmlValue(r.body, "Code") : "";
+    const bool damaged = code == "BadDigest" || code == "XAmzContentSHA256Mismatch";
+    const bool transient = r.curl_code != 0 || r.status >= 500 || r.status == 429 || damaged;
     if (!transient || attempt >= remote_.retries) return r;
     std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
   }
@@ -271,9 +218,9 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   if (size < upload_.multipart_threshold) {
     std::string body;
     PCR_RETURN_IF_ERROR(ReadAt(file.fd, local, 0, size, &body));
-    PCR_ASSIGN_OR_RETURN(const Response r, Send("PUT", path, "", body, {}));
+    PCR_ASSIGN_OR_RETURN(const Response r, Send("PUT", path, "", body, {{"content-md5", Base64(Md5(body))}}));
     if (r.curl_code != 0 || r.status != 200) return Status::IOError(path + ": upload failed: " + Describe(r));
-    if (r.etag != Md5Hex(body)) {
+    if (EtagIsMd5(r) && r.etag != Md5Hex(body)) {
       return Status::IOError(path + ": the store's ETag " + r.etag + " is not the MD5 of the bytes sent, " +
                              Md5Hex(body));
     }
@@ -290,6 +237,7 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   PCR_RETURN_IF_ERROR(started(upload_id));
   const std::string id_query = "uploadId=" + UriEncode(upload_id, false);
   std::vector<std::string> etags(parts);
+  std::atomic<bool> md5_etags{true};  // every part's ETag is its MD5
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -301,17 +249,18 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
       Status s = ReadAt(file.fd, local, offset, n, &buffer);
       if (s.ok()) {
         const std::string query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
-        auto r = Send("PUT", path, query, buffer, {});
+        auto r = Send("PUT", path, query, buffer, {{"content-md5", Base64(Md5(buffer))}});
         if (!r.ok()) {
           s = r.status();
         } else if (r->curl_code != 0 || r->status != 200) {
           s = Status::IOError(path + ": part " + std::to_string(i + 1) + " of " + std::to_string(parts) +
                               " failed: " + Describe(*r));
-        } else if (r->etag != Md5Hex(buffer)) {
+        } else if (EtagIsMd5(*r) && r->etag != Md5Hex(buffer)) {
           s = Status::IOError(path + ": part " + std::to_string(i + 1) + ": the store's ETag " + r->etag +
                               " is not the MD5 of the bytes sent, " + Md5Hex(buffer));
         } else {
           etags[i] = r->etag;
+          if (!EtagIsMd5(*r)) md5_etags = false;
         }
       }
       if (!s.ok()) {
@@ -336,12 +285,29 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   xml += "</CompleteMultipartUpload>";
   // S3 may answer 200 and report the failure in the body; an internal error
   // or a slow-down is retried as a 5xx would be.
+  // The object's ETag, where the store gives S3's: the MD5 of the parts' MD5s, "-" and the count.
+  std::string digests;
+  for (const std::string& e : etags) digests += HexBytes(e);
+  const std::string expected = Md5Hex(digests) + "-" + std::to_string(parts);
   Response done;
   for (unsigned attempt = 0;; ++attempt) {
     PCR_ASSIGN_OR_RETURN(done, Send("POST", path, id_query, xml, {}));
     const std::string code = XmlValue(done.body, "Code");
     const bool error = done.body.find("<Error>") != std::string::npos;
     if (done.curl_code == 0 && done.status == 200 && !error) break;
+    if (code == "NoSuchUpload") {
+      // An earlier attempt completed it and its answer was lost: the object tells.
+      auto head = Head(path);
+      if (head.ok() && head->size == size && (!md5_etags || head->etag.find('-') == std::string::npos ||
+                                              head->etag == expected)) {
+        PCR_RETURN_IF_ERROR(Check(local, path, size));
+        return head->etag.empty() ? expected : head->etag;
+      }
+      return Status::IOError(path + ": cannot complete the multipart upload: " + Describe(done) +
+                             (head.ok() ? "; the object holds " + std::to_string(head->size) + " bytes, ETag " + head->etag +
+                                              ", not this file's " + std::to_string(size) + " bytes"
+                                        : "; " + head.status().message()));
+    }
     if (done.curl_code != 0 || done.status != 200 || (code != "InternalError" && code != "SlowDown") ||
         attempt >= remote_.retries) {
       (void)Abort(path, upload_id);
@@ -349,15 +315,11 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
   }
-  // The object's ETag, where the store gives S3's: the MD5 of the parts' MD5s, "-" and the count.
   std::string etag = XmlValue(done.body, "ETag");
   for (const std::string_view quote : {"&quot;", "\""}) {
     for (size_t at = etag.find(quote); at != std::string::npos; at = etag.find(quote)) etag.erase(at, quote.size());
   }
-  std::string digests;
-  for (const std::string& e : etags) digests += HexBytes(e);
-  const std::string expected = Md5Hex(digests) + "-" + std::to_string(parts);
-  if (etag.find('-') != std::string::npos && etag != expected) {
+  if (md5_etags && etag.find('-') != std::string::npos && etag != expected) {
     return Status::IOError(path + ": the store's ETag " + etag + " is not the MD5 of the parts' MD5s, " + expected);
   }
   PCR_RETURN_IF_ERROR(Check(local, path, size));
@@ -389,10 +351,7 @@ Result<bool> S3Uploader::Exists(const std::string& path) {
   PCR_ASSIGN_OR_RETURN(const Response r, Send("GET", path, "", "", {{"range", "bytes=0-0"}}));
   if (r.curl_code == 0 && (r.status == 200 || r.status == 206)) return true;
   if (r.curl_code == 0 && r.status == 404 && XmlValue(r.body, "Code") != "NoSuchBucket") return false;
-  std::string hint;
-  if (r.status == 403 || r.status == 401) hint = " (check the credentials and the bucket's permissions)";
-  if (r.status == 404) hint = " (check the bucket's name, and AWS_ENDPOINT_URL for a store other than AWS)";
-  return Status::IOError(path + ": " + Describe(r) + hint);
+  return Status::IOError(path + ": " + Describe(r));
 }
 
 Result<std::vector<S3Uploader::ListedObject>> S3Uploader::List(const std::string& bucket, const std::string& prefix) {
@@ -412,10 +371,7 @@ Result<std::vector<S3Uploader::ListedObject>> S3Uploader::List(const std::string
       std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
     }
     if (r.curl_code != 0 || r.status != 200) {
-      std::string hint;
-      if (r.status == 403 || r.status == 401) hint = " (check the credentials and the bucket's permissions)";
-      if (r.status == 404) hint = " (check the bucket's name, and AWS_ENDPOINT_URL for a store other than AWS)";
-      return Status::IOError(where + ": cannot list: " + Describe(r) + hint);
+      return Status::IOError(where + ": cannot list: " + Describe(r));
     }
     size_t at = 0;
     while (true) {
@@ -430,6 +386,15 @@ Result<std::vector<S3Uploader::ListedObject>> S3Uploader::List(const std::string
         return Status::IOError(where + ": a listing entry without a key or a size");
       }
       o.size = std::stoull(size);
+      o.etag = XmlText(XmlValue(entry, "ETag"));
+      std::erase(o.etag, '"');
+      // S3 lists keys in UTF-8 binary order, each once: anything else would
+      // drop or repeat objects.
+      if (!out.empty() && o.key <= out.back().key) {
+        return Status::IOError(where + ": the listing gives key '" + o.key + "' after '" + out.back().key + "'" +
+                               (o.key == out.back().key ? " again" : "") +
+                               ": the store's listing is not in key order, each key once");
+      }
       out.push_back(std::move(o));
       at = close;
     }
@@ -446,6 +411,56 @@ Result<S3Uploader::ObjectInfo> S3Uploader::Head(const std::string& path) {
   if (r.curl_code == 0 && r.status == 200) return ObjectInfo{r.content_length, r.etag};
   if (r.curl_code == 0 && r.status == 404) return Status::NotFound(path + ": not found");
   return Status::IOError(path + ": " + Describe(r));
+}
+
+Result<std::vector<S3Uploader::OpenUpload>> S3Uploader::ListUploads(const std::string& bucket,
+                                                                    const std::string& prefix) {
+  const std::string where = "s3://" + bucket + "/" + prefix;
+  std::vector<OpenUpload> out;
+  std::string key_marker, id_marker;
+  while (true) {
+    std::string query = "uploads=&prefix=" + UriEncode(prefix, false);
+    if (!key_marker.empty()) {
+      query += "&key-marker=" + UriEncode(key_marker, false) + "&upload-id-marker=" + UriEncode(id_marker, false);
+    }
+    PCR_ASSIGN_OR_RETURN(const Response r, Send("GET", "s3://" + bucket + "/", query, "", {}, true));
+    // A store without the call, or a role without its permission
+    // (s3:ListBucketMultipartUploads): none to abort.
+    if (r.curl_code == 0 && r.status >= 400 && r.status < 500 && r.status != 429) return out;
+    if (r.curl_code == 0 && r.status == 501) return out;
+    if (r.curl_code != 0 || r.status != 200) return Status::IOError(where + ": cannot list multipart uploads: " + Describe(r));
+    if (r.body.find("<ListMultipartUploadsResult") == std::string::npos) return out;
+    for (size_t at = r.body.find("<Upload>"); at != std::string::npos; at = r.body.find("<Upload>", at + 1)) {
+      const size_t close = r.body.find("</Upload>", at);
+      if (close == std::string::npos) break;
+      const std::string entry = r.body.substr(at, close - at);
+      OpenUpload u{XmlText(XmlValue(entry, "Key")), XmlText(XmlValue(entry, "UploadId"))};
+      if (!u.key.empty() && !u.upload_id.empty()) out.push_back(std::move(u));
+    }
+    if (XmlValue(r.body, "IsTruncated") != "true") return out;
+    const std::string next_key = XmlText(XmlValue(r.body, "NextKeyMarker"));
+    const std::string next_id = XmlText(XmlValue(r.body, "NextUploadIdMarker"));
+    if (next_key.empty() || (next_key == key_marker && next_id == id_marker)) {
+      return Status::IOError(where + ": a multipart upload listing marked truncated without a new marker");
+    }
+    key_marker = next_key;
+    id_marker = next_id;
+  }
+}
+
+Status S3Uploader::Put(const std::string& path, std::string_view body) {
+  PCR_ASSIGN_OR_RETURN(const Response r, Send("PUT", path, "", body, {{"content-md5", Base64(Md5(body))}}));
+  if (r.curl_code != 0 || r.status != 200) return Status::IOError(path + ": " + Describe(r));
+  if (EtagIsMd5(r) && r.etag != Md5Hex(body)) {
+    return Status::IOError(path + ": the store's ETag " + r.etag + " is not the MD5 of the bytes sent, " + Md5Hex(body));
+  }
+  return Status::OK();
+}
+
+Status S3Uploader::Delete(const std::string& path) {
+  PCR_ASSIGN_OR_RETURN(const Response r, Send("DELETE", path, "", "", {}));
+  if (r.curl_code == 0 && (r.status == 204 || r.status == 200 || r.status == 404)) return Status::OK();
+  return Status::IOError(path + ": cannot delete: " + Describe(r));
 }
 
 Status S3Uploader::Abort(const std::string& path, const std::string& upload_id) {

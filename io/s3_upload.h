@@ -32,10 +32,15 @@ class S3Uploader {
   // Uploads the local file `local` as the object `path` (s3://BUCKET/KEY)
   // and returns its ETag. A multipart upload calls `started(upload_id)`
   // before its first part, so that a failed run can be cleaned up (Abort).
-  // Each part's ETag must be its MD5 (and a multipart object's, where the
-  // store gives S3's form, the MD5 of theirs), and the object must then
-  // have the file's size and its last bytes; errors name the object and the
-  // HTTP status or S3 error code.
+  // Every body goes with its Content-MD5 (and, signed, its SHA-256), which
+  // the store checks; where ETags are MD5s (RemoteOptions::etag_is_md5, and
+  // the answer says no SSE-KMS or SSE-C), each part's ETag must be its MD5
+  // and a multipart object's, where the store gives S3's form, the MD5 of
+  // theirs. The object must then have the file's size and its last bytes.
+  // A NoSuchUpload answer to CompleteMultipartUpload (the answer to an
+  // earlier attempt lost) is accepted when the object's HEAD and last bytes
+  // say it is complete. Errors name the object and the HTTP status or S3
+  // error code.
   Result<std::string> Upload(const std::string& local, const std::string& path,
                              const std::function<Status(const std::string& upload_id)>& started);
   // Whether the object exists: false for NoSuchKey; a missing bucket, a
@@ -50,12 +55,27 @@ class S3Uploader {
   struct ListedObject {
     std::string key;  // the whole key, prefix included
     uint64_t size = 0;
+    std::string etag;  // without quotes
   };
-  // The objects of s3://BUCKET whose keys start with `prefix`, in key order,
+  // The objects of s3://BUCKET whose keys start with `prefix`, in key order
+  // (IOError naming both keys where a page breaks it or repeats a key),
   // every page of a ListObjectsV2 listing of RemoteOptions::list_page_size
   // keys. Errors name s3://BUCKET/PREFIX and the status: a missing bucket, a
   // refusal.
   Result<std::vector<ListedObject>> List(const std::string& bucket, const std::string& prefix);
+  struct OpenUpload {
+    std::string key;  // the whole key
+    std::string upload_id;
+  };
+  // The multipart uploads open under s3://BUCKET/PREFIX (every page of a
+  // ListMultipartUploads); none from a store that cannot list them or a
+  // role that may not (a 4xx answer, 501, or an answer that is no upload
+  // listing).
+  Result<std::vector<OpenUpload>> ListUploads(const std::string& bucket, const std::string& prefix);
+  // Puts `body` as the object in one PUT, checked as Upload checks it.
+  Status Put(const std::string& path, std::string_view body);
+  // Deletes the object; one already gone counts as deleted.
+  Status Delete(const std::string& path);
   // Aborts a multipart upload; one the store no longer knows counts as
   // aborted, and a store that cannot abort (405, 501) keeps its parts.
   Status Abort(const std::string& path, const std::string& upload_id);
@@ -64,6 +84,8 @@ class S3Uploader {
     long status = 0;
     std::string body;
     std::string etag;  // without quotes
+    std::string bucket_region;  // x-amz-bucket-region
+    bool etag_not_md5 = false;  // the answer says SSE-KMS or SSE-C, whose ETags are not MD5s
     uint64_t content_length = 0;
     int curl_code = 0;
     std::string curl_error;
@@ -80,6 +102,8 @@ class S3Uploader {
                    const std::string& query, std::string_view body,
                    const std::vector<std::pair<std::string, std::string>>& headers);
   Status Check(const std::string& local, const std::string& path, uint64_t size);
+  // Whether the answer's ETag is the MD5 of the body sent.
+  bool EtagIsMd5(const Response& r) const;
   void* TakeHandle();
   void GiveHandle(void* handle);
 

@@ -1,12 +1,21 @@
 #include "io/sigv4.h"
 
+#include <curl/curl.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <mutex>
+#include <set>
+
+#include "format/json.h"
+#include "io/block_feed.h"
 
 namespace pcr {
 
@@ -24,7 +33,7 @@ constexpr std::array<uint32_t, 64> kRoundConstants = {
 
 uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-void Compress(std::array<uint32_t, 8>* h, const uint8_t* block) {
+void Compress(uint32_t* h, const uint8_t* block) {
   uint32_t w[64];
   for (int t = 0; t < 16; ++t) {
     w[t] = uint32_t{block[4 * t]} << 24 | uint32_t{block[4 * t + 1]} << 16 | uint32_t{block[4 * t + 2]} << 8 |
@@ -35,7 +44,7 @@ void Compress(std::array<uint32_t, 8>* h, const uint8_t* block) {
     const uint32_t s1 = Rotr(w[t - 2], 17) ^ Rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
     w[t] = w[t - 16] + s0 + w[t - 7] + s1;
   }
-  uint32_t a = (*h)[0], b = (*h)[1], c = (*h)[2], d = (*h)[3], e = (*h)[4], f = (*h)[5], g = (*h)[6], k = (*h)[7];
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
   for (int t = 0; t < 64; ++t) {
     const uint32_t t1 = k + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRoundConstants[t] + w[t];
     const uint32_t t2 = (Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
@@ -48,14 +57,14 @@ void Compress(std::array<uint32_t, 8>* h, const uint8_t* block) {
     b = a;
     a = t1 + t2;
   }
-  (*h)[0] += a;
-  (*h)[1] += b;
-  (*h)[2] += c;
-  (*h)[3] += d;
-  (*h)[4] += e;
-  (*h)[5] += f;
-  (*h)[6] += g;
-  (*h)[7] += k;
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  h[5] += f;
+  h[6] += g;
+  h[7] += k;
 }
 
 std::string Hex(std::string_view bytes) {
@@ -122,24 +131,29 @@ std::string Trim(std::string_view s) {
 
 }  // namespace
 
-std::string Sha256(std::string_view data) {
-  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-  size_t n = data.size();
-  for (; n >= 64; n -= 64, p += 64) Compress(&h, p);
+void Sha256Hasher::Update(std::string_view data) {
+  FeedBlocks(data, block_, &buffered_, &total_, [this](const uint8_t* b) { Compress(h_, b); });
+}
+
+std::string Sha256Hasher::Finish() {
   uint8_t tail[128] = {};
-  std::memcpy(tail, p, n);
-  tail[n] = 0x80;
-  const size_t blocks = n + 9 <= 64 ? 1 : 2;
-  const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
+  std::memcpy(tail, block_, buffered_);
+  tail[buffered_] = 0x80;
+  const size_t blocks = buffered_ + 9 <= 64 ? 1 : 2;
+  const uint64_t bits = total_ * 8;
   for (int i = 0; i < 8; ++i) tail[blocks * 64 - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
-  for (size_t b = 0; b < blocks; ++b) Compress(&h, tail + 64 * b);
+  for (size_t b = 0; b < blocks; ++b) Compress(h_, tail + 64 * b);
   std::string out(32, '\0');
   for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<char>(h[i] >> (24 - 8 * j));
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<char>(h_[i] >> (24 - 8 * j));
   }
   return out;
+}
+
+std::string Sha256(std::string_view data) {
+  Sha256Hasher h;
+  h.Update(data);
+  return h.Finish();
 }
 
 std::string Sha256Hex(std::string_view data) { return Hex(Sha256(data)); }
@@ -222,23 +236,22 @@ std::string AmzDate(int64_t unix_seconds) {
   return buf;
 }
 
-Result<std::optional<AwsCredentials>> LoadAwsCredentials() {
-  auto env = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr ? std::string(v) : std::string();
-  };
-  AwsCredentials c{env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")};
-  if (!c.access_key_id.empty() && !c.secret_access_key.empty()) return std::optional<AwsCredentials>(c);
-  std::string path = env("AWS_SHARED_CREDENTIALS_FILE");
-  if (path.empty()) {
-    if (env("HOME").empty()) return std::optional<AwsCredentials>();
-    path = env("HOME") + "/.aws/credentials";
-  }
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+// Reads the sections of an AWS shared file: `section(name)` says which
+// section a header names ("" for none of interest), `take(section, key,
+// value, sub)` takes a setting (sub: the key of an indented setting's
+// parent, as "s3" for services). False when the file cannot be opened.
+template <typename Section, typename Take>
+Result<bool> ReadAwsFile(const std::string& path, const Section& section, const Take& take) {
   std::ifstream in(path);
-  if (!in) return std::optional<AwsCredentials>();
-  const std::string profile = env("AWS_PROFILE").empty() ? "default" : env("AWS_PROFILE");
-  c = {};
-  std::string line, section;
+  if (!in) return false;
+  std::string line, current, parent;
   for (uint64_t number = 1; std::getline(in, line); ++number) {
     const std::string t = Trim(line);
     if (t.empty() || t[0] == '#' || t[0] == ';') continue;
@@ -246,21 +259,232 @@ Result<std::optional<AwsCredentials>> LoadAwsCredentials() {
       if (t.back() != ']') {
         return Status::InvalidArgument(path + ": line " + std::to_string(number) + ": unclosed section header");
       }
-      section = Trim(t.substr(1, t.size() - 2));
+      current = section(Trim(t.substr(1, t.size() - 2)));
+      parent.clear();
       continue;
     }
     const size_t eq = t.find('=');
     if (eq == std::string::npos) {
       return Status::InvalidArgument(path + ": line " + std::to_string(number) + ": expected key = value");
     }
-    if (section != profile) continue;
     const std::string key = Trim(t.substr(0, eq)), value = Trim(t.substr(eq + 1));
-    if (key == "aws_access_key_id") c.access_key_id = value;
-    if (key == "aws_secret_access_key") c.secret_access_key = value;
-    if (key == "aws_session_token") c.session_token = value;
+    const bool indented = line[0] == ' ' || line[0] == '\t';
+    if (!indented) parent = value.empty() ? key : "";
+    if (!current.empty()) take(current, key, value, indented ? parent : "");
   }
-  if (c.access_key_id.empty() || c.secret_access_key.empty()) return std::optional<AwsCredentials>();
+  return true;
+}
+
+// "2026-11-27T23:00:00Z" as Unix time; 0 for other text.
+int64_t ParseIsoTime(const std::string& text) {
+  std::tm t{};
+  if (text.size() < 20 || sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour,
+                                 &t.tm_min, &t.tm_sec) != 6) {
+    return 0;
+  }
+  t.tm_year -= 1900;
+  t.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&t));
+}
+
+// The key pair of a credentials JSON document (credential_process's,
+// a container endpoint's, IMDS's), or InvalidArgument naming `where`.
+Result<AwsCredentials> ParseCredentialsJson(const std::string& text, const std::string& where) {
+  AwsCredentials c;
+  JsonCursor json(text);
+  bool done = false;
+  std::string key, value;
+  if (!json.BeginObject()) return Status::InvalidArgument(where + ": gives no JSON object");
+  while (json.NextMember(&key, &done) && !done) {
+    if (json.Peek() != JsonCursor::Kind::kString) {
+      if (!json.SkipValue()) break;
+      continue;
+    }
+    if (!json.String(&value)) break;
+    if (key == "AccessKeyId") c.access_key_id = value;
+    if (key == "SecretAccessKey") c.secret_access_key = value;
+    if (key == "SessionToken" || key == "Token") c.session_token = value;
+    if (key == "Expiration") c.expires = ParseIsoTime(value);
+  }
+  if (!json.error().empty() || c.access_key_id.empty() || c.secret_access_key.empty()) {
+    return Status::InvalidArgument(where + ": gives no AccessKeyId and SecretAccessKey" +
+                                   (json.error().empty() ? "" : " (" + json.error() + ")"));
+  }
+  return c;
+}
+
+size_t AppendBody(char* data, size_t size, size_t n, void* user) {
+  auto* out = static_cast<std::string*>(user);
+  if (out->size() < (1 << 20)) out->append(data, size * n);
+  return size * n;
+}
+
+// One request to a credentials endpoint: its status (0 when no answer came
+// within `timeout_ms`) and body.
+std::pair<long, std::string> CredentialsRequest(const std::string& method, const std::string& url,
+                                                const std::vector<std::string>& headers, long timeout_ms) {
+  CURL* h = curl_easy_init();
+  if (h == nullptr) return {0, ""};
+  std::string body;
+  curl_slist* list = nullptr;
+  for (const std::string& header : headers) list = curl_slist_append(list, header.c_str());
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  long status = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(list);
+  curl_easy_cleanup(h);
+  return {status, body};
+}
+
+// A container's credentials, when its variables name an endpoint.
+Result<std::optional<AwsCredentials>> ContainerCredentials() {
+  std::string url = Env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+  if (!Env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").empty()) {
+    url = "http://169.254.170.2" + Env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+  }
+  if (url.empty()) return std::optional<AwsCredentials>();
+  std::string token = Env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+  if (const std::string file = Env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"); !file.empty()) {
+    std::ifstream in(file);
+    if (!in) return Status::InvalidArgument("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=" + file + ": cannot read");
+    std::getline(in, token);
+    token = Trim(token);
+  }
+  std::vector<std::string> headers;
+  if (!token.empty()) headers.push_back("Authorization: " + token);
+  const std::string where = "the container credentials endpoint " + url;
+  const auto [status, body] = CredentialsRequest("GET", url, headers, 5000);
+  if (status != 200) {
+    return Status::InvalidArgument(where + ": " + (status == 0 ? "no answer" : "HTTP " + std::to_string(status)));
+  }
+  PCR_ASSIGN_OR_RETURN(AwsCredentials c, ParseCredentialsJson(body, where));
   return std::optional<AwsCredentials>(c);
+}
+
+// An EC2 instance role's credentials through IMDSv2; none where no
+// instance metadata service answers.
+std::optional<AwsCredentials> InstanceCredentials() {
+  if (Env("AWS_EC2_METADATA_DISABLED") == "true") return std::nullopt;
+  std::string base = Env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  if (base.empty()) base = "http://169.254.169.254";
+  while (base.ends_with('/')) base.pop_back();
+  // An endpoint that did not answer is not asked again by this process.
+  static std::mutex mu;
+  static std::set<std::string> silent;
+  {
+    std::lock_guard lock(mu);
+    if (silent.count(base)) return std::nullopt;
+  }
+  constexpr long kTimeoutMs = 1000;
+  const auto [token_status, token] = CredentialsRequest(
+      "PUT", base + "/latest/api/token", {"X-aws-ec2-metadata-token-ttl-seconds: 21600"}, kTimeoutMs);
+  if (token_status == 0) {
+    std::lock_guard lock(mu);
+    silent.insert(base);
+  }
+  if (token_status != 200 || token.empty()) return std::nullopt;
+  const std::vector<std::string> headers = {"X-aws-ec2-metadata-token: " + token};
+  const std::string roles = base + "/latest/meta-data/iam/security-credentials/";
+  const auto [role_status, role_list] = CredentialsRequest("GET", roles, headers, kTimeoutMs);
+  const std::string role = Trim(role_list.substr(0, role_list.find('\n')));
+  if (role_status != 200 || role.empty()) return std::nullopt;
+  const auto [status, body] = CredentialsRequest("GET", roles + role, headers, kTimeoutMs);
+  if (status != 200) return std::nullopt;
+  auto c = ParseCredentialsJson(body, "the instance role " + role);
+  if (!c.ok()) return std::nullopt;
+  return *c;
+}
+
+// The key pair a credential_process prints (its JSON, version 1).
+Result<AwsCredentials> RunCredentialProcess(const std::string& command, const std::string& profile) {
+  const std::string where = "credential_process of profile " + profile;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return Status::InvalidArgument(where + ": cannot run: " + std::strerror(errno));
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0 && out.size() < (1 << 20);) out.append(buf, n);
+  const int status = pclose(p);
+  if (status != 0) return Status::InvalidArgument(where + ": exited with status " + std::to_string(status));
+  return ParseCredentialsJson(out, where);
+}
+
+}  // namespace
+
+Result<AwsProfile> LoadAwsProfile() {
+  AwsProfile p;
+  p.named = !Env("AWS_PROFILE").empty();
+  p.name = p.named ? Env("AWS_PROFILE") : "default";
+  const std::string home = Env("HOME");
+  std::string credentials = Env("AWS_SHARED_CREDENTIALS_FILE"), config = Env("AWS_CONFIG_FILE");
+  if (credentials.empty() && !home.empty()) credentials = home + "/.aws/credentials";
+  if (config.empty() && !home.empty()) config = home + "/.aws/config";
+  p.files = credentials + " or " + config;
+  std::map<std::string, std::map<std::string, std::string>> services;  // section: s3 settings
+  auto take = [&](const std::string&, const std::string& key, const std::string& value, const std::string& parent) {
+    if (parent.empty()) p.values.emplace(key, value);
+  };
+  if (!credentials.empty()) {
+    PCR_RETURN_IF_ERROR(ReadAwsFile(
+        credentials,
+        [&](const std::string& name) {
+          p.found |= name == p.name;
+          return name == p.name ? name : "";
+        },
+        take).status());
+  }
+  if (!config.empty()) {
+    PCR_RETURN_IF_ERROR(ReadAwsFile(
+        config,
+        [&](const std::string& name) -> std::string {
+          const bool mine = name == (p.name == "default" ? "default" : "profile " + p.name) ||
+                            (p.name == "default" && name == "profile default");
+          p.found |= mine;
+          if (mine) return "profile";
+          if (name.starts_with("services ")) return name;
+          return "";
+        },
+        [&](const std::string& section, const std::string& key, const std::string& value, const std::string& parent) {
+          if (section == "profile") {
+            take(section, key, value, parent);
+          } else if (parent == "s3") {
+            services[section][key] = value;
+          }
+        }).status());
+  }
+  if (const auto it = p.values.find("services"); it != p.values.end()) {
+    const auto s = services.find("services " + it->second);
+    if (s != services.end() && s->second.count("endpoint_url")) p.s3_endpoint_url = s->second["endpoint_url"];
+  }
+  return p;
+}
+
+Result<std::optional<AwsCredentials>> LoadAwsCredentials() {
+  AwsCredentials c{Env("AWS_ACCESS_KEY_ID"), Env("AWS_SECRET_ACCESS_KEY"), Env("AWS_SESSION_TOKEN")};
+  if (!c.access_key_id.empty() && !c.secret_access_key.empty()) return std::optional<AwsCredentials>(c);
+  PCR_ASSIGN_OR_RETURN(const AwsProfile p, LoadAwsProfile());
+  if (p.named && !p.found) {
+    return Status::InvalidArgument("AWS_PROFILE=" + p.name + ": no such profile in " + p.files);
+  }
+  auto value = [&](const char* key) {
+    const auto it = p.values.find(key);
+    return it == p.values.end() ? std::string() : it->second;
+  };
+  c = {value("aws_access_key_id"), value("aws_secret_access_key"), value("aws_session_token")};
+  if (!c.access_key_id.empty() && !c.secret_access_key.empty()) return std::optional<AwsCredentials>(c);
+  if (!value("credential_process").empty()) {
+    PCR_ASSIGN_OR_RETURN(c, RunCredentialProcess(value("credential_process"), p.name));
+    return std::optional<AwsCredentials>(c);
+  }
+  PCR_ASSIGN_OR_RETURN(std::optional<AwsCredentials> container, ContainerCredentials());
+  if (container) return container;
+  return InstanceCredentials();
 }
 
 }  // namespace pcr

@@ -1,13 +1,18 @@
 """An HTTP server of the files under ROOT that answers single byte ranges and
 damages every Nth GET on purpose, for the network tests.
 
-usage: fault_server.py ROOT PORT FAULT EVERY
+usage: fault_server.py ROOT PORT FAULT EVERY [DIGEST]
 FAULT: 503 (a server error with an S3-style body), drop (the connection
 closes before the body ends), short (a 206 whose Content-Length and body are
 half the range), shift (a 206 of the range one byte on), flip (one body byte
 changed), stall (headers and half the body, then nothing for a minute),
-none.
+hang (nothing at all for a minute, HEADs included),
+none. DIGEST: content-md5 (each body carries the Content-MD5 of the bytes
+it should hold), repr-digest (HEAD and GET answers carry the file's
+Repr-Digest, SHA-256), none (the default, as nginx).
 """
+import base64
+import hashlib
 import http.server
 import os
 import sys
@@ -15,6 +20,12 @@ import threading
 import time
 
 root, port, fault, every = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+digest = sys.argv[5] if len(sys.argv) > 5 else "none"
+
+
+def repr_digest(path):
+    with open(path, "rb") as f:
+        return "sha-256=:" + base64.b64encode(hashlib.sha256(f.read()).digest()).decode() + ":"
 count = 0
 lock = threading.Lock()
 
@@ -30,12 +41,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return path if path.startswith(os.path.abspath(root)) and os.path.isfile(path) else None
 
     def do_HEAD(self):
+        if fault == "hang":
+            time.sleep(60)
+            return
         path = self.target()
         if path is None:
             self.send_error(404)
             return
         self.send_response(200)
         self.send_header("Content-Length", str(os.path.getsize(path)))
+        if digest == "repr-digest":
+            self.send_header("Repr-Digest", repr_digest(path))
         self.end_headers()
 
     def do_GET(self):
@@ -47,6 +63,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             count += 1
             faulty = fault != "none" and count % every == 0
+        if faulty and fault == "hang":
+            time.sleep(60)
+            return
         size = os.path.getsize(path)
         first, last = 0, size - 1
         rng = self.headers.get("Range", "")
@@ -73,6 +92,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(206 if rng else 200)
         self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
         self.send_header("Content-Length", str(len(body)))
+        if digest == "content-md5":
+            self.send_header("Content-MD5", base64.b64encode(hashlib.md5(body).digest()).decode())
+        if digest == "repr-digest":
+            self.send_header("Repr-Digest", repr_digest(path))
         self.end_headers()
         if faulty and fault == "drop":
             self.wfile.write(body[: len(body) // 2])

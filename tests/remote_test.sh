@@ -46,7 +46,7 @@ if grep -q '" 206 ' "$tmp/logs/access.log"; then ok; else bad "no byte-range ans
 # Errors name the URL.
 if ! "$tools/pcr-dump" verify "$url/nothing-here" >"$tmp/out" 2>&1 && grep -q "$url/nothing-here" "$tmp/out" &&
    grep -q 'not a pcr dataset' "$tmp/out"; then ok; else bad "a missing dataset is named"; cat "$tmp/out"; fi
-if ! "$tools/pcr-dump" "$url/t/missing.pcr" >"$tmp/out" 2>&1 && grep -q "$url/t/missing.pcr: not found (HTTP 404)" "$tmp/out"; then
+if ! "$tools/pcr-dump" "$url/t/missing.pcr" >"$tmp/out" 2>&1 && grep -q "$url/t/missing.pcr: HTTP 404 (not found)" "$tmp/out"; then
   ok; else bad "a missing file is named with its status"; cat "$tmp/out"; fi
 
 # Faults: server errors, dropped connections, short bodies and stalls are
@@ -72,19 +72,40 @@ start_fault shift 2
 if ! "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 && grep -q "answered with Content-Range" "$tmp/fault.out"; then
   ok; else bad "an answer for another range is refused"; cat "$tmp/fault.out"; fi
 stop_fault
+# A byte changed the same way at every read is stored so; one changed in
+# some answers is read again.
 start_fault flip 1
 if ! "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 && grep -q 'Corruption: http://127.0.0.1' "$tmp/fault.out"; then
   ok; else bad "a changed byte is caught"; cat "$tmp/fault.out"; fi
 stop_fault
+for every in 3 5; do
+  start_fault flip "$every"
+  for what in "cat ds" "verify ds" "cat t/Soybean.pcr"; do
+    set -- $what
+    if "$tools/pcr-dump" "$1" "http://127.0.0.1:$fport/$2" >"$tmp/fault.out" 2>"$tmp/fault.err" &&
+       "$tools/pcr-dump" "$1" "$tmp/www/$2" | sed "s|$tmp/www|http://127.0.0.1:$fport|g" | cmp -s - "$tmp/fault.out"; then ok; else
+      bad "pcr-dump $what with one GET in $every damaged"; cat "$tmp/fault.err"; fi
+  done
+  stop_fault
+done
 start_fault 503 1
 if ! "$tools/pcr-dump" "http://127.0.0.1:$fport/t/Soybean.pcr" >"$tmp/fault.out" 2>&1 &&
-   grep -q "http://127.0.0.1:$fport/t/Soybean.pcr: bytes .*: HTTP 503 after 5 attempts" "$tmp/fault.out"; then
+   grep -q "http://127.0.0.1:$fport/t/Soybean.pcr: bytes .*: HTTP 503 SlowDown: .* after 5 attempts" "$tmp/fault.out"; then
   ok; else bad "a server that always fails is named after the retries"; cat "$tmp/fault.out"; fi
 stop_fault
 start_fault stall 1
 if ! PCR_REMOTE_RETRIES=1 "$tools/pcr-dump" cat "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 &&
    grep -q "http://127.0.0.1:$fport/ds/.*: bytes .*: stalled: no byte for 1000 ms after 2 attempts" "$tmp/fault.out"; then
   ok; else bad "a server that always stalls is named after the retries"; cat "$tmp/fault.out"; fi
+stop_fault
+# An endpoint that accepts connections and never answers fails after the
+# answer timeout, however many retries are left.
+start_fault hang 1
+started=$(date +%s)
+if ! PCR_REMOTE_ANSWER_TIMEOUT_MS=3000 PCR_REMOTE_TIMEOUT_MS=30000 PCR_REMOTE_RETRIES=20 \
+     "$tools/pcr-dump" "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 &&
+   grep -q "http://127.0.0.1:$fport/ds/dataset.pcrd: no answer in [0-9]* ms" "$tmp/fault.out" &&
+   [ $(($(date +%s) - started)) -lt 20 ]; then ok; else bad "a hung endpoint fails after the answer timeout"; cat "$tmp/fault.out"; fi
 stop_fault
 if ! PCR_REMOTE_CONCURRENCY=0 "$tools/pcr-dump" "$url/ds" >"$tmp/out" 2>&1 && grep -q "PCR_REMOTE_CONCURRENCY='0': expected 1..1024" "$tmp/out"; then
   ok; else bad "a bad PCR_REMOTE_CONCURRENCY is refused"; cat "$tmp/out"; fi

@@ -36,6 +36,17 @@ proxy() {
   proxy_endpoint="http://127.0.0.1:$p"
 }
 
+# kill_mid_upload PREFIX WORK_DIR: the big conversion into s3://pcrtest/PREFIX
+# through the proxy, killed (-9) once a multipart upload is open.
+kill_mid_upload() {
+  AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" "s3://pcrtest/$1" --images-per-record 4096 \
+    --part-size-mib 5 --multipart-threshold-mib 5 --work-dir "$2" >/dev/null 2>&1 &
+  local victim=$!
+  for _ in $(seq 600); do grep -q '^open' "$2/upload.journal" 2>/dev/null && break; sleep 0.1; done
+  kill -9 "$victim" 2>/dev/null
+  wait "$victim" 2>/dev/null
+}
+
 # Images, single PUTs: the local conversion's bytes; the work directory goes.
 "$tools/pcr-convert" images "$data/sample" "$tmp/local" --images-per-record 5 --records-per-file 2 >/dev/null
 if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/img --images-per-record 5 --records-per-file 2 \
@@ -82,6 +93,71 @@ if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3:
      --part-size-mib 5 --multipart-threshold-mib 5 >/dev/null 2>"$tmp/err"; then ok; else bad "multipart upload"; cat "$tmp/err"; fi
 same_objects "multipart upload" "$tmp/biglocal" big
 "$tools/pcr-dump" verify s3://pcrtest/big >/dev/null 2>&1 && ok || bad "verify the multipart upload"
+# Bodies damaged on their way: the store checks each one's Content-MD5 (the
+# proxy does as S3 does, answering 400 BadDigest), and it is sent again.
+proxy flip-puts
+for what in "big 4096" "sample 5"; do
+  set -- $what
+  if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$([ "$1" = big ] && echo "$tmp/big" || echo "$data/sample")" \
+       "s3://pcrtest/flipped-$1" --images-per-record "$2" --part-size-mib 5 --multipart-threshold-mib 5 \
+       >/dev/null 2>"$tmp/err"; then ok; else bad "uploads with damaged bodies ($1)"; cat "$tmp/err"; fi
+done
+same_objects "uploads with damaged bodies" "$tmp/biglocal" flipped-big
+# The answer to CompleteMultipartUpload lost: the retry's NoSuchUpload is
+# checked against the object, which is complete.
+proxy complete-lost
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3://pcrtest/lost-complete \
+     --images-per-record 4096 --part-size-mib 5 --multipart-threshold-mib 5 >/dev/null 2>"$tmp/err"; then ok; else
+  bad "a lost answer to CompleteMultipartUpload"; cat "$tmp/err"; fi
+same_objects "a lost answer to CompleteMultipartUpload" "$tmp/biglocal" lost-complete
+# Multipart uploads left open are aborted: one of a run killed, then run
+# again with another work directory, and one whose answer to
+# CreateMultipartUpload was lost (the proxy answers ListMultipartUploads,
+# which s3rver cannot).
+open_uploads() { curl -s "$proxy_endpoint/pcrtest?uploads&prefix=$1/" | grep -c '<Upload>'; }
+proxy slow-parts,list-uploads
+kill_mid_upload orphans "$tmp/wo1"
+[ "$(open_uploads orphans)" = 1 ] && ok || bad "no multipart upload open after the kill"
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3://pcrtest/orphans --images-per-record 4096 \
+     --part-size-mib 5 --multipart-threshold-mib 5 --work-dir "$tmp/wo2" >/dev/null 2>"$tmp/err"; then ok; else
+  bad "a rerun with another work directory"; cat "$tmp/err"; fi
+[ "$(open_uploads orphans)" = 0 ] && ok || bad "the killed run's upload is left open after a rerun with another work directory"
+same_objects "a rerun with another work directory" "$tmp/biglocal" orphans
+proxy create-lost
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3://pcrtest/created --images-per-record 4096 \
+     --part-size-mib 5 --multipart-threshold-mib 5 >/dev/null 2>"$tmp/err"; then ok; else
+  bad "a lost answer to CreateMultipartUpload"; cat "$tmp/err"; fi
+[ "$(open_uploads created)" = 0 ] && ok || bad "the upload whose creation's answer was lost is left open"
+same_objects "a lost answer to CreateMultipartUpload" "$tmp/biglocal" created
+# Started over with --restart and other options: record files of the first
+# run that the dataset does not hold are deleted once its manifest is up.
+proxy no-manifest
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/stale --images-per-record 1 \
+  --records-per-file 1 --work-dir "$tmp/wst" >/dev/null 2>&1 && bad "a conversion whose manifest is refused succeeded" || ok
+if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/stale --images-per-record 5 --records-per-file 2 \
+     --work-dir "$tmp/wst" --restart >/dev/null 2>"$tmp/err"; then ok; else bad "--restart with other options"; cat "$tmp/err"; fi
+same_objects "--restart with other options" "$tmp/local" stale
+listed=$(curl -s "$endpoint/pcrtest?list-type=2&prefix=stale/" | grep -o '<Key>[^<]*</Key>' | wc -l)
+[ "$listed" = "$(ls "$tmp/local" | wc -l)" ] && ok || bad "--restart left $listed objects for $(ls "$tmp/local" | wc -l) files"
+# A role without s3:ListBucket writes all the same; one without
+# s3:PutObject fails before anything is converted.
+proxy no-list
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/nolist --images-per-record 5 \
+     --records-per-file 2 >/dev/null 2>"$tmp/err"; then ok; else bad "a role without s3:ListBucket"; cat "$tmp/err"; fi
+same_objects "a role without s3:ListBucket" "$tmp/local" nolist
+proxy no-put
+if ! AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/noput --images-per-record 5 \
+       --work-dir "$tmp/wnp" >/dev/null 2>"$tmp/err" &&
+   grep -q "s3://pcrtest/noput: cannot write there (s3:PutObject): s3://pcrtest/noput/.pcr-write-check-.*HTTP 403 AccessDenied" \
+     "$tmp/err" && [ ! -e "$tmp/wnp/out" ]; then ok; else bad "a role without s3:PutObject"; cat "$tmp/err"; fi
+# SSE-KMS: ETags that are not MD5s, as the answers say; uploads go as to any store.
+proxy kms
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3://pcrtest/kms \
+     --images-per-record 4096 --part-size-mib 5 --multipart-threshold-mib 5 >/dev/null 2>"$tmp/err"; then ok; else
+  bad "multipart upload to an SSE-KMS bucket"; cat "$tmp/err"; fi
+same_objects "multipart upload to an SSE-KMS bucket" "$tmp/biglocal" kms
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/kms-small \
+     --images-per-record 5 >/dev/null 2>"$tmp/err"; then ok; else bad "uploads to an SSE-KMS bucket"; cat "$tmp/err"; fi
 
 # Each record file goes up as soon as it is finished: the first is in the
 # store before the last is written.
@@ -211,12 +287,7 @@ if ! "$tools/pcr-convert" images "$data/sample" s3://nobucket/x >/dev/null 2>"$t
 # open, which the rerun aborts (s3rver has no abort and keeps its parts)
 # before it finishes with the same bytes.
 proxy slow-parts
-AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3://pcrtest/killed --images-per-record 4096 \
-  --part-size-mib 5 --multipart-threshold-mib 5 --work-dir "$tmp/wk" >/dev/null 2>&1 &
-victim=$!
-for _ in $(seq 600); do grep -q '^open' "$tmp/wk/upload.journal" 2>/dev/null && break; sleep 0.1; done
-kill -9 "$victim" 2>/dev/null
-wait "$victim" 2>/dev/null
+kill_mid_upload killed "$tmp/wk"
 grep -q '^open' "$tmp/wk/upload.journal" 2>/dev/null && ok || bad "no multipart upload was open when killed"
 "$tools/pcr-dump" s3://pcrtest/killed >/dev/null 2>&1 && bad "a manifest after a kill" || ok
 if "$tools/pcr-convert" images "$tmp/big" s3://pcrtest/killed --images-per-record 4096 --part-size-mib 5 \

@@ -143,6 +143,57 @@ if [ -d "$sigv4" ]; then
     bad "a signed multipart upload"; cat "$tmp/err"; fi
   same_signed_objects "a signed multipart upload" "$store" "$tmp/biglocal" big
   AWS_ENDPOINT_URL=$store "$tools/pcr-dump" verify s3://pcrtest/big >/dev/null 2>&1 && ok || bad "verify, signed"
+
+  # Credentials as the AWS SDKs find them, each checked by the signatures:
+  # ~/.aws/config's profile (its region and endpoint_url too) and
+  # credential_process, a container's endpoint and an instance's IMDSv2
+  # (stand-ins on loopback). A profile named and missing is an error.
+  cport=$(free_port $((port + 10)))
+  /usr/bin/python3 "$here/credentials_server.py" "$cport" S3RVER S3RVER >"$tmp/creds.log" &
+  creds_pid=$!
+  wait_port "$cport" "$creds_pid"
+  mkdir -p "$tmp/home/.aws"
+  cat >"$tmp/home/.aws/config" <<CONF
+[profile store]
+region = us-east-1
+endpoint_url = $store
+aws_access_key_id = S3RVER
+aws_secret_access_key = S3RVER
+
+[profile process]
+endpoint_url = $store
+credential_process = printf '{"Version": 1, "AccessKeyId": "S3RVER", "SecretAccessKey": "S3RVER"}'
+
+[profile wrong]
+endpoint_url = $store
+aws_access_key_id = S3RVER
+aws_secret_access_key = wrong
+CONF
+  plain() { env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_REGION HOME="$tmp/home" "$@"; }
+  for profile in store process; do
+    if plain AWS_PROFILE=$profile "$tools/pcr-dump" verify s3://pcrtest/img >"$tmp/out" 2>&1; then ok; else
+      bad "the config file's profile $profile"; cat "$tmp/out"; fi
+  done
+  if ! plain AWS_PROFILE=wrong "$tools/pcr-dump" s3://pcrtest/img >"$tmp/out" 2>&1 &&
+     grep -q "HTTP 403 SignatureDoesNotMatch" "$tmp/out"; then ok; else bad "a profile's wrong secret is used"; cat "$tmp/out"; fi
+  if ! plain AWS_PROFILE=stroe "$tools/pcr-dump" s3://pcrtest/img >"$tmp/out" 2>&1 &&
+     grep -q "AWS_PROFILE=stroe: no such profile in $tmp/home/.aws/credentials or $tmp/home/.aws/config" "$tmp/out"; then ok
+  else bad "a mistyped AWS_PROFILE"; cat "$tmp/out"; fi
+  if plain AWS_ENDPOINT_URL=$store AWS_CONTAINER_CREDENTIALS_FULL_URI="http://127.0.0.1:$cport/creds" \
+       AWS_CONTAINER_AUTHORIZATION_TOKEN=container-token "$tools/pcr-dump" verify s3://pcrtest/img >"$tmp/out" 2>&1 &&
+     grep -q "GET /creds 200" "$tmp/creds.log"; then ok; else bad "container credentials"; cat "$tmp/out"; fi
+  if ! plain AWS_ENDPOINT_URL=$store AWS_CONTAINER_CREDENTIALS_FULL_URI="http://127.0.0.1:$cport/creds" \
+       AWS_CONTAINER_AUTHORIZATION_TOKEN=other "$tools/pcr-dump" s3://pcrtest/img >"$tmp/out" 2>&1 &&
+     grep -q "the container credentials endpoint http://127.0.0.1:$cport/creds: HTTP 401" "$tmp/out"; then ok; else
+    bad "container credentials refused"; cat "$tmp/out"; fi
+  if plain AWS_ENDPOINT_URL=$store AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:$cport" \
+       "$tools/pcr-dump" verify s3://pcrtest/img >"$tmp/out" 2>&1 &&
+     grep -q "GET /latest/meta-data/iam/security-credentials/pcr-role 200" "$tmp/creds.log"; then ok; else
+    bad "instance credentials (IMDSv2)"; cat "$tmp/out"; fi
+  # AWS_ENDPOINT_URL_S3 goes before AWS_ENDPOINT_URL.
+  if plain AWS_PROFILE=store AWS_ENDPOINT_URL=http://127.0.0.1:9 AWS_ENDPOINT_URL_S3=$store \
+       "$tools/pcr-dump" verify s3://pcrtest/img >"$tmp/out" 2>&1; then ok; else bad "AWS_ENDPOINT_URL_S3"; cat "$tmp/out"; fi
+  kill "$creds_pid" 2>/dev/null
 else
   echo "SKIP: @20minutes/s3rver is not installed"
 fi

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "io/md5.h"
+#include "io/s3_request.h"
 #include "io/sigv4.h"
 #include "tests/test_util.h"
 
@@ -120,14 +121,109 @@ TEST_CASE("credentials come from the environment, then the shared credentials fi
   unsetenv("AWS_SECRET_ACCESS_KEY");
   setenv("AWS_PROFILE", "missing", 1);
   c = LoadAwsCredentials();
+  REQUIRE_FALSE(c.ok());  // never anonymous by a typo
+  CHECK_THAT(c.status().message(), Catch::Contains("AWS_PROFILE=missing: no such profile in " + file));
+  unsetenv("AWS_PROFILE");
+  setenv("AWS_SHARED_CREDENTIALS_FILE", (tmp / "none").c_str(), 1);
+  setenv("AWS_CONFIG_FILE", (tmp / "none").c_str(), 1);
+  c = LoadAwsCredentials();
   REQUIRE(c.ok());
   CHECK_FALSE(c->has_value());  // anonymous access
+  setenv("AWS_SHARED_CREDENTIALS_FILE", file.c_str(), 1);
+  unsetenv("AWS_CONFIG_FILE");
   std::ofstream(file) << "[default]\naws_access_key_id\n";
   unsetenv("AWS_PROFILE");
   c = LoadAwsCredentials();
   REQUIRE_FALSE(c.ok());
   CHECK_THAT(c.status().message(), Catch::Contains(file + ": line 2"));
   unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+}
+
+}  // namespace
+}  // namespace pcr
+
+namespace pcr {
+namespace {
+
+TEST_CASE("error messages never carry a URL's password or a presigned URL's signature") {
+  const Status s = Status::IOError(
+      "http://alice:s3cr%40t@host:8080/a.tar: HTTP 403; https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+      "&X-Amz-Credential=AKIDEXAMPLE%2F20261127&X-Amz-Signature=abcdef0123&x-id=GetObject: refused");
+  CHECK(s.message() ==
+        "http://alice:***@host:8080/a.tar: HTTP 403; https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        "&X-Amz-Credential=***&X-Amz-Signature=***&x-id=GetObject: refused");
+  CHECK(Status::NotFound("s3://bucket/a@b/c.jpg: not found").message() == "s3://bucket/a@b/c.jpg: not found");
+  CHECK(Status::IOError("https://user@host/x?sig=1&se=2").WithPrefix("p").message() == "p: https://user@host/x?sig=***&se=2");
+  CHECK(RedactSecrets("no URL here: a:b@c") == "no URL here: a:b@c");
+}
+
+}  // namespace
+}  // namespace pcr
+
+namespace pcr {
+namespace {
+
+TEST_CASE("the AWS config file gives a profile's region, endpoint, CA bundle and credential_process") {
+  test::TempDir tmp;
+  const std::string credentials = tmp / "credentials", config = tmp / "config";
+  std::ofstream(credentials) << "[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = SDEFAULT\n";
+  std::ofstream(config) << "[default]\nregion = eu-north-1\n\n"
+                           "[profile dev]\nregion = eu-west-3\nca_bundle = /etc/dev-ca.pem\n"
+                           "credential_process = printf '{\"Version\": 1, \"AccessKeyId\": \"AKPROC\", "
+                           "\"SecretAccessKey\": \"SPROC\", \"SessionToken\": \"TPROC\", \"Expiration\": null}'\n"
+                           "services = local\n\n"
+                           "[services local]\ns3 =\n  endpoint_url = http://127.0.0.1:9\n\n"
+                           "[profile plain]\nregion = ap-south-1\nendpoint_url = http://plain:1\n\n"
+                           "[profile broken]\ncredential_process = false\n";
+  for (const char* v : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION",
+                        "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_CA_BUNDLE",
+                        "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"}) {
+    unsetenv(v);
+  }
+  setenv("AWS_SHARED_CREDENTIALS_FILE", credentials.c_str(), 1);
+  setenv("AWS_CONFIG_FILE", config.c_str(), 1);
+  auto url = [] { return S3Signer::FromOptions({}).Locate("s3://b/k")->url; };
+  CHECK(url() == "https://b.s3.eu-north-1.amazonaws.com/k");  // [default] of the config file
+  setenv("AWS_PROFILE", "dev", 1);
+  auto c = LoadAwsCredentials();
+  REQUIRE(c.ok());
+  REQUIRE(c->has_value());
+  CHECK((*c)->access_key_id == "AKPROC");
+  CHECK((*c)->session_token == "TPROC");
+  CHECK(url() == "http://127.0.0.1:9/b/k");  // its services section
+  CHECK(S3Signer::FromOptions({}).ca_bundle() == "/etc/dev-ca.pem");
+  setenv("AWS_CA_BUNDLE", "/etc/env-ca.pem", 1);
+  CHECK(S3Signer::FromOptions({}).ca_bundle() == "/etc/env-ca.pem");
+  setenv("AWS_ENDPOINT_URL", "http://general:3", 1);
+  CHECK(url() == "http://general:3/b/k");
+  setenv("AWS_ENDPOINT_URL_S3", "http://s3only:2", 1);
+  CHECK(url() == "http://s3only:2/b/k");
+  CHECK(S3Signer::FromOptions({.s3_endpoint = "http://option:4"}).Locate("s3://b/k")->url == "http://option:4/b/k");
+  unsetenv("AWS_ENDPOINT_URL");
+  unsetenv("AWS_ENDPOINT_URL_S3");
+  setenv("AWS_PROFILE", "plain", 1);
+  CHECK(url() == "http://plain:1/b/k");
+  setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true", 1);
+  CHECK(url() == "https://b.s3.ap-south-1.amazonaws.com/k");
+  setenv("AWS_REGION", "us-west-2", 1);
+  CHECK(url() == "https://b.s3.us-west-2.amazonaws.com/k");
+  setenv("AWS_PROFILE", "broken", 1);
+  c = LoadAwsCredentials();
+  REQUIRE_FALSE(c.ok());
+  CHECK_THAT(c.status().message(), Catch::Contains("credential_process of profile broken: exited with status"));
+  setenv("AWS_PROFILE", "nope", 1);
+  c = LoadAwsCredentials();
+  REQUIRE_FALSE(c.ok());
+  CHECK_THAT(c.status().message(), Catch::Contains("AWS_PROFILE=nope: no such profile in " + credentials + " or " + config));
+  // A signer of a profile that does not exist signs nothing: its requests fail, naming the object.
+  const S3Signer signer = S3Signer::FromOptions({});
+  auto headers = signer.Headers("s3://b/k", *signer.Locate("s3://b/k"), "GET", "", {}, "");
+  REQUIRE_FALSE(headers.ok());
+  CHECK_THAT(headers.status().message(), Catch::Contains("s3://b/k: AWS_PROFILE=nope"));
+  for (const char* v : {"AWS_PROFILE", "AWS_REGION", "AWS_CA_BUNDLE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+                        "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"}) {
+    unsetenv(v);
+  }
 }
 
 }  // namespace

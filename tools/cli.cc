@@ -27,6 +27,7 @@ Result<IoEngineOptions> IoOptionsFromEnvironment() {
   for (const Knob& k : {Knob{"PCR_REMOTE_CONCURRENCY", &io.remote.concurrency, 1, 1024},
                         Knob{"PCR_REMOTE_RETRIES", &io.remote.retries, 0, 100},
                         Knob{"PCR_REMOTE_TIMEOUT_MS", &io.remote.timeout_ms, 1, 3600000},
+                        Knob{"PCR_REMOTE_ANSWER_TIMEOUT_MS", &io.remote.answer_timeout_ms, 0, 3600000},
                         Knob{"PCR_REMOTE_LIST_PAGE_SIZE", &io.remote.list_page_size, 1, 1000}}) {
     const char* v = std::getenv(k.name);
     if (v == nullptr || *v == '\0') continue;
@@ -36,6 +37,11 @@ Result<IoEngineOptions> IoOptionsFromEnvironment() {
                                      std::to_string(k.max));
     }
     *k.value = static_cast<unsigned>(n);
+  }
+  if (const char* v = std::getenv("PCR_REMOTE_ETAG_IS_MD5"); v != nullptr && *v != '\0') {
+    const std::string flag(v);
+    if (flag != "0" && flag != "1") return Status::InvalidArgument("PCR_REMOTE_ETAG_IS_MD5='" + flag + "': expected 0 or 1");
+    io.remote.etag_is_md5 = flag == "1";
   }
   for (auto [name, value] : {std::pair{"PCR_REMOTE_HOLE_LIMIT", &io.remote.hole_limit},
                              std::pair{"PCR_REMOTE_MAX_READ", &io.remote.max_read},

@@ -305,13 +305,15 @@ Status TranscodeShard(const ConvertImagesOptions& options, const ConversionInput
     for (uint64_t i = b; i < e && failed.ok(); ++i) {
       TranscodePool::Item& item = done[i - b];
       const bool cancelled = !item.image.ok() && item.image.status().code() == StatusCode::kCancelled;
+      // Bytes the store or the network damaged are no bad image: never skipped.
+      const bool damaged = !item.image.ok() && item.image.status().code() == StatusCode::kDataLoss;
       if (item.image.ok()) {
         progress.bytes_read += item.input_bytes;
         if (plan.orientation_field != UINT32_MAX && item.image->orientation) {
           item.fields.push_back({.field = plan.orientation_field, .i = *item.image->orientation});
         }
         failed = files.Add(i, sources[i], std::move(item.image).value(), item.input_bytes, std::move(item.fields));
-      } else if (options.skip_bad && !cancelled) {
+      } else if (options.skip_bad && !cancelled && !damaged) {
         std::string reason = item.image.status().ToString();
         std::replace(reason.begin(), reason.end(), '\n', ' ');  // one line in the journal and skip list
         failed = files.Skip(i, std::move(reason));
@@ -319,7 +321,8 @@ Status TranscodeShard(const ConvertImagesOptions& options, const ConversionInput
         failed = files.AdvanceTo(i);
         if (failed.ok()) {
           const Status& why = item.image.status();
-          failed = cancelled ? why : why.WithMessage(input.describe(i) + ": " + why.message() + " (--skip-bad skips it)");
+          failed = cancelled || damaged ? why
+                                        : why.WithMessage(input.describe(i) + ": " + why.message() + " (--skip-bad skips it)");
         }
       }
     }
@@ -411,9 +414,9 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
   if (IsObjectStoreOutput(options.out_dir)) return ConvertImagesToObjectStore(options, ConvertImages);
   PCR_RETURN_IF_ERROR(CheckConvertImagesOptions(options));
-  // An s3:// SRC_DIR: its objects' sizes, by key.
+  // An s3:// SRC_DIR: its objects (size and ETag), by key.
   const bool remote = IsRemotePath(options.src_dir);
-  std::unordered_map<std::string, uint64_t> sizes;
+  std::unordered_map<std::string, S3Uploader::ListedObject> listed;
   std::unique_ptr<HttpClient> client;
   std::unique_ptr<S3Uploader> s3;
   if (remote) {
@@ -426,14 +429,14 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   }
   SourceList list;
   if (options.list_file.empty()) {
-    PCR_ASSIGN_OR_RETURN(list, remote ? ListRemoteImageFolder(options.src_dir, options.by_content, *s3, *client, &sizes)
+    PCR_ASSIGN_OR_RETURN(list, remote ? ListRemoteImageFolder(options.src_dir, options.by_content, *s3, *client, &listed)
                                       : ListImageFolder(options.src_dir, options.by_content));
   } else {
     PCR_ASSIGN_OR_RETURN(list, ReadSourceList(options.list_file, options.remote));
     if (remote) {
       PCR_ASSIGN_OR_RETURN(const auto where, SplitS3Prefix(options.src_dir));
       PCR_ASSIGN_OR_RETURN(const auto objects, s3->List(where.first, where.second));
-      for (const auto& o : objects) sizes[o.key.substr(where.second.size())] = o.size;
+      for (const auto& o : objects) listed[o.key.substr(where.second.size())] = o;
     }
   }
   std::vector<SampleMetadata>& sources = list.sources;
@@ -474,19 +477,26 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     }
   }
   input.list = std::move(list);
-  // Remote images are fetched ahead of the conversion, one GET each.
+  // Remote images are fetched ahead of the conversion, one GET each, and
+  // checked against their listed ETags.
   auto object = [&](uint64_t i) {
     const std::string& key = input.list.sources[i].key;
-    const auto it = sizes.find(key);
-    const uint64_t size = it == sizes.end() ? 0 : it->second;
-    return ObjectRange{.path = JoinRemotePath(options.src_dir, key), .offset = 0, .length = size, .object_size = size};
+    const auto it = listed.find(key);
+    const uint64_t size = it == listed.end() ? 0 : it->second.size;
+    const ObjectDigest digest =
+        it == listed.end() || !options.remote.etag_is_md5 ? ObjectDigest() : ObjectDigest::FromEtag(it->second.etag);
+    return ObjectRange{.path = JoinRemotePath(options.src_dir, key),
+                       .offset = 0,
+                       .length = size,
+                       .object_size = size,
+                       .digest = digest};
   };
   std::unique_ptr<RangePrefetcher> prefetcher;
   if (remote) prefetcher = std::make_unique<RangePrefetcher>(*client, object, input.list.sources.size());
   FileSourceReader::Fetch fetch;
   if (remote) {
     fetch = [&](const SampleMetadata& source, uint64_t index) -> Result<Bytes> {
-      if (!sizes.count(source.key)) return Status::NotFound("no such object");
+      if (!listed.count(source.key)) return Status::NotFound("no such object");
       return prefetcher->Get(index);
     };
   }

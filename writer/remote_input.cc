@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/io_engine.h"
+#include "io/object_digest.h"
 #include "io/remote_path.h"
 
 namespace pcr {
@@ -60,47 +61,130 @@ Status FetchRange(HttpClient& client, const std::string& path, uint64_t object_s
   return Status::OK();
 }
 
+// "in 3 attempts", for a DataLoss message.
+std::string Attempts(unsigned n) { return n == 1 ? "in 1 attempt" : "in " + std::to_string(n) + " attempts"; }
+
 class RemoteSource : public ByteSource {
  public:
-  RemoteSource(std::string path, uint64_t size, HttpClient& client, uint64_t window)
-      : ByteSource(std::move(path), size), client_(client), window_(std::max<uint64_t>(window, 2)) {}
+  RemoteSource(std::string path, HttpClient::ObjectInfo info, HttpClient& client, uint64_t window)
+      : ByteSource(std::move(path), info.size),
+        client_(client),
+        window_(std::max<uint64_t>(window, 2)),
+        digest_(std::move(info.digest)),
+        checker_(std::make_unique<DigestChecker>(digest_)) {}
 
   Status ReadAt(uint64_t offset, size_t length, uint8_t* out) override {
     if (offset > size() || length > size() - offset) {
       return Status::Corruption(name() + ": truncated at offset " + std::to_string(std::min(offset, size())));
     }
-    if (offset >= begin_ && offset + length <= begin_ + buffer_.size()) {
+    if (length <= window_) PCR_RETURN_IF_ERROR(StreamTo(offset + length));
+    if (offset >= begin_ && offset + length <= end()) {
       std::memcpy(out, buffer_.data() + (offset - begin_), length);
       return Status::OK();
     }
-    if (offset < begin_ || length > window_) {
-      // Behind the window (a member read again), or larger than it.
-      return FetchRange(client_, name(), size(), offset, length, out, window_ / 2);
+    // Behind the kept windows (a member read again), or longer than a window.
+    return FetchRange(client_, name(), size(), offset, length, out, window_ / 2);
+  }
+
+  Result<std::optional<uint64_t>> StreamChecksum(uint64_t offset, uint64_t length) override {
+    if (offset < begin_ || offset > size() || length > size() - offset) return std::optional<uint64_t>();
+    uint64_t crc = 0;
+    for (uint64_t at = offset; at < offset + length;) {
+      if (at >= end()) PCR_RETURN_IF_ERROR(Advance());
+      const uint64_t n = std::min(offset + length, end()) - at;
+      crc = Crc64Nvme({reinterpret_cast<const char*>(buffer_.data() + (at - begin_)), n}, crc);
+      at += n;
     }
-    const uint64_t n = std::min(window_, size() - offset);
-    buffer_.resize(static_cast<size_t>(n));
-    begin_ = offset;
-    if (Status s = FetchRange(client_, name(), size(), offset, n, buffer_.data(), (n + 1) / 2); !s.ok()) {
-      buffer_.clear();
-      return s;
-    }
-    std::memcpy(out, buffer_.data(), length);
+    return std::optional<uint64_t>(crc);
+  }
+
+  Status Verify() override {
+    if (digest_.empty()) return Status::OK();
+    PCR_RETURN_IF_ERROR(StreamTo(size()));
+    if (checker_->Matches()) return Status::OK();
+    return Status::DataLoss(name() + ": the bytes read do not match the store's " + digest_.Describe() +
+                            " (they have " + checker_->got() + "): the store or the network damaged them");
+  }
+
+  std::string digest() const override { return digest_.empty() ? "" : digest_.Describe(); }
+
+ private:
+  uint64_t end() const { return begin_ + buffer_.size(); }
+
+  // Fetches windows until the stream has reached `until`.
+  Status StreamTo(uint64_t until) {
+    while (end() < until) PCR_RETURN_IF_ERROR(Advance());
     return Status::OK();
   }
 
- private:
+  // Fetches the window after the stream's end, keeping the window before it.
+  Status Advance() {
+    const uint64_t n = std::min(window_, size() - end());
+    if (n == 0) return Status::Corruption(name() + ": truncated at offset " + std::to_string(size()));
+    Bytes next(n);
+    PCR_RETURN_IF_ERROR(FetchRange(client_, name(), size(), end(), n, next.data(), (n + 1) / 2));
+    checker_->Update({reinterpret_cast<const char*>(next.data()), next.size()});
+    const uint64_t drop = buffer_.size() > window_ ? buffer_.size() - window_ : 0;
+    buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(drop));
+    begin_ += drop;
+    buffer_.insert(buffer_.end(), next.begin(), next.end());
+    return Status::OK();
+  }
+
   HttpClient& client_;
   const uint64_t window_;
-  uint64_t begin_ = 0;  // the window: bytes [begin_, begin_ + buffer_.size())
+  const ObjectDigest digest_;
+  std::unique_ptr<DigestChecker> checker_;  // fed every byte of the stream, in order
+  uint64_t begin_ = 0;  // the kept windows: bytes [begin_, end())
   Bytes buffer_;
 };
+
+// Whether `data`, the whole object of `r`, has the object's digest.
+Status CheckWhole(const ObjectRange& r, const Bytes& data, unsigned attempts) {
+  std::string got;
+  if (DigestMatches(r.digest, {reinterpret_cast<const char*>(data.data()), data.size()}, &got)) return Status::OK();
+  return Status::DataLoss(r.path + ": the bytes read do not match the store's " + r.digest.Describe() +
+                          " (they have " + got + ") " + Attempts(attempts) +
+                          ": the store or the network damages them");
+}
+
+// Fetches the whole object `r` until its bytes have its digest: after a
+// first mismatch, the digest is taken from the object's HEAD (a listing's
+// ETag may be no MD5: SSE-KMS), then the object fetched again.
+Result<Bytes> FetchWholeChecked(HttpClient& client, ObjectRange r, Bytes data) {
+  const unsigned retries = client.options().retries;
+  unsigned attempts = 1;
+  Status checked = CheckWhole(r, data, attempts);
+  bool headed = false;
+  while (!checked.ok() && attempts <= retries) {
+    if (!headed) {
+      PCR_ASSIGN_OR_RETURN(const HttpClient::ObjectInfo info, client.Stat(r.path));
+      if (info.size != r.object_size) {
+        return Status::IOError(r.path + ": the object changed while read: " + std::to_string(info.size) +
+                               " bytes, listed with " + std::to_string(r.object_size));
+      }
+      r.digest = info.digest;
+      headed = true;
+      checked = CheckWhole(r, data, attempts);
+      if (checked.ok()) break;
+    }
+    ++attempts;
+    data.assign(r.length, 0);
+    PCR_RETURN_IF_ERROR(FetchRange(client, r.path, r.object_size, 0, r.length, data.data(), uint64_t{8} << 20));
+    checked = CheckWhole(r, data, attempts);
+  }
+  PCR_RETURN_IF_ERROR(checked);
+  return data;
+}
+
+bool IsWhole(const ObjectRange& r) { return !r.digest.empty() && r.offset == 0 && r.length == r.object_size; }
 
 }  // namespace
 
 Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, HttpClient* client, uint64_t window) {
   if (IsRemotePath(path)) {
-    PCR_ASSIGN_OR_RETURN(const uint64_t size, client->Size(path));
-    return std::unique_ptr<ByteSource>(new RemoteSource(path, size, *client, window));
+    PCR_ASSIGN_OR_RETURN(HttpClient::ObjectInfo info, client->Stat(path));
+    return std::unique_ptr<ByteSource>(new RemoteSource(path, std::move(info), *client, window));
   }
   uint64_t size = 0;
   PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, 0, &size));
@@ -108,10 +192,16 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, Http
 }
 
 Result<Bytes> ReadWholeObject(const std::string& path, HttpClient& client) {
-  PCR_ASSIGN_OR_RETURN(const uint64_t size, client.Size(path));
-  Bytes out(size);
-  PCR_RETURN_IF_ERROR(ReadObjectRange(path, client, size, 0, size, out.data()));
-  return out;
+  PCR_ASSIGN_OR_RETURN(const HttpClient::ObjectInfo info, client.Stat(path));
+  const unsigned retries = client.options().retries;
+  const ObjectRange r{.path = path, .offset = 0, .length = info.size, .object_size = info.size, .digest = info.digest};
+  for (unsigned attempt = 1;; ++attempt) {
+    Bytes out(info.size);
+    PCR_RETURN_IF_ERROR(ReadObjectRange(path, client, info.size, 0, info.size, out.data()));
+    const Status checked = CheckWhole(r, out, attempt);
+    if (checked.ok()) return out;
+    if (attempt > retries) return checked;
+  }
 }
 
 Status ReadObjectRange(const std::string& path, HttpClient& client, uint64_t object_size, uint64_t offset,
@@ -164,6 +254,15 @@ void RangePrefetcher::Loop() {
                        .object_size = ranges[i].object_size});
     }
     client_.Fetch(reads);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!statuses[i].ok() || !IsWhole(ranges[i])) continue;
+      auto checked = FetchWholeChecked(client_, ranges[i], std::move(data[i]));
+      if (checked.ok()) {
+        data[i] = std::move(checked).value();
+      } else {
+        statuses[i] = checked.status();
+      }
+    }
     lock.lock();
     for (size_t i = 0; i < batch.size(); ++i) {
       auto it = entries_.find(batch[i]);
@@ -188,6 +287,7 @@ Result<Bytes> RangePrefetcher::FetchAlone(uint64_t index) {
                   .object_size = r.object_size};
   client_.Fetch({&read, 1});
   if (!status.ok()) return status;
+  if (IsWhole(r)) return FetchWholeChecked(client_, r, std::move(out));
   return out;
 }
 

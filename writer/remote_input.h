@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +31,17 @@ class ByteSource {
   // `length` bytes at `offset`: Corruption past the end, IOError (or
   // NotFound) naming the file or object, the range and the cause.
   virtual Status ReadAt(uint64_t offset, size_t length, uint8_t* out) = 0;
+  // For an object: a checksum (CRC-64/NVME) of [offset, offset + length) as
+  // read in the stream of the whole object, to compare with the same bytes
+  // read again later; none for a local file or bytes no longer held.
+  virtual Result<std::optional<uint64_t>> StreamChecksum(uint64_t, uint64_t) { return std::optional<uint64_t>(); }
+  // For an object with a digest: reads what the stream has not reached and
+  // checks every byte against the digest. DataLoss naming the object on a
+  // mismatch; OK for a local file or an object without a digest.
+  virtual Status Verify() { return Status::OK(); }
+  // The digest the object's bytes are checked against, for messages; empty
+  // for none.
+  virtual std::string digest() const { return ""; }
 
  protected:
   ByteSource(std::string name, uint64_t size) : name_(std::move(name)), size_(size) {}
@@ -40,18 +52,22 @@ class ByteSource {
 };
 
 // The local file `path`, or, for an http(s):// or s3:// path, the object
-// read through `client` (which must outlive it): reads are served from a
-// window of `window` bytes fetched as two ranged GETs at once, refilled
-// from the offset asked for when a read passes its end; a read before the
-// window is fetched alone. The object's size comes from a HEAD request.
+// read through `client` (which must outlive it) front to back, in windows of
+// `window` bytes fetched as two ranged GETs at once: a read past the last
+// window's end fetches every window up to it, so that the whole stream is
+// checked against the object's digest (its size and digest come from a HEAD
+// request); the previous window is kept, and a read before it is fetched
+// alone.
 Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, HttpClient* client,
                                                    uint64_t window = uint64_t{16} << 20);
 
 // The whole object at the http(s):// or s3:// `path`, in ranged GETs of 8
-// MiB, many in flight.
+// MiB, many in flight, checked against the object's digest (HttpClient::
+// Stat) and read again on a mismatch, up to RemoteOptions::retries times;
+// then DataLoss naming the object and both digests.
 Result<Bytes> ReadWholeObject(const std::string& path, HttpClient& client);
 // [offset, offset + length) of that object, of `object_size` bytes, into
-// out, in the same GETs.
+// out, in the same GETs (unchecked: a part has no digest).
 Status ReadObjectRange(const std::string& path, HttpClient& client, uint64_t object_size, uint64_t offset,
                        uint64_t length, uint8_t* out);
 
@@ -61,6 +77,10 @@ struct ObjectRange {
   uint64_t offset = 0;
   uint64_t length = 0;
   uint64_t object_size = 0;  // 0: not checked
+  // For a range of the whole object: its digest, as a listing gives it (an
+  // ETag). Bytes that fail it are checked against the object's HEAD (which
+  // tells an ETag that is no MD5) and fetched again, up to the retries.
+  ObjectDigest digest;
 };
 
 // Fetches the ranges of sources 0..count-1 in index order, from the first
@@ -82,6 +102,8 @@ class RangePrefetcher {
 
   // The bytes of source `index`, or the error of their GET.
   Result<Bytes> Get(uint64_t index);
+  // Source `index` fetched again, now, by itself.
+  Result<Bytes> Refetch(uint64_t index) { return FetchAlone(index); }
 
  private:
   struct Entry {

@@ -26,6 +26,7 @@
 #include "io/remote_path.h"
 #include "io/s3_upload.h"
 #include "writer/atomic_file.h"
+#include "writer/sources.h"
 
 namespace pcr {
 
@@ -276,8 +277,12 @@ Status CheckNoObject(const std::string& out_dir, const std::string& name, const 
                      const std::string& journal, const RemoteOptions& remote, const UploadOptions& upload) {
   PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(remote, upload));
   const std::string object = JoinRemotePath(out_dir, name);
-  PCR_ASSIGN_OR_RETURN(const bool exists, uploader->Exists(object));
-  if (!exists || ReadJournal(journal).done.count(name) > 0) return Status::OK();
+  Result<bool> exists = uploader->Exists(object);
+  // Without s3:ListBucket, S3 answers 403 for a key that does not exist:
+  // nothing to refuse that this role could see.
+  if (!exists.ok() && exists.status().message().find("HTTP 403 AccessDenied") != std::string::npos) return Status::OK();
+  PCR_RETURN_IF_ERROR(exists.status());
+  if (!*exists || ReadJournal(journal).done.count(name) > 0) return Status::OK();
   std::error_code ec;
   const fs::path path = fs::path(local) / name;
   const uint64_t size = fs::file_size(path, ec);
@@ -334,6 +339,65 @@ std::string TableIdentity(const TableConvertOptions& o) {
   return s + "\n";
 }
 
+// pcr's own names in an output: record files, the manifest and `marker`.
+bool IsPcrName(const std::string& name, const std::string& marker) {
+  return IsConversionOutput(name) || name == kDatasetManifestName || name == marker;
+}
+
+// Aborts the multipart uploads open under the output for pcr's own names:
+// those a killed run, a rerun with another work directory or a lost answer
+// to CreateMultipartUpload left.
+Status AbortStrayUploads(S3Uploader& uploader, const std::string& out_dir, const std::string& marker) {
+  PCR_ASSIGN_OR_RETURN(const auto where, SplitS3Prefix(OutputName(out_dir)));
+  const auto& [bucket, prefix] = where;
+  PCR_ASSIGN_OR_RETURN(const auto uploads, uploader.ListUploads(bucket, prefix));
+  for (const S3Uploader::OpenUpload& u : uploads) {
+    const std::string name = u.key.substr(std::min(prefix.size(), u.key.size()));
+    if (!u.key.starts_with(prefix) || name.find('/') != std::string::npos || !IsPcrName(name, marker)) continue;
+    PCR_RETURN_IF_ERROR(uploader.Abort("s3://" + bucket + "/" + u.key, u.upload_id));
+  }
+  return Status::OK();
+}
+
+// Deletes the record files under the output that the dataset just uploaded
+// from `local` does not hold (left by an earlier conversion, with --restart
+// and other options).
+Status DeleteStaleRecordFiles(S3Uploader& uploader, const std::string& out_dir, const std::string& local) {
+  PCR_ASSIGN_OR_RETURN(const auto where, SplitS3Prefix(OutputName(out_dir)));
+  const auto& [bucket, prefix] = where;
+  const auto objects = uploader.List(bucket, prefix);
+  // A role without s3:ListBucket cannot tell which are stale: none are deleted.
+  if (!objects.ok() && objects.status().message().find("HTTP 403") != std::string::npos) return Status::OK();
+  PCR_RETURN_IF_ERROR(objects.status());
+  std::error_code ec;
+  for (const S3Uploader::ListedObject& o : *objects) {
+    const std::string name = o.key.substr(prefix.size());
+    if (name.find('/') != std::string::npos || !IsConversionOutput(name) || fs::exists(fs::path(local) / name, ec)) {
+      continue;
+    }
+    PCR_RETURN_IF_ERROR(uploader.Delete("s3://" + bucket + "/" + o.key));
+  }
+  return Status::OK();
+}
+
+// Puts and deletes a small object under the output, so that a role that
+// may not write there fails before anything is converted.
+Status CheckWritable(S3Uploader& uploader, const std::string& out_dir) {
+  const std::string probe =
+      JoinRemotePath(OutputName(out_dir), ".pcr-write-check-" + std::to_string(getpid()) + "-" +
+                                              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  const Status put = uploader.Put(probe, "pcr-convert checks that it may write here\n");
+  if (!put.ok()) {
+    return Status::IOError(OutputName(out_dir) + ": cannot write there (s3:PutObject): " + put.message());
+  }
+  const Status deleted = uploader.Delete(probe);
+  if (!deleted.ok()) {
+    return Status::IOError(OutputName(out_dir) + ": cannot delete there (s3:DeleteObject), which a conversion needs to "
+                           "abort its uploads and remove stale files: " + deleted.message());
+  }
+  return Status::OK();
+}
+
 // Where an upload into object storage happens, and how.
 struct Destination {
   std::string out_dir;     // s3://BUCKET/PREFIX
@@ -373,8 +437,10 @@ Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
   }
   PCR_RETURN_IF_ERROR(CheckNoObject(d.out_dir, d.marker, local, journal, d.remote, d.upload));
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));
+  PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(d.remote, d.upload));
+  PCR_RETURN_IF_ERROR(CheckWritable(*uploader, d.out_dir));
+  PCR_RETURN_IF_ERROR(AbortStrayUploads(*uploader, d.out_dir, d.marker));
   if (d.restart) {
-    PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(d.remote, d.upload));
     PCR_RETURN_IF_ERROR(AbortOpenUploads(*uploader, d.out_dir, journal));
     fs::remove_all(local, ec);
     fs::remove(journal, ec);
@@ -398,6 +464,8 @@ Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
   }
   PCR_ASSIGN_OR_RETURN(T result, produce(local, journal));
   PCR_RETURN_IF_ERROR(PublishDirectory(local, d.out_dir, d.last, journal, d.remote, d.upload, d.cancel));
+  PCR_RETURN_IF_ERROR(AbortStrayUploads(*uploader, d.out_dir, d.marker));
+  if (d.marker == kDatasetManifestName) PCR_RETURN_IF_ERROR(DeleteStaleRecordFiles(*uploader, d.out_dir, local));
   fs::remove_all(local, ec);
   fs::remove(journal, ec);
   fs::remove(identity_file, ec);

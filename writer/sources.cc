@@ -100,7 +100,7 @@ Result<std::pair<std::string, std::string>> SplitS3Prefix(const std::string& roo
 }
 
 Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_content, S3Uploader& s3, HttpClient& client,
-                                         std::unordered_map<std::string, uint64_t>* sizes) {
+                                         std::unordered_map<std::string, S3Uploader::ListedObject>* listed) {
   PCR_ASSIGN_OR_RETURN(const auto where, SplitS3Prefix(root));
   const auto& [bucket, prefix] = where;
   PCR_ASSIGN_OR_RETURN(const std::vector<S3Uploader::ListedObject> objects, s3.List(bucket, prefix));
@@ -114,7 +114,7 @@ Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_conten
   std::vector<std::string> candidates;
   for (const S3Uploader::ListedObject& o : objects) {
     std::string key = o.key.substr(prefix.size());
-    (*sizes)[key] = o.size;
+    (*listed)[key] = o;
     const size_t slash = key.find('/');
     if (slash == std::string::npos || slash == 0) continue;  // beside the class folders
     bool hidden = false, empty_part = false;
@@ -139,10 +139,10 @@ Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_conten
     std::vector<std::string> paths(candidates.size());
     std::vector<RemoteRead> reads;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      if (sizes->at(candidates[i]) < 3) continue;
+      if (listed->at(candidates[i]).size < 3) continue;
       paths[i] = JoinRemotePath(root, candidates[i]);
       reads.push_back({.path = paths[i], .offset = 0, .length = 3, .out = heads[i].data(), .status = &statuses[i],
-                       .object_size = sizes->at(candidates[i])});
+                       .object_size = listed->at(candidates[i]).size});
     }
     client.Fetch(reads);
     for (size_t i = 0; i < candidates.size(); ++i) {

@@ -40,10 +40,10 @@ Result<SourceList> ListImageFolder(const std::string& root, bool by_content);
 // An S3 prefix taken as an ImageFolder: s3://BUCKET/PREFIX/<class>/.../<image>
 // listed (ListObjectsV2, every page), with ListImageFolder's rules; keys
 // ending in '/' (folder markers) are passed over. `by_content` reads the
-// first bytes of every candidate through `client`. *sizes receives every
-// listed object's size by key (relative to the prefix).
+// first bytes of every candidate through `client`. *listed receives every
+// listed object by key (relative to the prefix).
 Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_content, S3Uploader& s3, HttpClient& client,
-                                         std::unordered_map<std::string, uint64_t>* sizes);
+                                         std::unordered_map<std::string, S3Uploader::ListedObject>* listed);
 
 // s3://BUCKET/PREFIX split into the bucket and the prefix ending in '/' (or
 // empty); InvalidArgument for another path.

@@ -39,6 +39,7 @@ class TarReader {
   // `length` bytes at `offset`.
   Result<Bytes> ReadRange(uint64_t offset, uint64_t length);
   uint64_t size() const { return size_; }
+  ByteSource& source() { return *source_; }
   // After Next failed on a member whose header holds but whose data is cut
   // short: the member's name; else empty.
   const std::string& cut_member() const { return cut_; }

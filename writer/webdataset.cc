@@ -10,6 +10,7 @@
 #include "format/checksum.h"
 #include "format/permutation.h"
 #include "io/http_client.h"
+#include "io/object_digest.h"
 #include "io/remote_path.h"
 #include "pcr/convert.h"
 #include "writer/convert_input.h"
@@ -28,6 +29,7 @@ struct Member {
   uint64_t header_offset = 0;
   uint64_t data_offset = 0;
   uint64_t size = 0;
+  std::optional<uint64_t> checksum;  // of a remote member's data as the first pass read it (CRC-64/NVME)
 };
 
 struct Sample {
@@ -58,18 +60,22 @@ class WebDataset : public SourceReader {
   WebDataset(std::vector<std::string> shards, const ConvertImagesOptions& options, HttpClient* client)
       : shards_(std::move(shards)),
         shard_sizes_(shards_.size()),
+        shard_checked_(shards_.size()),
         client_(client),
         skip_bad_(options.skip_bad),
-        types_(options.field_types, false, [this](uint64_t line, uint64_t member, const std::string& what) {
-          // Values carry their sample's index plus one as their line.
-          return Status::InvalidArgument(Describe(samples_[line - 1], member) + ": " + what);
-        }, [this](const Where& w) { return Describe(samples_[w.line - 1], w.column); }) {}
+        types_(std::make_unique<FieldInference>(
+            options.field_types, false,
+            [this](uint64_t line, uint64_t member, const std::string& what) {
+              // Values carry their sample's index plus one as their line.
+              return Status::InvalidArgument(Describe(samples_[line - 1], member) + ": " + what);
+            },
+            [this](const Where& w) { return Describe(samples_[w.line - 1], w.column); })) {}
 
   // Pass 1: every shard's members grouped into samples, labels from .cls,
   // and the fields' types from every value.
   Status Scan(ConversionInput* input) {
-    types_.Declare("txt", FeatureType::kString);
-    types_.Declare("cls", FeatureType::kInt64);
+    types_->Declare("txt", FeatureType::kString);
+    types_->Declare("cls", FeatureType::kInt64);
     // Remote shards: the next one opened, and its first window read, while
     // this one is scanned.
     using Opened = Result<std::unique_ptr<ByteSource>>;
@@ -85,7 +91,7 @@ class WebDataset : public SourceReader {
       Opened source = client_ != nullptr ? next.get() : open(s);
       if (client_ != nullptr && s + 1 < shards_.size()) next = std::async(std::launch::async, open, s + 1);
       const bool opened = source.ok();
-      Status scanned = opened ? ScanShard(s, std::move(source).value(), input) : source.status();
+      Status scanned = opened ? ScanShardChecked(s, std::move(source).value(), input, open) : source.status();
       if (!scanned.ok()) {
         // A remote shard whose GETs keep failing (a missing one is an error,
         // as a missing file is).
@@ -95,8 +101,8 @@ class WebDataset : public SourceReader {
                                                                                       : "; the shard is skipped"));
       }
     }
-    PCR_RETURN_IF_ERROR(types_.Infer());
-    input->fields.features = types_.features();
+    PCR_RETURN_IF_ERROR(types_->Infer());
+    input->fields.features = types_->features();
     Bytes plan;
     EncodeTableSchema(input->fields, &plan);
     for (size_t s = 0; s < shards_.size(); ++s) {
@@ -146,6 +152,7 @@ class WebDataset : public SourceReader {
     if (prefetcher_ && IsRemotePath(shards_[sample.shard])) {
       PCR_ASSIGN_OR_RETURN(span, prefetcher_->Get(index));
       span_begin = SpanOf(sample).offset;
+      PCR_RETURN_IF_ERROR(CheckSpan(sample, span_begin, &span, index));
       read_member = [&](const Member& m) -> Result<Bytes> {
         const auto begin = span.begin() + static_cast<ptrdiff_t>(m.data_offset - span_begin);
         return Bytes(begin, begin + static_cast<ptrdiff_t>(m.size));
@@ -154,7 +161,7 @@ class WebDataset : public SourceReader {
     PCR_RETURN_IF_ERROR(ReadFields(index, read_member, &values, &label));
     for (auto& [name, raw] : values) {
       if (raw.kind == ColumnValue::kNull) continue;
-      PCR_ASSIGN_OR_RETURN(FieldValue v, types_.Convert(types_.Index(name), std::move(raw)));
+      PCR_ASSIGN_OR_RETURN(FieldValue v, types_->Convert(types_->Index(name), std::move(raw)));
       fields->push_back(std::move(v));
     }
     return read_member(jpeg);
@@ -186,6 +193,43 @@ class WebDataset : public SourceReader {
     return {.path = shards_[sample.shard], .offset = begin, .length = end - begin, .object_size = shard_sizes_[sample.shard]};
   }
 
+  // Whether a remote sample's members read now are the bytes the first
+  // pass read (and checked against the store's digest); fetched again on
+  // a difference, up to the retries, then DataLoss.
+  Status CheckSpan(const Sample& sample, uint64_t span_begin, Bytes* span, uint64_t index) const {
+    const unsigned attempts = client_->options().retries + 1;
+    std::optional<uint64_t> before;  // the JPEG's checksum as the last attempt read it
+    for (unsigned attempt = 1;; ++attempt) {
+      const Member* differs = nullptr;
+      bool fields_differ = false;
+      std::optional<uint64_t> jpeg;
+      for (const Member& m : sample.members) {
+        if (!m.checksum) continue;
+        const auto* data = reinterpret_cast<const char*>(span->data() + (m.data_offset - span_begin));
+        const uint64_t now = Crc64Nvme({data, m.size});
+        const bool is_jpeg = &m == &sample.members[sample.jpeg];
+        if (is_jpeg) jpeg = now;
+        if (now != *m.checksum) {
+          differs = &m;
+          fields_differ |= !is_jpeg;
+        }
+      }
+      if (differs == nullptr) return Status::OK();
+      // Of a shard without a digest, the first pass's read may be the damaged
+      // one: a JPEG (which that pass did not use) read the same twice since is taken.
+      if (!shard_checked_[sample.shard] && !fields_differ && before && before == jpeg) return Status::OK();
+      before = jpeg;
+      if (attempt >= attempts) {
+        return Status::DataLoss(Describe(sample, static_cast<size_t>(differs - sample.members.data())) +
+                                ": the bytes read differ from those the first pass read " + Attempts(attempt) +
+                                ": the store or the network damages them");
+      }
+      PCR_ASSIGN_OR_RETURN(*span, prefetcher_->Refetch(index));
+    }
+  }
+
+  static std::string Attempts(unsigned n) { return n == 1 ? "in 1 attempt" : "in " + std::to_string(n) + " attempts"; }
+
   static std::string OneLine(std::string s) {
     std::replace(s.begin(), s.end(), '\n', ' ');
     return s;
@@ -197,9 +241,42 @@ class WebDataset : public SourceReader {
            std::to_string(m.header_offset);
   }
 
-  Status ScanShard(uint32_t s, std::unique_ptr<ByteSource> source, ConversionInput* input) {
-    shard_sizes_[s] = source->size();
-    TarReader tar(std::move(source));
+  // ScanShard, and for an object its bytes checked against the store's
+  // digest: a shard read with damage is scanned again from a new stream,
+  // what it added taken back first, up to the retries; then DataLoss. An
+  // object without a digest that fails to scan is scanned again, and its
+  // error stands once two scans give it.
+  template <typename Open>
+  Status ScanShardChecked(uint32_t s, std::unique_ptr<ByteSource> source, ConversionInput* input, const Open& open) {
+    const bool remote = IsRemotePath(shards_[s]);
+    const unsigned attempts = remote ? client_->options().retries + 1 : 1;
+    std::string previous;  // the last scan's error
+    for (unsigned attempt = 1;; ++attempt) {
+      const size_t samples = samples_.size(), sources = input->list.sources.size(), skipped = input->skipped.size();
+      auto types = std::make_unique<FieldInference>(*types_);
+      const std::unordered_set<std::string> exts = exts_;
+      TarReader tar(std::move(source));
+      const Status scanned = ScanShard(s, tar, input);
+      const Status verified = tar.source().Verify();
+      shard_checked_[s] = !tar.source().digest().empty();
+      const bool doubt = remote && !shard_checked_[s] && !scanned.ok() && scanned.message() != previous &&
+                         (scanned.code() == StatusCode::kCorruption || scanned.code() == StatusCode::kInvalidArgument);
+      if (verified.ok() && (!doubt || attempt >= attempts)) return scanned;
+      previous = scanned.message();
+      samples_.resize(samples);
+      input->list.sources.resize(sources);
+      input->skipped.resize(skipped);
+      types_ = std::move(types);
+      exts_ = exts;
+      if (!verified.ok() && attempt >= attempts) {
+        return verified.WithMessage(verified.message() + " (" + Attempts(attempt) + ")");
+      }
+      PCR_ASSIGN_OR_RETURN(source, open(s));
+    }
+  }
+
+  Status ScanShard(uint32_t s, TarReader& tar, ConversionInput* input) {
+    shard_sizes_[s] = tar.size();
     Sample current{.shard = s};
     TarMember m;
     while (true) {
@@ -229,7 +306,8 @@ class WebDataset : public SourceReader {
       }
       if (!more) return Status::OK();
       current.key = key;
-      current.members.push_back({ext, m.header_offset, m.data_offset, m.size});
+      PCR_ASSIGN_OR_RETURN(const std::optional<uint64_t> checksum, tar.source().StreamChecksum(m.data_offset, m.size));
+      current.members.push_back({ext, m.header_offset, m.data_offset, m.size, checksum});
     }
   }
 
@@ -264,11 +342,11 @@ class WebDataset : public SourceReader {
     // Only samples taken whole add fields and decide their types.
     for (const auto& [name, v] : values) {
       if (v.column != samples_[index].jpeg && IsMemberField(samples_[index].members[v.column].ext, name)) {
-        if (name != "txt" && name != "cls") types_.Declare(name, FeatureType::kBytes);
+        if (name != "txt" && name != "cls") types_->Declare(name, FeatureType::kBytes);
         exts_.insert(name);
       }
-      PCR_ASSIGN_OR_RETURN(const uint32_t f, types_.Field(name, v.line, v.column));
-      types_.Note(f, v);
+      PCR_ASSIGN_OR_RETURN(const uint32_t f, types_->Field(name, v.line, v.column));
+      types_->Note(f, v);
     }
     input->list.sources.push_back({label, samples_[index].key});
     return Status::OK();
@@ -327,7 +405,7 @@ class WebDataset : public SourceReader {
           return where("at byte " + std::to_string(json.position()) + ": " + json.error());
         }
       } else {
-        if (!exts_.count(m.ext) && types_.Has(m.ext)) {
+        if (!exts_.count(m.ext) && types_->Has(m.ext)) {
           return where("member extension ." + m.ext + " has the name of a JSON member");
         }
         add(m.ext, ColumnValue{.kind = ColumnValue::kString, .s = text});
@@ -338,10 +416,11 @@ class WebDataset : public SourceReader {
 
   const std::vector<std::string> shards_;
   std::vector<uint64_t> shard_sizes_;
+  std::vector<bool> shard_checked_;  // its bytes were checked against the store's digest
   HttpClient* const client_;  // for remote shards; else nullptr
   std::unique_ptr<RangePrefetcher> prefetcher_;
   const bool skip_bad_;
-  FieldInference types_;
+  std::unique_ptr<FieldInference> types_;
   std::vector<Sample> samples_;
   std::unordered_set<std::string> exts_;  // member extensions that are fields
 };

@@ -35,6 +35,10 @@ struct RemoteOptions {
   uint64_t max_bytes_in_flight = 16 << 20;
   unsigned retries = 4;         // more attempts after a server error, a dropped connection, a stall or a short body
   unsigned timeout_ms = 30000;  // to connect, and for a transfer that moves no byte (a stall); 0: no stall limit
+  // A request that no attempt has had an answer to (no connection, or no
+  // byte of an answer) fails after this long, without further retries: an
+  // endpoint that accepts connections and never answers. 0: no limit.
+  unsigned answer_timeout_ms = 20000;
   // Coalescing of remote reads, where each request costs a round trip:
   // requests this close share a GET (hole_limit) while it stays at most
   // max_read long. Each widens CoalesceOptions' value for remote files;
@@ -47,6 +51,11 @@ struct RemoteOptions {
   std::string s3_region;   // empty: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1
   bool anonymous = false;  // never sign S3 requests (public buckets)
   unsigned list_page_size = 1000;  // keys per page of an S3 listing (ListObjectsV2's max-keys, 1..1000)
+  // Whether an S3 ETag of 32 hex digits is the object's MD5, as S3 makes it
+  // for objects not encrypted with SSE-KMS or SSE-C (which the answer's
+  // headers tell). Inputs read whole are checked against it where the
+  // object has no flexible checksum; false for a store whose ETags are not.
+  bool etag_is_md5 = true;
 };
 
 // Uploads to object storage: one PUT below multipart_threshold bytes, else

@@ -20,8 +20,13 @@ enum class StatusCode : int {
   kNotSupported,     // well-formed input that pcr does not handle
   kNotFound,         // a file or dataset that does not exist
   kCancelled,        // the caller asked the call to stop
+  kDataLoss,         // bytes read from a store kept failing the store's own checksum: the store or the network
 };
 
+// Every message is made safe to print when the status is made: a URL's
+// password (scheme://user:password@host) and the values of signing query
+// parameters (X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token,
+// Signature, AWSAccessKeyId, sig, token) become "***".
 class [[nodiscard]] PCR_EXPORT Status {
  public:
   Status() = default;
@@ -34,6 +39,7 @@ class [[nodiscard]] PCR_EXPORT Status {
   static Status NotSupported(std::string msg) { return {StatusCode::kNotSupported, std::move(msg)}; }
   static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
   static Status Cancelled(std::string msg) { return {StatusCode::kCancelled, std::move(msg)}; }
+  static Status DataLoss(std::string msg) { return {StatusCode::kDataLoss, std::move(msg)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -46,10 +52,13 @@ class [[nodiscard]] PCR_EXPORT Status {
   Status WithMessage(std::string message) const { return ok() ? *this : Status(code_, std::move(message)); }
 
  private:
-  Status(StatusCode code, std::string msg) : code_(code), message_(std::move(msg)) {}
+  Status(StatusCode code, std::string msg);
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
 };
+
+// `text` with the secrets Status keeps out of messages replaced by "***".
+PCR_EXPORT std::string RedactSecrets(std::string text);
 
 namespace internal {
 // Prints "pcr: <what> on an error: <status>" to stderr and aborts.

@@ -90,6 +90,7 @@ py::object g_not_supported_error;
       PyErr_SetString(PyExc_KeyboardInterrupt, status.message().c_str());
       throw py::error_already_set();
     case pcr::StatusCode::kIOError:
+    case pcr::StatusCode::kDataLoss:
     case pcr::StatusCode::kOk:
       break;
   }
@@ -171,6 +172,8 @@ pcr::RemoteOptions RemoteFromDict(const py::object& remote) {
       number(&r.retries);
     } else if (key == "timeout_ms") {
       number(&r.timeout_ms);
+    } else if (key == "answer_timeout_ms") {
+      number(&r.answer_timeout_ms);
     } else if (key == "hole_limit") {
       number(&r.hole_limit);
     } else if (key == "max_read") {
@@ -181,13 +184,13 @@ pcr::RemoteOptions RemoteFromDict(const py::object& remote) {
       text(&r.s3_endpoint);
     } else if (key == "s3_region") {
       text(&r.s3_region);
-    } else if (key == "anonymous") {
-      if (!py::isinstance<py::bool_>(value)) throw py::type_error("remote option anonymous must be a bool");
-      r.anonymous = value.cast<bool>();
+    } else if (key == "anonymous" || key == "etag_is_md5") {
+      if (!py::isinstance<py::bool_>(value)) throw py::type_error("remote option " + key + " must be a bool");
+      (key == "anonymous" ? r.anonymous : r.etag_is_md5) = value.cast<bool>();
     } else {
       throw py::value_error("unknown remote option '" + key +
-                            "' (expected concurrency, max_bytes_in_flight, retries, timeout_ms, hole_limit, max_read, "
-                            "list_page_size, s3_endpoint, s3_region or anonymous)");
+                            "' (expected concurrency, max_bytes_in_flight, retries, timeout_ms, answer_timeout_ms, "
+                            "hole_limit, max_read, list_page_size, s3_endpoint, s3_region, anonymous or etag_is_md5)");
     }
   }
   return r;

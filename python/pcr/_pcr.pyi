@@ -21,7 +21,8 @@ class ImageDataset:
         self, path: str | os.PathLike[str], engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
     ) -> None:
         """path may be local (str or os.PathLike), http(s):// or s3://. remote sets how remote paths are read: concurrency, max_bytes_in_flight,
-        retries, timeout_ms, hole_limit, max_read, s3_endpoint, s3_region, anonymous (RemoteOptions)."""
+        retries, timeout_ms, answer_timeout_ms, hole_limit, max_read, list_page_size, s3_endpoint, s3_region, anonymous,
+        etag_is_md5 (RemoteOptions)."""
     def __len__(self) -> int: ...
     @property
     def num_scan_groups(self) -> int: ...

@@ -116,5 +116,25 @@ def test_convert_from_s3(data_dir, tmp_path, s3_endpoint, monkeypatch):
     same(tmp_path / "l-tab", tmp_path / "r-tab")
     with pytest.raises(OSError, match="s3://nobucket/x/: cannot list: HTTP 404 NoSuchBucket"):
         pcr.convert_images("s3://nobucket/x", str(tmp_path / "x"), remote=remote, progress=False)
-    with pytest.raises(FileNotFoundError, match="s3://pcrtest/py-wds/shard-9.tar: not found"):
+    missing = r"s3://pcrtest/py-wds/shard-9.tar: HTTP 404 NoSuchKey: .* \(not found\)"
+    with pytest.raises(FileNotFoundError, match=missing):
         pcr.convert_webdataset("s3://pcrtest/py-wds/shard-9.tar", str(tmp_path / "x"), remote=remote, progress=False)
+
+
+def test_remote_options_of_the_checks(data_dir, tmp_path, s3_endpoint, monkeypatch):
+    """doc/network.md's etag_is_md5 and answer_timeout_ms: taken, typed, and the same bytes."""
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "tests"))
+    from s3_put import put
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+    csv = data_dir / "tabular" / "Soybean.csv"
+    put(s3_endpoint, "pcrtest", "py-opts/Soybean.csv", csv.read_bytes())
+    pcr.convert_table(str(csv), str(tmp_path / "l"), rows_per_stripe=100)
+    remote = {"s3_endpoint": s3_endpoint, "etag_is_md5": False, "answer_timeout_ms": 5000}
+    pcr.convert_table("s3://pcrtest/py-opts/Soybean.csv", str(tmp_path / "r"), rows_per_stripe=100, remote=remote)
+    assert (tmp_path / "l" / "Soybean.pcr").read_bytes() == (tmp_path / "r" / "Soybean.pcr").read_bytes()
+    with pytest.raises(TypeError, match="remote option etag_is_md5 must be a bool"):
+        pcr.convert_table("s3://pcrtest/py-opts/Soybean.csv", str(tmp_path / "x"), remote={"etag_is_md5": 1})
