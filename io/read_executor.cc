@@ -91,6 +91,7 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
   batch->spans_.assign(ranges.size(), ByteSpan());
   batch->checks_.assign(ranges.size(), Status::OK());
   std::vector<std::vector<size_t>> failed(reads.size());  // by read: its ranges that fail their checks
+  std::vector<std::vector<size_t>> held(reads.size());    // by read: every range it holds
   for (size_t i = 0; i < ranges.size(); ++i) {
     const RequestSlice& slice = plan.slices[i];
     if (slice.read != RequestSlice::kNoRead) {
@@ -98,7 +99,9 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
                                   ranges[i].length);
     }
     batch->checks_[i] = Check(ranges[i], batch->spans_[i]);
-    if (!batch->checks_[i].ok() && slice.read != RequestSlice::kNoRead) failed[slice.read].push_back(i);
+    if (slice.read == RequestSlice::kNoRead) continue;
+    held[slice.read].push_back(i);
+    if (!batch->checks_[i].ok()) failed[slice.read].push_back(i);
   }
   // A remote read whose bytes fail a check is read again: bytes that come
   // back the same each time are stored so (Corruption); bytes that differ
@@ -114,7 +117,12 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
       again.status = Status::OK();
       PCR_RETURN_IF_ERROR(engine.Read({&again, 1}));
       differed |= Checksum64(ByteSpan(reads[k].out, reads[k].length)) != first;
-      std::erase_if(failed[k], [&](size_t i) { return (batch->checks_[i] = Check(ranges[i], batch->spans_[i])).ok(); });
+      // The read's every range is checked again: the new bytes replace those that passed too.
+      failed[k].clear();
+      for (const size_t i : held[k]) {
+        batch->checks_[i] = Check(ranges[i], batch->spans_[i]);
+        if (!batch->checks_[i].ok()) failed[k].push_back(i);
+      }
     }
     if (!failed[k].empty() && differed) {
       for (const size_t i : failed[k]) {

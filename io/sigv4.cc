@@ -409,7 +409,9 @@ Result<AwsCredentials> RunCredentialProcess(const std::string& command, const st
   if (p == nullptr) return Status::InvalidArgument(where + ": cannot run: " + std::strerror(errno));
   std::string out;
   char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0 && out.size() < (1 << 20);) out.append(buf, n);
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) {
+    if (out.size() < (1 << 20)) out.append(buf, n);  // the rest read to the end, so the process can exit
+  }
   const int status = pclose(p);
   if (status != 0) return Status::InvalidArgument(where + ": exited with status " + std::to_string(status));
   return ParseCredentialsJson(out, where);

@@ -195,6 +195,10 @@ rm -rf "$tmp"/d-*
 AWS_ENDPOINT_URL=$proxied convert "images from an SSE-KMS bucket" images s3://pcrtest/sample "$tmp/d-img" \
   --images-per-record 5
 same_dir "images from an SSE-KMS bucket" "$tmp/l-img" "$tmp/d-img"
+rm -rf "$tmp/d-img"
+AWS_ENDPOINT_URL=$proxied PCR_REMOTE_RETRIES=0 convert "images from an SSE-KMS bucket, no retries" \
+  images s3://pcrtest/sample "$tmp/d-img" --images-per-record 5
+same_dir "images from an SSE-KMS bucket, no retries" "$tmp/l-img" "$tmp/d-img"
 AWS_ENDPOINT_URL=$proxied convert "a table from an SSE-KMS bucket" table s3://pcrtest/Soybean.csv "$tmp/d-table" \
   --rows-per-stripe 100
 same_dir "a table from an SSE-KMS bucket" "$tmp/l-table" "$tmp/d-table"

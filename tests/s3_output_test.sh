@@ -145,6 +145,13 @@ proxy no-list
 if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/nolist --images-per-record 5 \
      --records-per-file 2 >/dev/null 2>"$tmp/err"; then ok; else bad "a role without s3:ListBucket"; cat "$tmp/err"; fi
 same_objects "a role without s3:ListBucket" "$tmp/local" nolist
+# An existing dataset a role may not read (403, as without s3:GetObject or
+# kms:Decrypt) but may list is refused, never written over.
+proxy no-get
+if ! AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/img --images-per-record 5 \
+       --records-per-file 2 >/dev/null 2>"$tmp/err" && grep -q "s3://pcrtest/img already holds a pcr dataset" "$tmp/err"
+then ok; else bad "an unreadable dataset written over"; cat "$tmp/err"; fi
+same_objects "an unreadable dataset kept" "$tmp/local" img
 proxy no-put
 if ! AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/noput --images-per-record 5 \
        --work-dir "$tmp/wnp" >/dev/null 2>"$tmp/err" &&

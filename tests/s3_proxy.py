@@ -28,7 +28,8 @@ itself, for stores that cannot), create-lost (the first
 CreateMultipartUpload reaches the store, and its connection closes before
 any answer), no-list (as for a role without s3:ListBucket: listings, and
 GETs and HEADs of keys that do not exist, are answered 403 AccessDenied),
-no-put (as for a role without s3:PutObject: PUTs answered 403).
+no-put (as for a role without s3:PutObject: PUTs answered 403), no-get (as
+for a role without s3:GetObject: GETs and HEADs of objects answered 403).
 """
 import base64
 import hashlib
@@ -42,7 +43,8 @@ import urllib.parse
 
 port, upstream = int(sys.argv[1]), int(sys.argv[2])
 mode, *flags = sys.argv[3].split(",")
-if mode in ("crc32c", "kms", "etag-not-md5", "repeat-keys", "list-uploads", "create-lost", "no-list", "no-put"):
+if mode in ("crc32c", "kms", "etag-not-md5", "repeat-keys", "list-uploads", "create-lost", "no-list", "no-put",
+            "no-get"):
     flags.append(mode)
 
 
@@ -122,6 +124,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(answer)
             return
         if "no-put" in flags and self.command == "PUT":
+            self.access_denied()
+            return
+        if "no-get" in flags and self.command in ("GET", "HEAD") and "/" in self.path.split("?")[0].strip("/"):
             self.access_denied()
             return
         if "no-list" in flags and self.command == "GET" and "list-type=" in self.path:

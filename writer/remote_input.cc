@@ -90,7 +90,7 @@ class RemoteSource : public ByteSource {
     if (offset < begin_ || offset > size() || length > size() - offset) return std::optional<uint64_t>();
     uint64_t crc = 0;
     for (uint64_t at = offset; at < offset + length;) {
-      if (at >= end()) PCR_RETURN_IF_ERROR(Advance());
+      while (at >= end()) PCR_RETURN_IF_ERROR(Advance());
       const uint64_t n = std::min(offset + length, end()) - at;
       crc = Crc64Nvme({reinterpret_cast<const char*>(buffer_.data() + (at - begin_)), n}, crc);
       at += n;
@@ -156,7 +156,8 @@ Result<Bytes> FetchWholeChecked(HttpClient& client, ObjectRange r, Bytes data) {
   unsigned attempts = 1;
   Status checked = CheckWhole(r, data, attempts);
   bool headed = false;
-  while (!checked.ok() && attempts <= retries) {
+  while (!checked.ok()) {
+    // The HEAD first, whatever the retries: it tells an ETag that is no MD5.
     if (!headed) {
       PCR_ASSIGN_OR_RETURN(const HttpClient::ObjectInfo info, client.Stat(r.path));
       if (info.size != r.object_size) {
@@ -166,8 +167,9 @@ Result<Bytes> FetchWholeChecked(HttpClient& client, ObjectRange r, Bytes data) {
       r.digest = info.digest;
       headed = true;
       checked = CheckWhole(r, data, attempts);
-      if (checked.ok()) break;
+      continue;
     }
+    if (attempts > retries) break;
     ++attempts;
     data.assign(r.length, 0);
     PCR_RETURN_IF_ERROR(FetchRange(client, r.path, r.object_size, 0, r.length, data.data(), uint64_t{8} << 20));

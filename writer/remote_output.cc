@@ -270,6 +270,13 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
 
 namespace {
 
+// The output's objects, without trailing slashes.
+std::string OutputName(const std::string& out_dir) {
+  std::string out = out_dir;
+  while (out.size() > 5 && out.ends_with('/')) out.pop_back();
+  return out;
+}
+
 // Refuses an output that already holds `name`, unless it is the file
 // `local`/NAME that this conversion uploaded (a run stopped before it
 // cleaned up): in `journal`, or of the same MD5.
@@ -278,9 +285,17 @@ Status CheckNoObject(const std::string& out_dir, const std::string& name, const 
   PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(remote, upload));
   const std::string object = JoinRemotePath(out_dir, name);
   Result<bool> exists = uploader->Exists(object);
-  // Without s3:ListBucket, S3 answers 403 for a key that does not exist:
-  // nothing to refuse that this role could see.
-  if (!exists.ok() && exists.status().message().find("HTTP 403 AccessDenied") != std::string::npos) return Status::OK();
+  // Without s3:ListBucket, S3 answers 403 for a key that does not exist;
+  // one that exists but may not be read answers 403 too, and a listing,
+  // where the role may list, tells them apart.
+  if (!exists.ok() && exists.status().message().find("HTTP 403 AccessDenied") != std::string::npos) {
+    PCR_ASSIGN_OR_RETURN(const auto where, SplitS3Prefix(OutputName(out_dir)));
+    const auto listed = uploader->List(where.first, where.second + name);
+    if (!listed.ok() && listed.status().message().find("HTTP 403") != std::string::npos) return Status::OK();
+    PCR_RETURN_IF_ERROR(listed.status());
+    exists = std::any_of(listed->begin(), listed->end(),
+                         [&](const S3Uploader::ListedObject& o) { return o.key == where.second + name; });
+  }
   PCR_RETURN_IF_ERROR(exists.status());
   if (!*exists || ReadJournal(journal).done.count(name) > 0) return Status::OK();
   std::error_code ec;
@@ -308,12 +323,6 @@ Status WriteIdentity(const fs::path& work, const std::string& identity) {
   return ok ? Status::OK() : Status::IOError(path.string() + ": cannot write");
 }
 
-// The output's objects, without trailing slashes.
-std::string OutputName(const std::string& out_dir) {
-  std::string out = out_dir;
-  while (out.size() > 5 && out.ends_with('/')) out.pop_back();
-  return out;
-}
 
 std::string ImagesIdentity(const ConvertImagesOptions& o) {
   std::string s = "images " + OutputName(o.out_dir) + "\n" + o.src_dir + "\n" + o.list_file + "\n";
