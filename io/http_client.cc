@@ -29,8 +29,10 @@ struct Transfer {
   std::vector<std::pair<std::string, std::string>> answer_headers;  // of the last answer: lowercase names
   std::string error_body;     // of an answer other than 200 and 206, its start
   bool answered = false;      // some attempt had an answer's first byte
+  std::chrono::milliseconds silent{0};      // spent in flight by attempts that had no answer
+  std::chrono::milliseconds body_limit{0};  // the stall limit once an answer has begun
   std::string probed;         // a failed HEAD's error, while a GET asks for the error's body
-  Clock::time_point first_start;  // of the first attempt
+  Clock::time_point attempt_start;  // of the attempt in flight
   unsigned attempt = 0;
   Clock::time_point ready;    // not before this (backoff)
   Clock::time_point moved;    // when the last byte arrived, or the attempt started
@@ -68,6 +70,7 @@ size_t Write(char* data, size_t size, size_t n, void* user) {
 size_t Header(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   std::string_view line(data, size * n);
+  if (!t->answered) t->stall_limit = t->body_limit;
   t->answered = true;
   t->moved = Clock::now();
   if (line.starts_with("HTTP/")) {  // a new answer (after a 100 or a redirect)
@@ -271,12 +274,12 @@ bool HttpClient::Start(Transfer* t) {
   t->answer_headers.clear();
   t->error_body.clear();
   t->moved = Clock::now();
-  if (t->attempt == 0) t->first_start = t->moved;
+  t->attempt_start = t->moved;  // of this attempt
   t->seen = 0;
-  t->stall_limit = std::chrono::milliseconds(options_.timeout_ms);
+  t->stall_limit = t->body_limit = std::chrono::milliseconds(options_.timeout_ms);
   if (!t->answered && options_.answer_timeout_ms > 0) {
-    const auto left = std::chrono::milliseconds(options_.answer_timeout_ms) -
-                      std::chrono::duration_cast<std::chrono::milliseconds>(t->moved - t->first_start);
+    // Time waiting for a slot or a backoff is not the endpoint's silence.
+    const auto left = std::chrono::milliseconds(options_.answer_timeout_ms) - t->silent;
     if (t->stall_limit.count() == 0 || left < t->stall_limit) t->stall_limit = std::max(left, std::chrono::milliseconds(1));
   }
   t->stalled = false;
@@ -333,12 +336,13 @@ void HttpClient::Complete(Transfer* t, int result, std::vector<Transfer*>* later
   const RemoteRead& r = t->read;
   const std::string path(r.path);
   const std::string tries = t->attempt > 0 ? " after " + std::to_string(t->attempt + 1) + " attempts" : "";
+  if (!t->answered) t->silent += std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t->attempt_start);
   auto retry = [&] {
     if (t->attempt >= options_.retries) return false;
     const auto delay = std::chrono::milliseconds(100 << std::min(t->attempt, 6u));
     // An endpoint that never answers is not waited for past the answer timeout.
     if (!t->answered && options_.answer_timeout_ms > 0 &&
-        Clock::now() + delay - t->first_start >= std::chrono::milliseconds(options_.answer_timeout_ms)) {
+        t->silent >= std::chrono::milliseconds(options_.answer_timeout_ms)) {
       return false;
     }
     t->ready = Clock::now() + delay;

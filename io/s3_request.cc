@@ -104,8 +104,9 @@ std::string DescribeHttpError(long status, const std::string& body, std::string_
 
 S3Signer S3Signer::FromOptions(const RemoteOptions& options) {
   S3Signer s;
-  Result<AwsProfile> profile = LoadAwsProfile();
-  if (!profile.ok()) s.credentials_status_ = profile.status();
+  // A malformed profile fails only a request that needs its credentials
+  // (LoadAwsCredentials says why); its other settings are then none.
+  const Result<AwsProfile> profile = LoadAwsProfile();
   auto setting = [&](const char* key) {
     if (!profile.ok()) return std::string();
     const auto it = profile->values.find(key);
@@ -134,7 +135,7 @@ S3Signer S3Signer::FromOptions(const RemoteOptions& options) {
               : !setting("region").empty()           ? setting("region")
                                                      : "us-east-1";
   s.ca_bundle_ = Env("AWS_CA_BUNDLE") != nullptr ? Env("AWS_CA_BUNDLE") : setting("ca_bundle");
-  if (!options.anonymous && s.credentials_status_.ok()) {
+  if (!options.anonymous) {
     auto credentials = LoadAwsCredentials();
     if (credentials.ok()) {
       s.credentials_->held = *credentials;

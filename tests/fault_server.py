@@ -5,7 +5,8 @@ usage: fault_server.py ROOT PORT FAULT EVERY [DIGEST]
 FAULT: 503 (a server error with an S3-style body), drop (the connection
 closes before the body ends), short (a 206 whose Content-Length and body are
 half the range), shift (a 206 of the range one byte on), flip (one body byte
-changed), stall (headers and half the body, then nothing for a minute),
+changed: the first one with EVERY 1, else one that moves from answer to
+answer), stall (headers and half the body, then nothing for a minute),
 hang (nothing at all for a minute, HEADs included),
 none. DIGEST: content-md5 (each body carries the Content-MD5 of the bytes
 it should hold), repr-digest (HEAD and GET answers carry the file's
@@ -109,7 +110,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(60)
             return
         if faulty and fault == "flip" and body:
-            body = bytes([body[0] ^ 0x40]) + body[1:]
+            at = 0 if every == 1 else (count * 7919) % len(body)  # every 1: the same byte each time, as stored
+            body = body[:at] + bytes([body[at] ^ 0x40]) + body[at + 1:]
         self.wfile.write(body)
 
 

@@ -107,6 +107,7 @@ class RemoteSource : public ByteSource {
   }
 
   std::string digest() const override { return digest_.empty() ? "" : digest_.Describe(); }
+  std::pair<uint64_t, uint64_t> streamed() const override { return {end(), crc_}; }
 
  private:
   uint64_t end() const { return begin_ + buffer_.size(); }
@@ -124,6 +125,7 @@ class RemoteSource : public ByteSource {
     Bytes next(n);
     PCR_RETURN_IF_ERROR(FetchRange(client_, name(), size(), end(), n, next.data(), (n + 1) / 2));
     checker_->Update({reinterpret_cast<const char*>(next.data()), next.size()});
+    if (digest_.empty()) crc_ = Crc64Nvme({reinterpret_cast<const char*>(next.data()), next.size()}, crc_);
     const uint64_t drop = buffer_.size() > window_ ? buffer_.size() - window_ : 0;
     buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(drop));
     begin_ += drop;
@@ -135,6 +137,7 @@ class RemoteSource : public ByteSource {
   const uint64_t window_;
   const ObjectDigest digest_;
   std::unique_ptr<DigestChecker> checker_;  // fed every byte of the stream, in order
+  uint64_t crc_ = 0;                         // without a digest: of every byte of the stream
   uint64_t begin_ = 0;  // the kept windows: bytes [begin_, end())
   Bytes buffer_;
 };

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "format/coding.h"
@@ -39,6 +40,9 @@ class ByteSource {
   // checks every byte against the digest. DataLoss naming the object on a
   // mismatch; OK for a local file or an object without a digest.
   virtual Status Verify() { return Status::OK(); }
+  // The bytes the stream has read so far, and their CRC-64/NVME, to tell
+  // two reads of an object that has no digest apart; 0 and 0 for a file.
+  virtual std::pair<uint64_t, uint64_t> streamed() const { return {0, 0}; }
   // The digest the object's bytes are checked against, for messages; empty
   // for none.
   virtual std::string digest() const { return ""; }

@@ -245,12 +245,12 @@ class WebDataset : public SourceReader {
   // digest: a shard read with damage is scanned again from a new stream,
   // what it added taken back first, up to the retries; then DataLoss. An
   // object without a digest that fails to scan is scanned again, and its
-  // error stands once two scans give it.
+  // error stands once two scans read the same bytes.
   template <typename Open>
   Status ScanShardChecked(uint32_t s, std::unique_ptr<ByteSource> source, ConversionInput* input, const Open& open) {
     const bool remote = IsRemotePath(shards_[s]);
     const unsigned attempts = remote ? client_->options().retries + 1 : 1;
-    std::string previous;  // the last scan's error
+    std::pair<uint64_t, uint64_t> previous{UINT64_MAX, 0};  // what the last scan read
     for (unsigned attempt = 1;; ++attempt) {
       const size_t samples = samples_.size(), sources = input->list.sources.size(), skipped = input->skipped.size();
       auto types = std::make_unique<FieldInference>(*types_);
@@ -259,10 +259,10 @@ class WebDataset : public SourceReader {
       const Status scanned = ScanShard(s, tar, input);
       const Status verified = tar.source().Verify();
       shard_checked_[s] = !tar.source().digest().empty();
-      const bool doubt = remote && !shard_checked_[s] && !scanned.ok() && scanned.message() != previous &&
+      const bool doubt = remote && !shard_checked_[s] && !scanned.ok() && tar.source().streamed() != previous &&
                          (scanned.code() == StatusCode::kCorruption || scanned.code() == StatusCode::kInvalidArgument);
       if (verified.ok() && (!doubt || attempt >= attempts)) return scanned;
-      previous = scanned.message();
+      previous = tar.source().streamed();
       samples_.resize(samples);
       input->list.sources.resize(sources);
       input->skipped.resize(skipped);
