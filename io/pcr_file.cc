@@ -11,8 +11,12 @@ namespace pcr {
 
 namespace fs = std::filesystem;
 
+std::string DamagedBetween(unsigned reads) {
+  return "; its bytes differed between " + std::to_string(reads) + " reads: the store or the network damages them";
+}
 
-Status LoadRereading(IoEngine& engine, std::span<ReadRequest> reads, const std::function<Status()>& load) {
+Status LoadRereading(IoEngine& engine, std::span<ReadRequest> reads, const std::function<Status()>& load,
+                     unsigned* damaged_reads) {
   Status loaded = load();
   if (loaded.ok() || loaded.code() != StatusCode::kCorruption || !reads[0].file->remote()) return loaded;
   auto sum = [&] {
@@ -30,8 +34,8 @@ Status LoadRereading(IoEngine& engine, std::span<ReadRequest> reads, const std::
     loaded = load();
   }
   if (loaded.ok() || !differed) return loaded;
-  return Status::DataLoss(loaded.message() + "; its bytes differed between " + std::to_string(attempt) +
-                          " reads: the store or the network damages them");
+  if (damaged_reads != nullptr) *damaged_reads = attempt;
+  return Status::DataLoss(loaded.message() + DamagedBetween(attempt));
 }
 
 Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine* engine) {

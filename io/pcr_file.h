@@ -16,8 +16,12 @@ namespace pcr {
 // remote file, the reads are made again (up to RemoteOptions::retries) and
 // `load` called again: bytes that differed between reads were damaged on
 // their way (DataLoss once the retries are spent); the same bytes each time
-// are stored so (load's Corruption).
-Status LoadRereading(IoEngine& engine, std::span<ReadRequest> reads, const std::function<Status()>& load);
+// are stored so (load's Corruption). `damaged_reads`, when given, is set
+// to the number of reads in the DataLoss case.
+Status LoadRereading(IoEngine& engine, std::span<ReadRequest> reads, const std::function<Status()>& load,
+                     unsigned* damaged_reads = nullptr);
+// "; its bytes differed between N reads: ...", LoadRereading's DataLoss.
+std::string DamagedBetween(unsigned reads);
 
 // Thread safety: after Open, every method may be called from several threads.
 class PcrFile {

@@ -4,7 +4,6 @@
 #include <map>
 #include <utility>
 
-#include "format/checksum.h"
 
 namespace pcr {
 
@@ -103,32 +102,26 @@ Status ExecuteReads(IoEngine& engine, std::span<const ReadRange> ranges, const C
     held[slice.read].push_back(i);
     if (!batch->checks_[i].ok()) failed[slice.read].push_back(i);
   }
-  // A remote read whose bytes fail a check is read again: bytes that come
-  // back the same each time are stored so (Corruption); bytes that differ
-  // between reads were damaged on their way (DataLoss once the retries are
-  // spent).
+  // A remote read whose bytes fail a check is read again (LoadRereading),
+  // and every range it holds checked again: the new bytes replace those that
+  // passed too.
   for (size_t k = 0; k < reads.size(); ++k) {
     if (failed[k].empty() || !reads[k].file->remote()) continue;
-    const uint64_t first = Checksum64(ByteSpan(reads[k].out, reads[k].length));
-    bool differed = false;
-    unsigned attempt = 1;
-    for (; attempt <= engine.options().remote.retries && !failed[k].empty(); ++attempt) {
-      ReadRequest again = reads[k];
-      again.status = Status::OK();
-      PCR_RETURN_IF_ERROR(engine.Read({&again, 1}));
-      differed |= Checksum64(ByteSpan(reads[k].out, reads[k].length)) != first;
-      // The read's every range is checked again: the new bytes replace those that passed too.
+    auto check_read = [&]() -> Status {
       failed[k].clear();
       for (const size_t i : held[k]) {
         batch->checks_[i] = Check(ranges[i], batch->spans_[i]);
         if (!batch->checks_[i].ok()) failed[k].push_back(i);
       }
-    }
-    if (!failed[k].empty() && differed) {
-      for (const size_t i : failed[k]) {
-        batch->checks_[i] = Status::DataLoss(batch->checks_[i].message() + "; its bytes differed between " +
-                                             std::to_string(attempt) + " reads: the store or the network damages them");
-      }
+      return failed[k].empty() ? Status::OK() : batch->checks_[failed[k][0]];
+    };
+    unsigned damaged_reads = 0;
+    const Status loaded = LoadRereading(engine, {&reads[k], 1}, check_read, &damaged_reads);
+    // A read that failed (not a check, which stays in batch->checks_).
+    const Status& last = failed[k].empty() ? Status() : batch->checks_[failed[k][0]];
+    if (damaged_reads == 0 && (loaded.code() != last.code() || loaded.message() != last.message())) return loaded;
+    for (const size_t i : damaged_reads > 0 ? failed[k] : std::vector<size_t>()) {
+      batch->checks_[i] = Status::DataLoss(batch->checks_[i].message() + DamagedBetween(damaged_reads));
     }
   }
   for (size_t i = 0; i < ranges.size() && !keep_going; ++i) {

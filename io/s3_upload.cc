@@ -218,14 +218,9 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   if (size < upload_.multipart_threshold) {
     std::string body;
     PCR_RETURN_IF_ERROR(ReadAt(file.fd, local, 0, size, &body));
-    PCR_ASSIGN_OR_RETURN(const Response r, Send("PUT", path, "", body, {{"content-md5", Base64(Md5(body))}}));
-    if (r.curl_code != 0 || r.status != 200) return Status::IOError(path + ": upload failed: " + Describe(r));
-    if (EtagIsMd5(r) && r.etag != Md5Hex(body)) {
-      return Status::IOError(path + ": the store's ETag " + r.etag + " is not the MD5 of the bytes sent, " +
-                             Md5Hex(body));
-    }
+    PCR_ASSIGN_OR_RETURN(std::string etag, Put(path, body));
     PCR_RETURN_IF_ERROR(Check(local, path, size));
-    return r.etag;
+    return etag;
   }
   const uint64_t part_size = std::max(upload_.part_size, (size + kMaxParts - 1) / kMaxParts);
   const uint64_t parts = (size + part_size - 1) / part_size;
@@ -448,13 +443,13 @@ Result<std::vector<S3Uploader::OpenUpload>> S3Uploader::ListUploads(const std::s
   }
 }
 
-Status S3Uploader::Put(const std::string& path, std::string_view body) {
+Result<std::string> S3Uploader::Put(const std::string& path, std::string_view body) {
   PCR_ASSIGN_OR_RETURN(const Response r, Send("PUT", path, "", body, {{"content-md5", Base64(Md5(body))}}));
-  if (r.curl_code != 0 || r.status != 200) return Status::IOError(path + ": " + Describe(r));
+  if (r.curl_code != 0 || r.status != 200) return Status::IOError(path + ": upload failed: " + Describe(r));
   if (EtagIsMd5(r) && r.etag != Md5Hex(body)) {
     return Status::IOError(path + ": the store's ETag " + r.etag + " is not the MD5 of the bytes sent, " + Md5Hex(body));
   }
-  return Status::OK();
+  return r.etag;
 }
 
 Status S3Uploader::Delete(const std::string& path) {

@@ -72,8 +72,9 @@ class S3Uploader {
   // role that may not (a 4xx answer, 501, or an answer that is no upload
   // listing).
   Result<std::vector<OpenUpload>> ListUploads(const std::string& bucket, const std::string& prefix);
-  // Puts `body` as the object in one PUT, checked as Upload checks it.
-  Status Put(const std::string& path, std::string_view body);
+  // Puts `body` as the object in one PUT, with its Content-MD5, and returns
+  // its ETag, which must be its MD5 where ETags are (EtagIsMd5).
+  Result<std::string> Put(const std::string& path, std::string_view body);
   // Deletes the object; one already gone counts as deleted.
   Status Delete(const std::string& path);
   // Aborts a multipart upload; one the store no longer knows counts as

@@ -61,9 +61,6 @@ Status FetchRange(HttpClient& client, const std::string& path, uint64_t object_s
   return Status::OK();
 }
 
-// "in 3 attempts", for a DataLoss message.
-std::string Attempts(unsigned n) { return n == 1 ? "in 1 attempt" : "in " + std::to_string(n) + " attempts"; }
-
 class RemoteSource : public ByteSource {
  public:
   RemoteSource(std::string path, HttpClient::ObjectInfo info, HttpClient& client, uint64_t window)
@@ -151,14 +148,14 @@ Status CheckWhole(const ObjectRange& r, const Bytes& data, unsigned attempts) {
                           ": the store or the network damages them");
 }
 
-// Fetches the whole object `r` until its bytes have its digest: after a
-// first mismatch, the digest is taken from the object's HEAD (a listing's
-// ETag may be no MD5: SSE-KMS), then the object fetched again.
-Result<Bytes> FetchWholeChecked(HttpClient& client, ObjectRange r, Bytes data) {
+// Fetches the whole object `r` until its bytes have its digest. Unless
+// `headed` (the digest is the object's HEAD's), the first mismatch asks the
+// HEAD for it (a listing's ETag may be no MD5: SSE-KMS); then the object is
+// fetched again, up to the retries.
+Result<Bytes> FetchWholeChecked(HttpClient& client, ObjectRange r, Bytes data, bool headed = false) {
   const unsigned retries = client.options().retries;
   unsigned attempts = 1;
   Status checked = CheckWhole(r, data, attempts);
-  bool headed = false;
   while (!checked.ok()) {
     // The HEAD first, whatever the retries: it tells an ETag that is no MD5.
     if (!headed) {
@@ -198,16 +195,14 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path, Http
 
 Result<Bytes> ReadWholeObject(const std::string& path, HttpClient& client) {
   PCR_ASSIGN_OR_RETURN(const HttpClient::ObjectInfo info, client.Stat(path));
-  const unsigned retries = client.options().retries;
-  const ObjectRange r{.path = path, .offset = 0, .length = info.size, .object_size = info.size, .digest = info.digest};
-  for (unsigned attempt = 1;; ++attempt) {
-    Bytes out(info.size);
-    PCR_RETURN_IF_ERROR(ReadObjectRange(path, client, info.size, 0, info.size, out.data()));
-    const Status checked = CheckWhole(r, out, attempt);
-    if (checked.ok()) return out;
-    if (attempt > retries) return checked;
-  }
+  Bytes out(info.size);
+  PCR_RETURN_IF_ERROR(ReadObjectRange(path, client, info.size, 0, info.size, out.data()));
+  return FetchWholeChecked(
+      client, {.path = path, .offset = 0, .length = info.size, .object_size = info.size, .digest = info.digest},
+      std::move(out), true);
 }
+
+std::string Attempts(unsigned n) { return n == 1 ? "in 1 attempt" : "in " + std::to_string(n) + " attempts"; }
 
 Status ReadObjectRange(const std::string& path, HttpClient& client, uint64_t object_size, uint64_t offset,
                        uint64_t length, uint8_t* out) {

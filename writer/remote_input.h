@@ -75,6 +75,9 @@ Result<Bytes> ReadWholeObject(const std::string& path, HttpClient& client);
 Status ReadObjectRange(const std::string& path, HttpClient& client, uint64_t object_size, uint64_t offset,
                        uint64_t length, uint8_t* out);
 
+// "in 3 attempts", for a DataLoss message.
+std::string Attempts(unsigned n);
+
 // One byte range of an object.
 struct ObjectRange {
   std::string path;

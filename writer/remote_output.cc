@@ -397,9 +397,9 @@ Status CheckWritable(S3Uploader& uploader, const std::string& out_dir) {
   const std::string probe =
       JoinRemotePath(OutputName(out_dir), ".pcr-write-check-" + std::to_string(getpid()) + "-" +
                                               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-  const Status put = uploader.Put(probe, "pcr-convert checks that it may write here\n");
+  const auto put = uploader.Put(probe, "pcr-convert checks that it may write here\n");
   if (!put.ok()) {
-    return Status::IOError(OutputName(out_dir) + ": cannot write there (s3:PutObject): " + put.message());
+    return Status::IOError(OutputName(out_dir) + ": cannot write there (s3:PutObject): " + put.status().message());
   }
   const Status deleted = uploader.Delete(probe);
   if (!deleted.ok()) {

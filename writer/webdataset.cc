@@ -228,8 +228,6 @@ class WebDataset : public SourceReader {
     }
   }
 
-  static std::string Attempts(unsigned n) { return n == 1 ? "in 1 attempt" : "in " + std::to_string(n) + " attempts"; }
-
   static std::string OneLine(std::string s) {
     std::replace(s.begin(), s.end(), '\n', ' ');
     return s;
