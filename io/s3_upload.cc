@@ -203,7 +203,7 @@ Result<S3Uploader::Response> S3Uploader::Send(const std::string& method, const s
     // SHA-256 fails) is sent again, as a network fault.
     const std::string code = r.status == 400 ? XmlValue(r.body, "Code") : "";
     const bool damaged = code == "BadDigest" || code == "XAmzContentSHA256Mismatch";
-    const bool transient = r.curl_code != 0 || r.status >= 500 || r.status == 429 || damaged;
+    const bool transient = r.curl_code != 0 || (r.status >= 500 && r.status != 501) || r.status == 429 || damaged;
     if (!transient || attempt >= remote_.retries) return r;
     std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
   }

@@ -59,6 +59,13 @@ if "$tools/pcr-dump" verify s3://pcrtest/img >"$tmp/out" 2>&1 && grep -q ': OK, 
 if ! "$tools/pcr-convert" images "$data/sample" s3://pcrtest/img >/dev/null 2>"$tmp/err" &&
    grep -q 's3://pcrtest/img already holds a pcr dataset' "$tmp/err"; then ok; else bad "second conversion refused"; cat "$tmp/err"; fi
 
+# s3rver has no ListMultipartUploads (501): asked once before the uploads
+# and once after, never again as if the store were busy.
+S3_PROXY_LOG="$tmp/requests" proxy none
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/img501 \
+     --images-per-record 5 >/dev/null 2>"$tmp/err" && [ "$(grep -c '^GET /pcrtest?uploads' "$tmp/requests")" = 2 ]
+then ok; else bad "a store without ListMultipartUploads"; cat "$tmp/err"; grep uploads "$tmp/requests"; fi
+
 # WebDataset shards.
 mkdir -p "$tmp/wds"
 cp "$data/sample/video/video-001.jpeg" "$tmp/wds/a.jpg"
@@ -263,14 +270,16 @@ then ok; else bad "another writer's file"; cat "$tmp/err"; fi
 # Killed after the manifest went up but before the work directory went: the
 # same command finds its own manifest and cleans up.
 proxy slow-manifest
-AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late-journal --images-per-record 5 \
+AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late --images-per-record 5 \
   --work-dir "$tmp/wl2" >/dev/null 2>&1 &
 victim=$!
 for _ in $(seq 300); do "$tools/pcr-dump" s3://pcrtest/late >/dev/null 2>&1 && break; sleep 0.1; done
 kill -9 "$victim" 2>/dev/null
 wait "$victim" 2>/dev/null
+[ -e "$tmp/wl2/out/dataset.pcrd" ] && ok || bad "killed before the work directory went"
 if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/late --images-per-record 5 --work-dir "$tmp/wl2" \
      >/dev/null 2>"$tmp/err" && [ ! -e "$tmp/wl2/out" ]; then ok; else bad "rerun after the manifest went up"; cat "$tmp/err"; fi
+same_objects "rerun after the manifest went up" "$tmp/local5" late
 
 # Files the journal holds as up but the store lost (or another store) are
 # sent again before the manifest.

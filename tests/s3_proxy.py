@@ -30,12 +30,15 @@ any answer), no-list (as for a role without s3:ListBucket: listings, and
 GETs and HEADs of keys that do not exist, are answered 403 AccessDenied),
 no-put (as for a role without s3:PutObject: PUTs answered 403), no-get (as
 for a role without s3:GetObject: GETs and HEADs of objects answered 403).
+With S3_PROXY_LOG set, each request's method and path are appended to
+that file, a line each.
 """
 import base64
 import hashlib
 import re
 import http.client
 import http.server
+import os
 import sys
 import threading
 import time
@@ -110,6 +113,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def forward(self):
         global count, gets, completes, stalled, creates
+        if os.environ.get("S3_PROXY_LOG"):
+            with lock, open(os.environ["S3_PROXY_LOG"], "a") as log:
+                log.write(f"{self.command} {self.path}\n")
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length) if length else b""
         part = "partNumber=" in self.path
