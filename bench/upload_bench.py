@@ -2,7 +2,7 @@
 """Conversions into object storage against the same conversion to local disk.
 
 usage: bench/upload_bench.py BUILD_DIR PHOTOS_DIR WORK_DIR [--copies N] [--rows N]
-                             [--links 50:100] [--rounds N]
+                             [--links 50:100] [--rounds N] [--small-per-record N]
 
 Needs s3rver (npm install -g s3rver@3); the link runs need root and
 /dev/net/tun. Prepares WORK_DIR once: the JPEGs of PHOTOS_DIR, each linked
@@ -14,6 +14,9 @@ rounds that interleave the configurations, times as fresh processes:
 - the same into s3rver on 127.0.0.1 (s3://bench/...);
 - the same into s3rver inside bench/link_emulator.py's namespace, behind a
   link of each RTT_MS:MBIT;
+- the images in records of SMALL_PER_RECORD images (many small files),
+  locally and into each store, uploaded one file at a time
+  (--upload-concurrency 1) and with the defaults;
 - there, uploads alone: pcr-convert merge of the images converted locally
   in two parts (every record file and the manifest sent, nothing
   converted), against curl -T sending each record file in turn.
@@ -105,12 +108,12 @@ class Link:
         self.emulator.wait()
 
 
-def convert(build, kind, src, out, work, env=None):
+def convert(build, kind, src, out, work, env=None, extra=()):
     """Seconds of one pcr-convert run into `out`, and the bytes it wrote."""
     shutil.rmtree(work, ignore_errors=True)
     if not out.startswith("s3://"):
         shutil.rmtree(out, ignore_errors=True)
-    cmd = [f"{build}/tools/pcr-convert", kind, src, out]
+    cmd = [f"{build}/tools/pcr-convert", kind, src, out, *extra]
     if out.startswith("s3://"):
         cmd += ["--work-dir", work]
     if kind == "table":
@@ -130,6 +133,7 @@ def main():
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--links", default="50:100")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--small-per-record", type=int, default=8)
     a = ap.parse_args()
     build, work = os.path.abspath(a.build), os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
@@ -147,14 +151,27 @@ def main():
         best[name] = min(best.get(name, float("inf")), seconds)
         sizes[name] = size
 
+    # Many small files: one file at a time (as pcr-convert uploaded before
+    # --upload-concurrency) against the default.
+    small = ["--images-per-record", a.small_per_record]
+    ways = {"one at a time": ["--upload-concurrency", 1], "default": []}
+
+    def small_runs(where, out, e):
+        for way, extra in ways.items():
+            record(f"small {where} {way}", *convert(build, "images", photos, f"{out}-{len(extra)}",
+                                                    os.path.join(work, "w"), e, small + extra))
+
     for r in range(a.rounds):
         for kind, src in (("images", photos), ("table", table)):
             record(f"{kind} local", *convert(build, kind, src, os.path.join(work, "out"), os.path.join(work, "w")))
+        record("small local", *convert(build, "images", photos, os.path.join(work, "out"), os.path.join(work, "w"),
+                                       extra=small))
         store = S3rver(os.path.join(work, "store"), "127.0.0.1", free_port())
         try:
             for kind, src in (("images", photos), ("table", table)):
                 record(f"{kind} loopback", *convert(build, kind, src, f"s3://bench/{kind}-{r}", os.path.join(work, "w"),
                                                     dict(env, AWS_ENDPOINT_URL=store.endpoint)))
+            small_runs("loopback", f"s3://bench/small-{r}", dict(env, AWS_ENDPOINT_URL=store.endpoint))
         finally:
             store.close()
         for rtt, mbps in links:
@@ -166,6 +183,7 @@ def main():
                     for kind, src in (("images", photos), ("table", table)):
                         record(f"{kind} {rtt}:{mbps}",
                                *convert(build, kind, src, f"s3://bench/{kind}-{r}", os.path.join(work, "w"), e))
+                    small_runs(f"{rtt}:{mbps}", f"s3://bench/small-{r}", e)
                     shutil.rmtree(os.path.join(work, "w"), ignore_errors=True)
                     start = time.perf_counter()
                     run([f"{build}/tools/pcr-convert", "merge", f"s3://bench/merged-{r}", *parts, "--work-dir",
@@ -206,6 +224,16 @@ def main():
             t = best[f"{who} {rtt}:{mbps}"]
             print(f"| {rtt} ms, {mbps} Mbit/s | {who} | {record_bytes / 1e6:.1f} | {t:.2f} | {record_bytes / t / 1e6:.2f} | "
                   f"{record_bytes / t / (mbps * 1e6 / 8):.2f} | {best[f'curl {rtt}:{mbps}'] / t:.2f} |")
+    print()
+    files = images // a.small_per_record
+    print(f"| {files} files of {a.small_per_record} images | seconds | vs local | vs one at a time |")
+    print("|---|---|---|---|")
+    print(f"| local disk | {best['small local']:.2f} | 1.00 | |")
+    for where in ["loopback"] + [f"{rtt}:{mbps}" for rtt, mbps in links]:
+        for way in ways:
+            t = best[f"small {where} {way}"]
+            print(f"| {where}, {way} | {t:.2f} | {best['small local'] / t:.2f} | "
+                  f"{best[f'small {where} one at a time'] / t:.2f} |")
     print()
     print(json.dumps({"images": images, "rows": rows, "seconds": best, "bytes": sizes}, indent=1))
 

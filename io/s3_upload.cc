@@ -101,11 +101,36 @@ Status CheckUploadOptions(const UploadOptions& o) {
   }
   if (o.multipart_threshold < 1) return Status::InvalidArgument("multipart threshold must be at least 1 byte");
   if (o.concurrency < 1 || o.concurrency > 64) return Status::InvalidArgument("upload concurrency must be 1..64");
+  if (o.memory < 1) return Status::InvalidArgument("upload memory must be at least 1 byte");
   return Status::OK();
 }
 
+RemoteOptions OutputRemote(const RemoteOptions& remote, const UploadOptions& upload) {
+  RemoteOptions out = remote;
+  if (!upload.s3_endpoint.empty()) out.s3_endpoint = upload.s3_endpoint;
+  return out;
+}
+
 S3Uploader::S3Uploader(const RemoteOptions& remote, const UploadOptions& upload)
-    : remote_(remote), upload_(upload), signer_(S3Signer::FromOptions(remote)) {}
+    : remote_(OutputRemote(remote, upload)), upload_(upload), signer_(S3Signer::FromOptions(remote_)) {}
+
+void S3Uploader::Reserve(uint64_t bytes) {
+  std::unique_lock lock(budget_mu_);
+  budget_freed_.wait(lock, [&] {
+    return bodies_ == 0 || (bodies_ < upload_.concurrency && body_bytes_ + bytes <= upload_.memory);
+  });
+  ++bodies_;
+  body_bytes_ += bytes;
+}
+
+void S3Uploader::Release(uint64_t bytes) {
+  {
+    std::lock_guard lock(budget_mu_);
+    --bodies_;
+    body_bytes_ -= bytes;
+  }
+  budget_freed_.notify_all();
+}
 
 Result<std::unique_ptr<S3Uploader>> S3Uploader::Create(const RemoteOptions& remote, const UploadOptions& upload) {
   PCR_RETURN_IF_ERROR(CheckUploadOptions(upload));
@@ -216,9 +241,14 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   if (file.fd < 0 || fstat(file.fd, &st) != 0) return Status::IOError(local + ": cannot open: " + std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < upload_.multipart_threshold) {
-    std::string body;
-    PCR_RETURN_IF_ERROR(ReadAt(file.fd, local, 0, size, &body));
-    PCR_ASSIGN_OR_RETURN(std::string etag, Put(path, body));
+    Reserve(size);
+    Result<std::string> etag = [&]() -> Result<std::string> {
+      std::string body;
+      PCR_RETURN_IF_ERROR(ReadAt(file.fd, local, 0, size, &body));
+      return Put(path, body);
+    }();
+    Release(size);
+    if (!etag.ok()) return etag.status();
     PCR_RETURN_IF_ERROR(Check(local, path, size));
     return etag;
   }
@@ -238,9 +268,10 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   std::mutex mu;
   Status error;
   auto work = [&] {
-    std::string buffer;
     for (uint64_t i = next++; i < parts && !failed; i = next++) {
       const uint64_t offset = i * part_size, n = std::min(part_size, size - offset);
+      Reserve(n);
+      std::string buffer;
       Status s = ReadAt(file.fd, local, offset, n, &buffer);
       if (s.ok()) {
         const std::string query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
@@ -258,6 +289,8 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
           if (!EtagIsMd5(*r)) md5_etags = false;
         }
       }
+      buffer = std::string();
+      Release(n);
       if (!s.ok()) {
         std::lock_guard lock(mu);
         if (error.ok()) error = std::move(s);

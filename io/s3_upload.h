@@ -3,6 +3,7 @@
 // and the object checked against the bytes sent.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,13 +18,18 @@
 namespace pcr {
 
 // InvalidArgument naming the option unless part_size is 5 MiB to 5 GiB,
-// multipart_threshold at least 1 and concurrency 1..64.
+// multipart_threshold and memory at least 1 and concurrency 1..64.
 Status CheckUploadOptions(const UploadOptions& options);
+// `remote` with the output endpoint of `upload` where it names one.
+RemoteOptions OutputRemote(const RemoteOptions& remote, const UploadOptions& upload);
 
-// Thread safety: not thread-safe; one upload at a time.
+// Thread safety: every method may be called from several threads at once;
+// the PUT bodies in flight of all of them share UploadOptions' concurrency
+// and memory.
 class S3Uploader {
  public:
-  // Endpoint, region, credentials, retries and timeouts as for reading.
+  // Endpoint (UploadOptions::s3_endpoint where set), region, credentials,
+  // retries and timeouts as for reading.
   static Result<std::unique_ptr<S3Uploader>> Create(const RemoteOptions& remote, const UploadOptions& upload);
   ~S3Uploader();
   S3Uploader(const S3Uploader&) = delete;
@@ -107,12 +113,21 @@ class S3Uploader {
   bool EtagIsMd5(const Response& r) const;
   void* TakeHandle();
   void GiveHandle(void* handle);
+  // Waits until a PUT body of `bytes` fits UploadOptions' concurrency and
+  // memory beside those in flight (it always fits alone), then counts it
+  // until Release.
+  void Reserve(uint64_t bytes);
+  void Release(uint64_t bytes);
 
   const RemoteOptions remote_;
   const UploadOptions upload_;
   S3Signer signer_;
   std::mutex mu_;
   std::vector<void*> idle_;  // CURL easy handles, guarded by mu_
+  std::mutex budget_mu_;
+  std::condition_variable budget_freed_;
+  unsigned bodies_ = 0;      // PUT bodies held, guarded by budget_mu_
+  uint64_t body_bytes_ = 0;  // their bytes, guarded by budget_mu_
 };
 
 }  // namespace pcr

@@ -100,6 +100,27 @@ if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" s3:
      --part-size-mib 5 --multipart-threshold-mib 5 >/dev/null 2>"$tmp/err"; then ok; else bad "multipart upload"; cat "$tmp/err"; fi
 same_objects "multipart upload" "$tmp/biglocal" big
 "$tools/pcr-dump" verify s3://pcrtest/big >/dev/null 2>&1 && ok || bad "verify the multipart upload"
+# Files go up several at a time, within --upload-concurrency (default 8)
+# and --upload-memory-mib: the proxy counts the PUTs it handles at once.
+"$tools/pcr-convert" images "$tmp/big" "$tmp/manylocal" --images-per-record 64 >/dev/null
+peak() { awk '/^PUT .* puts=/ { split($3, n, "="); split($4, b, "="); if (n[2] > p) p = n[2]; if (b[2] > m) m = b[2] }
+              END { print p + 0, m + 0 }' "$1"; }
+for what in "many 8 256" "one 1 256" "tight 8 1"; do
+  set -- $what
+  rm -f "$tmp/requests"
+  S3_PROXY_LOG="$tmp/requests" proxy slow-puts
+  if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$tmp/big" "s3://pcrtest/$1" --images-per-record 64 \
+       --upload-concurrency "$2" --upload-memory-mib "$3" >/dev/null 2>"$tmp/err"; then ok; else
+    bad "uploads $1"; cat "$tmp/err"; fi
+  same_objects "uploads $1" "$tmp/manylocal" "$1"
+  read -r puts bytes < <(peak "$tmp/requests")
+  case $1 in
+    many) [ "$puts" -ge 2 ] && [ "$puts" -le 8 ] ;;
+    one) [ "$puts" = 1 ] ;;
+    tight) [ "$bytes" -le $((1 << 20)) ] ;;
+  esac && ok || bad "uploads $1: $puts PUTs and $bytes bytes at once"
+done
+
 # Bodies damaged on their way: the store checks each one's Content-MD5 (the
 # proxy does as S3 does, answering 400 BadDigest), and it is sent again.
 proxy flip-puts
@@ -207,13 +228,41 @@ same_objects "a stalled part" "$tmp/biglocal" stalled
 proxy down
 if ! AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" images "$data/sample" s3://pcrtest/retry \
        --images-per-record 5 >/dev/null 2>"$tmp/err" &&
-   grep -q 's3://pcrtest/retry/records-00000.pcr: upload failed: HTTP 503 SlowDown' "$tmp/err" &&
+   grep -q 's3://pcrtest/retry/records-0000[0-4].pcr: upload failed: HTTP 503 SlowDown' "$tmp/err" &&
    grep -q 'the same command run again resumes' "$tmp/err"; then ok; else bad "a failing store"; cat "$tmp/err"; fi
 "$tools/pcr-dump" s3://pcrtest/retry >/dev/null 2>&1 && bad "a manifest after a failed upload" || ok
 if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/retry --images-per-record 5 >"$tmp/out" 2>"$tmp/err" &&
    grep -q 'kept 5 files' "$tmp/out"; then ok; else bad "rerun after a failed upload"; cat "$tmp/out" "$tmp/err"; fi
 "$tools/pcr-convert" images "$data/sample" "$tmp/local5" --images-per-record 5 >/dev/null
 same_objects "rerun after a failed upload" "$tmp/local5" retry
+
+# Inputs from one store and the output to another (--input-endpoint,
+# --output-endpoint), whatever AWS_ENDPOINT_URL says: the same objects as a
+# local conversion.
+port2=$(free_port $((port + 300)))
+mkdir -p "$tmp/store2" "$tmp/up/src"
+cp -r "$data/sample/." "$tmp/up/src/"
+cp "$data/tabular/Soybean.csv" "$tmp/up/"
+"$s3rver" -d "$tmp/store2" -a 127.0.0.1 -p "$port2" -s --configure-bucket pcrtest >"$tmp/s3rver2.log" 2>&1 &
+pid2=$!
+trap '[ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null; kill "$pid2" 2>/dev/null; cleanup' EXIT
+wait_port "$port2" "$pid2"
+endpoint2="http://127.0.0.1:$port2"
+/usr/bin/python3 "$here/s3_put.py" "$endpoint" pcrtest "$tmp/up" || bad "inputs into the first store"
+if AWS_ENDPOINT_URL=http://127.0.0.1:9 "$tools/pcr-convert" images s3://pcrtest/src s3://pcrtest/two --images-per-record 5 \
+     --input-endpoint "$endpoint" --output-endpoint "$endpoint2" >/dev/null 2>"$tmp/err"; then ok; else
+  bad "images between two stores"; cat "$tmp/err"; fi
+endpoint="$endpoint2" same_objects "images between two stores" "$tmp/local5" two
+if AWS_ENDPOINT_URL=http://127.0.0.1:9 "$tools/pcr-convert" table s3://pcrtest/Soybean.csv s3://pcrtest/t2 \
+     --rows-per-stripe 100 --input-endpoint "$endpoint" --output-endpoint "$endpoint2" >/dev/null 2>"$tmp/err"; then ok
+else bad "a table between two stores"; cat "$tmp/err"; fi
+endpoint="$endpoint2" same_objects "a table between two stores" "$tmp/tlocal" t2
+# Without them, the environment's endpoint is the one asked, and named.
+if ! AWS_ENDPOINT_URL=http://127.0.0.1:9 "$tools/pcr-convert" images s3://pcrtest/src "$tmp/nowhere" >/dev/null \
+     2>"$tmp/err" && grep -q "127.0.0.1 port 9" "$tmp/err"; then ok; else bad "the default endpoint"; cat "$tmp/err"; fi
+"$tools/pcr-convert" images "$data/sample" s3://pcrtest/x --output-endpoint ftp://h >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--output-endpoint needs an http(s):// URL" "$tmp/err" && ok || bad "a bad endpoint"
+kill "$pid2" 2>/dev/null
 
 # Killed after the local conversion wrote its manifest but before it removed
 # its journal: the rerun uploads what was converted.

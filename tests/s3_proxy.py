@@ -30,8 +30,10 @@ any answer), no-list (as for a role without s3:ListBucket: listings, and
 GETs and HEADs of keys that do not exist, are answered 403 AccessDenied),
 no-put (as for a role without s3:PutObject: PUTs answered 403), no-get (as
 for a role without s3:GetObject: GETs and HEADs of objects answered 403).
-With S3_PROXY_LOG set, each request's method and path are appended to
-that file, a line each.
+slow-puts (each PUT of a whole object waits 0.3 s first). With
+S3_PROXY_LOG set, each request's method and path are appended to that
+file, a line each, and for a PUT "puts=N bytes=B": the PUTs being handled
+and their bodies' bytes, itself included.
 """
 import base64
 import hashlib
@@ -47,7 +49,7 @@ import urllib.parse
 port, upstream = int(sys.argv[1]), int(sys.argv[2])
 mode, *flags = sys.argv[3].split(",")
 if mode in ("crc32c", "kms", "etag-not-md5", "repeat-keys", "list-uploads", "create-lost", "no-list", "no-put",
-            "no-get"):
+            "no-get", "slow-puts"):
     flags.append(mode)
 
 
@@ -86,6 +88,7 @@ count = 0
 gets = 0
 completes = 0
 stalled = False
+puts = put_bytes = 0  # PUTs being handled, and their bodies' bytes
 
 lock = threading.Lock()
 
@@ -112,10 +115,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(error)
 
     def forward(self):
+        """Handles the request; PUTs counted while they are handled, their
+        count and body bytes then (this one's included) logged."""
+        global puts, put_bytes
+        length = int(self.headers.get("Content-Length", "0")) if self.command == "PUT" else 0
+        with lock:
+            if self.command == "PUT":
+                puts += 1
+                put_bytes += length
+            if os.environ.get("S3_PROXY_LOG"):
+                with open(os.environ["S3_PROXY_LOG"], "a") as log:
+                    log.write(f"{self.command} {self.path}" + (f" puts={puts} bytes={put_bytes}" if length or
+                                                               self.command == "PUT" else "") + "\n")
+        try:
+            if "slow-puts" in flags and self.command == "PUT" and "partNumber=" not in self.path:
+                time.sleep(0.3)
+            self.handle_request()
+        finally:
+            with lock:
+                if self.command == "PUT":
+                    puts -= 1
+                    put_bytes -= length
+
+    def handle_request(self):
         global count, gets, completes, stalled, creates
-        if os.environ.get("S3_PROXY_LOG"):
-            with lock, open(os.environ["S3_PROXY_LOG"], "a") as log:
-                log.write(f"{self.command} {self.path}\n")
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length) if length else b""
         part = "partNumber=" in self.path

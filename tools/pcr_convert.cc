@@ -26,6 +26,8 @@ constexpr char kImagesUsage[] =
     "                          [--fields FILE [--fields-key NAME] [--field-type NAME=TYPE]...\n"
     "                           [--field-order NAME,...]] [--exif-orientation]\n"
     "                          [--work-dir DIR] [--part-size-mib N] [--multipart-threshold-mib N]\n"
+    "                          [--upload-concurrency N] [--upload-memory-mib N]\n"
+    "                          [--input-endpoint URL] [--output-endpoint URL]\n"
     "\n"
     "  SRC_DIR/<class>/<image>.jpg; label = index of <class> in sorted order.\n"
     "  SRC_DIR may be s3://BUCKET/PREFIX (listed), and --list and --fields s3:// or\n"
@@ -36,6 +38,11 @@ constexpr char kImagesUsage[] =
     "  again after a failure, the same command resumes from --work-dir.\n"
     "  --part-size-mib N    multipart upload parts (default 16, at least 5)\n"
     "  --multipart-threshold-mib N  files this large go up in parts (default 64)\n"
+    "  --upload-concurrency N  files and parts going up at once (default 8)\n"
+    "  --upload-memory-mib N   bytes they hold together (default 256; one always goes)\n"
+    "  --input-endpoint URL    the store of s3:// inputs, --output-endpoint URL that\n"
+    "                       of an s3:// OUT_DIR (default for both: AWS_ENDPOINT_URL_S3,\n"
+    "                       AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS)\n"
     "  --list FILE          CSV lines \"path,label\", paths relative to SRC_DIR\n"
     "  --by-content         take files that start like a JPEG (FF D8 FF), whatever\n"
     "                       their names, instead of .jpg, .jpeg, .jpe and .jfif files\n"
@@ -77,7 +84,8 @@ constexpr char kWebdatasetUsage[] =
     "  a field of its inferred type, anything else bytes.\n";
 constexpr char kMergeUsage[] =
     "pcr-convert merge OUT_DIR PART_DIR... [--work-dir DIR] [--part-size-mib N]\n"
-    "                         [--multipart-threshold-mib N]\n"
+    "                         [--multipart-threshold-mib N] [--upload-concurrency N]\n"
+    "                         [--upload-memory-mib N] [--output-endpoint URL]\n"
     "\n"
     "  Joins the parts of a sharded conversion into the dataset OUT_DIR by hard\n"
     "  links (same filesystem): the same bytes as converting on one machine.\n"
@@ -89,6 +97,8 @@ constexpr char kTableUsage[] =
     "                         [--float32] [--schema FILE] [--column-type NAME=TYPE]... [--strings]\n"
     "                         [--on-bad-value error|missing]\n"
     "                         [--work-dir DIR] [--part-size-mib N] [--multipart-threshold-mib N]\n"
+    "                         [--upload-concurrency N] [--upload-memory-mib N]\n"
+    "                         [--input-endpoint URL] [--output-endpoint URL]\n"
     "\n"
     "  INPUT (a file, or an s3:// or http(s):// object) is .csv (header row; empty\n"
     "  and NA are missing) or .jsonl (one object\n"
@@ -170,11 +180,16 @@ bool NameAndType(const std::string& v, std::string* name, pcr::FeatureType* type
   return true;
 }
 
-// Takes `a` (and its value) when it is one of the upload options: true
-// with *status set to a usage error's exit code when the value is bad.
+// Takes `a` (and its value) when it is one of the options of uploads and
+// endpoints (--input-endpoint only with `input_endpoint`): true with
+// *status set to a usage error's exit code when the value is bad.
 bool UploadOption(const std::string& a, pcr::cli::Args& args, std::string* work_dir, pcr::UploadOptions* upload,
-                  int* status) {
-  if (a != "--work-dir" && a != "--part-size-mib" && a != "--multipart-threshold-mib") return false;
+                  std::string* input_endpoint, int* status) {
+  if (a != "--work-dir" && a != "--part-size-mib" && a != "--multipart-threshold-mib" &&
+      a != "--upload-concurrency" && a != "--upload-memory-mib" && a != "--output-endpoint" &&
+      (a != "--input-endpoint" || input_endpoint == nullptr)) {
+    return false;
+  }
   const std::string v = args.empty() ? "" : args.next();
   uint64_t n = 0;
   const bool is_number = pcr::cli::ParseUint(v, &n);
@@ -182,9 +197,18 @@ bool UploadOption(const std::string& a, pcr::cli::Args& args, std::string* work_
   if (a == "--work-dir") {
     if (v.empty()) *status = Usage("--work-dir needs a directory");
     *work_dir = v;
+  } else if (a == "--input-endpoint" || a == "--output-endpoint") {
+    if (!v.starts_with("http://") && !v.starts_with("https://")) *status = Usage(a + " needs an http(s):// URL");
+    *(a == "--input-endpoint" ? input_endpoint : &upload->s3_endpoint) = v;
   } else if (a == "--part-size-mib") {
     if (!is_number || n < 5 || n > 5120) *status = Usage("--part-size-mib needs 5..5120");
     upload->part_size = n << 20;
+  } else if (a == "--upload-concurrency") {
+    if (!is_number || n < 1 || n > 64) *status = Usage("--upload-concurrency needs 1..64");
+    upload->concurrency = static_cast<unsigned>(n);
+  } else if (a == "--upload-memory-mib") {
+    if (!is_number || n == 0 || n > (uint64_t{1} << 30)) *status = Usage("--upload-memory-mib needs a positive integer");
+    upload->memory = n << 20;
   } else {
     if (!is_number || n == 0 || n > (uint64_t{1} << 30)) {
       *status = Usage("--multipart-threshold-mib needs a positive integer");
@@ -197,6 +221,7 @@ bool UploadOption(const std::string& a, pcr::cli::Args& args, std::string* work_
 // `images SRC_DIR OUT_DIR`, or with `webdataset`, `webdataset SHARD... OUT_DIR`.
 int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   pcr::ConvertImagesOptions o;
+  std::string input_endpoint;
   std::vector<std::string> positional;
   bool shuffle_given = false, keep_order = false;
   while (!args.empty()) {
@@ -274,7 +299,7 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
       if (!number(&o.shard_index)) return Usage("--shard needs an integer");
     } else if (a == "--num-shards") {
       if (!number(&o.num_shards) || o.num_shards == 0) return Usage("--num-shards needs a positive integer");
-    } else if (int status = 0; UploadOption(a, args, &o.work_dir, &o.upload, &status)) {
+    } else if (int status = 0; UploadOption(a, args, &o.work_dir, &o.upload, &input_endpoint, &status)) {
       if (status != pcr::cli::kExitOk) return status;
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
@@ -304,6 +329,7 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   auto io = pcr::cli::IoOptionsFromEnvironment();
   if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
   o.remote = io->remote;
+  if (!input_endpoint.empty()) o.remote.s3_endpoint = input_endpoint;
   if (to_store) {
     std::fprintf(stderr, "pcr-convert: converting into %s, then uploading to %s\n",
                  pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str(), o.out_dir.c_str());
@@ -363,7 +389,7 @@ int MergeCommand(pcr::cli::Args& args) {
   std::vector<std::string> positional;
   while (!args.empty()) {
     const std::string a = args.next();
-    if (int status = 0; UploadOption(a, args, &o.work_dir, &o.upload, &status)) {
+    if (int status = 0; UploadOption(a, args, &o.work_dir, &o.upload, nullptr, &status)) {
       if (status != pcr::cli::kExitOk) return status;
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
@@ -402,6 +428,7 @@ void PrintTableReport(const pcr::TableConvertReport& r) {
 
 int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
   pcr::TableConvertOptions o;
+  std::string input_endpoint;
   std::vector<std::string> positional;
   std::string popularity;
   while (!args.empty()) {
@@ -448,7 +475,7 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       const std::string v = args.empty() ? "" : args.next();
       if (v != "error" && v != "missing") return Usage("--on-bad-value needs error or missing");
       o.on_bad_value = v == "error" ? pcr::BadValue::kError : pcr::BadValue::kMissing;
-    } else if (int status = 0; !reorder && UploadOption(a, args, &o.work_dir, &o.upload, &status)) {
+    } else if (int status = 0; !reorder && UploadOption(a, args, &o.work_dir, &o.upload, &input_endpoint, &status)) {
       if (status != pcr::cli::kExitOk) return status;
     } else if (a.starts_with("--")) {
       return Usage("unknown option " + a);
@@ -484,6 +511,7 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
                             o.input = positional[0];
                             o.out_dir = positional[1];
                             o.remote = io->remote;
+                            if (!input_endpoint.empty()) o.remote.s3_endpoint = input_endpoint;
                             if (o.out_dir.starts_with("s3://")) {
                               std::fprintf(stderr, "pcr-convert: converting into %s, then uploading to %s\n",
                                            pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str(), o.out_dir.c_str());

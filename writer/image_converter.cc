@@ -425,7 +425,7 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
                                      "convert WebDataset shards (pcr-convert webdataset)");
     }
     PCR_ASSIGN_OR_RETURN(client, HttpClient::Create(options.remote));
-    PCR_ASSIGN_OR_RETURN(s3, S3Uploader::Create(options.remote, options.upload));
+    PCR_ASSIGN_OR_RETURN(s3, S3Uploader::Create(options.remote, UploadOptions{}));  // lists the inputs' store
   }
   SourceList list;
   if (options.list_file.empty()) {

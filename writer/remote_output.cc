@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -85,7 +87,7 @@ UploadJournal ReadJournal(const std::string& path) {
   return j;
 }
 
-// Appends `line` and syncs it.
+// Appends `line` and syncs it; from several threads at once, whole lines.
 Status Append(const std::string& path, const std::string& line) {
   const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
@@ -120,18 +122,17 @@ Status UploadFile(S3Uploader& uploader, const std::string& path, const std::stri
                              "\t" + name + "\n");
 }
 
-// Uploads files as a conversion finishes them, in order, on a thread of its
-// own, while the conversion goes on. Its cancel flag, given to the
-// conversion, turns true once an upload fails or `cancel` does.
+// Uploads files as a conversion finishes them, UploadOptions::concurrency at
+// a time in the order given, on threads of its own, while the conversion
+// goes on. Its cancel flag, given to the conversion, turns true once an
+// upload fails or `cancel` does.
 class EagerUploader {
  public:
-  EagerUploader(std::unique_ptr<S3Uploader> uploader, std::string remote, std::string journal,
+  EagerUploader(std::unique_ptr<S3Uploader> uploader, std::string remote, std::string journal, unsigned threads,
                 const std::atomic<bool>* cancel)
-      : uploader_(std::move(uploader)),
-        remote_(std::move(remote)),
-        journal_(std::move(journal)),
-        user_cancel_(cancel),
-        thread_([this] { Run(); }) {}
+      : uploader_(std::move(uploader)), remote_(std::move(remote)), journal_(std::move(journal)), user_cancel_(cancel) {
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+  }
   ~EagerUploader() { (void)Finish(false); }
 
   const std::atomic<bool>* cancel() const { return &stop_; }
@@ -142,16 +143,18 @@ class EagerUploader {
     changed_.notify_one();
   }
 
-  // Waits for the files added (`drain`) or only the one being sent; the
+  // Waits for the files added (`drain`) or only those being sent; the
   // first upload error.
   Status Finish(bool drain) {
     {
       std::lock_guard lock(mu_);
       finishing_ = true;
       if (!drain) queue_.clear();
-      changed_.notify_one();
+      changed_.notify_all();
     }
-    if (thread_.joinable()) thread_.join();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
     return failed_;
   }
 
@@ -172,7 +175,7 @@ class EagerUploader {
       Status s = UploadFile(*uploader_, path, remote_, journal_);
       lock.lock();
       if (!s.ok()) {
-        failed_ = std::move(s);
+        if (failed_.ok()) failed_ = std::move(s);
         stop_ = true;
       }
     }
@@ -187,9 +190,33 @@ class EagerUploader {
   std::condition_variable changed_;
   std::deque<std::string> queue_;  // guarded by mu_
   bool finishing_ = false;         // guarded by mu_
-  Status failed_;                  // written by the thread; read after join
-  std::thread thread_;
+  Status failed_;                  // guarded by mu_; read after the threads are joined
+  std::vector<std::thread> threads_;
 };
+
+// Runs fn(0) .. fn(n - 1) on `threads` threads; none starts after one fails
+// or `interrupted()`. The first error, or Cancelled naming `remote`.
+Status ForEachFile(size_t n, unsigned threads, const std::function<bool()>& interrupted, const std::string& remote,
+                   const std::function<Status(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status first;
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      Status s = interrupted() ? Status::Cancelled("upload to " + remote + " interrupted") : fn(i);
+      if (!s.ok()) {
+        std::lock_guard lock(mu);
+        if (first.ok()) first = std::move(s);
+        next = n;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  return first;
+}
 
 }  // namespace
 
@@ -233,25 +260,22 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
                               return fs::exists(fs::path(local) / n);
                             });
   auto interrupted = [&] { return cancel != nullptr && cancel->load(); };
-  for (size_t i = 0; i < first_last; ++i) {
-    if (interrupted()) return Status::Cancelled("upload to " + remote + " interrupted");
+  PCR_RETURN_IF_ERROR(ForEachFile(first_last, upload.concurrency, interrupted, remote, [&](size_t i) -> Status {
     const std::string path = (fs::path(local) / names[i]).string();
     PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
-    if (auto it = j.done.find(names[i]); it != j.done.end() && it->second.stamp == stamp) continue;
-    PCR_RETURN_IF_ERROR(UploadFile(*uploader, path, remote, journal));
-  }
+    if (auto it = j.done.find(names[i]); it != j.done.end() && it->second.stamp == stamp) return Status::OK();
+    return UploadFile(*uploader, path, remote, journal);
+  }));
   // Then each checked against the store: sent again where it is gone (a
   // store that lost it, or another store), refused where it changed since
   // (another conversion writing to the same output).
   const UploadJournal up = ReadJournal(journal);
-  for (size_t i = 0; i < first_last; ++i) {
-    if (interrupted()) return Status::Cancelled("upload to " + remote + " interrupted");
+  PCR_RETURN_IF_ERROR(ForEachFile(first_last, upload.concurrency, interrupted, remote, [&](size_t i) -> Status {
     const std::string object = JoinRemotePath(remote, names[i]);
     const Uploaded& u = up.done.at(names[i]);
     auto head = uploader->Head(object);
     if (!head.ok() && head.status().code() == StatusCode::kNotFound) {
-      PCR_RETURN_IF_ERROR(UploadFile(*uploader, (fs::path(local) / names[i]).string(), remote, journal));
-      continue;
+      return UploadFile(*uploader, (fs::path(local) / names[i]).string(), remote, journal);
     }
     if (!head.ok()) return head.status();
     if (head->size != u.stamp.size || (!head->etag.empty() && !u.etag.empty() && head->etag != u.etag)) {
@@ -260,7 +284,8 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
                              std::to_string(u.stamp.size) + " bytes, ETag " + u.etag +
                              "): is another conversion writing to " + remote + "? No manifest was uploaded");
     }
-  }
+    return Status::OK();
+  }));
   for (size_t i = first_last; i < names.size(); ++i) {
     if (interrupted()) return Status::Cancelled("upload to " + remote + " interrupted");
     PCR_RETURN_IF_ERROR(UploadFile(*uploader, (fs::path(local) / names[i]).string(), remote, journal));
@@ -524,7 +549,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     // Each file goes up as soon as it is finished.
     PCR_ASSIGN_OR_RETURN(auto uploader, S3Uploader::Create(options.remote, options.upload));
     PCR_RETURN_IF_ERROR(AbortOpenUploads(*uploader, options.out_dir, journal));
-    EagerUploader eager(std::move(uploader), options.out_dir, journal, options.cancel);
+    EagerUploader eager(std::move(uploader), options.out_dir, journal, options.upload.concurrency, options.cancel);
     ConvertImagesOptions local = options;
     local.out_dir = out;
     local.work_dir.clear();

@@ -92,7 +92,9 @@ struct ConvertImagesOptions {
   std::function<void(const std::string& path)> file_done;
   // out_dir may be s3://BUCKET/PREFIX: the conversion is written to
   // work_dir (empty: ConversionWorkDir) and then uploaded, every file before
-  // the manifest, with `remote`'s endpoint, credentials and retries.
+  // the manifest, with `remote`'s credentials and retries and its endpoint
+  // (UploadOptions::s3_endpoint's where set); s3:// inputs are read from
+  // `remote`'s endpoint.
   std::string work_dir;
   RemoteOptions remote;
   UploadOptions upload;

@@ -60,11 +60,18 @@ struct RemoteOptions {
 
 // Uploads to object storage: one PUT below multipart_threshold bytes, else
 // a multipart upload of part_size parts (5 MiB to 5 GiB; larger where a file
-// would need more than 10,000), `concurrency` parts in flight.
+// would need more than 10,000). Files go up `concurrency` at a time, and
+// the PUTs in flight, of whole files and of parts, are at most `concurrency`
+// (1..64) holding at most `memory` bytes of bodies together; one PUT may
+// always be sent, however long.
 struct UploadOptions {
   uint64_t multipart_threshold = uint64_t{64} << 20;
   uint64_t part_size = uint64_t{16} << 20;
-  unsigned concurrency = 4;
+  unsigned concurrency = 8;
+  uint64_t memory = uint64_t{256} << 20;
+  // The output store's endpoint, where it is not the inputs' store; empty:
+  // RemoteOptions::s3_endpoint's, resolved as for reading.
+  std::string s3_endpoint;
 };
 
 struct IoEngineOptions {

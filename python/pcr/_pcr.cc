@@ -212,14 +212,28 @@ struct UploadArgs {
 };
 
 UploadArgs UploadArgsOf(const std::string& work_dir, const py::object& remote, uint64_t part_size_mb,
-                        uint64_t multipart_threshold_mb) {
+                        uint64_t multipart_threshold_mb, unsigned upload_concurrency, uint64_t upload_memory_mb,
+                        const std::string& input_endpoint, const std::string& output_endpoint) {
   UploadArgs a{.work_dir = work_dir, .remote = RemoteFromDict(remote)};
   if (part_size_mb < 5 || part_size_mb > 5120) throw py::value_error("part_size_mb must be 5..5120");
   if (multipart_threshold_mb == 0 || multipart_threshold_mb > (uint64_t{1} << 30)) {
     throw py::value_error("multipart_threshold_mb must be positive");
   }
+  if (upload_concurrency < 1 || upload_concurrency > 64) throw py::value_error("upload_concurrency must be 1..64");
+  if (upload_memory_mb == 0 || upload_memory_mb > (uint64_t{1} << 30)) {
+    throw py::value_error("upload_memory_mb must be positive");
+  }
+  for (const auto& [name, url] : {std::pair{"input_endpoint", &input_endpoint}, std::pair{"output_endpoint", &output_endpoint}}) {
+    if (!url->empty() && !url->starts_with("http://") && !url->starts_with("https://")) {
+      throw py::value_error(std::string(name) + " must be an http(s):// URL, not '" + *url + "'");
+    }
+  }
+  if (!input_endpoint.empty()) a.remote.s3_endpoint = input_endpoint;
   a.upload.part_size = part_size_mb << 20;
   a.upload.multipart_threshold = multipart_threshold_mb << 20;
+  a.upload.concurrency = upload_concurrency;
+  a.upload.memory = upload_memory_mb << 20;
+  a.upload.s3_endpoint = output_endpoint;
   return a;
 }
 
@@ -1077,13 +1091,16 @@ ImagesCall ImagesOptions(const std::filesystem::path& src_arg, const std::filesy
                        const std::map<std::string, std::string>& field_types,
                        const std::vector<std::string>& field_order, const std::vector<std::string>& shards,
                        bool exif_orientation, const std::filesystem::path& work_dir_arg, const py::object& remote,
-                       uint64_t part_size_mb, uint64_t multipart_threshold_mb, const py::object& progress) {
+                       uint64_t part_size_mb, uint64_t multipart_threshold_mb, unsigned upload_concurrency,
+                       uint64_t upload_memory_mb, const std::string& input_endpoint,
+                       const std::string& output_endpoint, const py::object& progress) {
   const std::string src = src_arg.string();
   const std::string out = out_arg.string();
   const std::string list = list_arg.string();
   const std::string fields = fields_arg.string();
   const std::string work_dir = work_dir_arg.string();
-  UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb);
+  UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb, upload_concurrency,
+                               upload_memory_mb, input_endpoint, output_endpoint);
   std::map<std::string, pcr::FeatureType> types;
   for (const auto& [name, type] : field_types) {
     if (!pcr::ParseFeatureTypeName(type, &types[name])) {
@@ -1136,8 +1153,10 @@ py::dict RunConvertImages(const ImagesCall& call) {
 
 py::dict Merge(const std::filesystem::path& out, const std::vector<std::filesystem::path>& parts,
               const std::filesystem::path& work_dir, const py::object& remote, uint64_t part_size_mb,
-              uint64_t multipart_threshold_mb) {
-  UploadArgs up = UploadArgsOf(work_dir.string(), remote, part_size_mb, multipart_threshold_mb);
+              uint64_t multipart_threshold_mb, unsigned upload_concurrency, uint64_t upload_memory_mb,
+              const std::string& output_endpoint) {
+  UploadArgs up = UploadArgsOf(work_dir.string(), remote, part_size_mb, multipart_threshold_mb, upload_concurrency,
+                               upload_memory_mb, "", output_endpoint);
   pcr::MergeOptions options{.out_dir = out.string(), .work_dir = std::move(up.work_dir), .remote = up.remote,
                             .upload = up.upload};
   for (const auto& part : parts) options.part_dirs.push_back(part.string());
@@ -1176,12 +1195,15 @@ pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, co
                                       const std::map<std::string, std::string>& column_types, const py::object& schema,
                                       bool strings, const std::string& on_bad_value,
                                       const std::filesystem::path& work_dir_arg, const py::object& remote,
-                                      uint64_t part_size_mb, uint64_t multipart_threshold_mb) {
+                                      uint64_t part_size_mb, uint64_t multipart_threshold_mb,
+                                      unsigned upload_concurrency, uint64_t upload_memory_mb,
+                                      const std::string& input_endpoint, const std::string& output_endpoint) {
   const std::string input = input_arg.string();
   const std::string out = out_arg.string();
   const std::string popularity = popularity_arg.string();
   const std::string work_dir = work_dir_arg.string();
-  UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb);
+  UploadArgs up = UploadArgsOf(work_dir, remote, part_size_mb, multipart_threshold_mb, upload_concurrency,
+                               upload_memory_mb, input_endpoint, output_endpoint);
   if (!popularity.empty()) {
     if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
     stream_order = Take(pcr::ReadPopularityFile(popularity)).order;
@@ -1490,7 +1512,8 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("field_types") = std::map<std::string, std::string>(),
         py::arg("field_order") = std::vector<std::string>(), py::arg("shards") = std::vector<std::string>(), py::arg("exif_orientation") = false,
         py::arg("work_dir") = "", py::arg("remote") = py::none(), py::arg("part_size_mb") = 16,
-        py::arg("multipart_threshold_mb") = 64, py::arg("progress") = py::none());
+        py::arg("multipart_threshold_mb") = 64, py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256,
+        py::arg("input_endpoint") = "", py::arg("output_endpoint") = "", py::arg("progress") = py::none());
   };
   images_args([&](auto... args) { m.def("convert_images", Composed(&ImagesOptions, &RunConvertImages), args...); });
   images_args([&](auto... args) {
@@ -1506,14 +1529,17 @@ PYBIND11_MODULE(_pcr, m) {
   m.def("reorder_table", &ReorderTable, py::arg("input"), py::arg("output"), py::kw_only(),
         py::arg("popularity") = py::none(), py::arg("stream_order") = py::none());
   m.def("merge", &Merge, py::arg("out"), py::arg("parts"), py::kw_only(), py::arg("work_dir") = "",
-        py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64);
+        py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64,
+        py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256, py::arg("output_endpoint") = "");
   auto table_args = [](auto define) {
     define(py::arg("input"), py::arg("out"), py::kw_only(), py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
            py::arg("split_mb") = 64, py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "",
            py::arg("float32") = false, py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
            py::arg("column_types") = std::map<std::string, std::string>(), py::arg("schema") = py::none(),
            py::arg("strings") = false, py::arg("on_bad_value") = "error", py::arg("work_dir") = "",
-           py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64);
+           py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64,
+           py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256, py::arg("input_endpoint") = "",
+           py::arg("output_endpoint") = "");
   };
   table_args([&](auto... args) { m.def("convert_table", Composed(&TableOptions, &RunConvertTable), args...); });
   py::class_<PyTableConversion> conversion(m, "_TableConversion");

@@ -216,6 +216,10 @@ def convert_images(
     remote: Optional[dict[str, object]] = None,
     part_size_mb: int = 16,
     multipart_threshold_mb: int = 64,
+    upload_concurrency: int = 8,
+    upload_memory_mb: int = 256,
+    input_endpoint: str = "",
+    output_endpoint: str = "",
     progress: Optional[Callable[[dict[str, int]], None]] = None,
 ) -> dict[str, object]:
     """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out,
@@ -226,7 +230,12 @@ def convert_images(
     out may be s3://bucket/prefix: converted into work_dir (default: named after out
     under the temp dir), each file uploaded as it is finished (in parts of
     part_size_mb above multipart_threshold_mb), the manifest last; `remote` as for
-    ImageDataset. The same call again after a failure resumes."""
+    ImageDataset. The same call again after a failure resumes. Files and parts
+    go up upload_concurrency at a time, holding upload_memory_mb MiB together
+    at most (one always goes). input_endpoint and output_endpoint name the
+    stores of s3:// inputs and of an s3:// out where they differ (default
+    for both: remote's "s3_endpoint", else AWS_ENDPOINT_URL_S3,
+    AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS)."""
 def _default_job_id() -> str:
     """$PCR_JOB_ID when set, else "<host name>:<process id>"."""
 def _count_access_logs(logs: Sequence[str], table: Optional[str | os.PathLike[str]] = None) -> dict[str, object]: ...
@@ -250,13 +259,17 @@ def merge(
     remote: Optional[dict[str, object]] = None,
     part_size_mb: int = 16,
     multipart_threshold_mb: int = 64,
+    upload_concurrency: int = 8,
+    upload_memory_mb: int = 256,
+    output_endpoint: str = "",
 ) -> dict[str, int]:
     """pcr-convert merge: joins the parts of one sharded conversion (every shard
     exactly once; convert_images with shard= and num_shards=) into the dataset
     out, equal byte for byte to the one-process conversion. Record files are
     hard-linked, so a local out must be on the parts' filesystem; out may be
-    s3://bucket/prefix, with work_dir, remote, part_size_mb and
-    multipart_threshold_mb as for convert_images. Returns {"parts", "files",
+    s3://bucket/prefix, with work_dir, remote, part_size_mb,
+    multipart_threshold_mb, upload_concurrency, upload_memory_mb and
+    output_endpoint as for convert_images. Returns {"parts", "files",
     "images", "skipped"}."""
 def convert_table(
     input: str | os.PathLike[str],
@@ -278,6 +291,10 @@ def convert_table(
     remote: Optional[dict[str, object]] = None,
     part_size_mb: int = 16,
     multipart_threshold_mb: int = 64,
+    upload_concurrency: int = 8,
+    upload_memory_mb: int = 256,
+    input_endpoint: str = "",
+    output_endpoint: str = "",
 ) -> dict[str, object]:
     """pcr-convert table: a .csv or .jsonl file into out/<stem>.pcr. `encoding` is
     "auto" (chosen per stream), "plain" (files readers before format 0.5 read),
@@ -291,4 +308,4 @@ def convert_table(
     rows_per_stripe rows or stripe_mb MiB of raw streams, and never holds rows
     that start in two split_mb MiB splits of the input (so that
     pcr.dask.convert_table writes the same file). out may be s3://bucket/prefix,
-    with work_dir, remote, part_size_mb and multipart_threshold_mb as for convert_images."""
+    with work_dir, remote and the upload and endpoint options as for convert_images."""

@@ -137,7 +137,8 @@ def read_images(path, fidelity="full", fields=None, *, engine="auto", remote=Non
 
 
 # Options of a conversion that only the merge, which uploads, takes.
-_UPLOAD_OPTIONS = ("work_dir", "part_size_mb", "multipart_threshold_mb")
+_UPLOAD_OPTIONS = ("work_dir", "part_size_mb", "multipart_threshold_mb", "upload_concurrency", "upload_memory_mb",
+                   "output_endpoint")
 
 
 # Beside a finished part: its shard's summary, so that a rerun after another

@@ -46,8 +46,7 @@ def sample_dataset(data_dir, tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory):
+def _s3rver(tmp_path_factory):
     """An s3rver on a free loopback port with the bucket pcrtest, stopped after the module."""
     import shutil
     import socket
@@ -78,3 +77,15 @@ def s3_endpoint(tmp_path_factory):
     finally:
         server.terminate()
         server.wait()
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint(tmp_path_factory):
+    """An s3rver on a free loopback port with the bucket pcrtest, stopped after the module."""
+    yield from _s3rver(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint_b(tmp_path_factory):
+    """A second s3rver, apart from s3_endpoint's."""
+    yield from _s3rver(tmp_path_factory)

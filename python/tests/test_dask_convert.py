@@ -144,7 +144,7 @@ def test_images_and_webdataset_equal_the_one_process_conversion(client, data_dir
     assert len(pcr.ImageDataset(str(tmp_path / "wds-dask"))) == summary["images"]
 
 
-def test_s3_to_s3(client, data_dir, tmp_path, s3_endpoint):
+def test_s3_to_s3(client, data_dir, tmp_path, s3_endpoint, s3_endpoint_b):
     remote = {"s3_endpoint": s3_endpoint}
     src = image_folder(data_dir, tmp_path / "src")
     for f in sorted(p for p in src.rglob("*") if p.is_file()):
@@ -159,6 +159,11 @@ def test_s3_to_s3(client, data_dir, tmp_path, s3_endpoint):
     assert summary["images"] == 24
     same_objects(s3_endpoint, "dask-out", tmp_path / "cli")
     assert len(pcr.ImageDataset("s3://pcrtest/dask-out", remote=remote)) == 24
+    # From one store into another: the endpoints reach every task and the merge.
+    pcr.dask.convert_images("s3://pcrtest/dask-src", "s3://pcrtest/dask-two", num_shards=3, images_per_record=4,
+                            input_endpoint=s3_endpoint, output_endpoint=s3_endpoint_b, upload_concurrency=2,
+                            progress=False)
+    same_objects(s3_endpoint_b, "dask-two", tmp_path / "cli")
 
     pcr_convert("webdataset", *shards, tmp_path / "wds-cli")
     pcr.dask.convert_webdataset("s3://pcrtest/dask-wds/shard-{0000..0002}.tar", "s3://pcrtest/dask-wds-out",
@@ -344,7 +349,7 @@ def test_table_parts_are_kept_only_for_the_same_input_and_nothing_else_is_remove
     assert sorted(p.name for p in mine.iterdir()) == ["keep.txt"]
 
 
-def test_table_s3_to_s3(client, tmp_path, s3_endpoint):
+def test_table_s3_to_s3(client, tmp_path, s3_endpoint, s3_endpoint_b):
     remote = {"s3_endpoint": s3_endpoint}
     # A 3 MiB cell across the first split's end: a shard reads on past the
     # bytes it fetched first, and fetches more.
@@ -355,6 +360,9 @@ def test_table_s3_to_s3(client, tmp_path, s3_endpoint):
                                      split_mb=1, remote=remote, work_dir=tmp_path / "work", progress=False)
     assert summary["rows"] == 40000
     same_objects(s3_endpoint, "dask-table-out", tmp_path / "cli")
+    pcr.dask.convert_table("s3://pcrtest/dask-table/rows.csv", "s3://pcrtest/dask-table-two", num_shards=3,
+                           split_mb=1, input_endpoint=s3_endpoint, output_endpoint=s3_endpoint_b, progress=False)
+    same_objects(s3_endpoint_b, "dask-table-two", tmp_path / "cli")
     # Bad input in object storage: the one-process error, lines counted from the object's start.
     bad = tmp_path / "bad.csv"
     bad.write_text(csv.read_text() + "1,2\n")

@@ -53,6 +53,42 @@ def test_upload_options_checked(data_dir, tmp_path):
         pcr.convert_table(str(data_dir / "tabular" / "Soybean.csv"), "s3://pcrtest/x", multipart_threshold_mb=0)
     with pytest.raises(ValueError, match="unknown remote option"):
         pcr.convert_images(str(data_dir / "sample"), "s3://pcrtest/x", remote={"bogus": 1}, progress=False)
+    with pytest.raises(ValueError, match="upload_concurrency must be 1..64"):
+        pcr.convert_images(str(data_dir / "sample"), "s3://pcrtest/x", upload_concurrency=0, progress=False)
+    with pytest.raises(ValueError, match="upload_memory_mb must be positive"):
+        pcr.merge("s3://pcrtest/x", [str(tmp_path)], upload_memory_mb=0)
+    with pytest.raises(ValueError, match="output_endpoint must be an http"):
+        pcr.convert_table(str(data_dir / "tabular" / "Soybean.csv"), "s3://pcrtest/x", output_endpoint="minio:9000")
+
+
+def test_two_stores(data_dir, tmp_path, s3_endpoint, s3_endpoint_b, monkeypatch):
+    """input_endpoint and output_endpoint win over AWS_ENDPOINT_URL: the local conversion's bytes."""
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "tests"))
+    from s3_put import put
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    sample = data_dir / "sample"
+    for f in sorted(f for f in sample.rglob("*") if f.is_file()):
+        put(s3_endpoint, "pcrtest", "two-src/" + f.relative_to(sample).as_posix(), f.read_bytes())
+    csv = data_dir / "tabular" / "Soybean.csv"
+    put(s3_endpoint, "pcrtest", "two-tab/Soybean.csv", csv.read_bytes())
+    ends = {"input_endpoint": s3_endpoint, "output_endpoint": s3_endpoint_b}
+    local = tmp_path / "local"
+    pcr.convert_images(str(sample), str(local), images_per_record=5, progress=False)
+    pcr.convert_images("s3://pcrtest/two-src", "s3://pcrtest/two-img", images_per_record=5, upload_concurrency=3,
+                       progress=False, **ends)
+    for f in sorted(local.iterdir()):
+        assert object_bytes(s3_endpoint_b, f"two-img/{f.name}") == f.read_bytes(), f.name
+    table = pcr.convert_table(str(csv), str(tmp_path / "tlocal"), rows_per_stripe=100)
+    pcr.convert_table("s3://pcrtest/two-tab/Soybean.csv", "s3://pcrtest/two-out", rows_per_stripe=100, **ends)
+    with open(table["path"], "rb") as f:
+        assert object_bytes(s3_endpoint_b, "two-out/Soybean.pcr") == f.read()
+    with pytest.raises(OSError, match="127.0.0.1 port 9"):
+        pcr.convert_images("s3://pcrtest/two-src", str(tmp_path / "x"), progress=False)
 
 
 def test_readme_snippet(data_dir, s3_endpoint, monkeypatch):
