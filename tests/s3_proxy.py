@@ -33,7 +33,7 @@ for a role without s3:GetObject: GETs and HEADs of objects answered 403).
 slow-puts (each PUT of a whole object waits 0.3 s first). With
 S3_PROXY_LOG set, each request's method and path are appended to that
 file, a line each, and for a PUT "puts=N bytes=B": the PUTs being handled
-and their bodies' bytes, itself included.
+(until their answers start) and their bodies' bytes, itself included.
 """
 import base64
 import hashlib
@@ -127,15 +127,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 with open(os.environ["S3_PROXY_LOG"], "a") as log:
                     log.write(f"{self.command} {self.path}" + (f" puts={puts} bytes={put_bytes}" if length or
                                                                self.command == "PUT" else "") + "\n")
+        self.counted = length if self.command == "PUT" else None
         try:
             if "slow-puts" in flags and self.command == "PUT" and "partNumber=" not in self.path:
                 time.sleep(0.3)
             self.handle_request()
         finally:
+            self.uncount()
+
+    def uncount(self):
+        """A PUT stops counting as its answer starts, before the client can send another."""
+        global puts, put_bytes
+        if getattr(self, "counted", None) is not None:
             with lock:
-                if self.command == "PUT":
-                    puts -= 1
-                    put_bytes -= length
+                puts -= 1
+                put_bytes -= self.counted
+            self.counted = None
+
+    def send_response(self, *args, **kwargs):
+        self.uncount()
+        super().send_response(*args, **kwargs)
 
     def handle_request(self):
         global count, gets, completes, stalled, creates
