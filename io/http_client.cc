@@ -110,9 +110,9 @@ int Progress(void* user, curl_off_t, curl_off_t now_bytes, curl_off_t, curl_off_
 }
 
 // Whether a failed attempt is worth another: the network or the server, not
-// the request (501: the server has no such call, on every try).
+// the request.
 bool Retryable(CURLcode code, long status) {
-  if (code == CURLE_OK) return status == 429 || (status >= 500 && status != 501);
+  if (code == CURLE_OK) return RetryableStatus(status);
   switch (code) {
     case CURLE_COULDNT_CONNECT:
     case CURLE_OPERATION_TIMEDOUT:

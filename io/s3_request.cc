@@ -78,6 +78,8 @@ std::string XmlValue(const std::string& body, const std::string& tag) {
   return b == std::string::npos ? "" : body.substr(a + open.size(), b - a - open.size());
 }
 
+bool RetryableStatus(long status) { return status == 429 || (status >= 500 && status != 501); }
+
 std::string DescribeHttpError(long status, const std::string& body, std::string_view bucket_region) {
   std::string out = "HTTP " + std::to_string(status);
   const std::string code = XmlText(XmlValue(body, "Code")), message = XmlText(XmlValue(body, "Message"));

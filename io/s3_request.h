@@ -25,6 +25,9 @@ std::string XmlValue(const std::string& body, const std::string& tag);
 // code and message where the body holds them (a HEAD's has none) and a hint
 // of what to do; `bucket_region` is the x-amz-bucket-region header.
 std::string DescribeHttpError(long status, const std::string& body, std::string_view bucket_region = {});
+// Whether an HTTP answer is worth asking again: 429 and the server's 5xx,
+// but 501 (the server has no such call, on every try).
+bool RetryableStatus(long status);
 
 // Where a request for one object goes.
 struct S3Object {

@@ -114,6 +114,19 @@ RemoteOptions OutputRemote(const RemoteOptions& remote, const UploadOptions& upl
 S3Uploader::S3Uploader(const RemoteOptions& remote, const UploadOptions& upload)
     : remote_(OutputRemote(remote, upload)), upload_(upload), signer_(S3Signer::FromOptions(remote_)) {}
 
+// Holds `bytes` of the uploader's budget while it lives (Reserve, Release).
+class S3Uploader::BodyHold {
+ public:
+  BodyHold(S3Uploader& uploader, uint64_t bytes) : uploader_(uploader), bytes_(bytes) { uploader_.Reserve(bytes_); }
+  ~BodyHold() { uploader_.Release(bytes_); }
+  BodyHold(const BodyHold&) = delete;
+  BodyHold& operator=(const BodyHold&) = delete;
+
+ private:
+  S3Uploader& uploader_;
+  const uint64_t bytes_;
+};
+
 void S3Uploader::Reserve(uint64_t bytes) {
   std::unique_lock lock(budget_mu_);
   budget_freed_.wait(lock, [&] {
@@ -228,7 +241,7 @@ Result<S3Uploader::Response> S3Uploader::Send(const std::string& method, const s
     // SHA-256 fails) is sent again, as a network fault.
     const std::string code = r.status == 400 ? XmlValue(r.body, "Code") : "";
     const bool damaged = code == "BadDigest" || code == "XAmzContentSHA256Mismatch";
-    const bool transient = r.curl_code != 0 || (r.status >= 500 && r.status != 501) || r.status == 429 || damaged;
+    const bool transient = r.curl_code != 0 || RetryableStatus(r.status) || damaged;
     if (!transient || attempt >= remote_.retries) return r;
     std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
   }
@@ -241,14 +254,13 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   if (file.fd < 0 || fstat(file.fd, &st) != 0) return Status::IOError(local + ": cannot open: " + std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < upload_.multipart_threshold) {
-    Reserve(size);
-    Result<std::string> etag = [&]() -> Result<std::string> {
+    std::string etag;
+    {
+      const BodyHold hold(*this, size);
       std::string body;
       PCR_RETURN_IF_ERROR(ReadAt(file.fd, local, 0, size, &body));
-      return Put(path, body);
-    }();
-    Release(size);
-    if (!etag.ok()) return etag.status();
+      PCR_ASSIGN_OR_RETURN(etag, Put(path, body));
+    }
     PCR_RETURN_IF_ERROR(Check(local, path, size));
     return etag;
   }
@@ -270,7 +282,7 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   auto work = [&] {
     for (uint64_t i = next++; i < parts && !failed; i = next++) {
       const uint64_t offset = i * part_size, n = std::min(part_size, size - offset);
-      Reserve(n);
+      const BodyHold hold(*this, n);  // the buffer goes before the hold
       std::string buffer;
       Status s = ReadAt(file.fd, local, offset, n, &buffer);
       if (s.ok()) {
@@ -289,8 +301,6 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
           if (!EtagIsMd5(*r)) md5_etags = false;
         }
       }
-      buffer = std::string();
-      Release(n);
       if (!s.ok()) {
         std::lock_guard lock(mu);
         if (error.ok()) error = std::move(s);

@@ -113,6 +113,7 @@ class S3Uploader {
   bool EtagIsMd5(const Response& r) const;
   void* TakeHandle();
   void GiveHandle(void* handle);
+  class BodyHold;
   // Waits until a PUT body of `bytes` fits UploadOptions' concurrency and
   // memory beside those in flight (it always fits alone), then counts it
   // until Release.
