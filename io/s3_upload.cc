@@ -17,6 +17,7 @@
 #include "io/http_client.h"
 #include "io/md5.h"
 #include "io/object_digest.h"
+#include "io/parallel_for.h"
 
 namespace pcr {
 
@@ -275,43 +276,25 @@ Result<std::string> S3Uploader::Upload(const std::string& local, const std::stri
   const std::string id_query = "uploadId=" + UriEncode(upload_id, false);
   std::vector<std::string> etags(parts);
   std::atomic<bool> md5_etags{true};  // every part's ETag is its MD5
-  std::atomic<uint64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  Status error;
-  auto work = [&] {
-    for (uint64_t i = next++; i < parts && !failed; i = next++) {
-      const uint64_t offset = i * part_size, n = std::min(part_size, size - offset);
-      const BodyHold hold(*this, n);  // the buffer goes before the hold
-      std::string buffer;
-      Status s = ReadAt(file.fd, local, offset, n, &buffer);
-      if (s.ok()) {
-        const std::string query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
-        auto r = Send("PUT", path, query, buffer, {{"content-md5", Base64(Md5(buffer))}});
-        if (!r.ok()) {
-          s = r.status();
-        } else if (r->curl_code != 0 || r->status != 200) {
-          s = Status::IOError(path + ": part " + std::to_string(i + 1) + " of " + std::to_string(parts) +
-                              " failed: " + Describe(*r));
-        } else if (EtagIsMd5(*r) && r->etag != Md5Hex(buffer)) {
-          s = Status::IOError(path + ": part " + std::to_string(i + 1) + ": the store's ETag " + r->etag +
-                              " is not the MD5 of the bytes sent, " + Md5Hex(buffer));
-        } else {
-          etags[i] = r->etag;
-          if (!EtagIsMd5(*r)) md5_etags = false;
-        }
-      }
-      if (!s.ok()) {
-        std::lock_guard lock(mu);
-        if (error.ok()) error = std::move(s);
-        failed = true;
-      }
+  const Status error = ParallelFor(parts, upload_.concurrency, [&](size_t i) -> Status {
+    const uint64_t offset = i * part_size, n = std::min(part_size, size - offset);
+    const BodyHold hold(*this, n);  // the buffer goes before the hold
+    std::string buffer;
+    PCR_RETURN_IF_ERROR(ReadAt(file.fd, local, offset, n, &buffer));
+    const std::string query = "partNumber=" + std::to_string(i + 1) + "&" + id_query;
+    PCR_ASSIGN_OR_RETURN(const Response r, Send("PUT", path, query, buffer, {{"content-md5", Base64(Md5(buffer))}}));
+    if (r.curl_code != 0 || r.status != 200) {
+      return Status::IOError(path + ": part " + std::to_string(i + 1) + " of " + std::to_string(parts) +
+                             " failed: " + Describe(r));
     }
-  };
-  std::vector<std::thread> pool;
-  const uint64_t threads = std::min<uint64_t>(upload_.concurrency, parts);
-  for (uint64_t t = 0; t < threads; ++t) pool.emplace_back(work);
-  for (std::thread& t : pool) t.join();
+    if (EtagIsMd5(r) && r.etag != Md5Hex(buffer)) {
+      return Status::IOError(path + ": part " + std::to_string(i + 1) + ": the store's ETag " + r.etag +
+                             " is not the MD5 of the bytes sent, " + Md5Hex(buffer));
+    }
+    etags[i] = r.etag;
+    if (!EtagIsMd5(r)) md5_etags = false;
+    return Status::OK();
+  });
   if (!error.ok()) {
     (void)Abort(path, upload_id);
     return error;
@@ -493,6 +476,40 @@ Result<std::string> S3Uploader::Put(const std::string& path, std::string_view bo
     return Status::IOError(path + ": the store's ETag " + r.etag + " is not the MD5 of the bytes sent, " + Md5Hex(body));
   }
   return r.etag;
+}
+
+Result<std::string> S3Uploader::Copy(const std::string& from, const std::string& to, uint64_t size) {
+  if (size > kMaxPartSize) {
+    return Status::InvalidArgument(from + ": " + std::to_string(size) + " bytes, more than S3 copies in one request "
+                                   "(5 GiB): copy it through a local directory instead");
+  }
+  PCR_RETURN_IF_ERROR(signer_.Locate(from).status());
+  const std::string bucket_key = from.substr(5);  // s3://BUCKET/KEY without the scheme
+  PCR_ASSIGN_OR_RETURN(const ObjectInfo before, Head(from));
+  if (before.size != size) {
+    return Status::IOError(from + ": " + std::to_string(before.size) + " bytes in the store, not " +
+                           std::to_string(size) + " as its manifest says");
+  }
+  Response r;
+  for (unsigned attempt = 0;; ++attempt) {
+    PCR_ASSIGN_OR_RETURN(r, Send("PUT", to, "", "", {{"x-amz-copy-source", "/" + UriEncode(bucket_key, true)}}));
+    // A copy that fails after S3 started answering 200 says so in the body.
+    const bool failed_late = r.curl_code == 0 && r.status == 200 && r.body.find("<CopyObjectResult") == std::string::npos;
+    if (!failed_late || attempt >= remote_.retries) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(RetryDelayMs(attempt)));
+  }
+  if (r.curl_code != 0 || r.status != 200 || r.body.find("<CopyObjectResult") == std::string::npos) {
+    return Status::IOError(to + ": cannot copy " + from + " there: " + Describe(r));
+  }
+  std::string etag = XmlText(XmlValue(r.body, "ETag"));
+  std::erase(etag, '"');
+  PCR_ASSIGN_OR_RETURN(const ObjectInfo after, Head(to));
+  const bool md5s = EtagIsMd5(r) && before.etag.size() == 32 && before.etag.find('-') == std::string::npos;
+  if (after.size != size || (md5s && (after.etag != before.etag || (!etag.empty() && etag != before.etag)))) {
+    return Status::IOError(to + ": the copy of " + from + " is " + std::to_string(after.size) + " bytes with ETag " +
+                           after.etag + ", not " + std::to_string(size) + " bytes with ETag " + before.etag);
+  }
+  return etag.empty() ? after.etag : etag;
 }
 
 Status S3Uploader::Delete(const std::string& path) {

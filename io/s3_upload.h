@@ -81,6 +81,13 @@ class S3Uploader {
   // Puts `body` as the object in one PUT, with its Content-MD5, and returns
   // its ETag, which must be its MD5 where ETags are (EtagIsMd5).
   Result<std::string> Put(const std::string& path, std::string_view body);
+  // Copies the object `from` to `to` (s3://BUCKET/KEY, both in this
+  // store) inside the store (CopyObject: no byte passes through here; at
+  // most 5 GiB, S3's limit, InvalidArgument above) and returns the copy's
+  // ETag. `size` is the source's expected size: the copy must have it, and
+  // where ETags are MD5s and the source's is one, the source's ETag. An
+  // error inside a 200 answer, as S3 may send for a long copy, is retried.
+  Result<std::string> Copy(const std::string& from, const std::string& to, uint64_t size);
   // Deletes the object; one already gone counts as deleted.
   Status Delete(const std::string& path);
   // Aborts a multipart upload; one the store no longer knows counts as

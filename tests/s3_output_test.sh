@@ -216,6 +216,49 @@ same_objects "merged into s3" "$tmp/mlocal" merged
 "$tools/pcr-dump" verify s3://pcrtest/merged >/dev/null 2>&1 && ok || bad "verify the merged upload"
 [ -e "$tmp/part0/part.pcrd" ] && [ ! -e "$tmp/wm/out" ] && ok || bad "merge left its work or lost a part"
 
+# Parts in the store: each shard uploads its part, part.pcrd last, and merge
+# has the store copy their record files (PUTs without a body), each checked
+# before and after, then puts the manifest.
+for i in 0 1; do
+  "$tools/pcr-convert" images "$data/sample" s3://pcrtest/parts/p$i --images-per-record 5 --shard $i --num-shards 2 \
+    >/dev/null 2>"$tmp/err" && ok || { bad "shard $i into s3"; cat "$tmp/err"; }
+  same_objects "shard $i uploaded" "$tmp/part$i" parts/p$i
+done
+rm -f "$tmp/requests"
+S3_PROXY_LOG="$tmp/requests" proxy none
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" merge s3://pcrtest/smerged s3://pcrtest/parts/p0 \
+     s3://pcrtest/parts/p1 >"$tmp/out" 2>"$tmp/err" && grep -q '^2 parts: 24 images in 5 files' "$tmp/out"; then ok; else
+  bad "merge parts in the store"; cat "$tmp/out" "$tmp/err"; fi
+same_objects "merged in the store" "$tmp/mlocal" smerged
+[ "$(grep -c '^PUT /pcrtest/smerged/records-.* bytes=0$' "$tmp/requests")" = 5 ] &&
+  ! grep '^PUT /pcrtest/smerged/records-' "$tmp/requests" | grep -vq ' bytes=0$' && ok ||
+  { bad "record files copied by the store"; grep '^PUT' "$tmp/requests"; }
+# A merge stopped before its manifest: run again, it keeps the copies made.
+proxy no-manifest
+if ! AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" merge s3://pcrtest/sresume s3://pcrtest/parts/p0 \
+     s3://pcrtest/parts/p1 >/dev/null 2>"$tmp/err" && [ -e "$tmp/store/pcrtest/sresume/records-00004.pcr._S3rver_object" ] &&
+   [ ! -e "$tmp/store/pcrtest/sresume/dataset.pcrd._S3rver_object" ]; then ok; else
+  bad "a merge stopped before its manifest"; cat "$tmp/err"; fi
+rm -f "$tmp/requests"
+S3_PROXY_LOG="$tmp/requests" proxy none
+if AWS_ENDPOINT_URL="$proxy_endpoint" "$tools/pcr-convert" merge s3://pcrtest/sresume s3://pcrtest/parts/p0 \
+     s3://pcrtest/parts/p1 >/dev/null 2>"$tmp/err" && ! grep -q '^PUT /pcrtest/sresume/records-' "$tmp/requests"; then
+  ok; else bad "the merge run again copied again"; cat "$tmp/err"; grep '^PUT' "$tmp/requests"; fi
+same_objects "a merge run again" "$tmp/mlocal" sresume
+# A part's record file replaced in the store: refused, naming it, before anything is copied.
+/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from s3_put import put; put(sys.argv[2], "pcrtest", "parts/p1/records-00003.pcr", open(sys.argv[3], "rb").read())' \
+  "$here" "$endpoint" "$tmp/mlocal/records-00000.pcr"
+if ! "$tools/pcr-convert" merge s3://pcrtest/sbad s3://pcrtest/parts/p0 s3://pcrtest/parts/p1 >/dev/null 2>"$tmp/err" &&
+   grep -q 's3://pcrtest/parts/p1/records-00003.pcr: size or index checksum differs from s3://pcrtest/parts/p1/part.pcrd' \
+     "$tmp/err" && [ ! -e "$tmp/store/pcrtest/sbad" ]; then ok; else
+  bad "a damaged part in the store"; cat "$tmp/err"; ls "$tmp/store/pcrtest/sbad"; fi
+for args in "s3://pcrtest/smix s3://pcrtest/parts/p0 $tmp/part1" "$tmp/slocal s3://pcrtest/parts/p0 s3://pcrtest/parts/p1"; do
+  # shellcheck disable=SC2086
+  if ! "$tools/pcr-convert" merge $args >/dev/null 2>"$tmp/err" &&
+     grep -q 'parts in object storage merge into an s3:// output in their store' "$tmp/err"; then ok; else
+    bad "merge $args refused"; cat "$tmp/err"; fi
+done
+
 # A part upload left unanswered: given up after the timeout, sent again.
 proxy stall-parts
 if AWS_ENDPOINT_URL="$proxy_endpoint" PCR_REMOTE_TIMEOUT_MS=2000 "$tools/pcr-convert" images "$tmp/big" \
@@ -342,9 +385,6 @@ if "$tools/pcr-convert" images "$data/sample" s3://pcrtest/lost/ --images-per-re
      2>"$tmp/err"; then ok; else bad "rerun after a lost object"; cat "$tmp/err"; fi
 same_objects "rerun after a lost object" "$tmp/local5" lost
 "$tools/pcr-dump" verify s3://pcrtest/lost >/dev/null 2>&1 && ok || bad "verify after a lost object"
-if ! "$tools/pcr-convert" images "$data/sample" s3://pcrtest/part --shard 0 --num-shards 2 >/dev/null 2>"$tmp/err" &&
-   grep -q 's3://pcrtest/part: the parts of a sharded conversion are written locally' "$tmp/err"; then ok; else
-  bad "a shard into s3 refused"; cat "$tmp/err"; fi
 if ! "$tools/pcr-convert" images "$data/sample" s3://nobucket/x >/dev/null 2>"$tmp/err" &&
    grep -q 's3://nobucket/x/dataset.pcrd: HTTP 404 NoSuchBucket' "$tmp/err"; then ok; else bad "a missing bucket named"; cat "$tmp/err"; fi
 

@@ -69,7 +69,7 @@ constexpr char kImagesUsage[] =
     "  --exif-orientation   add the int64 field exif_orientation: each image's EXIF\n"
     "                       orientation (1..8), missing where it has none\n"
     "  --shard I --num-shards N  convert only part I (0..N-1) of the files into\n"
-    "                       OUT_DIR, a part; join the N parts with merge\n"
+    "                       OUT_DIR (local or s3://), a part; join the N parts with merge\n"
     "  --restart            start over in an OUT_DIR holding an interrupted conversion\n"
     "  Run again after an interruption, the same command keeps finished files; other\n"
     "  options are refused, naming the one that differs, unless --restart.\n";
@@ -90,7 +90,8 @@ constexpr char kMergeUsage[] =
     "  Joins the parts of a sharded conversion into the dataset OUT_DIR by hard\n"
     "  links (same filesystem): the same bytes as converting on one machine.\n"
     "  OUT_DIR may be s3://BUCKET/PREFIX, as for images: the record files go up\n"
-    "  from the parts, the manifest last.\n";
+    "  from the parts, the manifest last. Parts in the output's store (shards\n"
+    "  converted into s3://) are copied there by the store.\n";
 constexpr char kTableUsage[] =
     "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N] [--split-mb N]\n"
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"

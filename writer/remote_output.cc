@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "format/journal.h"
 #include "io/io_engine.h"
 #include "io/md5.h"
+#include "io/parallel_for.h"
 #include "io/pcr_file.h"
 #include "io/remote_path.h"
 #include "io/s3_upload.h"
@@ -194,30 +196,6 @@ class EagerUploader {
   std::vector<std::thread> threads_;
 };
 
-// Runs fn(0) .. fn(n - 1) on `threads` threads; none starts after one fails
-// or `interrupted()`. The first error, or Cancelled naming `remote`.
-Status ForEachFile(size_t n, unsigned threads, const std::function<bool()>& interrupted, const std::string& remote,
-                   const std::function<Status(size_t)>& fn) {
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  Status first;
-  auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      Status s = interrupted() ? Status::Cancelled("upload to " + remote + " interrupted") : fn(i);
-      if (!s.ok()) {
-        std::lock_guard lock(mu);
-        if (first.ok()) first = std::move(s);
-        next = n;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  return first;
-}
-
 }  // namespace
 
 bool IsObjectStoreOutput(std::string_view out_dir) { return out_dir.starts_with("s3://"); }
@@ -260,7 +238,9 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
                               return fs::exists(fs::path(local) / n);
                             });
   auto interrupted = [&] { return cancel != nullptr && cancel->load(); };
-  PCR_RETURN_IF_ERROR(ForEachFile(first_last, upload.concurrency, interrupted, remote, [&](size_t i) -> Status {
+  const Status stopped = Status::Cancelled("upload to " + remote + " interrupted");
+  PCR_RETURN_IF_ERROR(ParallelFor(first_last, upload.concurrency, [&](size_t i) -> Status {
+    if (interrupted()) return stopped;
     const std::string path = (fs::path(local) / names[i]).string();
     PCR_ASSIGN_OR_RETURN(const Stamp stamp, StampOf(path));
     if (auto it = j.done.find(names[i]); it != j.done.end() && it->second.stamp == stamp) return Status::OK();
@@ -270,7 +250,8 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
   // store that lost it, or another store), refused where it changed since
   // (another conversion writing to the same output).
   const UploadJournal up = ReadJournal(journal);
-  PCR_RETURN_IF_ERROR(ForEachFile(first_last, upload.concurrency, interrupted, remote, [&](size_t i) -> Status {
+  PCR_RETURN_IF_ERROR(ParallelFor(first_last, upload.concurrency, [&](size_t i) -> Status {
+    if (interrupted()) return stopped;
     const std::string object = JoinRemotePath(remote, names[i]);
     const Uploaded& u = up.done.at(names[i]);
     auto head = uploader->Head(object);
@@ -287,7 +268,7 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
     return Status::OK();
   }));
   for (size_t i = first_last; i < names.size(); ++i) {
-    if (interrupted()) return Status::Cancelled("upload to " + remote + " interrupted");
+    if (interrupted()) return stopped;
     PCR_RETURN_IF_ERROR(UploadFile(*uploader, (fs::path(local) / names[i]).string(), remote, journal));
   }
   return Status::OK();
@@ -335,7 +316,9 @@ Status CheckNoObject(const std::string& out_dir, const std::string& name, const 
     }
   }
   return Status::InvalidArgument(out_dir + " already holds a pcr " +
-                                 (name.ends_with(".pcrd") ? "dataset (" + name + ")" : "table (" + name + ")"));
+                                 (name == kPartManifestName         ? "part of a sharded conversion (" + name + ")"
+                                  : name.ends_with(".pcrd") ? "dataset (" + name + ")"
+                                                            : "table (" + name + ")"));
 }
 
 // Writes `identity` as the conversion `work` holds.
@@ -395,22 +378,30 @@ Status AbortStrayUploads(S3Uploader& uploader, const std::string& out_dir, const
   return Status::OK();
 }
 
-// Deletes the record files under the output that the dataset just uploaded
-// from `local` does not hold (left by an earlier conversion, with --restart
-// and other options).
-Status DeleteStaleRecordFiles(S3Uploader& uploader, const std::string& out_dir, const std::string& local) {
+// Deletes the record files (and skip list) under the output that the
+// manifest `local`/`marker`, a copy of the one just uploaded, does not list
+// (nor `local` hold): left by an earlier conversion, with --restart and
+// other options.
+Status DeleteStaleRecordFiles(S3Uploader& uploader, const std::string& out_dir, const fs::path& local,
+                              const std::string& marker) {
+  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
+  PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open((local / marker).string(), engine.get()));
+  std::set<std::string> listed;
+  std::error_code ec;
+  if (fs::exists(local / kSkippedListName, ec)) listed.insert(kSkippedListName);
+  for (const DatasetFileEntry& e : file->header().kind == FileKind::kDatasetPart ? file->part().dataset.files
+                                                                                : file->manifest().files) {
+    listed.insert(e.name);
+  }
   PCR_ASSIGN_OR_RETURN(const auto where, SplitS3Prefix(OutputName(out_dir)));
   const auto& [bucket, prefix] = where;
   const auto objects = uploader.List(bucket, prefix);
   // A role without s3:ListBucket cannot tell which are stale: none are deleted.
   if (!objects.ok() && objects.status().message().find("HTTP 403") != std::string::npos) return Status::OK();
   PCR_RETURN_IF_ERROR(objects.status());
-  std::error_code ec;
   for (const S3Uploader::ListedObject& o : *objects) {
     const std::string name = o.key.substr(prefix.size());
-    if (name.find('/') != std::string::npos || !IsConversionOutput(name) || fs::exists(fs::path(local) / name, ec)) {
-      continue;
-    }
+    if (name.find('/') != std::string::npos || !IsConversionOutput(name) || listed.contains(name)) continue;
     PCR_RETURN_IF_ERROR(uploader.Delete("s3://" + bucket + "/" + o.key));
   }
   return Status::OK();
@@ -501,7 +492,9 @@ Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
   PCR_ASSIGN_OR_RETURN(T result, produce(local, journal));
   PCR_RETURN_IF_ERROR(PublishDirectory(local, d.out_dir, d.last, journal, d.remote, d.upload, d.cancel));
   PCR_RETURN_IF_ERROR(AbortStrayUploads(*uploader, d.out_dir, d.marker));
-  if (d.marker == kDatasetManifestName) PCR_RETURN_IF_ERROR(DeleteStaleRecordFiles(*uploader, d.out_dir, local));
+  if (d.marker == kDatasetManifestName || d.marker == kPartManifestName) {
+    PCR_RETURN_IF_ERROR(DeleteStaleRecordFiles(*uploader, d.out_dir, local, d.marker));
+  }
   fs::remove_all(local, ec);
   fs::remove(journal, ec);
   fs::remove(identity_file, ec);
@@ -513,15 +506,12 @@ Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
 
 Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     const ConvertImagesOptions& options, Result<ConvertImagesSummary> (*convert)(const ConvertImagesOptions&)) {
-  if (options.num_shards > 1) {
-    return Status::InvalidArgument(options.out_dir + ": the parts of a sharded conversion are written locally; "
-                                   "convert each into a local directory, then merge them into " + options.out_dir);
-  }
+  const std::string marker = options.num_shards > 1 ? kPartManifestName : kDatasetManifestName;
   const Destination d{.out_dir = options.out_dir,
                       .work_dir = options.work_dir,
-                      .marker = kDatasetManifestName,
+                      .marker = marker,
                       .identity = ImagesIdentity(options),
-                      .last = {kDatasetManifestName},
+                      .last = {marker},
                       .remote = options.remote,
                       .upload = options.upload,
                       .restart = options.restart,
@@ -529,7 +519,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
                       .cancel = options.cancel};
   return ThroughWorkDir<ConvertImagesSummary>(d, [&](const std::string& out, const std::string& journal)
                                                      -> Result<ConvertImagesSummary> {
-    const fs::path manifest = fs::path(out) / kDatasetManifestName;
+    const fs::path manifest = fs::path(out) / marker;
     std::error_code ec;
     if (fs::exists(manifest, ec)) {
       // Converted by an earlier run whose upload did not finish (the manifest
@@ -537,13 +527,15 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
       fs::remove(fs::path(out) / kConversionMarkerName, ec);
       PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
       PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(manifest.string(), engine.get()));
+      const std::vector<DatasetFileEntry>& files =
+          file->header().kind == FileKind::kDatasetPart ? file->part().dataset.files : file->manifest().files;
       ConvertImagesSummary summary;
-      for (const DatasetFileEntry& e : file->manifest().files) {
+      for (const DatasetFileEntry& e : files) {
         summary.images += e.image_count;
         summary.records += e.stripe_count;
         summary.output_bytes += e.size;
       }
-      summary.files = summary.resumed_files = file->manifest().files.size();
+      summary.files = summary.resumed_files = files.size();
       return summary;
     }
     // Each file goes up as soon as it is finished.
@@ -598,11 +590,12 @@ Result<TableConvertReport> ConvertTableToObjectStore(
   return report;
 }
 
-Result<MergeSummary> MergeToObjectStore(
-    const MergeOptions& options,
-    Result<MergeSummary> (*merge)(const std::string& out_dir, const std::vector<std::string>& part_dirs, bool symbolic)) {
+Result<MergeSummary> MergeToObjectStore(const MergeOptions& options,
+                                        const std::function<Result<MergeSummary>(const std::string& out)>& merge) {
   std::string identity = "merge " + OutputName(options.out_dir) + "\n";
-  for (const std::string& part : options.part_dirs) identity += fs::absolute(part).string() + "\n";
+  for (const std::string& part : options.part_dirs) {
+    identity += (IsObjectStoreOutput(part) ? part : fs::absolute(part).string()) + "\n";
+  }
   const Destination d{.out_dir = options.out_dir,
                       .work_dir = options.work_dir,
                       .marker = kDatasetManifestName,
@@ -613,7 +606,7 @@ Result<MergeSummary> MergeToObjectStore(
   return ThroughWorkDir<MergeSummary>(d, [&](const std::string& out, const std::string&) {
     std::error_code ec;
     fs::remove(fs::path(out) / kDatasetManifestName, ec);  // merged by an earlier run: merged again, links kept
-    return merge(out, options.part_dirs, true);
+    return merge(out);
   });
 }
 

@@ -30,8 +30,8 @@ Status PublishDirectory(const std::string& local, const std::string& remote, con
 
 // ConvertImages or ConvertWebDataset (`convert`) into options.out_dir in
 // object storage: into ConversionWorkDir's out/ (kept from an earlier run
-// when it finished there), then PublishDirectory with the manifest last.
-// Parts of a sharded conversion are refused: merge reads local parts.
+// when it finished there), then PublishDirectory with the manifest (the
+// part manifest of a sharded conversion) last.
 Result<ConvertImagesSummary> ConvertImagesToObjectStore(
     const ConvertImagesOptions& options, Result<ConvertImagesSummary> (*convert)(const ConvertImagesOptions&));
 
@@ -40,11 +40,10 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
 Result<TableConvertReport> ConvertTableToObjectStore(
     const TableConvertOptions& options, const std::function<Result<TableConvertReport>(const TableConvertOptions&)>& convert);
 
-// MergeParts into options.out_dir in object storage: `merge` (which links
-// symbolically when told) into ConversionWorkDir's out/, then
-// PublishDirectory with the manifest last.
-Result<MergeSummary> MergeToObjectStore(
-    const MergeOptions& options,
-    Result<MergeSummary> (*merge)(const std::string& out_dir, const std::vector<std::string>& part_dirs, bool symbolic));
+// MergeParts into options.out_dir in object storage: `merge` into
+// ConversionWorkDir's out/ (a manifest, and record files or links to them),
+// then PublishDirectory with the manifest last.
+Result<MergeSummary> MergeToObjectStore(const MergeOptions& options,
+                                        const std::function<Result<MergeSummary>(const std::string& out)>& merge);
 
 }  // namespace pcr

@@ -25,6 +25,7 @@
 #include "io/location.h"
 #include "io/pcr_file.h"
 #include "io/read_executor.h"
+#include "io/s3_upload.h"
 #include "writer/atomic_file.h"
 #include "writer/column_types.h"
 #include "writer/remote_output.h"
@@ -1322,7 +1323,27 @@ Result<TableConvertReport> ConvertTableShard(const TableConvertOptions& options,
   input.in->Release(sh.from, sh.stop);
   TableConvertReport report;
   report.path = part_path;
-  PCR_RETURN_IF_ERROR(WriteShard(options, input, plan, shard, part_path, &report));
+  if (!IsObjectStoreOutput(part_path)) {
+    PCR_RETURN_IF_ERROR(WriteShard(options, input, plan, shard, part_path, &report));
+    return report;
+  }
+  // Written under the temp dir, then uploaded: a part in the store is a whole table or absent.
+  PCR_RETURN_IF_ERROR(CheckUploadOptions(options.upload));
+  const fs::path dir = ConversionWorkDir(part_path, "");
+  const fs::path local = dir / fs::path(part_path).filename();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IOError(dir.string() + ": cannot create directory: " + ec.message());
+  fs::remove(local, ec);  // an earlier run's, killed before its upload
+  Status done = WriteShard(options, input, plan, shard, local.string(), &report);
+  if (done.ok()) {
+    auto uploader = S3Uploader::Create(options.remote, options.upload);
+    done = uploader.ok() ? (*uploader)->Upload(local.string(), part_path, [](const std::string&) { return Status::OK(); }).status()
+                         : uploader.status();
+  }
+  fs::remove(local, ec);
+  fs::remove(dir, ec);
+  PCR_RETURN_IF_ERROR(done);
   return report;
 }
 
@@ -1336,7 +1357,8 @@ Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
   PCR_RETURN_IF_ERROR(CheckNewOutput(report.path));
   PCR_RETURN_IF_ERROR(CheckTableDirectory(report.path, parts));
-  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({}));
+  // Parts in object storage are in the output's store.
+  PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.remote = OutputRemote(options.remote, options.upload)}));
   std::vector<std::unique_ptr<PcrFile>> files;
   std::vector<FeatureInfo> counts;
   for (const std::string& part : parts) {

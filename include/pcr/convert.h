@@ -92,7 +92,8 @@ struct ConvertImagesOptions {
   std::function<void(const std::string& path)> file_done;
   // out_dir may be s3://BUCKET/PREFIX: the conversion is written to
   // work_dir (empty: ConversionWorkDir) and then uploaded, every file before
-  // the manifest, with `remote`'s credentials and retries and its endpoint
+  // the manifest (part.pcrd for a part of a sharded conversion), with
+  // `remote`'s credentials and retries and its endpoint
   // (UploadOptions::s3_endpoint's where set); s3:// inputs are read from
   // `remote`'s endpoint.
   std::string work_dir;
@@ -148,6 +149,23 @@ PCR_EXPORT Status CheckConvertImagesOptions(const ConvertImagesOptions& options)
 // dataset is never seen before all its files are.
 PCR_EXPORT std::string ConversionWorkDir(const std::string& out_dir, const std::string& work_dir);
 
+// Small objects beside a conversion's output in object storage, such as the
+// state a distributed conversion keeps with its parts. Each addresses the
+// output's store: RemoteOptions with UploadOptions::s3_endpoint where set.
+// `path` is s3://BUCKET/KEY. Thread safety: independent calls.
+//
+// The object's bytes, checked against its digest as conversion inputs are;
+// NotFound when it does not exist.
+PCR_EXPORT Result<std::string> GetObject(const std::string& path, const RemoteOptions& remote,
+                                         const UploadOptions& upload);
+// Puts `body` as the object in one PUT, checked (S3Uploader::Put's checks).
+PCR_EXPORT Status PutObject(const std::string& path, std::string_view body, const RemoteOptions& remote,
+                            const UploadOptions& upload);
+// Aborts the multipart uploads and deletes the objects whose keys start
+// with the key prefix of `prefix` (s3://BUCKET/KEYPREFIX; a bucket alone is
+// refused), each listed once.
+PCR_EXPORT Status DeleteObjects(const std::string& prefix, const RemoteOptions& remote, const UploadOptions& upload);
+
 // Converts WebDataset tar shards (options.shards, in order) as ConvertImages
 // converts images, reading each member in place. A sample is a run of
 // members sharing a key (the member name up to the first dot of its last
@@ -172,7 +190,11 @@ struct MergeSummary {
 // Joins the parts of one sharded conversion, every shard exactly once, into
 // the dataset OUT_DIR: record files are hard-linked (never copied, so OUT_DIR
 // must be on the parts' filesystem), skip lists are concatenated and the
-// manifest lists the files in shard order. The result equals the one-machine
+// manifest lists the files in shard order. Parts in object storage (s3://,
+// as a sharded ConvertImages into s3:// writes them) merge into an s3://
+// OUT_DIR of the same store, which copies each record file (CopyObject, at
+// most 5 GiB a file); each is checked before and after (size, footer and
+// index against the part manifest). The result equals the one-machine
 // conversion of the same input and options, byte for byte. Parts are left
 // as they are; an interrupted merge completes when run again.
 PCR_EXPORT Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs);
@@ -181,8 +203,9 @@ struct MergeOptions {
   std::string out_dir;  // a local directory, or s3://BUCKET/PREFIX
   std::vector<std::string> part_dirs;
   // For an s3:// out_dir, as in ConvertImagesOptions: the dataset is put
-  // together in work_dir from symbolic links to the parts' files, then
-  // uploaded, the manifest last; the same call again resumes.
+  // together in work_dir from symbolic links to local parts' files, then
+  // uploaded (parts in the store are copied there), the manifest last; the
+  // same call again resumes.
   std::string work_dir;
   RemoteOptions remote;
   UploadOptions upload;
@@ -292,8 +315,11 @@ PCR_EXPORT Result<TableConvertReport> ConvertTable(const TableConvertOptions& op
 //     given (then plan again).
 //  3. ConvertTableShard: one shard's rows into a table file at part_path;
 //     input bytes changed since the shard's scan (its checksum) are refused.
+//     An s3:// part_path (in the output's store) is written under the temp
+//     dir, uploaded, checked, and removed locally.
 //  4. MergeTableParts: every shard's part, in shard order, into the table
-//     ConvertTable writes under options.out_dir (local or s3://).
+//     ConvertTable writes under options.out_dir (local or s3://). Parts may
+//     be s3:// paths in the output's store.
 // Errors name the input, line and column, as ConvertTable's.
 struct TableShardPlan {
   std::string plan;                                   // empty when shards are to be scanned again

@@ -1523,6 +1523,32 @@ PYBIND11_MODULE(_pcr, m) {
           }), args...);
   });
   m.def("_default_job_id", &pcr::DefaultJobId);
+  // Small objects beside an output in object storage (pcr.dask's parts).
+  auto store = [](const py::object& remote, const std::string& output_endpoint) {
+    return UploadArgsOf("", remote, 16, 64, 8, 256, "", output_endpoint);
+  };
+  m.def("_get_object", [store](const std::string& path, const py::object& remote, const std::string& output_endpoint)
+        -> py::object {
+          const UploadArgs a = store(remote, output_endpoint);
+          pcr::Result<std::string> got = [&] {
+            py::gil_scoped_release release;
+            return pcr::GetObject(path, a.remote, a.upload);
+          }();
+          if (!got.ok() && got.status().code() == pcr::StatusCode::kNotFound) return py::none();
+          return py::bytes(Take(std::move(got)));
+        }, py::arg("path"), py::kw_only(), py::arg("remote") = py::none(), py::arg("output_endpoint") = "");
+  m.def("_put_object", [store](const std::string& path, const py::bytes& data, const py::object& remote,
+                               const std::string& output_endpoint) {
+          const UploadArgs a = store(remote, output_endpoint);
+          const std::string body = data;
+          Unlocked([&] { return pcr::PutObject(path, body, a.remote, a.upload); });
+        }, py::arg("path"), py::arg("data"), py::kw_only(), py::arg("remote") = py::none(),
+        py::arg("output_endpoint") = "");
+  m.def("_delete_objects", [store](const std::string& prefix, const py::object& remote,
+                                   const std::string& output_endpoint) {
+          const UploadArgs a = store(remote, output_endpoint);
+          Unlocked([&] { return pcr::DeleteObjects(prefix, a.remote, a.upload); });
+        }, py::arg("prefix"), py::kw_only(), py::arg("remote") = py::none(), py::arg("output_endpoint") = "");
   m.def("_missing_note", &MissingNote, py::arg("feature"), py::arg("type"), py::arg("count"), py::arg("line"),
         py::arg("column"), py::arg("first"));
   m.def("_count_access_logs", &CountAccessLogs, py::arg("logs"), py::arg("table") = py::none());

@@ -269,8 +269,9 @@ def merge(
     hard-linked, so a local out must be on the parts' filesystem; out may be
     s3://bucket/prefix, with work_dir, remote, part_size_mb,
     multipart_threshold_mb, upload_concurrency, upload_memory_mb and
-    output_endpoint as for convert_images. Returns {"parts", "files",
-    "images", "skipped"}."""
+    output_endpoint as for convert_images. Parts may be s3:// (a shard
+    converted into s3://) for an s3:// out in their store, which copies
+    their record files. Returns {"parts", "files", "images", "skipped"}."""
 def convert_table(
     input: str | os.PathLike[str],
     out: str | os.PathLike[str],

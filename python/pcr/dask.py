@@ -18,9 +18,7 @@ import json
 import operator
 import os
 import shutil
-import socket
 import sys
-import tempfile
 import time
 import uuid
 
@@ -136,7 +134,8 @@ def read_images(path, fidelity="full", fields=None, *, engine="auto", remote=Non
     return bag.map_partitions(_read_records, path, engine, _frozen(remote), fidelity, names)
 
 
-# Options of a conversion that only the merge, which uploads, takes.
+# Options of a conversion that only the uploading tasks take: the merge, and
+# the shard tasks when the parts are in object storage.
 _UPLOAD_OPTIONS = ("work_dir", "part_size_mb", "multipart_threshold_mb", "upload_concurrency", "upload_memory_mb",
                    "output_endpoint")
 
@@ -146,32 +145,81 @@ _UPLOAD_OPTIONS = ("work_dir", "part_size_mb", "multipart_threshold_mb", "upload
 _SHARD_SUMMARY = "pcr-dask-shard.json"
 
 
+def _in_store(path):
+    return path.startswith("s3://")
+
+
+def _store(options):
+    """The output store's arguments of _pcr's object calls."""
+    return {"remote": options.get("remote"), "output_endpoint": options.get("output_endpoint", "")}
+
+
+def _join(parts_dir, name):
+    return f"{parts_dir.rstrip('/')}/{name}" if _in_store(parts_dir) else os.path.join(parts_dir, name)
+
+
+def _read_text(path, options):
+    """The text of a local file or an object of the output's store; None when absent."""
+    if _in_store(path):
+        data = _pcr._get_object(path, **_store(options))
+        return None if data is None else data.decode()
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _exists(path, options):
+    return _pcr._get_object(path, **_store(options)) is not None if _in_store(path) else os.path.exists(path)
+
+
+def _write_text(path, text, options):
+    if _in_store(path):
+        _pcr._put_object(path, text.encode(), **_store(options))
+        return
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
 def _convert_shard(src, part, shard, num_shards, options):
     import distributed
 
     start = time.perf_counter()
-    done = os.path.join(part, _SHARD_SUMMARY)
+    done = _join(part, _SHARD_SUMMARY)
+    summary = None
     if num_shards > 1 and options.get("restart"):
-        shutil.rmtree(part, ignore_errors=True)  # a part directory of pcr.dask's own
-    elif num_shards > 1 and os.path.exists(os.path.join(part, "part.pcrd")) and os.path.exists(done):
-        with open(done) as f:
-            summary = json.load(f)
+        if _in_store(part):
+            _pcr._delete_objects(part.rstrip("/") + "/", **_store(options))
+        else:
+            shutil.rmtree(part, ignore_errors=True)  # a part directory of pcr.dask's own
+    elif num_shards > 1 and _exists(_join(part, "part.pcrd"), options):
+        summary = _read_text(done, options)
+    if summary is not None:
+        summary = json.loads(summary)
         summary.update(resumed_files=summary["files"], seconds=time.perf_counter() - start,
                        worker=distributed.get_worker().address)
         return summary
     summary = _pcr.convert_images(src, part, shard=shard, num_shards=num_shards, **options)
     summary["shard"] = shard
     if num_shards > 1:
-        with open(done + ".tmp", "w") as f:
-            json.dump(summary, f)
-        os.replace(done + ".tmp", done)
+        _write_text(done, json.dumps(summary), options)
     summary.update(seconds=time.perf_counter() - start, worker=distributed.get_worker().address)
     return summary
 
 
-def _remove_parts(parts_dir, parts, own):
+def _remove_parts(parts_dir, parts, own, options):
     """Removes one conversion's parts, and parts_dir when pcr.dask chose it
-    and nothing else is left in it."""
+    and nothing else is left in it. In object storage, a part is every
+    object under its name (its files, or the part file and its report)."""
+    if _in_store(parts_dir):
+        if own:
+            _pcr._delete_objects(parts_dir.rstrip("/") + "/", **_store(options))
+        else:
+            for part in parts:
+                _pcr._delete_objects(part, **_store(options))
+        return
     for part in parts:
         if os.path.isdir(part):
             shutil.rmtree(part, ignore_errors=True)
@@ -187,31 +235,18 @@ def _remove_parts(parts_dir, parts, own):
 def _merge(out, parts_dir, parts, own, options, shards):
     start = time.perf_counter()
     merged = _pcr.merge(out, parts, **options)
-    _remove_parts(parts_dir, parts, own)
+    _remove_parts(parts_dir, [p.rstrip("/") + "/" for p in parts] if _in_store(parts_dir) else parts, own, options)
     return merged, time.perf_counter() - start, shards
 
 
-def _local_hosts():
-    names = {"127.0.0.1", "::1", "localhost", socket.gethostname()}
-    try:
-        names.add(socket.gethostbyname(socket.gethostname()))
-    except OSError:
-        pass
-    return names
-
-
-def _parts_dir(client, out, parts_dir):
+def _parts_dir(out, parts_dir):
     if parts_dir is not None:
         return os.fspath(parts_dir)
+    if _in_store(out):  # beside the output, in its store, where every worker reaches
+        return f"{out.rstrip('/')}/.pcr-dask-parts"
     key = hashlib.sha256(out.encode()).hexdigest()[:16]
-    if not out.startswith("s3://"):
-        parent, name = os.path.split(os.path.abspath(out))
-        return os.path.join(parent, f".{name}.parts-{key}")
-    hosts = {w.split("://")[-1].rsplit(":", 1)[0].strip("[]") for w in client.scheduler_info()["workers"]}
-    if not hosts <= _local_hosts():
-        raise ValueError(f"{out}: the shards' parts need a directory that every worker and the merge can reach; "
-                         "pass parts_dir= on a filesystem the workers share")
-    return os.path.join(tempfile.gettempdir(), f"pcr-dask-parts-{key}")
+    parent, name = os.path.split(os.path.abspath(out))
+    return os.path.join(parent, f".{name}.parts-{key}")
 
 
 def _client_and_shards(client, num_shards):
@@ -254,10 +289,19 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
         finished = client.submit(lambda shard: (None, 0.0, [shard]), tasks[0], key=f"pcr-merge-{token}")
     else:
         own = parts_dir is None
-        parts_dir = _parts_dir(client, out, parts_dir)
-        parts = [os.path.join(parts_dir, f"part-{i:05d}") for i in range(num_shards)]
-        tasks = [client.submit(_convert_shard, src, parts[i], i, num_shards, options, key=(f"pcr-convert-{token}", i))
-                 for i in range(num_shards)]
+        parts_dir = _parts_dir(out, parts_dir)
+        if _in_store(parts_dir) and not _in_store(out):
+            raise ValueError(f"{parts_dir}: parts in object storage merge into an s3:// output; give a local parts_dir")
+        parts = [_join(parts_dir, f"part-{i:05d}") for i in range(num_shards)]
+        shard_options = [options] * num_shards
+        if _in_store(parts_dir):  # every shard uploads its part; each has its own work directory
+            work_dir = upload.get("work_dir")
+            shard_options = [{**options, **upload, **({"work_dir": os.path.join(work_dir, f"part-{i:05d}")}
+                                                       if work_dir else {})} for i in range(num_shards)]
+            if work_dir:
+                upload["work_dir"] = os.path.join(work_dir, "merge")
+        tasks = [client.submit(_convert_shard, src, parts[i], i, num_shards, shard_options[i],
+                               key=(f"pcr-convert-{token}", i)) for i in range(num_shards)]
         upload.update({"remote": options["remote"]} if "remote" in options else {})
         finished = client.submit(_merge, out, parts_dir, parts, own, upload, tasks, key=f"pcr-merge-{token}")
     if progress is None:
@@ -282,10 +326,11 @@ def convert_images(src, out, *, client=None, num_shards=None, parts_dir=None, pr
     manifest last.
 
     Parts go to parts_dir: by default a hidden directory beside a local out
-    (on its filesystem, since the merge hard-links), or the temp dir when
-    out is s3:// and every worker runs on this host; on other clusters give
-    a directory every worker shares. The parts are removed after the merge
-    (and the directory when pcr.dask chose it). A
+    (on its filesystem, since the merge hard-links), or, when out is
+    s3://, the prefix out/.pcr-dask-parts/ in the output's store, where each
+    shard task uploads its part and the merge has the store copy the
+    record files (no shared filesystem needed). The parts are removed
+    after the merge (and the directory or prefix when pcr.dask chose it). A
     task whose worker dies is run again by Dask (up to
     distributed.scheduler.allowed-failures) and resumes from the files its
     part already holds. Bad input raises the library's exception here; the
@@ -383,29 +428,35 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
             seconds[i] += s
     key = hashlib.sha256(plan["plan"] + repr(sorted(options.items())).encode()).hexdigest()[:16]
     own = parts_dir is None
-    parts_dir = _parts_dir(client, out, parts_dir)
-    os.makedirs(parts_dir, exist_ok=True)
+    parts_dir = _parts_dir(out, parts_dir)
+    if _in_store(parts_dir) and not _in_store(out):
+        raise ValueError(f"{parts_dir}: parts in object storage merge into an s3:// output; give a local parts_dir")
+    if not _in_store(parts_dir):
+        os.makedirs(parts_dir, exist_ok=True)
     # Named for the output, so that a success also removes what failed calls into it left.
-    prefix = "table-" + hashlib.sha256(os.path.abspath(out).encode()).hexdigest()[:12]
-    parts = [os.path.join(parts_dir, f"{prefix}-part-{i:05d}-{key}.pcr") for i in range(num_shards)]
-    # A part is kept with its report beside it; the report's missing values make the notes.
+    prefix = "table-" + hashlib.sha256((out if _in_store(out) else os.path.abspath(out)).encode()).hexdigest()[:12]
+    parts = [_join(parts_dir, f"{prefix}-part-{i:05d}-{key}.pcr") for i in range(num_shards)]
+    # A part is kept with its report beside it, written after the part; the
+    # report's missing values make the notes.
     reports = {}
     for i, part in enumerate(parts):
         try:
-            with open(part + ".json") as f:
-                reports[i] = json.load(f)
-        except (OSError, ValueError):
+            text = _read_text(part + ".json", options)
+            if text is not None and (_in_store(part) or os.path.exists(part)):
+                reports[i] = json.loads(text)
+        except ValueError:
             pass
-    todo = [i for i in range(num_shards) if i not in reports or not os.path.exists(parts[i])]
+    todo = [i for i in range(num_shards) if i not in reports]
     converted = run("convert_shard", todo, lambda i: (plan["plan"], i, parts[i]), "convert")
     for i, (report, _, _) in converted.items():
         reports[i] = {"rows": report["rows"], "missing": report["missing"]}
-        with open(parts[i] + ".json.tmp", "w") as f:
-            json.dump(reports[i], f)
-        os.replace(parts[i] + ".json.tmp", parts[i] + ".json")
+        _write_text(parts[i] + ".json", json.dumps(reports[i]), options)
     merged, merge_seconds, _ = client.submit(_table_step, input, out, options, "merge", parts,
                                              key=f"pcr-merge-{token}").result()
-    _remove_parts(parts_dir, glob.glob(os.path.join(glob.escape(parts_dir), prefix + "-part-*")), own)
+    if _in_store(parts_dir):
+        _remove_parts(parts_dir, [_join(parts_dir, prefix + "-part-")], own, options)
+    else:
+        _remove_parts(parts_dir, glob.glob(os.path.join(glob.escape(parts_dir), prefix + "-part-*")), own, options)
     shards = []
     missing = {}  # per feature over the shards in order: the count, and the first
     for i in range(num_shards):

@@ -68,6 +68,12 @@ def same_objects(endpoint, prefix, local):
             assert r.read() == f.read_bytes(), f.name
 
 
+def keys(endpoint, prefix):
+    """The keys under pcrtest/PREFIX (one listing page is enough here)."""
+    with urllib.request.urlopen(f"{endpoint}/pcrtest?list-type=2&prefix={prefix}") as r:
+        return re.findall(r"<Key>([^<]*)</Key>", r.read().decode())
+
+
 def kill_worker_running(client, run, pick):
     """Starts the thread `run`; once pick(client.processing()) names a
     worker, kills its process by pid; then waits for `run`."""
@@ -169,6 +175,47 @@ def test_s3_to_s3(client, data_dir, tmp_path, s3_endpoint, s3_endpoint_b):
     pcr.dask.convert_webdataset("s3://pcrtest/dask-wds/shard-{0000..0002}.tar", "s3://pcrtest/dask-wds-out",
                                 num_shards=2, remote=remote, progress=False)
     same_objects(s3_endpoint, "dask-wds-out", tmp_path / "wds-cli")
+
+
+def test_s3_parts_stay_in_the_store(client, data_dir, tmp_path, s3_endpoint):
+    # No directory is shared: each shard uploads its part beside the output,
+    # the merge copies the record files inside the store, and a failed
+    # call's finished parts wait there for the next call.
+    remote = {"s3_endpoint": s3_endpoint}
+    src = image_folder(data_dir, tmp_path / "src")
+    bad = data_dir / "bad" / "video-001.progressive.truncated.jpeg"
+    shutil.copyfile(bad, src / "class1" / bad.name)
+    for f in sorted(p for p in src.rglob("*") if p.is_file()):
+        put(s3_endpoint, "pcrtest", "parts-src/" + f.relative_to(src).as_posix(), f.read_bytes())
+    with pytest.raises(pcr.CorruptionError, match=bad.name):
+        pcr.dask.convert_images("s3://pcrtest/parts-src", "s3://pcrtest/parts-out", num_shards=3, images_per_record=3,
+                                remote=remote, progress=False)
+    left = keys(s3_endpoint, "parts-out/")
+    assert "parts-out/dataset.pcrd" not in left
+    finished = [k for k in left if k.endswith("/part.pcrd")]
+    assert finished and all(k.startswith("parts-out/.pcr-dask-parts/part-") for k in finished), left
+    pcr_convert("images", src, tmp_path / "cli", "--images-per-record", 3, "--skip-bad")
+    summary = pcr.dask.convert_images("s3://pcrtest/parts-src", "s3://pcrtest/parts-out", num_shards=3,
+                                      images_per_record=3, skip_bad=True, remote=remote, progress=False)
+    assert summary["resumed_files"] >= 1
+    assert [path for path, _ in summary["skipped"]] == [f"class1/{bad.name}"]
+    same_objects(s3_endpoint, "parts-out", tmp_path / "cli")
+    assert sorted(k.split("/", 1)[1] for k in keys(s3_endpoint, "parts-out/")) == \
+        sorted(p.name for p in (tmp_path / "cli").iterdir()), "parts or strays are left in the store"
+    # restart=True starts every part over, in the store too.
+    again = pcr.dask.convert_images("s3://pcrtest/parts-src", "s3://pcrtest/parts-again", num_shards=3,
+                                    images_per_record=3, skip_bad=True, restart=True, remote=remote, progress=False)
+    assert again["resumed_files"] == 0
+    same_objects(s3_endpoint, "parts-again", tmp_path / "cli")
+    # A parts_dir in the store, given: only this conversion's parts go.
+    put(s3_endpoint, "pcrtest", "mine/keep.txt", b"not a part")
+    pcr.dask.convert_images("s3://pcrtest/parts-src", "s3://pcrtest/parts-given", num_shards=2, images_per_record=3,
+                            skip_bad=True, parts_dir="s3://pcrtest/mine", remote=remote, progress=False)
+    same_objects(s3_endpoint, "parts-given", tmp_path / "cli")
+    assert keys(s3_endpoint, "mine/") == ["mine/keep.txt"]
+    with pytest.raises(ValueError, match="give a local parts_dir"):
+        pcr.dask.convert_images(src, tmp_path / "local-out", num_shards=2, parts_dir="s3://pcrtest/mine",
+                                remote=remote, progress=False)
 
 
 def test_a_killed_worker_changes_nothing(client, data_dir, tmp_path):
@@ -363,6 +410,7 @@ def test_table_s3_to_s3(client, tmp_path, s3_endpoint, s3_endpoint_b):
     pcr.dask.convert_table("s3://pcrtest/dask-table/rows.csv", "s3://pcrtest/dask-table-two", num_shards=3,
                            split_mb=1, input_endpoint=s3_endpoint, output_endpoint=s3_endpoint_b, progress=False)
     same_objects(s3_endpoint_b, "dask-table-two", tmp_path / "cli")
+    assert keys(s3_endpoint_b, "dask-table-two/") == ["dask-table-two/rows.pcr"], "parts are left in the store"
     # Bad input in object storage: the one-process error, lines counted from the object's start.
     bad = tmp_path / "bad.csv"
     bad.write_text(csv.read_text() + "1,2\n")
