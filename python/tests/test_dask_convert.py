@@ -244,6 +244,35 @@ def test_a_killed_worker_changes_nothing(client, data_dir, tmp_path):
     assert list(parts.iterdir()) == [], "the parts are left behind"
 
 
+def test_a_killed_worker_changes_nothing_with_parts_in_the_store(client, data_dir, tmp_path, s3_endpoint):
+    remote = {"s3_endpoint": s3_endpoint}
+    src = image_folder(data_dir, tmp_path / "src", copies=40)  # 960 images
+    for f in sorted(p for p in src.rglob("*") if p.is_file()):
+        put(s3_endpoint, "pcrtest", "kill-src/" + f.relative_to(src).as_posix(), f.read_bytes())
+    pcr_convert("images", src, tmp_path / "cli", "--images-per-record", 16, "--jobs", 2)
+    result = {}
+    run = threading.Thread(target=lambda: result.update(pcr.dask.convert_images(
+        "s3://pcrtest/kill-src", "s3://pcrtest/kill-out", num_shards=2, images_per_record=16, remote=remote,
+        progress=False)))
+
+    def uploading(processing):
+        # Once a part has a record file in the store and no part.pcrd, the worker converting it.
+        for i in range(2):
+            part = keys(s3_endpoint, f"kill-out/.pcr-dask-parts/part-{i:05d}/")
+            if any("/records-" in k for k in part) and not any(k.endswith("/part.pcrd") for k in part):
+                for worker, running in processing.items():
+                    if any(str(k).endswith(f", {i})") for k in running):
+                        return worker
+        return None
+
+    kill_worker_running(client, run, uploading)
+    assert result, "the conversion failed"
+    assert result["images"] == 960
+    same_objects(s3_endpoint, "kill-out", tmp_path / "cli")
+    assert sorted(k.split("/", 1)[1] for k in keys(s3_endpoint, "kill-out/")) == \
+        sorted(p.name for p in (tmp_path / "cli").iterdir()), "parts or strays are left in the store"
+
+
 def test_bad_input_raises_the_library_exception_or_is_skipped(client, data_dir, tmp_path):
     src = image_folder(data_dir, tmp_path / "src")
     bad = data_dir / "bad" / "video-001.progressive.truncated.jpeg"
