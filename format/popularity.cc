@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "format/checksum.h"
+#include "format/coding.h"
 #include "format/json.h"
 #include "format/table_format.h"
 
@@ -21,9 +22,22 @@ Status LineError(uint64_t line, const JsonCursor& json, const std::string& what 
 
 }  // namespace
 
-std::string TableContentId(const TableSchema& schema) {
+std::string TableContentId(const FileIndex& index) {
   Bytes encoded;
-  EncodeTableSchema(schema, &encoded);
+  EncodeTableSchema(index.schema, &encoded);
+  const size_t features = index.schema.features.size();
+  for (const StripeInfo& stripe : index.stripes) {
+    PutVarint64(&encoded, stripe.row_count);
+    const std::vector<size_t> at = stripe.TableStreamIndex(features);
+    for (size_t entry = 0; entry < at.size(); ++entry) {
+      if (at[entry] == SIZE_MAX) continue;
+      const StreamInfo& s = stripe.streams[stripe.first_table_stream + at[entry]];
+      PutVarint64(&encoded, entry / kRoleCount);
+      PutVarint64(&encoded, entry % kRoleCount);
+      PutVarint64(&encoded, s.length);
+      PutFixed64(&encoded, s.checksum);
+    }
+  }
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(Checksum64(encoded)));
   return hex;

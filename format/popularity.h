@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/file_format.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
 
@@ -22,9 +23,11 @@ struct PopularityEntry {
   bool operator==(const PopularityEntry&) const = default;
 };
 
-// A table's content id: Checksum64 of its TableSchema's encoding (spec 13.1)
-// in 16 lowercase hex digits. Reordering streams keeps it.
-std::string TableContentId(const TableSchema& schema);
+// A table's content id (spec 14): Checksum64 of its TableSchema's encoding
+// (13.1) followed by, stripe by stripe, the row count and each feature's
+// streams (feature, role, length, checksum) in schema and role order, in 16
+// lowercase hex digits. Reordering streams keeps it; other values change it.
+std::string TableContentId(const FileIndex& index);
 
 // One access log line: {"features":[...],"table":...,"table_id":...,"job":...}
 // and a newline; table, table_id and job only when set.

@@ -111,7 +111,7 @@ Result<std::unique_ptr<Table>> Table::Rep::FromFile(std::unique_ptr<PcrFile> fil
   for (const StripeInfo& stripe : index.stripes) {
     t->stream_of.push_back(stripe.TableStreamIndex(index.schema.features.size()));
   }
-  t->content_id = TableContentId(index.schema);
+  t->content_id = TableContentId(index);
   if (t->options.access_log && t->options.job.empty()) t->options.job = DefaultJobId();
   return table;
 }

@@ -43,7 +43,7 @@ Result<PopularityCount> CountAccessLogs(const std::vector<std::string>& logs, co
     PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
     PCR_ASSIGN_OR_RETURN(auto opened, PcrFile::OpenTable(table, engine.get()));
     count.table = table;
-    count.table_id = TableContentId(opened->index().schema);
+    count.table_id = TableContentId(opened->index());
   } else if (tables.size() > 1) {
     std::string named;
     for (const auto& [id, path] : tables) named += (named.empty() ? "" : ", ") + path + " (" + id + ")";

@@ -1447,9 +1447,9 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   const PcrFile& in = *file;
   const std::string& input_file = in.path();
   const TableSchema& schema = in.index().schema;
-  if (!counted_on.empty() && counted_on != TableContentId(schema)) {
+  if (!counted_on.empty() && counted_on != TableContentId(in.index())) {
     return Status::InvalidArgument(input_file + ": the stream order was counted on another table (content id " +
-                                   counted_on + ", this one's " + TableContentId(schema) +
+                                   counted_on + ", this one's " + TableContentId(in.index()) +
                                    "); count this table's access logs with pcr-dump popularity --table");
   }
   TableConvertReport report;

@@ -78,8 +78,9 @@ class PCR_EXPORT Table {
   Table& operator=(const Table&) = delete;
 
   const TableSchema& schema() const;
-  // 16 hex digits identifying the table's contents (spec section 14): equal
-  // for a table and its reordered copies, different for other tables.
+  // 16 hex digits identifying the table's contents (spec section 14): its
+  // schema, stripes and stream checksums. Equal for a table and its
+  // reordered copies, different for other values, even of the same shape.
   const std::string& content_id() const;
   size_t stripe_count() const;
   // Rows of stripe `stripe` (with the earlier stripes' rows, its first row's

@@ -166,7 +166,9 @@ class Table:
     def schema(self) -> list[dict[str, object]]: ...
     @property
     def content_id(self) -> str:
-        """16 hex digits identifying the table's contents; kept by reorder."""
+        """16 hex digits identifying the table's contents (schema, stripes and
+        stream checksums): kept by reorder, different for other values of
+        the same shape."""
     @property
     def num_rows(self) -> int: ...
     @property

@@ -383,7 +383,8 @@ class TableLoader(_EpochLoader):
       missing), and "presence".
     `dense` names numeric features to deliver together instead, as "dense",
     a float32 tensor N x len(dense) (0 where missing), and
-    "dense_presence" (bool, the same shape).
+    "dense_presence" (bool, the same shape). A feature named like a batch
+    key ("rows"; with dense, "dense" and "dense_presence") is refused.
 
     Shuffling: each epoch permutes the stripes, and each worker mixes its
     rows in a buffer of `shuffle_buffer` rows, so a stripe is read once and
@@ -460,6 +461,13 @@ class TableLoader(_EpochLoader):
         self.features = [by_id.get(str(f), str(f)) for f in features]
         probe.read(self.features + self.dense, 0, 0)  # refuses unknown names now
         self.features = [f for f in self.features if f not in self.dense]
+        keys = {"rows": "the batch's row numbers"}
+        if self.dense:
+            keys.update(dense="the dense= tensor", dense_presence="the dense= presence")
+        for name in self.features:
+            if name in keys:
+                raise ValueError(f"{path}: feature '{name}' would be the batch key '{name}', which holds "
+                                 f"{keys[name]}: leave it out of features (name the others)")
         self._types = types
 
     def _batches(self, share: dict):

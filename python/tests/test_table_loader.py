@@ -237,6 +237,41 @@ def test_a_table_replaced_between_epochs_is_refused(table, tmp_path):
         list(loader)
 
 
+def test_a_table_of_the_same_shape_and_other_values_is_another_table(table, tmp_path):
+    # The content id names the values: a replacement of one shape is caught too.
+    path = tmp_path / "t.pcr"
+    shutil.copy(table, path)
+    loader = pcr.torch.TableLoader(path, 100, ["label"])
+    assert len(list(loader)) == len(loader)
+    labels = pcr.Table(path).read(["label"])["label"]["values"]
+    rows = [{"label": int(v) + 1} for v in labels]
+    for name, data in (("same", [{"label": int(v)} for v in labels]), ("other", rows)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in data))
+    same = pcr.convert_table(tmp_path / "same.jsonl", tmp_path / "same")["path"]
+    other = pcr.convert_table(tmp_path / "other.jsonl", tmp_path / "other")["path"]
+    assert pcr.Table(same).schema == pcr.Table(other).schema
+    assert pcr.Table(same).content_id != pcr.Table(other).content_id
+    assert pcr.Table(same).content_id == pcr.Table(pcr.convert_table(tmp_path / "same.jsonl",
+                                                                     tmp_path / "again")["path"]).content_id
+    os.replace(other, path)
+    loader.set_epoch(1)
+    with pytest.raises(OSError, match=r"another table \(1000 rows, content id [0-9a-f]{16}\) than when"):
+        list(loader)
+
+
+def test_a_feature_named_like_a_batch_key_is_refused(tmp_path):
+    (tmp_path / "keys.csv").write_text("rows,dense,x\n" + "".join(f"{r},{r * 0.5},{r}.0\n" for r in range(10)))
+    path = pcr.convert_table(tmp_path / "keys.csv", tmp_path / "keys")["path"]
+    with pytest.raises(ValueError, match="feature 'rows' would be the batch key 'rows'"):
+        pcr.torch.TableLoader(path, 4)
+    with pytest.raises(ValueError, match="feature 'dense' would be the batch key 'dense'"):
+        pcr.torch.TableLoader(path, 4, ["dense"], dense=["x"])
+    # Left out, or with no dense= to clash with, they are delivered.
+    batch = next(iter(pcr.torch.TableLoader(path, 4, ["dense"], shuffle=False)))
+    assert batch["dense"]["values"].tolist() == [0.0, 0.5, 1.0, 1.5]
+    assert batch["rows"].tolist() == [0, 1, 2, 3]
+
+
 def test_readme_example(tmp_path, monkeypatch):
     from conftest import README, python_block
 
