@@ -45,7 +45,7 @@ TEST_CASE("bundled CSV reads back exactly, in one stripe and in many") {
 TEST_CASE("CSV column types are the narrowest that hold every cell") {
   TempDir dir;
   const std::string csv = dir / "types.csv";
-  std::ofstream(csv) << "\xEF\xBB\xBFi,f,s,q,m,e\n1,2.5,x,\"7\",NA,\n-3,1e3,\"a,\"\"b\"\"\nc\",\"NA\",,\n,7,9, 1,2,\r\n";
+  std::ofstream(csv) << "\xEF\xBB\xBFi,f,s,q,m,e\n1,2.5,x,\"y\",NA,\n-3,1e3,\"a,\"\"b\"\"\nc\",\"NA\",,\n,7,9, 1,2,\r\n";
   auto report = ConvertTable({.input = csv, .out_dir = dir.path().string()});
   REQUIRE(report.ok());
   const auto& f = report->schema.features;
@@ -511,6 +511,12 @@ std::string WordAmongNumbers() {
 uint64_t Bits(double d) { return std::bit_cast<uint64_t>(d); }
 
 // Converts as `o` says and reads every feature of the table back.
+std::vector<std::string> Strings(const Column& c) {
+  std::vector<std::string> out;
+  for (uint64_t r = 0; r < c.rows; ++r) out.emplace_back(c.string(r));
+  return out;
+}
+
 std::pair<TableSchema, std::vector<Column>> ConvertAndRead(const TableConvertOptions& o) {
   auto r = ConvertTable(o);
   REQUIRE(r.ok());
@@ -913,11 +919,12 @@ TEST_CASE("a column of negative integers and integers above int64 is refused, na
   CHECK(s.features[1].type == FeatureType::kUInt64);
   CHECK(s.features[1].present_count == 1000);
   CHECK(c[1].present[1000] == 0);
-  // An integer that makes its own column float64 is not blamed on itself.
+  // A column of integers beyond every integer type: text is the way to keep them.
   std::ofstream(input) << "x\n-9223372036854775809\n";
   r = ConvertTable({.input = input, .out_dir = dir / "self"});
   REQUIRE_FALSE(r.ok());
-  CHECK_THAT(r.status().message(), Catch::Contains("in float64 column 'x' (float64 because no integer type holds it)"));
+  CHECK_THAT(r.status().message(), Catch::Contains("line 2, column 1: -9223372036854775809 in column 'x' is beyond int64 "
+                                                   "and uint64, as are all its numbers: declare --column-type x=string"));
 }
 
 TEST_CASE("what --on-bad-value missing stores as missing, and why a column is string, are noted") {
@@ -951,17 +958,112 @@ TEST_CASE("what --on-bad-value missing stores as missing, and why a column is st
   b.column_types = {{"a", FeatureType::kBool}};
   const auto [bs, bc] = ConvertAndRead(b);
   CHECK(bc[0].ints == std::vector<int64_t>{1, 1, 0});
-  // Most cells numbers, but too many others to call bad values: string, with a note.
+  // Most cells numbers and a few words, at any share below all: an error
+  // naming the first word; each way it proposes keeps every other value.
   const std::string csv = dir / "s.csv";
   std::ofstream(csv) << "n,m\n1,2\n2,x\n3,4\nabc,5\n\n";  // a blank last line is no row
   auto s = ConvertTable({.input = csv, .out_dir = dir / "s"});
-  REQUIRE(s.ok());
-  CHECK(s->schema.row_count == 4);
-  CHECK(s->notes == std::vector<std::string>{
-                        "column 'n' is stored as string: 1 of its 4 values are not numbers (first 'abc' at line 5, "
-                        "column 1); declare its type and pass --on-bad-value missing to store those as missing",
-                        "column 'm' is stored as string: 1 of its 4 values are not numbers (first 'x' at line 3, "
-                        "column 3); declare its type and pass --on-bad-value missing to store those as missing"});
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().message() ==
+        csv + ": line 5, column 1: 'abc' in column 'n' is not a number, unlike its 3 other values (int64): declare "
+              "--column-type n=string (or pass --strings for every column) to keep the column as text, or pass "
+              "--on-bad-value missing to store such cells as missing (1 in this column)");
+  TableConvertOptions as_text{.input = csv, .out_dir = dir / "s-text"};
+  as_text.column_types = {{"m", FeatureType::kString}, {"n", FeatureType::kString}};
+  const auto [ts, tc] = ConvertAndRead(as_text);
+  CHECK(Strings(tc[1]) == std::vector<std::string>{"2", "x", "4", "5"});
+  const auto [ms, mc] = ConvertAndRead({.input = csv, .out_dir = dir / "s-missing", .on_bad_value = BadValue::kMissing});
+  CHECK(ms.features[0].type == FeatureType::kInt64);
+  CHECK(mc[0].ints == std::vector<int64_t>{1, 2, 3, 0});
+  CHECK(mc[0].present == std::vector<uint8_t>{1, 1, 1, 0});
+  CHECK(mc[1].ints == std::vector<int64_t>{2, 0, 4, 5});
+  CHECK(mc[1].present == std::vector<uint8_t>{1, 0, 1, 1});
+  // A column where no kind is most is text, without a word.
+  std::ofstream(csv) << "n\n1\nx\n";
+  const auto [hs, hc] = ConvertAndRead({.input = csv, .out_dir = dir / "half"});
+  CHECK(hs.features[0].type == FeatureType::kString);
+}
+
+TEST_CASE("integers beyond int64 and uint64 are bad values of the integer column, never floats") {
+  TempDir dir;
+  for (const bool json : {false, true}) {
+    const std::string input = dir / (json ? "u.jsonl" : "u.csv");
+    const std::vector<std::string> values = {"18446744073709551615", "12", "18446744073709551616", "7"};
+    {
+      std::ofstream out(input);
+      if (!json) out << "h\n";
+      for (const std::string& v : values) out << (json ? "{\"h\": " + v + "}" : v) << "\n";
+    }
+    auto refused = ConvertTable({.input = input, .out_dir = dir / (json ? "j" : "c")});
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.status().message(),
+               Catch::Contains("18446744073709551616 in column 'h' is beyond uint64 (0 to 2^64 - 1), unlike its 3 "
+                               "other values, integers: declare --column-type h=uint64 with --on-bad-value missing"));
+    CHECK_THAT(refused.status().message(), Catch::Contains("or --column-type h=string to keep every digit"));
+    // Followed: the valid hash is kept, the overflow is missing.
+    TableConvertOptions declared{.input = input, .out_dir = dir / (json ? "jd" : "cd"),
+                                 .on_bad_value = BadValue::kMissing};
+    declared.column_types = {{"h", FeatureType::kUInt64}};
+    const auto [ds, dc] = ConvertAndRead(declared);
+    CHECK(dc[0].ints == std::vector<int64_t>{-1, 12, 0, 7});  // uint64 as int64 of the same bits
+    CHECK(dc[0].present == std::vector<uint8_t>{1, 1, 0, 1});
+    // --on-bad-value missing alone infers the same type.
+    const auto [ms, mc] = ConvertAndRead({.input = input, .out_dir = dir / (json ? "jm" : "cm"),
+                                          .on_bad_value = BadValue::kMissing});
+    CHECK(ms.features[0].type == FeatureType::kUInt64);
+    CHECK(mc[0].ints == dc[0].ints);
+    TableConvertOptions text{.input = input, .out_dir = dir / (json ? "jt" : "ct")};
+    text.column_types = {{"h", FeatureType::kString}};
+    const auto [xs, xc] = ConvertAndRead(text);
+    CHECK(Strings(xc[0]) == values);
+  }
+  // Below int64 among negatives: int64, the same way.
+  const std::string neg = dir / "n.csv";
+  std::ofstream(neg) << "x\n-1\n-9223372036854775809\n";
+  auto refused = ConvertTable({.input = neg, .out_dir = dir / "n"});
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("is beyond int64 (-2^63 to 2^63 - 1)"));
+  const auto [ns, nc] = ConvertAndRead({.input = neg, .out_dir = dir / "nm", .on_bad_value = BadValue::kMissing});
+  CHECK(ns.features[0].type == FeatureType::kInt64);
+  CHECK(nc[0].present == std::vector<uint8_t>{1, 0});
+  // With real floats the column is float64, as before.
+  std::ofstream(neg) << "x\n1.5\n18446744073709551616\n";
+  const auto [fs, fc] = ConvertAndRead({.input = neg, .out_dir = dir / "f"});
+  CHECK(fs.features[0].type == FeatureType::kFloat64);
+}
+
+TEST_CASE("a float beyond float32 in a float32 column is a bad value") {
+  TempDir dir;
+  const std::string csv = dir / "f.csv";
+  std::ofstream(csv) << "f,l\n1.5,\"[1, 2]\"\n1.7976931348623157e308,\"[3e39]\"\n-inf,\"[]\"\n";
+  TableConvertOptions o{.input = csv, .out_dir = dir / "o"};
+  o.column_types = {{"f", FeatureType::kFloat32}, {"l", FeatureType::kFloat32List}};
+  auto refused = ConvertTable(o);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() ==
+        csv + ": line 3, column 1: '1.7976931348623157e308' in column 'f' is beyond float32 (at most 3.4028235e38 in "
+              "magnitude) (the column is float32): pass --on-bad-value missing to store such cells as missing, or "
+              "declare another type with --column-type f=TYPE");
+  o.column_types["f"] = FeatureType::kFloat64;
+  refused = ConvertTable(o);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("'[3e39]' in column 'l' is not a list of float32: a value "
+                                                         "in it is beyond float32"));
+  o.on_bad_value = BadValue::kMissing;
+  o.column_types["f"] = FeatureType::kFloat32;
+  o.out_dir = dir / "m";
+  const auto [s, c] = ConvertAndRead(o);
+  CHECK(c[0].present == std::vector<uint8_t>{1, 0, 1});
+  CHECK(std::isinf(c[0].floats[2]));  // an infinity is a float32 value
+  CHECK(c[1].present == std::vector<uint8_t>{1, 0, 1});
+  // From JSON Lines too.
+  const std::string jsonl = dir / "f.jsonl";
+  std::ofstream(jsonl) << "{\"f\": 1e300}\n";
+  TableConvertOptions j{.input = jsonl, .out_dir = dir / "j"};
+  j.column_types = {{"f", FeatureType::kFloat32}};
+  refused = ConvertTable(j);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("1e300 in column 'f' is beyond float32"));
 }
 
 TEST_CASE("times beyond year 9999 and before year 0 read as ISO 8601 expanded years") {
@@ -1102,19 +1204,20 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
       {"bad.jsonl", "[1]\n", "line 1, column 1: a row must be a JSON object"},
       {"bad.jsonl", "{\"a\": [1, \"x\"]}\n", "line 1, column 11: column 'a': expected an array of numbers"},
       {"bad.jsonl", "{\"a\": {}}\n", "line 1, column 7: column 'a': expected a number, string, boolean, array of numbers or null"},
-      // Integers no double holds, in float64 features, are refused rather than rounded.
-      // 99999999999999999999 overflows int64, so the column is float64, where 2^53 + 1 has no double.
+      // An integer beyond uint64 among integers is a bad value of uint64, never a float64 column that rounds.
       {"big.csv", "a\n1\n9007199254740993\n99999999999999999999\n",
-       "line 3, column 1: integer 9007199254740993 in float64 column 'a' (float64 because of 99999999999999999999 at "
-       "line 4, column 1) has no exact double: --column-type a=string keeps every digit"},
+       "line 4, column 1: 99999999999999999999 in column 'a' is beyond uint64 (0 to 2^64 - 1), unlike its 2 other "
+       "values, integers: declare --column-type a=uint64 with --on-bad-value missing"},
       // One word among numbers is named, with the ways past it.
       {"word.csv", "a,b\n" + WordAmongNumbers(),
        "line 122, column 5: 'abc' in column 'b' is not a number, unlike its 149 other values (int64): declare "
-       "--column-type b=string to keep it as text, or pass --on-bad-value missing"},
+       "--column-type b=string (or pass --strings for every column) to keep the column as text, or pass "
+       "--on-bad-value missing"},
       {"big.csv", "a,b\nx,0.5\ny,-99999999999999999999\n",
        "line 3, column 3: integer -99999999999999999999 in float64 column 'b'"},
       {"big.jsonl", "{\"a\": 1}\n{\"a\": 99999999999999999999}\n",
-       "line 2, column 7: integer 99999999999999999999 in float64 column 'a'"},
+       "line 2, column 7: 99999999999999999999 in column 'a' is beyond uint64 (0 to 2^64 - 1), unlike its 1 other "
+       "value, integers"},
       {"big.jsonl", "{\"a\": 0.5}\n{\"a\": 9007199254740993}\n",
        "line 2, column 7: integer 9007199254740993 in float64 column 'a'"},
       {"big.jsonl", "{\"dense\": {\"7\": 0.5}}\n{\"dense\": {\"7\": -9007199254740993}}\n",

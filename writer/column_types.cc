@@ -137,6 +137,9 @@ std::string_view NumberText(std::string_view t) {
 
 namespace {
 
+// "1 other value", "2 other values", for messages.
+std::string Others(uint64_t n) { return std::to_string(n) + (n == 1 ? " other value" : " other values"); }
+
 // The kind of CSV text: kInt (*i), kFloat (*d), kBool with `typed` (*i), or
 // kString.
 ColumnValue::Kind CellKind(std::string_view text, bool typed, int64_t* i, double* d) {
@@ -175,6 +178,11 @@ void ColumnVotes::NoteNumber(bool is_int, int64_t i, std::string_view number, st
   } else {
     floats_++;
     NoteFirst(&first_float_, line, column, number);
+    if (typed_ && IsIntegerLiteral(number)) {
+      big_ints_++;
+      NoteFirst(&first_big_, line, column, number);
+      if (number.starts_with('-')) NoteFirst(&first_big_negative_, line, column, number);
+    }
   }
   NoteFirst(&first_number_, line, column, shown);
 }
@@ -260,13 +268,36 @@ Result<FeatureType> ColumnVotes::TimestampType(const ColumnNaming& naming, const
 
 Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const ColumnNaming& naming,
                                             const std::string& name) const {
-  if (floats_ > 0) return rules.float32 ? FeatureType::kFloat32 : FeatureType::kFloat64;
+  if (floats_ > big_ints_) return rules.float32 ? FeatureType::kFloat32 : FeatureType::kFloat64;
+  const bool negative = first_negative_ || first_big_negative_;
+  if (big_ints_ > 0 && big_ints_ == numbers()) {
+    const Where& at = *first_big_;
+    return naming.error(at.line, at.column,
+                        at.text + " in " + naming.noun + " '" + name + "' is beyond int64 and uint64, as are all its "
+                        "numbers: declare " + naming.declare + " " + name + "=string to keep every digit");
+  }
+  if (big_ints_ > 0 && !(negative && uints_ > 0)) {
+    // Integers, some beyond the integer types: bad values of the one that
+    // holds the others, never a float column that would round them.
+    const FeatureType type = negative ? FeatureType::kInt64 : FeatureType::kUInt64;
+    if (rules.missing) return type;
+    const Where& at = *first_big_;
+    const std::string declare = naming.declare + " " + name;
+    return naming.error(at.line, at.column,
+                        at.text + " in " + naming.noun + " '" + name + "' is beyond " + FeatureTypeName(type) +
+                            (negative ? " (-2^63 to 2^63 - 1)" : " (0 to 2^64 - 1)") + ", unlike its " +
+                            Others(numbers() - big_ints_) + ", integers: declare " + declare +
+                            "=" + FeatureTypeName(type) + " with --on-bad-value missing to store such values as "
+                            "missing (" + std::to_string(big_ints_) + " in this " + naming.noun + ") and keep "
+                            "every other, or " + declare + "=string to keep every digit");
+  }
   if (uints_ == 0) return FeatureType::kInt64;
-  if (!first_negative_) return FeatureType::kUInt64;
+  if (!negative) return FeatureType::kUInt64;
   // The later of the two values is the one that leaves no integer type.
-  const bool negative_later = *first_uint_ < *first_negative_;
-  const Where& at = negative_later ? *first_negative_ : *first_uint_;
-  const Where& other = negative_later ? *first_uint_ : *first_negative_;
+  const Where first_negative = *Earliest({&first_negative_, &first_big_negative_});
+  const bool negative_later = *first_uint_ < first_negative;
+  const Where& at = negative_later ? first_negative : *first_uint_;
+  const Where& other = negative_later ? *first_uint_ : first_negative;
   const std::string declare = naming.declare + " " + name;
   return naming.error(at.line, at.column,
                       naming.noun + " '" + name + "' holds " + at.text +
@@ -278,10 +309,8 @@ Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const C
 }
 
 Result<FeatureType> ColumnVotes::CellsType(const InferenceRules& rules, const ColumnNaming& naming,
-                                           const std::string& name, std::vector<std::string>* notes) const {
-  const auto most = [&](uint64_t n) {
-    return present_ > 0 && (rules.bad_values ? (present_ - n) * 100 < present_ : n == present_);
-  };
+                                           const std::string& name) const {
+  const auto most = [&](uint64_t n) { return present_ > 0 && (rules.bad_values ? n * 2 > present_ : n == present_); };
   std::optional<Where> bad;
   std::string kind;
   FeatureType type = FeatureType::kString;
@@ -301,33 +330,22 @@ Result<FeatureType> ColumnVotes::CellsType(const InferenceRules& rules, const Co
     bad = Earliest({&first_number_, &first_bool_, &first_other_});
     kind = "an ISO 8601 time";
     typed = timestamps_;
-  } else {
-    const uint64_t many = std::max({numbers(), bools_, timestamps_});
-    if (many * 2 > present_) {
-      const bool numbers = many == this->numbers(), bools = !numbers && many == bools_;
-      const std::optional<Where> first = numbers ? Earliest({&first_bool_, &first_timestamp_, &first_other_})
-                                         : bools ? Earliest({&first_number_, &first_timestamp_, &first_other_})
-                                                 : Earliest({&first_number_, &first_bool_, &first_other_});
-      notes->push_back(naming.noun + " '" + name + "' is stored as string: " + std::to_string(present_ - many) +
-                       " of its " + std::to_string(present_) + " values are not " +
-                       (numbers ? "numbers" : bools ? "true or false" : "times") +
-                       (first ? " (first '" + first->text + "' at " + naming.at(*first) + ")" : std::string()) +
-                       "; declare its type and pass --on-bad-value missing to store those as missing");
-    }
   }
   if (bad && !rules.missing) {
     const uint64_t bads = present_ - typed;
     return naming.error(bad->line, bad->column,
                         "'" + bad->text + "' in " + naming.noun + " '" + name + "' is not " + kind + ", unlike its " +
-                            std::to_string(typed) + " other values (" + FeatureTypeName(type) + "): declare " +
-                            naming.declare + " " + name + "=string to keep it as text, or pass --on-bad-value "
-                            "missing to store such cells as missing (" + std::to_string(bads) + " in this column)");
+                            Others(typed) + " (" + FeatureTypeName(type) + "): declare " +
+                            naming.declare + " " + name + "=string" +
+                            (rules.strings_option ? " (or pass --strings for every column)" : "") +
+                            " to keep the " + naming.noun + " as text, or pass --on-bad-value missing to store such "
+                            "cells as missing (" + std::to_string(bads) + " in this " + naming.noun + ")");
   }
   return type;
 }
 
 Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const ColumnNaming& naming,
-                                            const std::string& name, std::vector<std::string>* notes) const {
+                                            const std::string& name) const {
   const uint64_t counts[] = {strings_, bools_, numbers(), lists_};
   const uint64_t kinds = (counts[0] > 0) + (counts[1] > 0) + (counts[2] > 0) + (counts[3] > 0);
   const std::string column = naming.noun + " '" + name + "'";
@@ -338,15 +356,15 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
     const size_t most = static_cast<size_t>(std::max_element(std::begin(counts), std::end(counts)) - counts);
     const uint64_t present = counts[0] + counts[1] + counts[2] + counts[3];
     const std::string strings = rules.strings_option ? " (or pass --strings)" : "";
-    // A few values of other kinds among many of one, as in CSV: bad values.
-    if (rules.bad_values && (present - counts[most]) * 100 < present) {
+    // Values of other kinds beside most of one, as in CSV: bad values.
+    if (rules.bad_values && counts[most] * 2 > present) {
       if (rules.missing) {
         ColumnVotes only = *this;  // typed by the many; the few are stored as missing
         if (most != 0) only.strings_ = only.timestamps_ = 0;
         if (most != 1) only.bools_ = 0;
         if (most != 2) only.ints_ = only.uints_ = only.floats_ = 0;
         if (most != 3) only.lists_ = 0;
-        return only.ValuesType(rules, naming, name, notes);
+        return only.ValuesType(rules, naming, name);
       }
       size_t bad = 4;
       for (size_t k = 0; k < 4; ++k) {
@@ -355,7 +373,7 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
       const Where& at = *firsts[bad];
       return naming.error(at.line, at.column,
                           at.text + " in " + column + " is " + one[bad] + ", unlike its " +
-                              std::to_string(counts[most]) + " other values (" + names[most] +
+                              Others(counts[most]) + " (" + names[most] +
                               "): pass --on-bad-value missing to store such values as missing, or declare " +
                               naming.declare + " " + name + "=string" + strings + " to keep every value as text");
     }
@@ -377,23 +395,17 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
                             (rules.strings_option ? " or pass --strings" : ""));
   }
   if (strings_ > 0) {
-    // Times, but for fewer than 1% bad values, as in CSV.
+    // Times, or most of them, the others bad values, as in CSV.
     const uint64_t others = strings_ - timestamps_;
     if (others == 0) return TimestampType(naming, name);
-    if (rules.bad_values && others * 100 < strings_) {
+    if (rules.bad_values && timestamps_ * 2 > strings_) {
       if (rules.missing) return TimestampType(naming, name);
       const Where& w = *first_other_;
       return naming.error(w.line, w.column,
                           w.text + " in " + column + " is not an ISO 8601 time, unlike its " +
-                              std::to_string(timestamps_) + " other values: declare " + naming.declare + " " + name +
+                              Others(timestamps_) + ": declare " + naming.declare + " " + name +
                               "=string to keep it as text, or pass --on-bad-value missing to store such values as "
                               "missing (" + std::to_string(others) + " in this column)");
-    }
-    if (timestamps_ * 2 > strings_) {
-      notes->push_back(column + " is stored as string: " + std::to_string(others) + " of its " +
-                       std::to_string(strings_) + " values are not times (first " + first_other_->text + " at " +
-                       naming.at(*first_other_) + "); declare its type and pass --on-bad-value missing to store "
-                       "those as missing");
     }
     return FeatureType::kString;
   }
@@ -416,6 +428,7 @@ void ColumnVotes::Merge(const ColumnVotes& later, uint64_t line_offset) {
   timestamps_ += later.timestamps_;
   strings_ += later.strings_;
   lists_ += later.lists_;
+  big_ints_ += later.big_ints_;
   list_floats_ = list_floats_ || later.list_floats_;
   timestamp_digits_ = std::max(timestamp_digits_, later.timestamp_digits_);
   std::vector<const std::optional<Where>*> theirs;
@@ -429,7 +442,9 @@ void ColumnVotes::Merge(const ColumnVotes& later, uint64_t line_offset) {
 
 void ColumnVotes::EncodeTo(Bytes* out) const {
   PutFixed8(out, typed_);
-  for (const uint64_t n : {present_, ints_, uints_, floats_, bools_, timestamps_, strings_, lists_}) PutVarint64(out, n);
+  for (const uint64_t n : {present_, ints_, uints_, floats_, bools_, timestamps_, strings_, lists_, big_ints_}) {
+    PutVarint64(out, n);
+  }
   PutFixed8(out, list_floats_);
   PutVarint64(out, static_cast<uint64_t>(timestamp_digits_));
   ForEachFirst(*this, [&](const std::optional<Where>& w) {
@@ -446,7 +461,7 @@ bool ColumnVotes::DecodeFrom(Decoder& in) {
   uint64_t digits = 0;
   if (!in.GetFixed8(&flag) || flag > 1) return false;
   typed_ = flag;
-  for (uint64_t* n : {&present_, &ints_, &uints_, &floats_, &bools_, &timestamps_, &strings_, &lists_}) {
+  for (uint64_t* n : {&present_, &ints_, &uints_, &floats_, &bools_, &timestamps_, &strings_, &lists_, &big_ints_}) {
     if (!in.GetVarint64(n)) return false;
   }
   if (!in.GetFixed8(&flag) || flag > 1 || !in.GetVarintAtMost(64, &digits)) return false;

@@ -85,9 +85,9 @@ struct InferenceRules {
   // are floats.
   bool typed = true;
   bool float32 = false;  // floats are float32 rather than float64
-  // Under 1% of a column's values of another kind than the rest are bad
-  // values: an error naming the first, or with `missing` stored as missing.
-  // Without, any two kinds are an error.
+  // Values of another kind than most of a column's (more than half) are
+  // bad values: an error naming the first, or with `missing` stored as
+  // missing. Without, any two kinds are an error.
   bool bad_values = true;
   bool missing = false;
   bool strings_option = true;  // messages may suggest --strings
@@ -120,16 +120,17 @@ class ColumnVotes {
   void NoteValue(const ColumnValue& v);
 
   // The type of a column of CSV cells: the kind (numbers, bools or times)
-  // of all its values, or but fewer than 1% bad values; else string, noted
-  // in `notes` when a kind holds most values.
-  Result<FeatureType> CellsType(const InferenceRules& rules, const ColumnNaming& naming, const std::string& name,
-                                std::vector<std::string>* notes) const;
+  // of all its values; with bad values (InferenceRules::bad_values), of most
+  // of them, the others an error naming the first, or missing. A column of
+  // no such kind is string. Integers beyond int64 and uint64 among integers
+  // are bad values of the integer type that holds the rest, never floats.
+  Result<FeatureType> CellsType(const InferenceRules& rules, const ColumnNaming& naming, const std::string& name) const;
   // The type of a column of JSON values: the kind (strings, booleans,
-  // numbers or arrays) of its values, or but fewer than 1% bad values; two
-  // kinds are an error. Strings are times when all are (or but fewer than
-  // 1%), else strings. A column without values is string.
-  Result<FeatureType> ValuesType(const InferenceRules& rules, const ColumnNaming& naming, const std::string& name,
-                                 std::vector<std::string>* notes) const;
+  // numbers or arrays) of its values, or of most of them, the others bad
+  // values, as for CSV; two kinds without one holding most are an error.
+  // Strings are times when all are (or most, as above), else strings. A
+  // column without values is string.
+  Result<FeatureType> ValuesType(const InferenceRules& rules, const ColumnNaming& naming, const std::string& name) const;
 
   // Adds the votes of values after these, whose lines are numbered from
   // `line_offset` + 1 (a sharded conversion's later shard).
@@ -150,7 +151,7 @@ class ColumnVotes {
   static void ForEachFirst(Self& v, Fn fn) {
     for (auto* first : {&v.first_negative_, &v.first_uint_, &v.first_float_, &v.first_number_, &v.first_bool_,
                         &v.first_timestamp_, &v.first_other_, &v.first_string_, &v.first_list_, &v.first_ns_,
-                        &v.first_beyond_ns_}) {
+                        &v.first_beyond_ns_, &v.first_big_, &v.first_big_negative_}) {
       fn(*first);
     }
   }
@@ -164,11 +165,13 @@ class ColumnVotes {
 
   bool typed_ = true;
   uint64_t present_ = 0, ints_ = 0, uints_ = 0, floats_ = 0, bools_ = 0, timestamps_ = 0, strings_ = 0, lists_ = 0;
+  uint64_t big_ints_ = 0;  // of floats_: integer literals beyond int64 and uint64
   bool list_floats_ = false;  // some list element is not an int64 literal
   int timestamp_digits_ = 0;  // the most fraction digits of a time
   std::optional<Where> first_negative_, first_uint_, first_float_, first_number_, first_bool_, first_timestamp_,
       first_other_, first_string_, first_list_;
   std::optional<Where> first_ns_, first_beyond_ns_;  // a time with over 6 fraction digits; one outside timestamp_ns
+  std::optional<Where> first_big_, first_big_negative_;  // an integer beyond int64 and uint64; one below int64
 };
 
 }  // namespace pcr

@@ -216,7 +216,6 @@ Status FieldInference::Infer() {
   for (const auto& [name, type] : declared_) {
     if (!index_.count(name)) return Status::InvalidArgument("--field-type names '" + name + "', which is not a field");
   }
-  std::vector<std::string> notes;  // only tables' typed values give notes
   for (size_t f = 0; f < features_.size(); ++f) {
     const auto user = declared_.find(features_[f].name);
     const auto fallback = defaults_.find(features_[f].name);
@@ -225,8 +224,8 @@ Status FieldInference::Infer() {
       continue;
     }
     const std::string& name = features_[f].name;
-    PCR_ASSIGN_OR_RETURN(features_[f].type, cells_[f] ? votes_[f].CellsType(rules_, naming_, name, &notes)
-                                                      : votes_[f].ValuesType(rules_, naming_, name, &notes));
+    PCR_ASSIGN_OR_RETURN(features_[f].type, cells_[f] ? votes_[f].CellsType(rules_, naming_, name)
+                                                      : votes_[f].ValuesType(rules_, naming_, name));
   }
   return Status::OK();
 }

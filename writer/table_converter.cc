@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -59,9 +61,14 @@ std::string FloatBecause(const std::optional<Where>& first_float, uint64_t line,
   return " (float64 because of " + w.text + " at " + w.At() + ")";
 }
 
+// Whether float32 holds `d` (rounded), as it holds infinities and NaN.
+bool FitsFloat32(double d) { return !std::isfinite(d) || std::isfinite(static_cast<float>(d)); }
+constexpr char kFloat32Range[] = "at most 3.4028235e38 in magnitude";
+
 // The value of CSV text `cell` in a column of `type`: *i for integers, bools
-// and timestamps, *d for floats. False when it is not one. A declared type
-// also takes integer ticks as timestamps and t, f, yes, no, 1 and 0 as bools.
+// and timestamps, *d for floats. False when it is not one (a float beyond
+// float32's range for float32). A declared type also takes integer ticks as
+// timestamps and t, f, yes, no, 1 and 0 as bools.
 bool ParseCell(FeatureType type, std::string_view cell, bool declared, int64_t* i, double* d) {
   const std::string_view t = type == FeatureType::kBool || IsTimestamp(type) ? Trim(cell) : NumberText(cell);
   switch (type) {
@@ -75,6 +82,7 @@ bool ParseCell(FeatureType type, std::string_view cell, bool declared, int64_t* 
       return true;
     }
     case FeatureType::kFloat32:
+      return ParseFloat(t, d) && FitsFloat32(*d);
     case FeatureType::kFloat64:
       return ParseFloat(t, d);
     case FeatureType::kBool: {
@@ -112,6 +120,10 @@ std::string Expected(FeatureType type) {
 // a time, "is finer than timestamp_s holds" or "is beyond the years ...".
 std::string WhyNot(FeatureType type, std::string_view text) {
   TimestampText ts;
+  double d;
+  if (type == FeatureType::kFloat32 && ParseFloat(NumberText(text), &d) && !FitsFloat32(d)) {
+    return "is beyond float32 (" + std::string(kFloat32Range) + ")";
+  }
   if (IsTimestamp(type) && ParseTimestamp(Trim(text), &ts)) {
     if (ts.nanos % (1000000000 / TicksPerSecond(type)) != 0) {
       return std::string("has more fraction digits than ") + FeatureTypeName(type) + " holds";
@@ -143,17 +155,21 @@ ColumnNaming Naming(const std::string& input) {
 }
 
 // Writes `list` to a list feature of `type`; false when the list does not fit
-// it (an id list of other than int64 literals). Sets *inexact for an integer
-// a float64 list cannot hold.
-bool WriteList(TableFileWriter* writer, size_t f, FeatureType type, const NumberList& list, bool* inexact) {
-  *inexact = false;
+// it: an id list of other than int64 literals, or with *why set, an integer
+// a float64 list cannot hold or a float beyond float32.
+bool WriteList(TableFileWriter* writer, size_t f, FeatureType type, const NumberList& list, std::string* why) {
+  why->clear();
   if (type == FeatureType::kIdList) {
     if (!list.all_int) return false;
     writer->AddIdList(f, list.ints, {});
     return true;
   }
   if (type == FeatureType::kFloat64List && !list.exact) {
-    *inexact = true;
+    *why = "a list of floats: an integer in it has no exact double";
+    return false;
+  }
+  if (type == FeatureType::kFloat32List && !std::all_of(list.values.begin(), list.values.end(), FitsFloat32)) {
+    *why = "a list of float32: a value in it is beyond float32 (" + std::string(kFloat32Range) + ")";
     return false;
   }
   writer->AddFloatList(f, list.values);
@@ -374,7 +390,8 @@ bool JsonCell(FeatureType type, const ColumnValue& v, bool lenient, int64_t* i, 
     case FeatureType::kFloat32:
     case FeatureType::kFloat64:
       *d = v.d;
-      return v.kind == ColumnValue::kInt || v.kind == ColumnValue::kFloat;
+      return (v.kind == ColumnValue::kInt || v.kind == ColumnValue::kFloat) &&
+             (type == FeatureType::kFloat64 || FitsFloat32(v.d));
     case FeatureType::kBool: {
       bool b = false;
       if (v.kind == ColumnValue::kBool || (lenient && v.kind == ColumnValue::kInt && (v.i == 0 || v.i == 1))) {
@@ -653,7 +670,7 @@ Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, F
       if (options.strings) {
         info.type = FeatureType::kString;
       } else {
-        PCR_ASSIGN_OR_RETURN(info.type, column.votes.CellsType(rules, naming, name, &plan->notes));
+        PCR_ASSIGN_OR_RETURN(info.type, column.votes.CellsType(rules, naming, name));
       }
     }
     plan->features.push_back(std::move(info));
@@ -696,8 +713,8 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
       if (IsColumnListType(type)) {  // a JSON array of numbers, as pcr-dump cat prints lists
         JsonCursor json(t);
         std::string why;
-        bool inexact = false;
-        if (ReadNumberList(json, &list, &why) && json.End() && WriteList(writer, c, type, list, &inexact)) {
+        std::string unfit;
+        if (ReadNumberList(json, &list, &why) && json.End() && WriteList(writer, c, type, list, &unfit)) {
           continue;
         }
         if (options.on_bad_value == BadValue::kMissing) {
@@ -706,7 +723,7 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
         }
         return InputError(input, cell.line, cell.column,
                           "'" + Shown(t) + "' in column '" + name + "' is not " +
-                              (inexact ? "a list of floats: an integer in it has no exact double"
+                              (!unfit.empty() ? unfit
                                        : type == FeatureType::kIdList ? "a JSON array of int64 ids"
                                                                      : "a JSON array of numbers") +
                               " (the column is " + FeatureTypeName(type) + "): pass --on-bad-value missing to "
@@ -823,7 +840,7 @@ Status PlanJsonl(const TableConvertOptions& options, const std::map<std::string,
     } else if (options.strings) {
       info.type = FeatureType::kString;
     } else {
-      PCR_ASSIGN_OR_RETURN(info.type, st.votes.ValuesType(rules, naming, info.name, &plan->notes));
+      PCR_ASSIGN_OR_RETURN(info.type, st.votes.ValuesType(rules, naming, info.name));
       if (st.votes.present() == 0) {
         plan->notes.push_back("column '" + info.name + "' has only nulls: stored as string (--column-type " +
                               info.name + "=TYPE declares another type)");
@@ -873,8 +890,8 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
       const std::string what = item.map == MapKind::kColumn ? "column '" + item.key + "'" : "dense feature " + item.key;
       const char* whose = item.map == MapKind::kColumn ? "the column" : "the feature";
       if (IsColumnListType(info.type)) {
-        bool inexact = false;
-        if (item.value.kind == ColumnValue::kList && WriteList(writer, f, info.type, item.value.list, &inexact)) {
+        std::string unfit;
+        if (item.value.kind == ColumnValue::kList && WriteList(writer, f, info.type, item.value.list, &unfit)) {
           continue;
         }
         if (options.on_bad_value == BadValue::kMissing) {
@@ -883,7 +900,7 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
         }
         return InputError(input, number, item.column,
                           Shown(JsonText(item.value)) + " in " + what + " is not " +
-                              (inexact ? "a list of floats: an integer in it has no exact double"
+                              (!unfit.empty() ? unfit
                                        : info.type == FeatureType::kIdList ? "an array of int64 ids"
                                                                           : "an array of numbers") +
                               " (" + whose + " is " +
@@ -903,7 +920,8 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
                           Shown(JsonText(item.value)) + " in " + what + " " +
                               (info.type == FeatureType::kString || info.type == FeatureType::kBytes
                                    ? std::string("is not a string")
-                                   : WhyNot(info.type, item.value.kind == ColumnValue::kString ? item.value.s : "")) +
+                                   : WhyNot(info.type, item.value.kind == ColumnValue::kString ? item.value.s
+                                                                                                 : item.value.text)) +
                               " (" + whose + " is " +
                               FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
                               "such values as missing, or declare another type with --column-type " + info.name +

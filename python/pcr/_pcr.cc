@@ -1294,12 +1294,21 @@ std::string MissingNote(const std::string& feature, const std::string& type, uin
   return PythonSpelling(pcr::MissingValuesNote(m));
 }
 
+// Each note as a UserWarning, as pandas warns of what it changed.
+void WarnNotes(const py::dict& report) {
+  for (const std::string& note : report["notes"].cast<std::vector<std::string>>()) {
+    if (PyErr_WarnEx(PyExc_UserWarning, note.c_str(), 1) != 0) throw py::error_already_set();
+  }
+}
+
 py::dict RunConvertTable(const pcr::TableConvertOptions& options) {
   pcr::Result<pcr::TableConvertReport> converted = [&] {
     py::gil_scoped_release release;
     return pcr::ConvertTable(options);
   }();
-  return TableReport(TakeTable(std::move(converted)));
+  py::dict report = TableReport(TakeTable(std::move(converted)));
+  WarnNotes(report);
+  return report;
 }
 
 // A function of the arguments `make` takes, returning `run` of its options.
@@ -1385,6 +1394,7 @@ py::dict ReorderTable(const std::filesystem::path& input, const std::filesystem:
   d["stripes"] = r.stripes;
   d["output_bytes"] = r.output_bytes;
   d["notes"] = r.notes;
+  WarnNotes(d);
   return d;
 }
 

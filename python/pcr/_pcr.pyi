@@ -252,7 +252,8 @@ def reorder_table(
     one) rewritten to output (a .pcr path, or a directory) with its streams in
     the order of the popularity file (refused when it was counted on another
     table) or of stream_order, copying the stored streams after checking them.
-    Returns {"path", "rows", "stripes", "output_bytes", "notes"}."""
+    Returns {"path", "rows", "stripes", "output_bytes", "notes"}; each note is
+    also given as a UserWarning."""
 def merge(
     out: str | os.PathLike[str],
     parts: Sequence[str | os.PathLike[str]],
@@ -311,4 +312,6 @@ def convert_table(
     rows_per_stripe rows or stripe_mb MiB of raw streams, and never holds rows
     that start in two split_mb MiB splits of the input (so that
     pcr.dask.convert_table writes the same file). out may be s3://bucket/prefix,
-    with work_dir, remote and the upload and endpoint options as for convert_images."""
+    with work_dir, remote and the upload and endpoint options as for convert_images.
+    Each note of the report (a column with no values, values stored as
+    missing) is also given as a UserWarning."""

@@ -21,6 +21,7 @@ import shutil
 import sys
 import time
 import uuid
+import warnings
 
 import dask.bag as db
 import dask.dataframe as dd
@@ -467,6 +468,8 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
             missing.setdefault(m["index"], dict(m, count=0))["count"] += m["count"]
     notes = plan["notes"] + [_pcr._missing_note(m["feature"], m["type"], m["count"], m["line"], m["column"], m["first"])
                              for _, m in sorted(missing.items())] + merged["notes"]
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
     merged.update(notes=notes, input_bytes=plan["input_bytes"], seconds=time.perf_counter() - start,
                   merge_seconds=merge_seconds, num_shards=num_shards, shards=shards)
     return merged

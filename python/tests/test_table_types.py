@@ -264,6 +264,29 @@ def test_declared_types_in_python(tmp_path):
         pcr.convert_table(str(src), str(tmp_path / "bad"), schema=str(tmp_path / "bad.json"))
 
 
+def test_every_note_is_a_warning_and_every_proposal_keeps_the_valid_values(tmp_path):
+    src = tmp_path / "n.csv"
+    src.write_text("h,f,e\n18446744073709551615,1.5,\n12,word,\n18446744073709551616,2.5,\n")
+    # Errors name the first bad value and propose what keeps the others.
+    with pytest.raises(ValueError, match=r"18446744073709551616 in column 'h' is beyond uint64 .* declare "
+                                         r"column_types=\{'h': 'uint64'\} with on_bad_value='missing'") as refused:
+        pcr.convert_table(src, tmp_path / "refused", column_types={"f": "float64"})
+    assert "column_types={'h': 'string'}" in str(refused.value)
+    with pytest.raises(ValueError, match=r"'word' in column 'f' is not a number, unlike its 2 other values"):
+        pcr.convert_table(src, tmp_path / "refused", column_types={"h": "string"})
+    # Followed: every valid value is kept, and each note is a warning too.
+    with pytest.warns(UserWarning) as caught:
+        report = pcr.convert_table(src, tmp_path / "kept", column_types={"h": "uint64"}, on_bad_value="missing")
+    assert [str(w.message) for w in caught] == report["notes"] and len(report["notes"]) == 3
+    assert any("column 'e' has no values" in note for note in report["notes"])
+    t = pcr.Table(report["path"])
+    h = t.read(["h"])["h"]
+    assert h["values"].tolist() == [18446744073709551615, 12, 0] and h["presence"].tolist() == [True, True, False]
+    assert t.read(["f"])["f"]["presence"].tolist() == [True, False, True]
+    with pytest.warns(UserWarning, match="column 'e' has no values"):
+        pcr.convert_table(src, tmp_path / "text", column_types={"h": "string", "f": "string"})
+
+
 def test_the_cli_doc_schema_example_runs_as_written(tmp_path):
     tools = os.environ.get("PCR_TOOLS_DIR")
     if not tools:
