@@ -70,6 +70,31 @@ size_t Utf8Length(std::string_view s) {
 
 }  // namespace
 
+size_t InvalidUtf8At(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8Length(s.substr(i));
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+std::string EscapeInvalidUtf8(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8Length(s.substr(i));
+    if (n > 0) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    char hex[5];
+    std::snprintf(hex, sizeof(hex), "\\x%02x", static_cast<unsigned char>(s[i++]));
+    out += hex;
+  }
+  return out;
+}
+
 void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
   char buf[8];

@@ -39,6 +39,13 @@ Status ForEachJsonLine(std::string_view text, Fn fn) {
       [&](std::string_view line, uint64_t number, size_t) { return fn(line, number); }, nullptr);
 }
 
+// The offset of the first byte of `s` that starts no well-formed UTF-8
+// character (RFC 3629: no overlong forms, surrogates or code points above
+// U+10FFFF), or std::string_view::npos when `s` is UTF-8 text.
+size_t InvalidUtf8At(std::string_view s);
+// `s` with each byte of no UTF-8 character written as \xNN, for messages.
+std::string EscapeInvalidUtf8(std::string_view s);
+
 // Appends `s` as a JSON string literal. A byte that is no part of a UTF-8
 // character is written as the lone surrogate \udcXX (Python's
 // surrogateescape), which JsonCursor::String reads back as the byte.

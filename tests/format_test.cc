@@ -481,5 +481,16 @@ TEST_CASE("any bytes written as a JSON string read back as the same bytes") {
   CHECK(json == "\"\xc3\xa9\\udced\\udca0\\udc80\\udcf4\\udc90\\udc80\\udc80\"");
 }
 
+TEST_CASE("the first byte that starts no UTF-8 character is found, and escaped for messages") {
+  CHECK(InvalidUtf8At("plain \xc3\xa9 \xf0\x9f\x98\x80") == std::string_view::npos);
+  CHECK(InvalidUtf8At("") == std::string_view::npos);
+  CHECK(InvalidUtf8At("ok\xff") == 2);
+  CHECK(InvalidUtf8At("a\xed\xa0\x80") == 1);      // a surrogate
+  CHECK(InvalidUtf8At("\xc0\xaf") == 0);            // an overlong '/'
+  CHECK(InvalidUtf8At("ab\xf4\x90\x80\x80") == 2);  // above U+10FFFF
+  CHECK(InvalidUtf8At("\xc3") == 0);                // cut short
+  CHECK(EscapeInvalidUtf8("\xc3\xa9\xff!") == "\xc3\xa9\\xff!");
+}
+
 }  // namespace
 }  // namespace pcr

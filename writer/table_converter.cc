@@ -587,6 +587,24 @@ class ReleaseBehind {
   uint64_t done_;
 };
 
+// InvalidArgument at (line, column) unless the feature name `name` is UTF-8.
+Status CheckName(const std::string& input, uint64_t line, uint64_t column, std::string_view name) {
+  const size_t bad = InvalidUtf8At(name);
+  if (bad == std::string_view::npos) return Status::OK();
+  return InputError(input, line, column,
+                    "the name '" + Shown(name) + "': byte " + std::to_string(bad) + " of it (" +
+                        EscapeInvalidUtf8(name.substr(bad, 1)) + ") is no UTF-8 character; feature names are UTF-8 "
+                        "text: re-encode the input as UTF-8 (iconv -f ENCODING -t UTF-8)");
+}
+
+// Why a string cell or value is no UTF-8 text, or "" when it is.
+std::string NotUtf8(std::string_view text) {
+  const size_t bad = InvalidUtf8At(text);
+  if (bad == std::string_view::npos) return "";
+  return "is not UTF-8 text: byte " + std::to_string(bad) + " of it (" + EscapeInvalidUtf8(text.substr(bad, 1)) +
+         ") is no UTF-8 character";
+}
+
 // Pass 1 over a shard of a CSV: the header, then the kind of values in each
 // column. Errors in the rows go to scan->error, lines numbered from `line`
 // at the shard's start.
@@ -603,8 +621,9 @@ Status ScanCsv(const TableConvertOptions& options, const MappedInput& in, ByteRa
   std::unordered_map<std::string, size_t> names;
   for (size_t c = 0; c < columns; ++c) {
     if (!names.emplace(cells[c].text, c).second) {
-      return InputError(input, cells[c].line, cells[c].column, "duplicate column name '" + cells[c].text + "'");
+      return InputError(input, cells[c].line, cells[c].column, "duplicate column name '" + Shown(cells[c].text) + "'");
     }
+    PCR_RETURN_IF_ERROR(CheckName(input, cells[c].line, cells[c].column, cells[c].text));
     scan->features.push_back({.name = cells[c].text});
   }
   FindStart(text, range, header.pos(), start, true, scan);
@@ -633,8 +652,8 @@ Status ScanCsv(const TableConvertOptions& options, const MappedInput& in, ByteRa
   return Status::OK();
 }
 
-// The types of a CSV's columns: declared, else what all but fewer than 1%
-// of a column's cells are (numbers, bools, times); with no such kind, string.
+// The types of a CSV's columns: declared, else what most of a column's
+// cells are (numbers, bools, times); with no such kind, string.
 Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
                std::vector<ScanFeature> columns, TablePlan* plan) {
   const std::string& input = options.input;
@@ -707,6 +726,16 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
       const FeatureType type = features[c].type;
       const std::string& name = features[c].name;
       if (type == FeatureType::kString || type == FeatureType::kBytes) {
+        if (const std::string why = type == FeatureType::kString ? NotUtf8(t) : ""; !why.empty()) {
+          if (options.on_bad_value == BadValue::kMissing) {
+            dropped->Add(c, cell.line, cell.column, "'" + Shown(t) + "'");
+            continue;
+          }
+          return InputError(input, cell.line, cell.column,
+                            "'" + Shown(t) + "' in column '" + name + "' " + why + " (the column is string): declare "
+                            "--column-type " + name + "=bytes to keep its bytes, or pass --on-bad-value missing to "
+                            "store such cells as missing");
+        }
         writer->AddString(c, t);
         continue;
       }
@@ -786,6 +815,7 @@ Status ScanJsonl(const TableConvertOptions& options, const MappedInput& in, Byte
       const std::string name = FeatureName(item);
       auto [it, added] = by_name.emplace(name, scan->features.size());
       if (added) {
+        PCR_RETURN_IF_ERROR(CheckName(input, number, item.column, name));
         scan->features.push_back({.name = name, .map = item.map, .id = item.id, .line = number, .column = item.column});
         last_line.push_back(0);
       }
@@ -928,6 +958,16 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
                               "=TYPE");
       }
       if (info.type == FeatureType::kString || info.type == FeatureType::kBytes) {
+        if (const std::string why = info.type == FeatureType::kString ? NotUtf8(s) : ""; !why.empty()) {
+          if (options.on_bad_value == BadValue::kMissing) {
+            dropped->Add(f, number, item.column, Shown(JsonText(item.value)));
+            continue;
+          }
+          return InputError(input, number, item.column,
+                            Shown(JsonText(item.value)) + " in " + what + " " + why + " (" + whose + " is string): "
+                            "declare --column-type " + info.name + "=bytes to keep its bytes, or pass --on-bad-value "
+                            "missing to store such values as missing");
+        }
         writer->AddString(f, s);
         continue;
       }

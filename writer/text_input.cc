@@ -112,8 +112,8 @@ Status InputError(const std::string& input, uint64_t line, uint64_t column, cons
 }
 
 std::string Shown(std::string_view text) {
-  if (text.size() <= 80) return std::string(text);
-  return std::string(text.substr(0, 60)) + "... (" + std::to_string(text.size()) + " bytes)";
+  if (text.size() <= 80) return EscapeInvalidUtf8(text);
+  return EscapeInvalidUtf8(text.substr(0, 60)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 Status CsvReader::CheckCellCount(const std::vector<CsvCell>& cells, size_t count, size_t want) const {

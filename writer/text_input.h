@@ -55,7 +55,7 @@ class MappedInput {
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what);
 
 // A cell's text for a message: whole up to 80 bytes, else its first 60 and
-// its length.
+// its length; bytes of no UTF-8 character as \xNN.
 std::string Shown(std::string_view text);
 
 // CSV (RFC 4180).

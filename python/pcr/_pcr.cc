@@ -72,29 +72,37 @@ namespace {
 py::object g_corruption_error;
 py::object g_not_supported_error;
 
-// Raises the Python exception that fits `status`, with pcr's message.
+// Raises the Python exception that fits `status`, with pcr's message (a
+// byte of no UTF-8 character in it, from a path or an input, as \xNN).
 [[noreturn]] void Raise(const pcr::Status& status) {
+  PyObject* type = PyExc_OSError;
   switch (status.code()) {
     case pcr::StatusCode::kCorruption:
-      PyErr_SetString(g_corruption_error.ptr(), status.message().c_str());
-      throw py::error_already_set();
+      type = g_corruption_error.ptr();
+      break;
     case pcr::StatusCode::kNotSupported:
-      PyErr_SetString(g_not_supported_error.ptr(), status.message().c_str());
-      throw py::error_already_set();
+      type = g_not_supported_error.ptr();
+      break;
     case pcr::StatusCode::kInvalidArgument:
-      throw py::value_error(status.message());
+      type = PyExc_ValueError;
+      break;
     case pcr::StatusCode::kNotFound:
-      PyErr_SetString(PyExc_FileNotFoundError, status.message().c_str());
-      throw py::error_already_set();
+      type = PyExc_FileNotFoundError;
+      break;
     case pcr::StatusCode::kCancelled:
-      PyErr_SetString(PyExc_KeyboardInterrupt, status.message().c_str());
-      throw py::error_already_set();
+      type = PyExc_KeyboardInterrupt;
+      break;
     case pcr::StatusCode::kIOError:
     case pcr::StatusCode::kDataLoss:
     case pcr::StatusCode::kOk:
       break;
   }
-  PyErr_SetString(PyExc_OSError, status.message().c_str());
+  const std::string& message = status.message();
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (text != nullptr) {
+    PyErr_SetObject(type, text);
+    Py_DECREF(text);
+  }
   throw py::error_already_set();
 }
 

@@ -333,14 +333,28 @@ def test_cat_with_its_schema_converts_back_to_the_same_table(name, fmt, data_dir
     assert json.loads(pcr_dump("schema", back)) == want
 
 
-def test_json_lines_of_bytes_that_are_no_utf8_read_back(tmp_path):
+def test_text_that_is_no_utf8_is_refused_or_kept_as_bytes(tmp_path):
+    raw = b"\xff\xfeok\xc3\xa9\xed\xa0\x80"
     src = tmp_path / "u.csv"
-    src.write_bytes(b's\n"\xff\xfeok\xc3\xa9\xed\xa0\x80"\nplain\n')
-    path = pcr.convert_table(str(src), str(tmp_path / "a"))["path"]
-    text = pcr_dump("cat", path, "--format", "jsonl")
-    # Python's json reads it; surrogateescape gives the bytes back.
-    values = [json.loads(line)["s"].encode("utf-8", "surrogateescape") for line in text.splitlines()]
-    assert values == [b"\xff\xfeok\xc3\xa9\xed\xa0\x80", b"plain"]
-    (tmp_path / "u.jsonl").write_text(text, encoding="utf-8", errors="surrogateescape")
-    back = pcr.convert_table(str(tmp_path / "u.jsonl"), str(tmp_path / "b"))["path"]
-    assert pcr_dump("cat", back, "--format", "jsonl") == text
+    src.write_bytes(b's,n\n"' + raw + b'",1\nplain,2\n')
+    # DuckDB refuses such a line; pcr names it, the byte, and the ways past it.
+    with pytest.raises(ValueError, match=r"line 2, column 1: '\\xff\\xfeok\u00e9\\xed\\xa0\\x80' in column 's' is "
+                                         r"not UTF-8 text: byte 0 of it \(\\xff\) is no UTF-8 character .* "
+                                         r"column_types=\{'s': 'bytes'\}"):
+        pcr.convert_table(src, tmp_path / "refused")
+    kept = pcr.Table(pcr.convert_table(src, tmp_path / "bytes", column_types={"s": "bytes"})["path"])
+    assert kept.to_pandas()["s"].tolist() == [raw, b"plain"]
+    with pytest.warns(UserWarning, match="column 's': 1 value not string stored as missing"):
+        missing = pcr.Table(pcr.convert_table(src, tmp_path / "missing", on_bad_value="missing")["path"])
+    assert missing.read(["s"])["s"]["presence"].tolist() == [False, True]
+    assert missing.to_pandas()["s"].tolist()[1] == "plain"
+    # JSON Lines: raw bytes, and the escape pcr-dump cat writes for them, alike.
+    (tmp_path / "u.jsonl").write_bytes(b'{"s": "ok"}\n{"s": "a\\udcff"}\n')
+    with pytest.raises(ValueError, match=r"line 2, column 7: .* in column 's' is not UTF-8 text"):
+        pcr.convert_table(tmp_path / "u.jsonl", tmp_path / "json")
+    # A name is UTF-8 or the input is refused, in CSV and JSON Lines.
+    (tmp_path / "name.csv").write_bytes(b"a,b\xff\n1,2\n")
+    (tmp_path / "name.jsonl").write_bytes(b'{"b\xff": 1}\n')
+    for name, at in (("name.csv", "line 1, column 3"), ("name.jsonl", "line 1, column 8")):
+        with pytest.raises(ValueError, match=rf"{at}: the name 'b\\xff': byte 1 of it \(\\xff\) is no UTF-8 character"):
+            pcr.convert_table(tmp_path / name, tmp_path / "names")
