@@ -112,7 +112,7 @@ def main():
                "stripes": r0[0]["stripes"], "rows_per_s": statistics.mean(rates),
                "bytes_selected": statistics.mean(x["bytes_selected"] for x in r0)}
         for h in HOLES:
-            row[f"over_read@{h}"] = statistics.mean(x["over_read"] for x in per_hole[h])
+            row[f"over_read@{h}"] = statistics.mean(x["data_over_read"] for x in per_hole[h])
             row[f"reads@{h}"] = statistics.mean(x["reads"] for x in per_hole[h])
         rows.append(row)
 

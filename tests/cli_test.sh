@@ -237,6 +237,15 @@ check "existing table message" 't/Soybean.pcr: already exists' "$tmp/err"
 expect 0 "dump a table" "$tools/pcr-dump" "$tmp/t"
 check "schema with statistics" '^  plant.stand +int64 +0\.9473 ' "$tmp/out"
 check "stream order" '^  @16 +Class +presence 0 lengths [0-9]+ values [0-9]+$' "$tmp/out"
+# The bench's over-read counts what opening read (header, footer, index); data_over_read does not.
+expect 0 "bench a table projection" "$tools/pcr-bench" table "$tmp/t/Soybean.pcr" --features date
+cp "$tmp/out" "$tmp/bench.json"
+expect 0 "over-read with and without the index" /usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["open_bytes_read"] > 0 and j["bytes_read"] > j["open_bytes_read"], j
+assert abs(j["over_read"] / (j["bytes_read"] / j["bytes_selected"]) - 1) < 1e-5, j
+assert abs(j["data_over_read"] / ((j["bytes_read"] - j["open_bytes_read"]) / j["bytes_selected"]) - 1) < 1e-5, j' "$tmp/bench.json"
 expect 0 "dump a table's streams" "$tools/pcr-dump" streams "$tmp/t/Soybean.pcr"
 check "streams: version" 'Soybean.pcr: version 0\.5$' "$tmp/out"
 check "streams: a string dictionary with derived lengths" '^  Class +lengths +[0-9]+ +0 +0  derived_lengths$' "$tmp/out"
