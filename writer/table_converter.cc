@@ -68,7 +68,7 @@ constexpr char kFloat32Range[] = "at most 3.4028235e38 in magnitude";
 // The value of CSV text `cell` in a column of `type`: *i for integers, bools
 // and timestamps, *d for floats. False when it is not one (a float beyond
 // float32's range for float32). A declared type also takes integer ticks as
-// timestamps and t, f, yes, no, 1 and 0 as bools.
+// timestamps and t, f, yes, no, y, n, on, off, 1 and 0 as bools.
 bool ParseCell(FeatureType type, std::string_view cell, bool declared, int64_t* i, double* d) {
   const std::string_view t = type == FeatureType::kBool || IsTimestamp(type) ? Trim(cell) : NumberText(cell);
   switch (type) {
@@ -110,7 +110,7 @@ std::string Expected(FeatureType type) {
     case FeatureType::kUInt64:
       return "a uint64";
     case FeatureType::kBool:
-      return "a bool (true, false, t, f, yes, no, 1, 0)";
+      return "a bool (true, false, t, f, yes, no, y, n, on, off, 1, 0)";
     default:
       return "a number";
   }

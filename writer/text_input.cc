@@ -242,11 +242,11 @@ bool ParseBool(std::string_view s, bool loose, bool* v) {
     return s.size() == word.size() &&
            std::equal(s.begin(), s.end(), word.begin(), [](char a, char b) { return std::tolower(a) == b; });
   };
-  if (is("true") || (loose && (is("t") || is("yes") || s == "1"))) {
+  if (is("true") || (loose && (is("t") || is("yes") || is("y") || is("on") || s == "1"))) {
     *v = true;
     return true;
   }
-  if (is("false") || (loose && (is("f") || is("no") || s == "0"))) {
+  if (is("false") || (loose && (is("f") || is("no") || is("n") || is("off") || s == "0"))) {
     *v = false;
     return true;
   }

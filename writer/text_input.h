@@ -125,7 +125,8 @@ bool ParseFloat(std::string_view s, double* v);
 // Decimal digits of an integer above INT64_MAX that fits uint64 (smaller
 // ones are int64).
 bool ParseBigUInt64(std::string_view s, uint64_t* v);
-// true or false in any case; with `loose`, also t, f, yes, no, 1 and 0.
+// true or false in any case; with `loose`, also t, f, yes, no, y, n, on, off
+// (any case), 1 and 0, as PostgreSQL casts text to booleans.
 bool ParseBool(std::string_view s, bool loose, bool* v);
 
 // ISO 8601 text: a date YYYY-MM-DD (a year beyond 0000..9999 as + or -

@@ -191,6 +191,33 @@ def test_values_equal_duckdbs_reading_of_the_same_csv(generated):
                 assert str(a) == d, f"{name} row {r}: {a!r} vs DuckDB {d!r}"
 
 
+def test_declared_bools_take_the_spellings_duckdb_and_postgresql_cast(tmp_path):
+    words = ["true", "FALSE", "t", "f", "yes", "No", "y", "N", "1", "0"]
+    src = tmp_path / "b.csv"
+    src.write_text("b\n" + "\n".join(words) + "\n")
+    t = pcr.Table(pcr.convert_table(src, tmp_path / "b", column_types={"b": "bool"})["path"])
+    ours = t.read(["b"])["b"]["values"].tolist()
+    command = duckdb_command()
+    if command is not None:
+        node, env = command
+        script = os.path.join(os.path.dirname(__file__), "duckdb_read.js")
+        out = subprocess.run(node + [script, str(src), json.dumps({"b": "BOOLEAN"})], env=env, capture_output=True,
+                             text=True)
+        assert out.returncode == 0, out.stderr
+        assert [d == "true" for d in json.loads(out.stdout)["b"]] == ours
+    assert ours == [True, False] * 5
+    # on and off, as PostgreSQL takes them; undeclared, the words are text.
+    (tmp_path / "o.csv").write_text("b\nOn\noff\n")
+    t = pcr.Table(pcr.convert_table(tmp_path / "o.csv", tmp_path / "o", column_types={"b": "bool"})["path"])
+    assert t.read(["b"])["b"]["values"].tolist() == [True, False]
+    t = pcr.Table(pcr.convert_table(tmp_path / "o.csv", tmp_path / "text")["path"])
+    assert [f["type"] for f in t.schema] == ["string"]
+    with pytest.raises(ValueError, match=r"'maybe' in column 'b' is not a bool \(true, false, t, f, yes, no, y, n, on, "
+                                         r"off, 1, 0\)"):
+        (tmp_path / "m.csv").write_text("b\nyes\nmaybe\n")
+        pcr.convert_table(tmp_path / "m.csv", tmp_path / "m", column_types={"b": "bool"})
+
+
 def pcr_dump(*args):
     tools = os.environ.get("PCR_TOOLS_DIR")
     if not tools:
