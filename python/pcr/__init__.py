@@ -52,7 +52,10 @@ class Table(_pcr.Table):
         indexed by row number. Where every row of the table holds a feature
         its dtype is numpy's (int64, uint64, bool, float32, float64,
         datetime64), else pandas' nullable one (Int64, UInt64, boolean,
-        Float32, Float64; datetime64 with NaT). Strings are str and bytes
+        Float32, Float64; datetime64 with NaT). Times beyond what this
+        pandas' datetime64 holds (years 1677 to 2262 before pandas 2) are
+        Python datetime objects (None where missing), with a warning.
+        Strings are str and bytes
         bytes, lists numpy arrays viewing the read column, scored lists
         structured arrays of (id, score); None where a row lacks the feature.
         Needs pandas."""

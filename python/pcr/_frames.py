@@ -3,11 +3,15 @@
 A column's dtype follows from the schema alone, so every stripe of a table
 gives the same dtypes: numpy's where every row holds the feature, pandas'
 nullable ones (Int64, UInt64, boolean, Float32, Float64) where some rows lack
-it; timestamps are datetime64 (NaT where missing), strings str and bytes
+it; timestamps are datetime64 (NaT where missing; in Table.to_pandas, Python
+datetime objects with a warning where pandas' datetime64 cannot hold them),
+strings str and bytes
 bytes (None where missing), lists numpy arrays viewing the column (None
 where missing), scored lists structured arrays of (id, score).
 """
+import datetime
 import operator
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -35,7 +39,7 @@ def _empty_column(kind):
     return col
 
 
-def _series_data(path, name, kind, col, nullable):
+def _series_data(path, name, kind, col, nullable, objects_beyond=False):
     presence = col["presence"]
     values = col["values"]
     if kind in _NUMPY:
@@ -51,8 +55,16 @@ def _series_data(path, name, kind, col, nullable):
         try:
             return pd.Series(values, copy=False).array
         except pd.errors.OutOfBoundsDatetime as e:
-            raise ValueError(f"{path}: feature '{name}': a timestamp beyond what this pandas holds ({e}); "
-                             "Table.read gives it as numpy datetime64") from None
+            beyond = e
+        # Python's datetime holds years 1 to 9999, at microseconds.
+        times = values.astype("datetime64[us]").astype(object)
+        if objects_beyond and all(isinstance(x, datetime.datetime) for x in times[presence]):
+            warnings.warn(f"{path}: feature '{name}': times beyond what this pandas' datetime64 holds ({beyond}): "
+                          "given as Python datetime objects", stacklevel=4)
+            times[~presence] = None
+            return times
+        raise ValueError(f"{path}: feature '{name}': a timestamp beyond what this pandas holds ({beyond}); "
+                         "Table.read gives it as numpy datetime64") from None
     if kind in ("string", "bytes"):
         return _pcr._row_objects(values, col["offsets"], presence, "str" if kind == "string" else "bytes")
     if kind in _SCORED:
@@ -63,15 +75,17 @@ def _series_data(path, name, kind, col, nullable):
     return _pcr._row_objects(values, col["offsets"], presence, "view")
 
 
-def frame(path, columns, features, row_count, index):
+def frame(path, columns, features, row_count, index, objects_beyond=False):
     """A DataFrame of Table.read's `columns` of `features` (schema entries, in
     column order) over the rows `index`; `row_count` is the table's, which
-    with each feature's present_count decides whether its dtype is nullable."""
+    with each feature's present_count decides whether its dtype is nullable.
+    With `objects_beyond`, times beyond pandas' datetime64 are Python
+    datetime objects, with a warning; else an error."""
     data = {}
     for f in features:
         name, kind = f["name"], f["type"]
         col = columns[name] if columns is not None else _empty_column(kind)
-        data[name] = _series_data(path, name, kind, col, f["present_count"] < row_count)
+        data[name] = _series_data(path, name, kind, col, f["present_count"] < row_count, objects_beyond)
     return pd.DataFrame(data, index=index, copy=False)
 
 
@@ -127,11 +141,11 @@ def stripe_runs(stripes, count):
     return runs
 
 
-def read_frame(table, features, first, count, first_row, rows, row_count):
+def read_frame(table, features, first, count, first_row, rows, row_count, objects_beyond=False):
     """Stripes [first, first + count), rows [first_row, first_row + rows), of
     `table` as a DataFrame indexed by row number."""
     columns = table.read([f["name"] for f in features], first_stripe=first, num_stripes=count)
-    return frame(table.path, columns, features, row_count, pd.RangeIndex(first_row, first_row + rows))
+    return frame(table.path, columns, features, row_count, pd.RangeIndex(first_row, first_row + rows), objects_beyond)
 
 
 def to_pandas(table, features=None, stripes=None):
@@ -142,5 +156,5 @@ def to_pandas(table, features=None, stripes=None):
     if not runs:
         return meta(selected, table.num_rows)
     parts = [read_frame(table, selected, first, count, int(starts[first]), int(starts[first + count] - starts[first]),
-                        table.num_rows) for first, count in runs]
+                        table.num_rows, True) for first, count in runs]
     return parts[0] if len(parts) == 1 else pd.concat(parts, copy=False)
