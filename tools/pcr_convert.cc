@@ -96,13 +96,13 @@ constexpr char kTableUsage[] =
     "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N] [--split-mb N]\n"
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
     "                         [--float32] [--schema FILE] [--column-type NAME=TYPE]... [--strings]\n"
-    "                         [--on-bad-value error|missing]\n"
+    "                         [--on-bad-value error|missing] [--delimiter C]\n"
     "                         [--work-dir DIR] [--part-size-mib N] [--multipart-threshold-mib N]\n"
     "                         [--upload-concurrency N] [--upload-memory-mib N]\n"
     "                         [--input-endpoint URL] [--output-endpoint URL]\n"
     "\n"
-    "  INPUT (a file, or an s3:// or http(s):// object) is .csv (header row; empty\n"
-    "  and NA are missing) or .jsonl (one object\n"
+    "  INPUT (a file, or an s3:// or http(s):// object) is .csv or .tsv (header\n"
+    "  row; empty and NA are missing) or .jsonl (one object\n"
     "  per line; \"dense\", \"sparse\" and \"scored\" map feature ids to values;\n"
     "  other keys are columns). Writes OUT_DIR/<stem>.pcr. Column types are\n"
     "  inferred (int64, uint64, float64, bool for true/false, timestamp_us or _ns\n"
@@ -121,6 +121,8 @@ constexpr char kTableUsage[] =
     "                       plain writes files that readers before 0.5 read\n"
     "  --popularity FILE    write the streams of these features first, most used first\n"
     "  --float32            store undeclared floating point values as float32 (lossy)\n"
+    "  --delimiter C        the character between CSV cells (default ',', a tab for\n"
+    "                       .tsv; \\t or tab for a tab)\n"
     "  --schema FILE        declared types, a JSON object: {\"uid\": \"uint64\",\n"
     "                       \"date\": \"timestamp\", \"dense\": \"float32\"}\n"
     "  --column-type NAME=TYPE  declare one type (wins over --schema). TYPE: bool,\n"
@@ -472,6 +474,15 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       o.schema_file = args.next();
     } else if (!reorder && a == "--strings") {
       o.strings = true;
+    } else if (!reorder && a == "--delimiter") {
+      const std::string v = args.empty() ? "" : args.next();
+      if (v == "\\t" || v == "tab") {
+        o.delimiter = '\t';
+      } else if (v.size() == 1) {
+        o.delimiter = v[0];
+      } else {
+        return Usage("--delimiter needs one character (or \\t or tab for a tab)");
+      }
     } else if (!reorder && a == "--on-bad-value") {
       const std::string v = args.empty() ? "" : args.next();
       if (v != "error" && v != "missing") return Usage("--on-bad-value needs error or missing");

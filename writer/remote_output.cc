@@ -347,7 +347,8 @@ std::string ImagesIdentity(const ConvertImagesOptions& o) {
 
 std::string TableIdentity(const TableConvertOptions& o) {
   const TableWriterOptions& w = o.writer;
-  std::string s = "table " + OutputName(o.out_dir) + "\n" + o.input + "\n" + o.schema_file + "\n" + std::to_string(w.rows_per_stripe) + " " +
+  std::string s = "table " + OutputName(o.out_dir) + "\n" + o.input + "\n" + o.schema_file + "\n" +
+                  std::to_string(static_cast<int>(o.delimiter)) + " " + std::to_string(w.rows_per_stripe) + " " +
                   std::to_string(w.stripe_bytes) + " " + std::to_string(o.split_bytes) + " " + std::to_string(w.zstd_level) + " " + w.stream_encoding +
                   " " + std::to_string(o.float32) + " " + std::to_string(o.strings) + " " +
                   std::to_string(static_cast<int>(o.on_bad_value)) + "\n";

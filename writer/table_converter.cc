@@ -605,6 +605,20 @@ std::string NotUtf8(std::string_view text) {
          ") is no UTF-8 character";
 }
 
+// The byte between the cells of options.input: options.delimiter, else a
+// tab for .tsv and ',' for .csv.
+Result<char> CsvDelimiter(const TableConvertOptions& options) {
+  const char d = options.delimiter;
+  if (d == 0) return options.input.ends_with(".tsv") ? '\t' : ',';
+  if (!options.input.ends_with(".csv") && !options.input.ends_with(".tsv")) {
+    return Status::InvalidArgument(options.input + ": a delimiter separates CSV cells; JSON Lines has none");
+  }
+  if (d == '"' || d == '\n' || d == '\r') {
+    return Status::InvalidArgument("the delimiter cannot be a quote or a line break");
+  }
+  return d;
+}
+
 // Pass 1 over a shard of a CSV: the header, then the kind of values in each
 // column. Errors in the rows go to scan->error, lines numbered from `line`
 // at the shard's start.
@@ -614,7 +628,8 @@ Status ScanCsv(const TableConvertOptions& options, const MappedInput& in, ByteRa
   const std::string_view text = in.text();
   std::vector<CsvCell> cells;
   size_t count = 0;
-  CsvReader header(text, input, text.starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0, 1);
+  PCR_ASSIGN_OR_RETURN(const char delimiter, CsvDelimiter(options));
+  CsvReader header(text, input, text.starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0, 1, delimiter);
   PCR_ASSIGN_OR_RETURN(const bool has_header, header.Next(&cells, &count));
   if (!has_header) return Status::InvalidArgument(input + ": empty file, expected a header row");
   const size_t columns = count;
@@ -628,7 +643,7 @@ Status ScanCsv(const TableConvertOptions& options, const MappedInput& in, ByteRa
   }
   FindStart(text, range, header.pos(), start, true, scan);
   scan->start_line = scan->start == header.pos() ? header.line() : line;
-  CsvReader csv(text, input, scan->start, scan->start_line);
+  CsvReader csv(text, input, scan->start, scan->start_line, delimiter);
   ReleaseBehind behind(in, scan->start);
   Status error;
   while (csv.pos() < range.end) {
@@ -710,7 +725,8 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
   size_t count = 0;
   NumberList list;
   SplitCuts cuts(plan.split_bytes, shard.start);
-  CsvReader csv(in.text(), input, shard.start, shard.line);
+  PCR_ASSIGN_OR_RETURN(const char delimiter, CsvDelimiter(options));
+  CsvReader csv(in.text(), input, shard.start, shard.line, delimiter);
   ReleaseBehind behind(in, shard.start);
   while (csv.pos() < shard.stop) {
     PCR_RETURN_IF_ERROR(cuts.AtRow(writer, csv.pos()));
@@ -1204,10 +1220,11 @@ struct TableInput {
 // where a step asks (MappedInput::Fetch).
 Result<TableInput> TableInputOf(const TableConvertOptions& options, bool open, bool sparse = false) {
   TableInput t;
-  t.csv = EndsWith(options.input, ".csv");
+  t.csv = EndsWith(options.input, ".csv") || EndsWith(options.input, ".tsv");
   if (!t.csv && !EndsWith(options.input, ".jsonl") && !EndsWith(options.input, ".ndjson")) {
-    return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .jsonl or .ndjson)");
+    return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .tsv, .jsonl or .ndjson)");
   }
+  PCR_RETURN_IF_ERROR(CsvDelimiter(options).status());
   if (options.split_bytes == 0) return Status::InvalidArgument("split_bytes must be positive");
   if (!options.schema_file.empty()) {
     PCR_ASSIGN_OR_RETURN(t.declared, ReadTableSchemaFile(options.schema_file));

@@ -174,7 +174,7 @@ Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
         break;
       }
     } else {
-      const size_t end = text_.find_first_of(",\n\r\"", pos_);
+      const size_t end = text_.find_first_of(std::string_view(stops_, sizeof(stops_)), pos_);
       const size_t stop = end == std::string_view::npos ? text_.size() : end;
       if (stop < text_.size() && text_[stop] == '"') {
         return InputError(input_, line_, stop - line_start_ + 1, "quote inside an unquoted field");
@@ -183,7 +183,7 @@ Result<bool> CsvReader::Next(std::vector<CsvCell>* cells, size_t* count) {
       pos_ = stop;
     }
     if (pos_ >= text_.size()) return true;
-    if (text_[pos_] == ',') {
+    if (text_[pos_] == delimiter_) {
       ++pos_;
       continue;
     }

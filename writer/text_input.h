@@ -87,9 +87,11 @@ void FreeHugeCells(std::vector<CsvCell>* cells);
 class CsvReader {
  public:
   CsvReader(std::string_view text, const std::string& input) : text_(text), input_(input) {}
-  // Reads from the record at text[pos], on line `line`.
-  CsvReader(std::string_view text, const std::string& input, size_t pos, uint64_t line)
-      : text_(text), input_(input), pos_(pos), line_(line), line_start_(pos), record_line_(line) {}
+  // Reads from the record at text[pos], on line `line`, cells separated by
+  // `delimiter` (not a quote or line break).
+  CsvReader(std::string_view text, const std::string& input, size_t pos, uint64_t line, char delimiter = ',')
+      : text_(text), input_(input), pos_(pos), line_(line), line_start_(pos), record_line_(line),
+        delimiter_(delimiter), stops_{delimiter, '\n', '\r', '"'} {}
 
   // Reads the next record into cells[0, *count); false at the end of the text.
   Result<bool> Next(std::vector<CsvCell>* cells, size_t* count);
@@ -106,6 +108,8 @@ class CsvReader {
   uint64_t line_ = 1;
   size_t line_start_ = 0;
   uint64_t record_line_ = 1;
+  char delimiter_ = ',';
+  char stops_[4] = {',', '\n', '\r', '"'};  // what ends an unquoted cell
 };
 
 // An optional '-' and decimal digits.

@@ -240,7 +240,7 @@ enum class BadValue : uint8_t {
 };
 
 struct TableConvertOptions {
-  std::string input;    // .csv (header row) or .jsonl / .ndjson (map features)
+  std::string input;    // .csv or .tsv (header row), or .jsonl / .ndjson (map features)
   std::string out_dir;  // created if missing; the table is <input stem>.pcr inside
   TableWriterOptions writer;
   bool float32 = false;  // store undeclared floating point values as float32 (lossy)
@@ -253,6 +253,9 @@ struct TableConvertOptions {
   // ReadTableSchemaFile); column_types win over it.
   std::string schema_file;
   bool strings = false;  // undeclared columns are strings, not inferred
+  // The byte between CSV cells: 0 for ',' (.csv) or a tab (.tsv); not a
+  // quote or line break.
+  char delimiter = 0;
   BadValue on_bad_value = BadValue::kError;
   // The input is cut into splits of this many bytes, and a stripe never
   // holds rows that start in two splits: a sharded conversion converts

@@ -1201,7 +1201,7 @@ pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, co
                                       std::vector<std::string> stream_order, const std::filesystem::path& popularity_arg,
                                       bool float32, int zstd_level, const std::string& encoding,
                                       const std::map<std::string, std::string>& column_types, const py::object& schema,
-                                      bool strings, const std::string& on_bad_value,
+                                      bool strings, const std::string& on_bad_value, const std::string& delimiter,
                                       const std::filesystem::path& work_dir_arg, const py::object& remote,
                                       uint64_t part_size_mb, uint64_t multipart_threshold_mb,
                                       unsigned upload_concurrency, uint64_t upload_memory_mb,
@@ -1216,12 +1216,14 @@ pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, co
     if (!stream_order.empty()) throw py::value_error("give stream_order or popularity, not both");
     stream_order = Take(pcr::ReadPopularityFile(popularity)).order;
   }
+  if (delimiter.size() > 1) throw py::value_error("delimiter must be one character, not '" + delimiter + "'");
   if (stripe_mb == 0) throw py::value_error("stripe_mb must be positive");
   if (split_mb == 0) throw py::value_error("split_mb must be positive");
   pcr::TableConvertOptions options{.input = input,
                                    .out_dir = out,
                                    .float32 = float32,
                                    .strings = strings,
+                                   .delimiter = delimiter.empty() ? '\0' : delimiter[0],
                                    .work_dir = std::move(up.work_dir),
                                    .remote = up.remote,
                                    .upload = up.upload};
@@ -1580,7 +1582,8 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("split_mb") = 64, py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "",
            py::arg("float32") = false, py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
            py::arg("column_types") = std::map<std::string, std::string>(), py::arg("schema") = py::none(),
-           py::arg("strings") = false, py::arg("on_bad_value") = "error", py::arg("work_dir") = "",
+           py::arg("strings") = false, py::arg("on_bad_value") = "error", py::arg("delimiter") = "",
+           py::arg("work_dir") = "",
            py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64,
            py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256, py::arg("input_endpoint") = "",
            py::arg("output_endpoint") = "");

@@ -291,6 +291,7 @@ def convert_table(
     schema: str | os.PathLike[str] | dict[str, str] | None = None,
     strings: bool = False,
     on_bad_value: str = "error",
+    delimiter: str = "",
     work_dir: str | os.PathLike[str] = "",
     remote: Optional[dict[str, object]] = None,
     part_size_mb: int = 16,
@@ -300,7 +301,8 @@ def convert_table(
     input_endpoint: str = "",
     output_endpoint: str = "",
 ) -> dict[str, object]:
-    """pcr-convert table: a .csv or .jsonl file into out/<stem>.pcr. `encoding` is
+    """pcr-convert table: a .csv, .tsv or .jsonl file into out/<stem>.pcr. `delimiter`
+    is the character between CSV cells ("": ",", or a tab for .tsv). `encoding` is
     "auto" (chosen per stream), "plain" (files readers before format 0.5 read),
     or an encoding to force where a stream allows it (spec 13.5). `schema` (a
     JSON file's path, or a dict) and `column_types` (which wins) declare types

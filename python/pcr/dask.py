@@ -372,7 +372,7 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
     together, a task per shard converts its rows into a part, and a last
     task merges the parts. The result equals pcr.convert_table's (with the
     same split_mb) byte for byte: a stripe never holds rows of two splits.
-    input (.csv, .jsonl, .ndjson) and out may be local or s3://; every task
+    input (.csv, .tsv, .jsonl, .ndjson) and out may be local or s3://; every task
     reads the input itself. Parts go to parts_dir, as for convert_images; a
     part whose input bytes and options are unchanged is kept when the call
     runs again after a failure, and the parts are removed after the merge. `options` are convert_table's; they are checked here

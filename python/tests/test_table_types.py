@@ -218,6 +218,33 @@ def test_declared_bools_take_the_spellings_duckdb_and_postgresql_cast(tmp_path):
         pcr.convert_table(tmp_path / "m.csv", tmp_path / "m", column_types={"b": "bool"})
 
 
+def test_tsv_and_other_delimiters_read_as_csv_does(tmp_path):
+    rows = [["a", "b", "c"], ["1", "x,y", "2.5"], ["-2", '"q\tr"', "nan"], ["3", "", "1e3"]]
+    (tmp_path / "t.csv").write_text("\n".join(",".join(r if "," not in r else f'"{r}"' for r in row)
+                                             for row in rows) + "\n")
+    (tmp_path / "t.tsv").write_text("\n".join("\t".join(row) for row in rows) + "\n")
+    (tmp_path / "semi.csv").write_text((tmp_path / "t.tsv").read_text().replace("\t", ";").replace('"q;r"', '"q\tr"'))
+    want = pcr.Table(pcr.convert_table(tmp_path / "t.csv", tmp_path / "csv")["path"]).to_pandas()
+    tsv = pcr.Table(pcr.convert_table(tmp_path / "t.tsv", tmp_path / "tsv")["path"]).to_pandas()
+    semi = pcr.Table(pcr.convert_table(tmp_path / "semi.csv", tmp_path / "semi", delimiter=";")["path"]).to_pandas()
+    for got in (tsv, semi):
+        assert got.columns.tolist() == ["a", "b", "c"] and got.dtypes.tolist() == want.dtypes.tolist()
+        assert got["b"].tolist() == ["x,y", "q\tr", None]
+        assert got.equals(want)
+    assert pcr_convert_tool("table", tmp_path / "semi.csv", tmp_path / "semi-cli", "--delimiter", ";").returncode == 0
+    with pytest.raises(ValueError, match="delimiter must be one character"):
+        pcr.convert_table(tmp_path / "semi.csv", tmp_path / "x", delimiter=";;")
+    with pytest.raises(ValueError, match="the delimiter cannot be a quote or a line break"):
+        pcr.convert_table(tmp_path / "semi.csv", tmp_path / "x", delimiter='"')
+
+
+def pcr_convert_tool(*args):
+    tools = os.environ.get("PCR_TOOLS_DIR")
+    if not tools:
+        pytest.skip("PCR_TOOLS_DIR (the build's tools directory) is not set")
+    return subprocess.run([os.path.join(tools, "pcr-convert"), *map(str, args)], capture_output=True)
+
+
 def pcr_dump(*args):
     tools = os.environ.get("PCR_TOOLS_DIR")
     if not tools:
