@@ -45,23 +45,28 @@ class Table(_pcr.Table):
         super().__init__(path, engine=engine, direct=direct, remote=remote, access_log=access_log, job=job)
         self.path = _os.fspath(path)
 
-    def to_pandas(self, features=None, stripes=None):
+    def to_pandas(self, features=None, stripes=None, dtype_backend=None):
         """The features (None: all of them, in schema order) over the stripes
         (None: all; or a stripe index, a range, a slice or indices) as a
         pandas DataFrame, one column per feature named as read names it,
-        indexed by row number. Where every row of the table holds a feature
-        its dtype is numpy's (int64, uint64, bool, float32, float64,
-        datetime64), else pandas' nullable one (Int64, UInt64, boolean,
-        Float32, Float64; datetime64 with NaT). Times beyond what this
-        pandas' datetime64 holds (years 1677 to 2262 before pandas 2) are
-        Python datetime objects (None where missing), with a warning.
-        Strings are str and bytes
-        bytes, lists numpy arrays viewing the read column, scored lists
-        structured arrays of (id, score); None where a row lacks the feature.
-        Needs pandas."""
+        indexed by row number. Dtypes are pyarrow's to_pandas ones: where
+        every row of the table holds a feature, numpy's (int64, uint64,
+        bool, float32, float64, datetime64); where some rows lack it,
+        floats keep their dtype with NaN, integers become float64 with NaN
+        (with a warning if a value is beyond 2**53) and bools objects with
+        None. So NaN values and missing cells are alike, as in pyarrow.
+        With dtype_backend="numpy_nullable", as pandas' readers, numbers
+        and bools are pandas' nullable dtypes (Int64, UInt64, boolean,
+        Float32, Float64: NA where missing, NaN a value) and strings
+        "string". Timestamps are datetime64 (NaT where missing); times
+        beyond what this pandas' datetime64 holds (years 1677 to 2262
+        before pandas 2) are Python datetime objects (None where missing),
+        with a warning. Strings are str and bytes bytes, lists numpy arrays
+        viewing the read column, scored lists structured arrays of
+        (id, score); None where a row lacks the feature. Needs pandas."""
         from . import _frames
 
-        return _frames.to_pandas(self, features, stripes)
+        return _frames.to_pandas(self, features, stripes, dtype_backend)
 
 
 def convert_images(src, out, *, progress=None, **options):

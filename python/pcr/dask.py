@@ -46,10 +46,11 @@ class _StripeReader(DataFrameIOFunction):
     """Reads one partition, (first stripe, stripes, first row, rows), of a
     table; Dask narrows `columns` to what a computation selects."""
 
-    def __init__(self, path, engine, remote, features, row_count):
+    def __init__(self, path, engine, remote, features, row_count, backend):
         self._path, self._engine, self._remote = path, engine, remote
         self._features = features
         self._row_count = row_count
+        self._backend = backend
 
     @property
     def columns(self):
@@ -59,10 +60,11 @@ class _StripeReader(DataFrameIOFunction):
         if list(columns) == self.columns:
             return self
         by_name = {f["name"]: f for f in self._features}
-        return _StripeReader(self._path, self._engine, self._remote, [by_name[c] for c in columns], self._row_count)
+        return _StripeReader(self._path, self._engine, self._remote, [by_name[c] for c in columns], self._row_count,
+                            self._backend)
 
     def __dask_tokenize__(self):
-        return (self._path, self._engine, self._remote, self.columns, self._row_count)
+        return (self._path, self._engine, self._remote, self.columns, self._row_count, self._backend)
 
     def __call__(self, part):
         first, count, first_row, rows = part
@@ -76,23 +78,26 @@ class _StripeReader(DataFrameIOFunction):
             table = _open(Table, self._path, self._engine, self._remote)
             if not current(table):
                 raise ValueError(f"{self._path}: the table changed after read_table opened it; call read_table again")
-        return _frames.read_frame(table, self._features, first, count, first_row, rows, self._row_count)
+        return _frames.read_frame(table, self._features, first, count, first_row, rows, self._row_count,
+                                   self._backend)
 
 
-def read_table(path, features=None, stripes_per_partition=1, *, engine="auto", remote=None):
+def read_table(path, features=None, stripes_per_partition=1, *, dtype_backend=None, engine="auto", remote=None):
     """The table at `path` as a dask DataFrame: one partition per
     `stripes_per_partition` stripes, columns and dtypes as Table.to_pandas
-    gives them, indexed by row number (divisions known). Only the streams of
-    the columns a computation uses are read. The schema comes from the
+    gives them (with the same `dtype_backend`), indexed by row number
+    (divisions known). Only the streams of the columns a computation uses
+    are read. The schema comes from the
     file's footer alone: no stripe is read on the client."""
     if isinstance(stripes_per_partition, bool) or not hasattr(stripes_per_partition, "__index__") \
             or operator.index(stripes_per_partition) < 1:
         raise ValueError(f"stripes_per_partition must be a positive int, not {stripes_per_partition!r}")
     stripes_per_partition = operator.index(stripes_per_partition)
+    backend = _frames.check_backend(dtype_backend)
     path = os.fspath(path)
     table = Table(path, engine=engine, remote=remote)
     selected = _frames.select(table, features)
-    meta = _frames.meta(selected, table.num_rows)
+    meta = _frames.meta(selected, table.num_rows, backend)
     stripe_rows = table.stripe_rows
     parts, first_row = [], 0
     for first in range(0, len(stripe_rows), stripes_per_partition):
@@ -105,7 +110,7 @@ def read_table(path, features=None, stripes_per_partition=1, *, engine="auto", r
     divisions = None
     if all(rows > 0 for _, _, _, rows in parts):
         divisions = [p[2] for p in parts] + [first_row - 1]
-    reader = _StripeReader(path, engine, _frozen(remote), selected, table.num_rows)
+    reader = _StripeReader(path, engine, _frozen(remote), selected, table.num_rows, backend)
     return dd.from_map(reader, parts, meta=meta, divisions=divisions, label="read-pcr-table",
                        token=tokenize(reader, parts), enforce_metadata=False)
 

@@ -1,6 +1,10 @@
+import functools
+import json
 import os
 import pathlib
 import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -19,11 +23,41 @@ def python_block(starting):
     raise AssertionError(f"README.md and doc/ have no python block starting {starting!r}")
 
 
+@functools.lru_cache(maxsize=None)
+def _duckdb_command():
+    """node and a NODE_PATH where @duckdb/node-api resolves, or None."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    paths = [p for p in os.environ.get("NODE_PATH", "").split(":") if p]
+    npm = shutil.which("npm")
+    if npm:
+        root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True).stdout.strip()
+        if root:
+            paths.append(root)
+    env = dict(os.environ, NODE_PATH=":".join(paths))
+    probe = subprocess.run([node, "-e", "require.resolve('@duckdb/node-api')"], env=env, capture_output=True)
+    return (node, env) if probe.returncode == 0 else None
+
+
+def duckdb(csv, types, sql=None):
+    """DuckDB's reading of `csv` with column `types` ({name: DuckDB type}), or
+    the result of `sql` over it as the view t, as duckdb_read.js prints it;
+    skips the test where DuckDB for node is not installed."""
+    command = _duckdb_command()
+    if command is None:
+        pytest.skip("DuckDB for node (npm install -g @duckdb/node-api) is not installed")
+    node, env = command
+    script = os.path.join(os.path.dirname(__file__), "duckdb_read.js")
+    out = subprocess.run([node, script, str(csv), json.dumps(types)] + ([sql] if sql else []), env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 def damaged_copy(dataset, to, record_file=0, mask=0x01):
     """Copies the dataset directory to `to`, flips one byte a third of the way
     into its record_file-th record file (name order), and returns that file."""
-    import shutil
-
     shutil.copytree(dataset, to)
     record = sorted(pathlib.Path(to).glob("records-*.pcr"))[record_file]
     data = bytearray(record.read_bytes())

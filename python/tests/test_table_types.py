@@ -11,7 +11,6 @@ import os
 import pathlib
 import random
 import re
-import shutil
 import struct
 import subprocess
 
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 
 import pcr
+from conftest import duckdb
 
 SPECIAL_FLOATS = ["nan", "-nan", "NaN", "inf", "-inf", "Infinity", "-Infinity", "-0.0", "0.0", "5e-324",
                   "2.4703282292062327e-324", "1e-400", "-1e-400", "1.7976931348623159e308",
@@ -149,33 +149,10 @@ def test_json_lines_read_the_same_values(generated):
         check_column(name, table_values(table, name), rows, nan_sign=False)
 
 
-def duckdb_command():
-    """node and a NODE_PATH where @duckdb/node-api resolves, or None."""
-    node = shutil.which("node")
-    if node is None:
-        return None
-    paths = [p for p in os.environ.get("NODE_PATH", "").split(":") if p]
-    npm = shutil.which("npm")
-    if npm:
-        root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True).stdout.strip()
-        if root:
-            paths.append(root)
-    env = dict(os.environ, NODE_PATH=":".join(paths))
-    probe = subprocess.run([node, "-e", "require.resolve('@duckdb/node-api')"], env=env, capture_output=True)
-    return ([node], env) if probe.returncode == 0 else None
-
-
 def test_values_equal_duckdbs_reading_of_the_same_csv(generated):
-    command = duckdb_command()
-    if command is None:
-        pytest.skip("DuckDB for node (npm install -g @duckdb/node-api) is not installed")
     tmp, rows, path, table, _ = generated
-    node, env = command
     types = {"f": "DOUBLE", "h": "UBIGINT", "i": "BIGINT", "b": "BOOLEAN", "t": "TIMESTAMP", "s": "VARCHAR"}
-    script = os.path.join(os.path.dirname(__file__), "duckdb_read.js")
-    out = subprocess.run(node + [script, str(path), json.dumps(types)], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    duck = json.loads(out.stdout)
+    duck = duckdb(path, types)
     for name in COLUMNS:
         ours = table_values(table, name)
         theirs = duck[name]
@@ -197,14 +174,7 @@ def test_declared_bools_take_the_spellings_duckdb_and_postgresql_cast(tmp_path):
     src.write_text("b\n" + "\n".join(words) + "\n")
     t = pcr.Table(pcr.convert_table(src, tmp_path / "b", column_types={"b": "bool"})["path"])
     ours = t.read(["b"])["b"]["values"].tolist()
-    command = duckdb_command()
-    if command is not None:
-        node, env = command
-        script = os.path.join(os.path.dirname(__file__), "duckdb_read.js")
-        out = subprocess.run(node + [script, str(src), json.dumps({"b": "BOOLEAN"})], env=env, capture_output=True,
-                             text=True)
-        assert out.returncode == 0, out.stderr
-        assert [d == "true" for d in json.loads(out.stdout)["b"]] == ours
+    assert [d == "true" for d in duckdb(src, {"b": "BOOLEAN"})["b"]] == ours
     assert ours == [True, False] * 5
     # on and off, as PostgreSQL takes them; undeclared, the words are text.
     (tmp_path / "o.csv").write_text("b\nOn\noff\n")
