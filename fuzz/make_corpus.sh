@@ -82,6 +82,10 @@ PY
 
 # table_input: a format byte (even: CSV, odd: JSON Lines), then the input.
 { printf '\0'; head -n 20 "$data/tabular/Soybean.csv"; } >"$out/table_input/soybean-head.csv"
+# compressed: the same rows as gzip (two members) and zstd
+{ printf '\0'; head -n 10 "$data/tabular/Soybean.csv" | gzip -n -c; sed -n 11,20p "$data/tabular/Soybean.csv" | gzip -n -c; } \
+  >"$out/table_input/soybean-head.csv.gz"
+{ printf '\0'; head -n 20 "$data/tabular/Soybean.csv" | zstd -q -c; } >"$out/table_input/soybean-head.csv.zst"
 
 # roundtrip: any bytes drive the generator; slices of real files.
 mkdir -p "$out/roundtrip"

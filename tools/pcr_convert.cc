@@ -96,7 +96,7 @@ constexpr char kTableUsage[] =
     "pcr-convert table INPUT OUT_DIR [--rows-per-stripe N] [--stripe-mb N] [--split-mb N]\n"
     "                         [--zstd-level N] [--encoding NAME] [--popularity FILE]\n"
     "                         [--float32] [--schema FILE] [--column-type NAME=TYPE]... [--strings]\n"
-    "                         [--on-bad-value error|missing] [--delimiter C]\n"
+    "                         [--on-bad-value error|missing] [--delimiter C] [--format F]\n"
     "                         [--work-dir DIR] [--part-size-mib N] [--multipart-threshold-mib N]\n"
     "                         [--upload-concurrency N] [--upload-memory-mib N]\n"
     "                         [--input-endpoint URL] [--output-endpoint URL]\n"
@@ -104,7 +104,9 @@ constexpr char kTableUsage[] =
     "  INPUT (a file, or an s3:// or http(s):// object) is .csv or .tsv (header\n"
     "  row; empty and NA are missing) or .jsonl (one object\n"
     "  per line; \"dense\", \"sparse\" and \"scored\" map feature ids to values;\n"
-    "  other keys are columns). Writes OUT_DIR/<stem>.pcr. Column types are\n"
+    "  other keys are columns), each also gzip- or zstd-compressed (.gz, .zst;\n"
+    "  decompressed into TMPDIR, default /tmp), or - for standard input (with\n"
+    "  --format; writes OUT_DIR/stdin.pcr). Writes OUT_DIR/<stem>.pcr. Column types are\n"
     "  inferred (int64, uint64, float64, bool for true/false, timestamp_us or _ns\n"
     "  for ISO 8601 times, else string) unless declared. OUT_DIR may be\n"
     "  s3://BUCKET/PREFIX, as for images.\n"
@@ -123,6 +125,7 @@ constexpr char kTableUsage[] =
     "  --float32            store undeclared floating point values as float32 (lossy)\n"
     "  --delimiter C        the character between CSV cells (default ',', a tab for\n"
     "                       .tsv; \\t or tab for a tab)\n"
+    "  --format F           csv, tsv or jsonl: INPUT's format (default: from its name)\n"
     "  --schema FILE        declared types, a JSON object: {\"uid\": \"uint64\",\n"
     "                       \"date\": \"timestamp\", \"dense\": \"float32\"}\n"
     "  --column-type NAME=TYPE  declare one type (wins over --schema). TYPE: bool,\n"
@@ -483,6 +486,9 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       } else {
         return Usage("--delimiter needs one character (or \\t or tab for a tab)");
       }
+    } else if (!reorder && a == "--format") {
+      o.format = args.empty() ? "" : args.next();
+      if (o.format != "csv" && o.format != "tsv" && o.format != "jsonl") return Usage("--format needs csv, tsv or jsonl");
     } else if (!reorder && a == "--on-bad-value") {
       const std::string v = args.empty() ? "" : args.next();
       if (v != "error" && v != "missing") return Usage("--on-bad-value needs error or missing");

@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -31,6 +32,7 @@
 #include "io/s3_upload.h"
 #include "writer/atomic_file.h"
 #include "writer/sources.h"
+#include "writer/text_input.h"
 
 namespace pcr {
 
@@ -347,7 +349,9 @@ std::string ImagesIdentity(const ConvertImagesOptions& o) {
 
 std::string TableIdentity(const TableConvertOptions& o) {
   const TableWriterOptions& w = o.writer;
-  std::string s = "table " + OutputName(o.out_dir) + "\n" + o.input + "\n" + o.schema_file + "\n" +
+  // Standard input differs from run to run: no run resumes another's.
+  const std::string input = o.input == "-" ? "- " + std::to_string(std::random_device()()) : o.input;
+  std::string s = "table " + OutputName(o.out_dir) + "\n" + input + " " + o.format + "\n" + o.schema_file + "\n" +
                   std::to_string(static_cast<int>(o.delimiter)) + " " + std::to_string(w.rows_per_stripe) + " " +
                   std::to_string(w.stripe_bytes) + " " + std::to_string(o.split_bytes) + " " + std::to_string(w.zstd_level) + " " + w.stream_encoding +
                   " " + std::to_string(o.float32) + " " + std::to_string(o.strings) + " " +
@@ -560,7 +564,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
 
 Result<TableConvertReport> ConvertTableToObjectStore(
     const TableConvertOptions& options, const std::function<Result<TableConvertReport>(const TableConvertOptions&)>& convert) {
-  const std::string name = fs::path(options.input).stem().string() + ".pcr";
+  const std::string name = InputStem(options.input) + ".pcr";
   const Destination d{.out_dir = options.out_dir,
                       .work_dir = options.work_dir,
                       .marker = name,

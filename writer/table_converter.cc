@@ -605,12 +605,35 @@ std::string NotUtf8(std::string_view text) {
          ") is no UTF-8 character";
 }
 
+enum class TextFormat { kCsv, kTsv, kJsonl };
+
+// options.format, else the format the input's name tells.
+Result<TextFormat> InputFormat(const TableConvertOptions& options) {
+  const std::string& f = options.format;
+  if (f == "csv") return TextFormat::kCsv;
+  if (f == "tsv") return TextFormat::kTsv;
+  if (f == "jsonl" || f == "ndjson") return TextFormat::kJsonl;
+  if (!f.empty()) return Status::InvalidArgument("unknown table format '" + f + "' (csv, tsv or jsonl)");
+  if (options.input == "-") {
+    return Status::InvalidArgument("standard input (-) has no name to tell its format: give --format csv, tsv or "
+                                   "jsonl");
+  }
+  std::string_view name;
+  HasCompressionSuffix(options.input, &name);
+  if (name.ends_with(".csv")) return TextFormat::kCsv;
+  if (name.ends_with(".tsv")) return TextFormat::kTsv;
+  if (name.ends_with(".jsonl") || name.ends_with(".ndjson")) return TextFormat::kJsonl;
+  return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .tsv, .jsonl or .ndjson, "
+                                 "each also as .gz or .zst, or --format)");
+}
+
 // The byte between the cells of options.input: options.delimiter, else a
-// tab for .tsv and ',' for .csv.
+// tab for TSV and ',' for CSV.
 Result<char> CsvDelimiter(const TableConvertOptions& options) {
+  PCR_ASSIGN_OR_RETURN(const TextFormat format, InputFormat(options));
   const char d = options.delimiter;
-  if (d == 0) return options.input.ends_with(".tsv") ? '\t' : ',';
-  if (!options.input.ends_with(".csv") && !options.input.ends_with(".tsv")) {
+  if (d == 0) return format == TextFormat::kTsv ? '\t' : ',';
+  if (format == TextFormat::kJsonl) {
     return Status::InvalidArgument(options.input + ": a delimiter separates CSV cells; JSON Lines has none");
   }
   if (d == '"' || d == '\n' || d == '\r') {
@@ -1027,7 +1050,7 @@ Status CheckTableDirectory(const std::string& path, const std::vector<std::strin
 
 // The table a conversion writes: out_dir/<input stem>.pcr.
 std::string TablePathIn(const TableConvertOptions& options) {
-  return (fs::path(options.out_dir) / (fs::path(options.input).stem().string() + ".pcr")).string();
+  return (fs::path(options.out_dir) / (InputStem(options.input) + ".pcr")).string();
 }
 
 // Conversions never replace a file, the input least of all.
@@ -1220,10 +1243,8 @@ struct TableInput {
 // where a step asks (MappedInput::Fetch).
 Result<TableInput> TableInputOf(const TableConvertOptions& options, bool open, bool sparse = false) {
   TableInput t;
-  t.csv = EndsWith(options.input, ".csv") || EndsWith(options.input, ".tsv");
-  if (!t.csv && !EndsWith(options.input, ".jsonl") && !EndsWith(options.input, ".ndjson")) {
-    return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .tsv, .jsonl or .ndjson)");
-  }
+  PCR_ASSIGN_OR_RETURN(const TextFormat format, InputFormat(options));
+  t.csv = format != TextFormat::kJsonl;
   PCR_RETURN_IF_ERROR(CsvDelimiter(options).status());
   if (options.split_bytes == 0) return Status::InvalidArgument("split_bytes must be positive");
   if (!options.schema_file.empty()) {

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "format/json.h"
@@ -20,15 +22,84 @@
 
 namespace pcr {
 
+namespace {
+
+// A file in $TMPDIR (else /tmp) that no name reaches, written once.
+class TempFile {
+ public:
+  ~TempFile() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Status Create(const std::string& input) {
+    const char* env = std::getenv("TMPDIR");
+    dir_ = env && *env ? env : "/tmp";
+    input_ = input;
+    fd_ = open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+      std::string name = dir_ + "/pcr-input-XXXXXX";
+      fd_ = mkostemp(name.data(), O_CLOEXEC);
+      if (fd_ >= 0) unlink(name.c_str());
+    }
+    if (fd_ < 0) return Failed();
+    return Status::OK();
+  }
+  Status Append(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Failed();
+      bytes.remove_prefix(static_cast<size_t>(n));
+      size_ += static_cast<uint64_t>(n);
+    }
+    return Status::OK();
+  }
+  int fd() const { return fd_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  Status Failed() const {
+    return Status::IOError(input_ + ": cannot write its bytes to a file in " + dir_ + ": " + std::strerror(errno) +
+                           " (set TMPDIR to a directory with room for the input decompressed)");
+  }
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::string dir_, input_;
+};
+
+}  // namespace
+
 Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path, const RemoteOptions& remote,
                                                        bool sparse) {
+  if (path == "-") {
+    if (sparse) {
+      return Status::InvalidArgument("standard input (-) is read once, so it cannot be converted in shards: "
+                                     "convert it in one process");
+    }
+    return FromStdin();
+  }
+  std::string_view stem;
+  const bool named = HasCompressionSuffix(path, &stem);
+  auto compressed = [&](std::unique_ptr<MappedInput> in) -> Result<std::unique_ptr<MappedInput>> {
+    const Compression c = CompressionOf(in->text_.substr(0, 4));
+    if (c == Compression::kNone && named) {
+      return Status::InvalidArgument(path + ": named " + path.substr(stem.size()) +
+                                     " but its bytes are neither gzip nor zstd data: rename it");
+    }
+    if (c == Compression::kNone) return in;
+    if (sparse) {
+      return Status::InvalidArgument(path + ": " + CompressionName(c) + " data cannot be converted in shards, "
+                                     "whose bytes are reached apart: convert it in one process, or decompress it "
+                                     "first");
+    }
+    return Decompressed(path, c, std::move(in));
+  };
   if (IsRemotePath(path)) {
     PCR_ASSIGN_OR_RETURN(auto client, HttpClient::Create(remote));
     auto in = std::unique_ptr<MappedInput>(new MappedInput());
     if (!sparse) {
       PCR_ASSIGN_OR_RETURN(in->owned_, ReadWholeObject(path, *client));
       in->text_ = std::string_view(reinterpret_cast<const char*>(in->owned_.data()), in->owned_.size());
-      return in;
+      return compressed(std::move(in));
     }
     PCR_ASSIGN_OR_RETURN(const uint64_t size, client->Size(path));
     if (size > 0) {
@@ -41,7 +112,8 @@ Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path, 
     in->path_ = path;
     in->client_ = std::move(client);
     in->sparse_ = true;
-    return in;
+    PCR_RETURN_IF_ERROR(in->Fetch(0, 4));
+    return compressed(std::move(in));
   }
   uint64_t size = 0;
   PCR_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, 0, &size));
@@ -58,7 +130,71 @@ Result<std::unique_ptr<MappedInput>> MappedInput::Open(const std::string& path, 
     in->mapped_ = true;
   }
   close(fd);
+  return compressed(std::move(in));
+}
+
+Result<std::unique_ptr<MappedInput>> MappedInput::FromStdin() {
+  const std::string name = "standard input (-)";
+  TempFile file;
+  PCR_RETURN_IF_ERROR(file.Create(name));
+  std::vector<char> piece(1 << 20);
+  std::string head;  // the first bytes, until they tell the compression
+  std::unique_ptr<Decompressor> decompressor;
+  bool told = false;
+  const Decompressor::Sink append = [&](std::string_view bytes) { return file.Append(bytes); };
+  auto take = [&](std::string_view bytes) -> Status {
+    if (!told) {
+      head.append(bytes);
+      if (head.size() < 4 && !bytes.empty()) return Status::OK();
+      told = true;
+      const Compression c = CompressionOf(head);
+      if (c != Compression::kNone) {
+        PCR_ASSIGN_OR_RETURN(decompressor, Decompressor::Create(c, name));
+      }
+      bytes = head;
+    }
+    return decompressor ? decompressor->Feed(bytes, append) : file.Append(bytes);
+  };
+  while (true) {
+    const ssize_t n = read(STDIN_FILENO, piece.data(), piece.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(name + ": cannot read: " + std::strerror(errno));
+    PCR_RETURN_IF_ERROR(take(std::string_view(piece.data(), static_cast<size_t>(n))));
+    if (n == 0) break;
+  }
+  if (decompressor) PCR_RETURN_IF_ERROR(decompressor->Finish());
+  auto in = std::unique_ptr<MappedInput>(new MappedInput());
+  if (file.size() > 0) {
+    void* p = mmap(nullptr, static_cast<size_t>(file.size()), PROT_READ, MAP_SHARED, file.fd(), 0);
+    if (p == MAP_FAILED) return Status::IOError(name + ": cannot map its copy: " + std::strerror(errno));
+    in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(file.size()));
+    in->mapped_ = true;
+  }
   return in;
+}
+
+Result<std::unique_ptr<MappedInput>> MappedInput::Decompressed(const std::string& path, Compression c,
+                                                               std::unique_ptr<MappedInput> in) {
+  TempFile file;
+  PCR_RETURN_IF_ERROR(file.Create(path));
+  PCR_ASSIGN_OR_RETURN(auto decompressor, Decompressor::Create(c, path));
+  const std::string_view all = in->text_;
+  constexpr size_t kPiece = 4 << 20;
+  for (size_t at = 0; at < all.size(); at += kPiece) {
+    PCR_RETURN_IF_ERROR(decompressor->Feed(all.substr(at, kPiece), [&](std::string_view b) { return file.Append(b); }));
+    in->Release(at, at + kPiece);
+  }
+  PCR_RETURN_IF_ERROR(decompressor->Finish());
+  in.reset();
+  auto out = std::unique_ptr<MappedInput>(new MappedInput());
+  if (file.size() > 0) {
+    void* p = mmap(nullptr, static_cast<size_t>(file.size()), PROT_READ, MAP_SHARED, file.fd(), 0);
+    if (p == MAP_FAILED) return Status::IOError(path + ": cannot map its decompressed copy: " + std::strerror(errno));
+    madvise(p, static_cast<size_t>(file.size()), MADV_SEQUENTIAL);
+    out->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(file.size()));
+    out->mapped_ = true;
+  }
+  return out;
 }
 
 MappedInput::~MappedInput() {
@@ -104,6 +240,13 @@ void MappedInput::Release(uint64_t begin, uint64_t end) const {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t first = (begin + page - 1) / page * page, last = std::min<uint64_t>(end, text_.size()) / page * page;
   if (first < last) madvise(const_cast<char*>(text_.data()) + first, last - first, MADV_DONTNEED);
+}
+
+std::string InputStem(const std::string& input) {
+  if (input == "-") return "stdin";
+  std::string_view stem;
+  HasCompressionSuffix(input, &stem);
+  return std::filesystem::path(stem).stem().string();
 }
 
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "format/coding.h"
+#include "writer/decompress.h"
 #include "pcr/io.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
@@ -19,12 +20,16 @@ namespace pcr {
 class HttpClient;
 
 // A read-only view of a whole input file, or of an http(s):// or s3://
-// object read into memory in ranged GETs. Not thread-safe.
+// object read into memory in ranged GETs, or of standard input ("-"). An
+// input compressed with gzip or zstd (by its first bytes) is viewed
+// decompressed, from a file in $TMPDIR (else /tmp) that no name reaches.
+// Not thread-safe.
 class MappedInput {
  public:
   // With `sparse`, an object's bytes are fetched only where Fetch asks and
   // read as zeros elsewhere (memory is taken only where fetched); a local
-  // file is mapped whole either way.
+  // file is mapped whole either way. A sparse open of standard input or of
+  // a compressed input is refused: their bytes cannot be reached apart.
   static Result<std::unique_ptr<MappedInput>> Open(const std::string& path, const RemoteOptions& remote = {},
                                                    bool sparse = false);
   ~MappedInput();
@@ -41,6 +46,11 @@ class MappedInput {
 
  private:
   MappedInput() = default;
+  // Standard input, or the input `in` viewed when compressed with `c`,
+  // written to a file in $TMPDIR and mapped.
+  static Result<std::unique_ptr<MappedInput>> FromStdin();
+  static Result<std::unique_ptr<MappedInput>> Decompressed(const std::string& path, Compression c,
+                                                           std::unique_ptr<MappedInput> in);
   std::string_view text_;
   bool mapped_ = false;
   Bytes owned_;  // an object's bytes
@@ -51,6 +61,10 @@ class MappedInput {
   bool sparse_ = false;
   std::vector<std::pair<uint64_t, uint64_t>> fetched_;
 };
+
+// The name a conversion's output takes from its input: the file name
+// without its extension and a .gz, .zst or .zstd before it; "stdin" for "-".
+std::string InputStem(const std::string& input);
 
 Status InputError(const std::string& input, uint64_t line, uint64_t column, const std::string& what);
 

@@ -240,7 +240,13 @@ enum class BadValue : uint8_t {
 };
 
 struct TableConvertOptions {
-  std::string input;    // .csv or .tsv (header row), or .jsonl / .ndjson (map features)
+  // .csv or .tsv (header row), or .jsonl / .ndjson (map features), each
+  // also compressed with gzip or zstd (.gz, .zst, .zstd; known by its first
+  // bytes, decompressed into $TMPDIR), or "-" for standard input (with
+  // `format`; the table is then stdin.pcr). A local file, http(s):// or s3://.
+  std::string input;
+  // "csv", "tsv" or "jsonl": the input's format; empty: from its name.
+  std::string format;
   std::string out_dir;  // created if missing; the table is <input stem>.pcr inside
   TableWriterOptions writer;
   bool float32 = false;  // store undeclared floating point values as float32 (lossy)

@@ -1202,7 +1202,7 @@ pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, co
                                       bool float32, int zstd_level, const std::string& encoding,
                                       const std::map<std::string, std::string>& column_types, const py::object& schema,
                                       bool strings, const std::string& on_bad_value, const std::string& delimiter,
-                                      const std::filesystem::path& work_dir_arg, const py::object& remote,
+                                      const std::string& format, const std::filesystem::path& work_dir_arg, const py::object& remote,
                                       uint64_t part_size_mb, uint64_t multipart_threshold_mb,
                                       unsigned upload_concurrency, uint64_t upload_memory_mb,
                                       const std::string& input_endpoint, const std::string& output_endpoint) {
@@ -1220,6 +1220,7 @@ pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, co
   if (stripe_mb == 0) throw py::value_error("stripe_mb must be positive");
   if (split_mb == 0) throw py::value_error("split_mb must be positive");
   pcr::TableConvertOptions options{.input = input,
+                                   .format = format,
                                    .out_dir = out,
                                    .float32 = float32,
                                    .strings = strings,
@@ -1583,7 +1584,7 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("float32") = false, py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
            py::arg("column_types") = std::map<std::string, std::string>(), py::arg("schema") = py::none(),
            py::arg("strings") = false, py::arg("on_bad_value") = "error", py::arg("delimiter") = "",
-           py::arg("work_dir") = "",
+           py::arg("format") = "", py::arg("work_dir") = "",
            py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64,
            py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256, py::arg("input_endpoint") = "",
            py::arg("output_endpoint") = "");

@@ -292,6 +292,7 @@ def convert_table(
     strings: bool = False,
     on_bad_value: str = "error",
     delimiter: str = "",
+    format: str = "",
     work_dir: str | os.PathLike[str] = "",
     remote: Optional[dict[str, object]] = None,
     part_size_mb: int = 16,
@@ -301,7 +302,11 @@ def convert_table(
     input_endpoint: str = "",
     output_endpoint: str = "",
 ) -> dict[str, object]:
-    """pcr-convert table: a .csv, .tsv or .jsonl file into out/<stem>.pcr. `delimiter`
+    """pcr-convert table: a .csv, .tsv or .jsonl file, each also gzip- or
+    zstd-compressed (.gz, .zst; decompressed into $TMPDIR), into
+    out/<stem>.pcr; "-" reads standard input into out/stdin.pcr. `format`
+    ("csv", "tsv" or "jsonl"; "": from the input's name) is the input's
+    format. `delimiter`
     is the character between CSV cells ("": ",", or a tab for .tsv). `encoding` is
     "auto" (chosen per stream), "plain" (files readers before format 0.5 read),
     or an encoding to force where a stream allows it (spec 13.5). `schema` (a

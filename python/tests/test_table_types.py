@@ -4,6 +4,7 @@ converted from CSV and from JSON Lines; every value reads back as Python and
 numpy parse its text, as DuckDB reads the same CSV where DuckDB has the type,
 and as `pcr-dump cat` prints it (CSV and JSON Lines)."""
 import csv
+import gzip
 import io
 import json
 import math
@@ -13,6 +14,7 @@ import random
 import re
 import struct
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -208,11 +210,94 @@ def test_tsv_and_other_delimiters_read_as_csv_does(tmp_path):
         pcr.convert_table(tmp_path / "semi.csv", tmp_path / "x", delimiter='"')
 
 
-def pcr_convert_tool(*args):
+def test_gzip_zstd_and_standard_input_give_the_same_table(generated, tmp_path):
+    _, _, path, table, _ = generated
+    raw = path.read_bytes()
+    jsonl = "".join(json.dumps({c: r[c] for c in ("i", "s") if r[c] is not None}) + "\n" for r in generated_rows())
+    inputs = {"gen.csv.gz": gzip.compress(raw), "gen.csv.zst": zstd_compress(raw),
+              # gzip members one after another, as `cat a.gz b.gz` makes
+              "two.csv.gz": gzip.compress(raw[:raw.index(b"\n", len(raw) // 2) + 1]) +
+              gzip.compress(raw[raw.index(b"\n", len(raw) // 2) + 1:]),
+              "gen.jsonl.gz": gzip.compress(jsonl.encode())}
+    want_jsonl = pcr.Table(pcr.convert_table(write(tmp_path / "gen.jsonl", jsonl), tmp_path / "plain",
+                                             rows_per_stripe=700)["path"])
+    for name, data in inputs.items():
+        (tmp_path / name).write_bytes(data)
+        got = pcr.Table(pcr.convert_table(tmp_path / name, tmp_path / name.replace(".", "-"),
+                                          rows_per_stripe=700)["path"])
+        assert got.path.endswith(("gen.pcr", "two.pcr"))
+        assert got.content_id == (want_jsonl if "jsonl" in name else table).content_id, name
+        assert (tmp_path / name).read_bytes() == data  # the input is left as it was
+    for data, fmt in [(raw, "csv"), (inputs["gen.csv.zst"], "csv"), (inputs["gen.jsonl.gz"], "jsonl")]:
+        out = pcr_convert_tool("table", "-", tmp_path / f"stdin-{fmt}-{len(data)}", "--format", fmt,
+                               "--rows-per-stripe", 700, stdin=data)
+        assert out.returncode == 0, out.stderr
+        got = pcr.Table(tmp_path / f"stdin-{fmt}-{len(data)}" / "stdin.pcr")
+        assert got.content_id == (want_jsonl if fmt == "jsonl" else table).content_id
+    # Python reads the process's standard input as the tool does.
+    code = (f"import pcr; print(pcr.convert_table('-', {str(tmp_path / 'py')!r}, format='csv', "
+            "rows_per_stripe=700)['path'])")
+    out = subprocess.run([sys.executable, "-c", code], input=inputs["gen.csv.gz"], capture_output=True)
+    assert out.returncode == 0, out.stderr
+    assert pcr.Table(out.stdout.decode().strip()).content_id == table.content_id
+
+
+def test_compressed_and_standard_input_errors_say_what_to_do(generated, tmp_path):
+    _, _, path, _, _ = generated
+    data = gzip.compress(path.read_bytes())
+    cases = {
+        "cut.csv.gz": (data[:len(data) // 2], r"cut.csv.gz: ends inside a gzip member at compressed byte \d+: "
+                                                r"the file is cut short or damaged"),
+        "cut.csv.zst": (zstd_compress(path.read_bytes())[:200], r"cut.csv.zst: ends inside a zstd frame at "
+                                                                  r"compressed byte 200"),
+        "tail.csv.gz": (data + b"not gzip", rf"tail.csv.gz: not valid gzip at compressed byte {len(data)}: "
+                                            r"incorrect header check"),
+        "text.csv.gz": (path.read_bytes(), r"text.csv.gz: named .gz but its bytes are neither gzip nor zstd data: "
+                                            r"rename it"),
+        "bad.csv.gz": (data[:-8] + bytes([data[-8] ^ 1]) + data[-7:], r"bad.csv.gz: not valid gzip at compressed "
+                                                                      r"byte \d+: incorrect data check"),
+    }
+    for name, (bytes_, message) in cases.items():
+        (tmp_path / name).write_bytes(bytes_)
+        with pytest.raises(ValueError, match=message):
+            pcr.convert_table(tmp_path / name, tmp_path / ("out-" + name))
+        assert not (tmp_path / ("out-" + name) / (name.split(".")[0] + ".pcr")).exists()
+    out = pcr_convert_tool("table", "-", tmp_path / "nofmt", stdin=b"a\n1\n")
+    assert out.returncode != 0 and b"standard input (-) has no name to tell its format: give --format csv, tsv or " \
+        b"jsonl" in out.stderr
+    (tmp_path / "g.csv.gz").write_bytes(data)
+    out = pcr_convert_tool("table", tmp_path / "g.csv.gz", tmp_path / "notmp", env=dict(os.environ, TMPDIR=str(
+        tmp_path / "missing")))
+    assert out.returncode != 0
+    assert f"g.csv.gz: cannot write its bytes to a file in {tmp_path / 'missing'}: No such file or directory (set " \
+        "TMPDIR to a directory with room for the input decompressed)" in out.stderr.decode()
+    with pytest.raises(ValueError, match=r"unknown table format 'parquet' \(csv, tsv or jsonl\)"):
+        pcr.convert_table(tmp_path / "g.csv.gz", tmp_path / "x", format="parquet")
+    # Shards reach bytes apart, which compressed data and a pipe do not allow.
+    with pytest.raises(ValueError, match="g.csv.gz: gzip data cannot be converted in shards, whose bytes are reached "
+                                         "apart: convert it in one process, or decompress it first"):
+        pcr._pcr._TableConversion(str(tmp_path / "g.csv.gz"), str(tmp_path / "s")).scan(0, 2)
+
+
+def pcr_convert_tool(*args, stdin=None, env=None):
     tools = os.environ.get("PCR_TOOLS_DIR")
     if not tools:
         pytest.skip("PCR_TOOLS_DIR (the build's tools directory) is not set")
-    return subprocess.run([os.path.join(tools, "pcr-convert"), *map(str, args)], capture_output=True)
+    return subprocess.run([os.path.join(tools, "pcr-convert"), *map(str, args)], input=stdin, env=env,
+                          capture_output=True)
+
+
+def zstd_compress(data):
+    """data compressed by the zstd tool, with its frame checksum."""
+    out = subprocess.run(["zstd", "-q", "-c"], input=data, capture_output=True)
+    if out.returncode != 0:
+        pytest.skip("the zstd tool is not installed")
+    return out.stdout
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
 
 
 def pcr_dump(*args):
