@@ -13,7 +13,7 @@ Parquet (zstd, one column per feature). The projection: the label, 13 dense
 and 26 sparse features (DLRM's Criteo shape). Batches of 4,096 rows, one
 epoch in one process, page cache warm, median of N runs (default 3), each
 in a fresh process:
-- TableLoader, shuffled (default buffer) and in order: batches as tensors
+- TableLoader, shuffled (default shuffle_stripes) and in order: batches as tensors
   (dense stacked into one float32 matrix, id lists as EmbeddingBag input
   and offsets);
 - Table.read stripe by stripe, each batch sliced from the stripe's numpy

@@ -1,5 +1,6 @@
 #include "loader/epoch.h"
 
+#include <algorithm>
 #include <charconv>
 #include <numeric>
 
@@ -95,7 +96,7 @@ WorkerRun WorkerShare(uint64_t per_rank, const EpochOptions& options) {
 }
 
 RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
-                        uint64_t epoch) {
+                        uint64_t epoch, uint64_t mix_records) {
   std::vector<uint64_t> first(record_sizes.size());
   uint64_t total = 0;
   for (size_t r = 0; r < record_sizes.size(); ++r) {
@@ -120,16 +121,30 @@ RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptio
   size_t r = 0;
   while (skip >= record_sizes[records[r]]) skip -= record_sizes[records[r++]];
   plan.input.reserve(n);
+  std::vector<uint64_t> run_starts = {0};  // positions where the run enters a record
   for (uint64_t in_record = skip; plan.input.size() < n;) {
     if (in_record == record_sizes[records[r]]) {
       r = (r + 1) % records.size();
       in_record = 0;
+      if (run_starts.back() != plan.input.size()) run_starts.push_back(plan.input.size());
       continue;
     }
     plan.input.push_back(first[records[r]] + in_record++);
   }
+  run_starts.push_back(n);
 
   plan.order.reserve(n);
+  if (options.shuffle && mix_records > 0) {
+    SplitMix64 g(MixSeeds(epoch_seed, options.rank * options.num_workers + options.worker));
+    for (size_t w = 0; w + 1 < run_starts.size(); w += mix_records) {
+      const uint64_t begin = run_starts[w], end = run_starts[std::min(w + mix_records, run_starts.size() - 1)];
+      for (uint64_t q = begin; q < end; ++q) plan.order.push_back(q);
+      for (uint64_t j = end - begin; j > 1; --j) {  // Fisher-Yates
+        std::swap(plan.order[begin + j - 1], plan.order[begin + g.Below(j)]);
+      }
+    }
+    return plan;
+  }
   const uint64_t k = options.shuffle ? options.shuffle_buffer : 0;
   if (k <= 1) {
     plan.order.resize(n);

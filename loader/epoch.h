@@ -58,9 +58,12 @@ struct RankEpoch {
 // Rank r takes positions [r * n, (r + 1) * n) of it (n = ImagesPerRank), so
 // ranks share at most the records at the ends of their runs; each worker
 // takes its WorkerShare of them and delivers it through a shuffle buffer
-// seeded by (seed, epoch, rank, worker).
+// seeded by (seed, epoch, rank, worker). With `mix_records` > 0 (and
+// shuffling), instead of the buffer, the worker's run is cut into windows
+// of that many records' runs, and each window is delivered in a uniformly
+// random order, seeded alike: a window's records are all in memory at once.
 // REQUIRES: ValidateEpochOptions(options).ok()
 RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
-                        uint64_t epoch);
+                        uint64_t epoch, uint64_t mix_records = 0);
 
 }  // namespace pcr

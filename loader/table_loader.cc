@@ -34,6 +34,7 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
                                                          const LoaderState& start) {
   const EpochOptions& e = options.epoch;
   PCR_RETURN_IF_ERROR(ValidateEpochOptions(e));
+  if (options.shuffle_stripes == 0) return Status::InvalidArgument("shuffle_stripes must be at least 1, not 0");
   auto rep = std::make_unique<Rep>();
   if (options.features.empty()) {
     rep->features.resize(table.schema().features.size());
@@ -55,7 +56,7 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
     total += stripe_rows[s];
   }
   rep->first_row.push_back(total);
-  rep->plan = PlanRankEpoch(stripe_rows, rep->epoch, start.seed, start.epoch);
+  rep->plan = PlanRankEpoch(stripe_rows, rep->epoch, start.seed, start.epoch, options.shuffle_stripes);
   rep->position = std::min(skip * e.batch_size, static_cast<uint64_t>(rep->plan.order.size()));
   rep->remaining.assign(stripe_rows.size(), 0);
   for (uint64_t p = rep->position; p < rep->plan.order.size(); ++p) {

@@ -180,6 +180,43 @@ TEST_CASE("the shuffle is a function of seed, epoch and world size") {
   CHECK(SplitMix64(0).Next() == 0xe220a8397b1dcdafULL);
 }
 
+TEST_CASE("windows of records are each delivered whole, in a uniformly random order") {
+  const std::vector<uint64_t> sizes = {7, 7, 3, 7, 1, 7, 5, 8, 8};
+  for (const uint64_t mix : {1, 2, 3, 9, 20}) {
+    for (const uint64_t rank : {0, 1, 2}) {
+      INFO("mix " << mix << ", rank " << rank);
+      const EpochOptions o{.rank = rank, .world_size = 3, .batch_size = 2};
+      const RankEpoch p = PlanRankEpoch(sizes, o, 5, 2, mix);
+      REQUIRE(p.order.size() == p.input.size());
+      // The run's record changes where the next index does not follow; a
+      // window holds `mix` runs, so no position leaves its window.
+      std::vector<uint64_t> window(p.input.size());
+      uint64_t runs = 1;
+      for (size_t q = 1; q < p.input.size(); ++q) {
+        uint64_t record = 0, start = 0;
+        while (start + sizes[record] <= p.input[q]) start += sizes[record++];
+        if (p.input[q] != p.input[q - 1] + 1 || p.input[q] == start) ++runs;
+        window[q] = (runs - 1) / mix;
+      }
+      std::vector<uint64_t> seen = p.order;
+      std::sort(seen.begin(), seen.end());
+      for (size_t q = 0; q < seen.size(); ++q) CHECK(seen[q] == q);  // a permutation
+      for (size_t q = 0; q < p.order.size(); ++q) CHECK(window[p.order[q]] == window[q]);
+      const RankEpoch again = PlanRankEpoch(sizes, o, 5, 2, mix);
+      CHECK(again.order == p.order);
+    }
+  }
+  // Every order of a window is as likely: over many epochs, each of the
+  // 7 rows of a one-record window is first about 1/7 of the time.
+  const std::vector<uint64_t> one = {7};
+  std::vector<int> first(7);
+  for (uint64_t epoch = 0; epoch < 7000; ++epoch) first[PlanRankEpoch(one, {}, 1, epoch, 4).order[0]]++;
+  for (const int n : first) CHECK(std::abs(n - 1000) < 150);
+  // Not shuffling: dataset order, windows or not.
+  const RankEpoch plain = PlanRankEpoch(sizes, {.shuffle = false}, 5, 2, 3);
+  for (size_t q = 0; q < plain.order.size(); ++q) CHECK(plain.order[q] == q);
+}
+
 TEST_CASE("iteration state round-trips as text") {
   const IterationState s{.seed = 42, .epoch = 7, .position = 1536};
   CHECK(s.ToString() == "seed=42 epoch=7 position=1536");

@@ -61,7 +61,8 @@ TEST_CASE("TableLoader delivers every row once per epoch across ranks and worker
     std::vector<uint64_t> rank_rows;
     for (uint64_t worker = 0; worker < 3; ++worker) {
       const TableLoaderOptions o{.epoch = {.rank = rank, .world_size = 2, .batch_size = 16, .worker = worker,
-                                           .num_workers = 3, .shuffle_buffer = 40}};
+                                           .num_workers = 3},
+                                 .shuffle_stripes = 3};
       auto loader = TableLoader::Create(*table, o, {.seed = 5});
       REQUIRE(loader.ok());
       CHECK((*loader)->num_batches() == 16);  // 250 rows in batches of 16
@@ -81,7 +82,7 @@ TEST_CASE("TableLoader delivers every row once per epoch across ranks and worker
 TEST_CASE("TableLoader resumes after a saved state with the batches still to come") {
   TempDir tmp;
   auto table = OpenTable(tmp);
-  const TableLoaderOptions o{.epoch = {.batch_size = 32, .shuffle_buffer = 100}};
+  const TableLoaderOptions o{.epoch = {.batch_size = 32}, .shuffle_stripes = 2};
   auto whole = TableLoader::Create(*table, o, {.seed = 3, .epoch = 2});
   REQUIRE(whole.ok());
   const std::vector<TableLoaderBatch> all = Drain(**whole);

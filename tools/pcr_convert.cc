@@ -111,8 +111,8 @@ constexpr char kTableUsage[] =
     "  for ISO 8601 times, else string) unless declared. OUT_DIR may be\n"
     "  s3://BUCKET/PREFIX, as for images.\n"
 
-    "  --rows-per-stripe N  close a stripe after N rows (default: by size only)\n"
-    "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 1024)\n"
+    "  --rows-per-stripe N  close a stripe after N rows (default 131072; 0: by size only)\n"
+    "  --stripe-mb N        close a stripe at N MiB of raw stream bytes (default 128)\n"
     "  --split-mb N         a stripe never holds rows that start in two N MiB splits\n"
     "                       of INPUT (default 64), so that pcr.dask.convert_table,\n"
     "                       which converts whole splits, writes the same file\n"
@@ -445,7 +445,7 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       if (args.empty()) return Usage("--popularity needs a file");
       popularity = args.next();
     } else if (!reorder && a == "--rows-per-stripe") {
-      if (!number() || n == 0 || n > pcr::kMaxStripeRows) return Usage("--rows-per-stripe needs a positive integer");
+      if (!number() || n > pcr::kMaxStripeRows) return Usage("--rows-per-stripe needs an integer (0: no limit)");
       o.writer.rows_per_stripe = n;
     } else if (!reorder && a == "--stripe-mb") {
       if (!number() || n == 0 || n > (1u << 20)) return Usage("--stripe-mb needs a positive integer");

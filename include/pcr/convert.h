@@ -216,10 +216,13 @@ PCR_EXPORT Result<MergeSummary> MergeParts(const MergeOptions& options);
 
 struct TableWriterOptions {
   // A stripe is closed when it holds this many rows (0: no row limit) ...
-  uint64_t rows_per_stripe = 0;
+  // Parquet writers close row groups at about 1 Mi rows or 128 MB; stripes
+  // are smaller in rows so that a table has enough of them for
+  // TableLoader to mix rows of far-apart stripes.
+  uint64_t rows_per_stripe = 131072;
   // ... or when its raw (uncompressed) streams reach this many bytes. The
   // writer holds one stripe's raw and compressed streams in memory.
-  uint64_t stripe_bytes = 1ull << 30;
+  uint64_t stripe_bytes = 128ull << 20;
   int zstd_level = 3;
   // How streams are encoded (spec 13.5): "auto" chooses per stream by
   // measuring every encoding on a sample of its values; an encoding's name

@@ -20,10 +20,15 @@ namespace pcr {
 struct TableLoaderOptions {
   // Rank, world size, batch size, workers, uneven shares and shuffling as
   // for images, with rows for images and stripes for records: each epoch
-  // permutes the stripes, and each worker mixes its rows in a shuffle
-  // buffer of `shuffle_buffer` rows. A worker's batches are the rank's
-  // batches start + worker, start + worker + num_workers, ...
+  // permutes the stripes. epoch.shuffle_buffer is not used: each worker
+  // cuts its run of the stripes into windows of `shuffle_stripes` stripes
+  // and delivers each window's rows in a uniformly random order, so that a
+  // table written sorted (by date, say) still gives batches of rows from
+  // far apart. A worker's batches are the rank's batches start + worker,
+  // start + worker + num_workers, ...
   EpochOptions epoch;
+  // Memory holds about this many stripes of the projection per worker.
+  uint64_t shuffle_stripes = 8;
   std::vector<std::string> features;  // the projection; empty: every feature
 };
 

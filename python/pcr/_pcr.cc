@@ -989,10 +989,11 @@ class PyTable {
 class PyTableLoader {
  public:
   PyTableLoader(const PyTable& table, int64_t batch_size, int64_t rank, int64_t world_size, int64_t worker,
-                int64_t num_workers, const std::string& uneven, bool shuffle, int64_t shuffle_buffer, uint64_t seed,
+                int64_t num_workers, const std::string& uneven, bool shuffle, int64_t shuffle_stripes, uint64_t seed,
                 int64_t epoch, int64_t batches, int64_t saved_workers, const std::optional<Names>& features) {
     const pcr::TableLoaderOptions options{
-        .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
+        .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, 0),
+        .shuffle_stripes = NonNegative(shuffle_stripes, "shuffle_stripes"),
         .features = features ? features->names : std::vector<std::string>{}};
     loader_ = Take(pcr::TableLoader::Create(
         table.table(), options,
@@ -1514,7 +1515,7 @@ PYBIND11_MODULE(_pcr, m) {
                     uint64_t, int64_t, int64_t, int64_t, const std::optional<Names>&>(),
            py::arg("table"), py::kw_only(), py::arg("batch_size"), py::arg("rank") = 0, py::arg("world_size") = 1,
            py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
-           py::arg("shuffle_buffer") = 65536, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0,
+           py::arg("shuffle_stripes") = 8, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0,
            py::arg("saved_workers") = 0, py::arg("features") = py::none(), py::keep_alive<1, 2>())
       .def("__iter__", [](PyTableLoader& it) -> PyTableLoader& { return it; })
       .def("__next__", &PyTableLoader::next)
@@ -1579,7 +1580,7 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64,
         py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256, py::arg("output_endpoint") = "");
   auto table_args = [](auto define) {
-    define(py::arg("input"), py::arg("out"), py::kw_only(), py::arg("rows_per_stripe") = 0, py::arg("stripe_mb") = 1024,
+    define(py::arg("input"), py::arg("out"), py::kw_only(), py::arg("rows_per_stripe") = 131072, py::arg("stripe_mb") = 128,
            py::arg("split_mb") = 64, py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "",
            py::arg("float32") = false, py::arg("zstd_level") = 3, py::arg("encoding") = "auto",
            py::arg("column_types") = std::map<std::string, std::string>(), py::arg("schema") = py::none(),

@@ -116,12 +116,13 @@ class _EpochLoader(_data.IterableDataset):
     """Shares, epochs, resume and DataLoader workers, for ImageLoader and
     TableLoader: subclasses give `_num_items` and `_batches`."""
 
-    def _setup(self, batch_size, seed, shuffle, shuffle_buffer, uneven, rank, world_size) -> None:
+    def _setup(self, batch_size, seed, shuffle, mixing, uneven, rank, world_size) -> None:
+        """`mixing`: (name, value, least) of the shuffle's size argument."""
         import multiprocessing
 
         _check_int("batch_size", batch_size, 1)
         _check_int("seed", seed, 0, (1 << 64) - 1)
-        _check_int("shuffle_buffer", shuffle_buffer, 0)
+        _check_int(*mixing)
         if (rank is None) != (world_size is None):
             raise ValueError("give rank and world_size together, or neither to take them from torch.distributed "
                              f"(rank={rank}, world_size={world_size})")
@@ -133,7 +134,7 @@ class _EpochLoader(_data.IterableDataset):
         if uneven not in ("pad", "drop"):
             raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.batch_size, self.seed, self.shuffle = batch_size, seed, shuffle
-        self.shuffle_buffer, self.uneven = shuffle_buffer, uneven
+        self._mixing, self.uneven = {mixing[0]: mixing[1]}, uneven
         self._rank, self._world = rank, world_size
         self._spawned_share = None  # the share of the process that spawned this one
         # Epoch, batches to resume after, and the epoch (+1) and worker count
@@ -219,7 +220,7 @@ class _EpochLoader(_data.IterableDataset):
         # first: the C++ loader's worker w delivers the rank's batches
         # start + w, start + w + workers, ...
         share = dict(rank=rank, world_size=world, worker=0 if info is None else info.id, num_workers=workers,
-                     uneven=self.uneven, shuffle=self.shuffle, shuffle_buffer=self.shuffle_buffer, seed=self.seed,
+                     uneven=self.uneven, shuffle=self.shuffle, **self._mixing, seed=self.seed,
                      epoch=epoch, batches=start, saved_workers=self._workers_saved or 0)
         for batch in self._batches(share):
             if info is None:
@@ -327,7 +328,8 @@ class ImageLoader(_EpochLoader):
                 raise TypeError(f"{name} must be True or False, not {value!r}")
         if shuffle is not None and not isinstance(shuffle, bool):
             raise TypeError(f"shuffle must be True, False or None, not {shuffle!r}")
-        self._setup(batch_size, seed, train if shuffle is None else shuffle, shuffle_buffer, uneven, rank, world_size)
+        self._setup(batch_size, seed, train if shuffle is None else shuffle, ("shuffle_buffer", shuffle_buffer, 0),
+                    uneven, rank, world_size)
         _check_int("size", size, 1)
         _check_int("resize", resize, 1)
         _check_int("threads", threads, 0)
@@ -386,9 +388,14 @@ class TableLoader(_EpochLoader):
     "dense_presence" (bool, the same shape). A feature named like a batch
     key ("rows"; with dense, "dense" and "dense_presence") is refused.
 
-    Shuffling: each epoch permutes the stripes, and each worker mixes its
-    rows in a buffer of `shuffle_buffer` rows, so a stripe is read once and
-    dropped after its last row. shuffle=False reads the rank's rows in table
+    Shuffling: each epoch permutes the stripes, and each worker cuts its
+    run of them into windows of `shuffle_stripes` stripes and delivers each
+    window's rows in a uniformly random order, so a table written sorted
+    (by date, say) still gives batches of rows from far apart; a stripe is
+    read once and dropped after its last row, and memory holds about
+    `shuffle_stripes` stripes of the projection per worker (tables are
+    written in stripes of at most 131,072 rows by default). shuffle=False
+    reads the rank's rows in table
     order; with DataLoader workers, each worker reads a contiguous part of
     them, so batches arrive in order within a worker, interleaved across
     workers ("rows" tells which).
@@ -412,7 +419,7 @@ class TableLoader(_EpochLoader):
         dense: Sequence = (),
         seed: int = 0,
         shuffle: bool = True,
-        shuffle_buffer: int = 65536,
+        shuffle_stripes: int = 8,
         uneven: str = "pad",
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
@@ -425,7 +432,7 @@ class TableLoader(_EpochLoader):
         super().__init__()
         import os
 
-        self._setup(batch_size, seed, shuffle, shuffle_buffer, uneven, rank, world_size)
+        self._setup(batch_size, seed, shuffle, ("shuffle_stripes", shuffle_stripes, 1), uneven, rank, world_size)
         for name, value in (("features", features), ("dense", dense)):
             if isinstance(value, (str, bytes)):
                 raise TypeError(f"{name} must be a list of names, not the str {value!r}")

@@ -120,6 +120,28 @@ def test_shuffling_epochs_and_order(table):
     assert len(drop) == 7 and all(len(b["rows"]) == 64 for b in drop)
 
 
+def test_batches_of_a_sorted_table_spread_as_uniform_samples_do(tmp_path):
+    # 40,000 rows sorted by day, in 20 stripes: each batch's days should
+    # spread (standard deviation) about as far as a uniform sample's.
+    days = np.sort(np.random.default_rng(3).integers(0, 365, 40000))
+    (tmp_path / "t.csv").write_text("day\n" + "\n".join(map(str, days)) + "\n")
+    path = pcr.convert_table(tmp_path / "t.csv", tmp_path, rows_per_stripe=2000)["path"]
+    uniform = np.mean([np.random.default_rng(s).choice(days, 500, replace=False).std() for s in range(40)])
+
+    def spread(loader, workers):
+        batches = pcr.torch.DataLoader(loader, num_workers=workers) if workers else loader
+        return np.mean([days[b["rows"].numpy()].std() for b in batches]) / uniform
+
+    for workers in (0, 2):
+        assert spread(pcr.torch.TableLoader(path, 500, ["day"], seed=1), workers) >= 0.9
+        # A window of one stripe: days of a stripe alone.
+        assert spread(pcr.torch.TableLoader(path, 500, ["day"], seed=1, shuffle_stripes=1), workers) < 0.1
+    two_ranks = [pcr.torch.TableLoader(path, 500, ["day"], seed=1, rank=r, world_size=2) for r in range(2)]
+    assert min(spread(loader, 2) for loader in two_ranks) >= 0.85  # each rank's 10 stripes in windows of 8 and 2
+    with pytest.raises(ValueError, match="shuffle_stripes must be at least 1, not 0"):
+        pcr.torch.TableLoader(path, 500, shuffle_stripes=0)
+
+
 def test_resume_gives_the_remaining_batches(table):
     def run(loader, batches=None):
         out = []
