@@ -5,8 +5,8 @@ popularity ordering, against Parquet through DuckDB.
 usage: python3 bench/table_bench.py BUILD_DIR WORK_DIR [--rows N] [--concentration C] [--no-duckdb]
 
 Generates WORK_DIR/table.jsonl with build/bench/make_table (skipped when it
-exists) and converts it with pcr-convert (--float32) in the writer's default
-order. Simulates 100 past jobs and 5 new ones with feature popularity of
+exists) and converts it with pcr-convert (--float32, stripes of 1 GiB raw) in
+the writer's default order. Simulates 100 past jobs and 5 new ones with feature popularity of
 concentration C (see make_table.cc) in WORK_DIR/c<C>/, derives a popularity
 file from the past jobs' access log with pcr-dump popularity, and rewrites the
 table in that order with pcr-convert reorder. Then, for each new job (about
@@ -91,7 +91,8 @@ def main():
     ordered = os.path.join(sim, "ordered", "table.pcr")
     popularity = os.path.join(sim, "popularity.jsonl")
     if not os.path.exists(unordered):
-        print(run([f"{build}/tools/pcr-convert", "table", table, os.path.dirname(unordered), "--float32"]),
+        print(run([f"{build}/tools/pcr-convert", "table", table, os.path.dirname(unordered), "--float32",
+                   "--stripe-mb", "1024", "--rows-per-stripe", "0"]),
               end="", file=sys.stderr)
     with open(popularity, "w") as f:
         f.write(run([f"{build}/tools/pcr-dump", "popularity", os.path.join(sim, "access.log")]))
