@@ -11,6 +11,10 @@
 //       row on THREADS threads (default 1); prints {"rows", "seconds",
 //       "bytes_selected", "rss_before_kib", "peak_rss_kib"} (the process's
 //       resident set before the read, and its peak from then on).
+//   node duckdb_table.mjs scan FILE.parquet COLUMN,COLUMN,... RUNS
+//       On one thread, the median seconds of RUNS runs of a sum of each
+//       column, and of materialising the columns into a temporary table;
+//       prints {"sum_seconds", "materialise_seconds", "rows"}.
 import { DuckDBInstance } from '@duckdb/node-api';
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -73,16 +77,38 @@ async function read(file, jobFile, layout, threads) {
                                rss_before_kib: rssBefore, peak_rss_kib: status('VmHWM') }));
 }
 
+async function scan(file, columnList, runs) {
+  const columns = columnList.split(',').map(quote);
+  const c = await connect();
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const sums = [], materialised = [];
+  let rows = 0;
+  for (let i = 0; i < Number(runs); ++i) {
+    let start = performance.now();
+    await c.runAndReadAll(`SELECT ${columns.map((q) => `sum(${q})`).join(', ')} FROM read_parquet(${literal(file)})`);
+    sums.push((performance.now() - start) / 1000);
+    start = performance.now();
+    await c.run(`CREATE OR REPLACE TEMP TABLE projection AS SELECT ${columns.join(', ')} FROM read_parquet(${literal(file)})`);
+    materialised.push((performance.now() - start) / 1000);
+    rows = Number((await c.runAndReadAll('SELECT count(*) FROM projection')).getRows()[0][0]);
+    await c.run('DROP TABLE projection');
+  }
+  console.log(JSON.stringify({ sum_seconds: median(sums), materialise_seconds: median(materialised), rows }));
+}
+
 const [command, ...args] = process.argv.slice(2);
 if (command === 'write' && args.length === 3) {
   await write(...args);
 } else if (command === 'write-csv' && args.length === 2) {
   await writeCsv(...args);
+} else if (command === 'scan' && args.length === 3) {
+  await scan(...args);
 } else if (command === 'read' && args.length >= 2) {
   await read(args[0], args[1], args[2] ?? 'flat', args[3] ?? 1);
 } else {
   console.error('usage: node duckdb_table.mjs write TABLE.jsonl FLAT.parquet MAP.parquet\n' +
                 '       node duckdb_table.mjs write-csv TABLE.csv OUT.parquet\n' +
-                '       node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map] [THREADS]');
+                '       node duckdb_table.mjs read FILE.parquet JOB.txt [flat|map] [THREADS]\n' +
+                '       node duckdb_table.mjs scan FILE.parquet COLUMN,... RUNS');
   process.exit(2);
 }

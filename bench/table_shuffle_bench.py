@@ -57,6 +57,20 @@ def sorted_copy(src, path):
     return f"flights-3m ({len(body):,} rows) sorted by date"
 
 
+def flights_csv(work, given=None):
+    """WORK/flights.csv, flights-3m sorted by date (from `given` or the
+    corpus) or the stand-in, and what it is."""
+    corpus = os.environ.get("PCR_CORPUS_DIR", os.path.join(HERE, "..", "..", "shared", "corpus"))
+    given = given or os.path.join(corpus, "tabular", "flights-3m.csv")
+    path, said = os.path.join(work, "flights.csv"), os.path.join(work, "flights.what")
+    if not os.path.exists(said):
+        what = sorted_copy(given, path) if os.path.exists(given) else standin(path, corpus)
+        with open(said, "w") as f:
+            f.write(what)
+    with open(said) as f:
+        return path, f.read()
+
+
 MEASURE = r"""
 import json, sys, time
 import numpy as np
@@ -87,10 +101,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    corpus = os.environ.get("PCR_CORPUS_DIR", os.path.join(HERE, "..", "..", "shared", "corpus"))
-    given = a.csv or os.path.join(corpus, "tabular", "flights-3m.csv")
-    csv_path = os.path.join(a.work, "flights.csv")
-    what = sorted_copy(given, csv_path) if os.path.exists(given) else standin(csv_path, corpus)
+    csv_path, what = flights_csv(a.work, a.csv)
     out = os.path.join(a.work, "table")
     if not os.path.exists(os.path.join(out, "flights.pcr")):
         subprocess.run([os.path.join(a.build, "tools", "pcr-convert"), "table", csv_path, out], check=True,

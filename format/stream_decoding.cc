@@ -113,17 +113,22 @@ class NodeDecoder {
         Status st = Child(kind, entries, depth, dict.data());
         if (st.ok()) st = Child(kCodes, count, depth, out);
         if (!st.ok()) return st;
-        uint64_t worst = 0;
-        for (uint64_t i = 0; i < count; ++i) worst = std::max(worst, out[i]);
-        if (count > 0 && worst >= entries) {
-          return Bad("dictionary code " + std::to_string(worst) + " out of range of " + std::to_string(entries) +
-                     " entries");
-        }
         if (map != nullptr) {
           for (uint64_t& v : dict) v = (*map)(v);
           map = nullptr;
         }
-        for (uint64_t i = 0; i < count; ++i) out[i] = dict[out[i]];
+        // One pass: codes out of range read the last entry and are refused after.
+        uint64_t worst = 0;
+        const uint64_t last = entries - 1;
+        for (uint64_t i = 0; i < count; ++i) {
+          const uint64_t code = out[i];
+          worst = std::max(worst, code);
+          out[i] = dict[std::min(code, last)];
+        }
+        if (count > 0 && worst >= entries) {
+          return Bad("dictionary code " + std::to_string(worst) + " out of range of " + std::to_string(entries) +
+                     " entries");
+        }
         break;
       }
       case StreamEncoding::kSplit: {
@@ -279,8 +284,9 @@ class NodeDecoder {
 
 }  // namespace
 
-Status DecodeStream(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint64_t raw_length, Bytes* out,
-                    uint64_t string_count, Bytes* lengths) {
+namespace {
+
+Status CheckTop(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint64_t raw_length) {
   const auto bad = [](const std::string& what) { return Status::Corruption("encoding at byte 0: " + what); };
   if (!TopEncodingAllowed(kind, top) || top == StreamEncoding::kPlain || top == StreamEncoding::kDerivedLengths) {
     return bad(std::string(EncodingName(top)) + " is not a stream encoding here");
@@ -293,6 +299,26 @@ Status DecodeStream(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint
     return bad("raw length " + std::to_string(raw_length) + " over " + std::to_string(kMaxEncodedExpansion) +
                " times the " + std::to_string(encoded.size()) + " encoded bytes");
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status DecodeStreamInto(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint64_t raw_length, uint8_t* out) {
+  PCR_RETURN_IF_ERROR(CheckTop(kind, top, encoded, raw_length));
+  if (ElementWidth(kind) != 8 || raw_length % 8 != 0) {
+    return Status::Corruption("encoding at byte 0: raw length " + std::to_string(raw_length) +
+                              " is not a multiple of 8");
+  }
+  // Little-endian 64-bit values are the raw bytes: decoded in place.
+  NodeDecoder decoder(encoded);
+  return decoder.Decode(ValueKindOf(kind), 0, encoded.size(), raw_length / 8, 1, reinterpret_cast<uint64_t*>(out));
+}
+
+Status DecodeStream(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint64_t raw_length, Bytes* out,
+                    uint64_t string_count, Bytes* lengths) {
+  const auto bad = [](const std::string& what) { return Status::Corruption("encoding at byte 0: " + what); };
+  PCR_RETURN_IF_ERROR(CheckTop(kind, top, encoded, raw_length));
   NodeDecoder decoder(encoded);
   if (kind == ElementKind::kStrings) {
     if (lengths == nullptr) return bad("string dictionary without its lengths stream");
@@ -302,9 +328,8 @@ Status DecodeStream(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint
   if (raw_length % w != 0) return bad("raw length " + std::to_string(raw_length) + " is not a multiple of " + std::to_string(w));
   const uint64_t count = raw_length / w;
   if (w == 8) {
-    // Little-endian 64-bit values are the raw bytes: decoded in place.
     out->resize(raw_length);
-    return decoder.Decode(ValueKindOf(kind), 0, encoded.size(), count, 1, reinterpret_cast<uint64_t*>(out->data()));
+    return DecodeStreamInto(kind, top, encoded, raw_length, out->data());
   }
   std::vector<uint64_t> v(count);
   Status st = decoder.Decode(ValueKindOf(kind), 0, encoded.size(), count, 1, v.data());

@@ -19,6 +19,9 @@ namespace pcr {
 Status DecodeStream(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint64_t raw_length, Bytes* out,
                     uint64_t string_count = 0, Bytes* lengths = nullptr);
 
+// DecodeStream of 8-byte elements into `out`, which holds raw_length bytes.
+Status DecodeStreamInto(ElementKind kind, StreamEncoding top, ByteSpan encoded, uint64_t raw_length, uint8_t* out);
+
 // The encoding tree of `encoded`, as "dictionary(entries: delta(bitpack 4),
 // codes: bitpack 3)"; "?" where the bytes do not parse.
 std::string DescribeEncoding(ElementKind kind, StreamEncoding top, ByteSpan encoded);

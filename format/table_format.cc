@@ -39,7 +39,7 @@ size_t ValueWidth(FeatureType type) {
 }
 
 template <typename T>
-void AppendValues(ByteSpan in, std::vector<T>* out) {
+void AppendValues(ByteSpan in, Buffer<T>* out) {
   const size_t old = out->size();
   out->resize(old + in.size() / sizeof(T));
   if (!in.empty()) std::memcpy(out->data() + old, in.data(), in.size());
@@ -47,10 +47,14 @@ void AppendValues(ByteSpan in, std::vector<T>* out) {
 
 // Spreads n present values of `in` over the rows of `present`, zero elsewhere.
 template <typename T>
-void ScatterValues(ByteSpan in, const uint8_t* present, uint64_t rows, std::vector<T>* out) {
+void ScatterValues(ByteSpan in, const uint8_t* present, uint64_t rows, Buffer<T>* out) {
   const size_t old = out->size();
   out->resize(old + rows);
   T* dst = out->data() + old;
+  if (in.size() == rows * sizeof(T)) {  // every row present
+    if (rows > 0) std::memcpy(dst, in.data(), in.size());
+    return;
+  }
   const uint8_t* src = in.data();
   for (uint64_t r = 0; r < rows; ++r) {
     if (present[r]) {
@@ -268,10 +272,45 @@ Status UnpackStream(ByteSpan stored, const TableStream& t, FeatureType type, Byt
   }
 }
 
+Status CheckRawLength(uint64_t stored, const TableStream& t) {
+  // zstd makes at most 128 KiB of a 4-byte block; an encoding at most
+  // kMaxEncodedExpansion bytes of each encoded byte.
+  uint64_t most = t.codec == StreamCodec::kZstd ? stored * 32768 : stored;
+  if (t.encoding != StreamEncoding::kPlain) most = most > (UINT64_MAX >> 24) ? UINT64_MAX : most << 24;
+  if (t.raw_length <= most) return Status::OK();
+  return Status::Corruption("raw length " + std::to_string(t.raw_length) + " exceeds what " + std::to_string(stored) +
+                            " stored bytes can hold");
+}
+
+Status UnpackStreamInto(ByteSpan stored, const TableStream& t, FeatureType type, uint8_t* out, Bytes* scratch) {
+  if (t.encoding == StreamEncoding::kPlain) return DecompressStreamInto(stored, t.codec, t.raw_length, out);
+  ByteSpan encoded = stored;
+  if (t.codec == StreamCodec::kZstd) {
+    const unsigned long long content = ZSTD_getFrameContentSize(stored.data(), stored.size());
+    if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
+      return Status::Corruption("zstd frame content size " +
+                                std::string(content == ZSTD_CONTENTSIZE_ERROR ? "unreadable" : "missing"));
+    }
+    PCR_RETURN_IF_ERROR(DecompressStream(stored, t.codec, content, scratch));
+    encoded = *scratch;
+  }
+  return DecodeStreamInto(ElementKindOf(type, t.role), t.encoding, encoded, t.raw_length, out);
+}
+
 Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length, Bytes* out) {
   if (codec == StreamCodec::kNone) {
     if (stored.size() != raw_length) return Status::Corruption("stored stream length differs from raw length");
     out->assign(stored.begin(), stored.end());
+    return Status::OK();
+  }
+  out->resize(raw_length);
+  return DecompressStreamInto(stored, codec, raw_length, out->data());
+}
+
+Status DecompressStreamInto(ByteSpan stored, StreamCodec codec, uint64_t raw_length, uint8_t* out) {
+  if (codec == StreamCodec::kNone) {
+    if (stored.size() != raw_length) return Status::Corruption("stored stream length differs from raw length");
+    if (raw_length > 0) std::memcpy(out, stored.data(), raw_length);
     return Status::OK();
   }
   if (codec != StreamCodec::kZstd) return Status::Corruption("unknown codec " + std::to_string(int(codec)));
@@ -292,12 +331,11 @@ Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length,
   if (!ZSTD_isError(frame) && frame != stored.size()) {
     return Status::Corruption(std::to_string(stored.size() - frame) + " bytes after the zstd frame");
   }
-  out->resize(raw_length);
   // One context per thread: ZSTD_decompress would make one per stream.
   thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(nullptr, ZSTD_freeDCtx);
   if (dctx == nullptr) dctx.reset(ZSTD_createDCtx());
   if (dctx == nullptr) return Status::NotSupported("zstd could not allocate a decompression context");
-  const size_t n = ZSTD_decompressDCtx(dctx.get(), out->data(), out->size(), stored.data(), stored.size());
+  const size_t n = ZSTD_decompressDCtx(dctx.get(), out, raw_length, stored.data(), stored.size());
   if (ZSTD_isError(n)) return Status::Corruption(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != raw_length) {
     return Status::Corruption("zstd frame decoded to " + std::to_string(n) + " bytes, expected " +
@@ -346,7 +384,7 @@ size_t RunEnd(std::span<const RowRef> rows, size_t begin) {
 
 // Each row's value from the per-row vector `values`, a run at a time.
 template <typename T>
-void GatherScalars(std::span<const RowRef> rows, std::vector<T> Column::*values, std::vector<T>* out) {
+void GatherScalars(std::span<const RowRef> rows, Buffer<T> Column::*values, Buffer<T>* out) {
   out->resize(rows.size());
   for (size_t i = 0, end; i < rows.size(); i = end) {
     end = RunEnd(rows, i);
@@ -397,49 +435,44 @@ void GatherRows(std::span<const RowRef> rows, Column* to) {
     return;
   }
   if (t == FeatureType::kIdList || t == FeatureType::kScoredIdList64 || t == FeatureType::kScoredIdList32) {
-    GatherElements<std::vector<int64_t>>(rows, [](const Column& c) -> const std::vector<int64_t>& { return c.ints; },
-                                         to->offsets, &to->ints);
+    GatherElements<Buffer<int64_t>>(rows, [](const Column& c) -> const Buffer<int64_t>& { return c.ints; },
+                                    to->offsets, &to->ints);
   }
   if (t == FeatureType::kScoredIdList64 || t == FeatureType::kFloat64List) {
-    GatherElements<std::vector<double>>(rows, [](const Column& c) -> const std::vector<double>& { return c.doubles; },
-                                        to->offsets, &to->doubles);
+    GatherElements<Buffer<double>>(rows, [](const Column& c) -> const Buffer<double>& { return c.doubles; },
+                                   to->offsets, &to->doubles);
   }
   if (t == FeatureType::kScoredIdList32 || t == FeatureType::kFloat32List) {
-    GatherElements<std::vector<float>>(rows, [](const Column& c) -> const std::vector<float>& { return c.floats; },
-                                       to->offsets, &to->floats);
+    GatherElements<Buffer<float>>(rows, [](const Column& c) -> const Buffer<float>& { return c.floats; },
+                                  to->offsets, &to->floats);
   }
 }
 
-Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan presence, ByteSpan lengths,
-                            ByteSpan values, ByteSpan scores, Column* column) {
-  // Presence: empty means every row holds the feature. Sizes are checked
-  // against the streams before anything proportional to row_count is allocated.
-  uint64_t present_rows = row_count;
-  if (!presence.empty()) {
-    if (presence.size() != (row_count + 7) / 8) {
-      return Bad(StreamRole::kPresence, std::to_string(presence.size()) + " bytes for " +
-                                            std::to_string(row_count) + " rows");
-    }
-    if (row_count % 8 != 0 && (presence.back() >> (row_count % 8)) != 0) {
-      return Bad(StreamRole::kPresence, "bits set past the last row");
-    }
-    present_rows = 0;
-    for (const uint8_t b : presence) present_rows += std::popcount(b);
+namespace {
+
+// The rows a presence stream holds (row_count when it is empty), checked.
+Result<uint64_t> PresentRows(uint64_t row_count, ByteSpan presence) {
+  if (presence.empty()) return row_count;
+  if (presence.size() != (row_count + 7) / 8) {
+    return Bad(StreamRole::kPresence, std::to_string(presence.size()) + " bytes for " +
+                                          std::to_string(row_count) + " rows");
   }
-  const size_t width = ValueWidth(type);
-  const bool scalar = !IsListType(type) && !IsStringType(type);
-  if (scalar && values.size() != present_rows * width) {
-    return Bad(StreamRole::kValues, std::to_string(values.size()) + " bytes for " +
-                                        std::to_string(present_rows) + " present rows of " +
-                                        std::to_string(width) + " bytes");
+  if (row_count % 8 != 0 && (presence.back() >> (row_count % 8)) != 0) {
+    return Bad(StreamRole::kPresence, "bits set past the last row");
   }
-  if (!scalar && lengths.size() != present_rows * 4) {
-    return Bad(StreamRole::kLengths, std::to_string(lengths.size()) + " bytes for " +
-                                         std::to_string(present_rows) + " present rows");
-  }
-  if (row_count > (presence.size() + values.size() + lengths.size()) * 8) {
-    return Status::Corruption(std::to_string(row_count) + " rows, more than the streams can hold");
-  }
+  uint64_t present_rows = 0;
+  for (const uint8_t b : presence) present_rows += std::popcount(b);
+  return present_rows;
+}
+
+Status ScalarValuesSize(uint64_t bytes, uint64_t present_rows, size_t width) {
+  if (bytes == present_rows * width) return Status::OK();
+  return Bad(StreamRole::kValues, std::to_string(bytes) + " bytes for " + std::to_string(present_rows) +
+                                      " present rows of " + std::to_string(width) + " bytes");
+}
+
+// Appends the rows' presence to `column`; returns where they start.
+const uint8_t* AppendPresence(uint64_t row_count, ByteSpan presence, Column* column) {
   const size_t first_row = column->present.size();
   if (presence.empty()) {
     column->present.resize(first_row + row_count, 1);
@@ -448,8 +481,64 @@ Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan prese
     uint8_t* p = column->present.data() + first_row;
     for (uint64_t r = 0; r < row_count; ++r) p[r] = (presence[r / 8] >> (r % 8)) & 1;
   }
-  const uint8_t* present = column->present.data() + first_row;
   column->rows += row_count;
+  return column->present.data() + first_row;
+}
+
+// Spreads the n present values at the front of dst[0, rows) over the rows
+// of `present`, zero elsewhere, from the back so that none is overwritten
+// before it is moved.
+template <typename T>
+void ExpandInPlace(const uint8_t* present, uint64_t rows, uint64_t n, T* dst) {
+  if (n == rows) return;
+  for (uint64_t r = rows; r-- > 0;) dst[r] = present[r] ? dst[--n] : T{};
+}
+
+}  // namespace
+
+bool IsWideScalar(FeatureType type) {
+  return IsScalarType(type) && type != FeatureType::kBool && type != FeatureType::kFloat32;
+}
+
+Status DecodeWideScalar(FeatureType type, uint64_t row_count, ByteSpan presence, uint64_t values_length,
+                        const std::function<Status(uint8_t*)>& unpack, Column* column) {
+  PCR_ASSIGN_OR_RETURN(const uint64_t present_rows, PresentRows(row_count, presence));
+  PCR_RETURN_IF_ERROR(ScalarValuesSize(values_length, present_rows, 8));
+  if (row_count > (presence.size() + values_length) * 8) {
+    return Status::Corruption(std::to_string(row_count) + " rows, more than the streams can hold");
+  }
+  const uint8_t* present = AppendPresence(row_count, presence, column);
+  auto fill = [&](auto* values) -> Status {
+    const size_t old = values->size();
+    try {
+      values->resize(old + row_count);
+    } catch (const std::bad_alloc&) {
+      return Status::NotSupported(std::to_string(row_count) + " rows of 8 bytes do not fit in memory");
+    }
+    auto* dst = values->data() + old;
+    PCR_RETURN_IF_ERROR(unpack(reinterpret_cast<uint8_t*>(dst)));
+    ExpandInPlace(present, row_count, present_rows, dst);
+    return Status::OK();
+  };
+  return type == FeatureType::kFloat64 ? fill(&column->doubles) : fill(&column->ints);
+}
+
+Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan presence, ByteSpan lengths,
+                            ByteSpan values, ByteSpan scores, Column* column) {
+  // Presence: empty means every row holds the feature. Sizes are checked
+  // against the streams before anything proportional to row_count is allocated.
+  PCR_ASSIGN_OR_RETURN(const uint64_t present_rows, PresentRows(row_count, presence));
+  const size_t width = ValueWidth(type);
+  const bool scalar = !IsListType(type) && !IsStringType(type);
+  if (scalar) PCR_RETURN_IF_ERROR(ScalarValuesSize(values.size(), present_rows, width));
+  if (!scalar && lengths.size() != present_rows * 4) {
+    return Bad(StreamRole::kLengths, std::to_string(lengths.size()) + " bytes for " +
+                                         std::to_string(present_rows) + " present rows");
+  }
+  if (row_count > (presence.size() + values.size() + lengths.size()) * 8) {
+    return Status::Corruption(std::to_string(row_count) + " rows, more than the streams can hold");
+  }
+  const uint8_t* present = AppendPresence(row_count, presence, column);
 
   if (scalar) {
     if (!lengths.empty() || !scores.empty()) return Status::Corruption("scalar feature with list streams");

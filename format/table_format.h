@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -77,6 +78,8 @@ ElementKind ElementKindOf(FeatureType type, StreamRole role);
 // Decompresses `stored` into `out` (resized to raw_length). Corruption when
 // the bytes do not decode to exactly raw_length bytes.
 Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length, Bytes* out);
+// The same into `out`, which holds raw_length bytes.
+Status DecompressStreamInto(ByteSpan stored, StreamCodec codec, uint64_t raw_length, uint8_t* out);
 // The raw bytes of a stored stream described by `t`, of a feature of `type`:
 // decompressed into `scratch` when zstd and not plain, then decoded into
 // `out`. For a kStringDictionary values stream, `string_count` is the number
@@ -84,6 +87,13 @@ Status DecompressStream(ByteSpan stored, StreamCodec codec, uint64_t raw_length,
 // t.encoding is not kDerivedLengths.
 Status UnpackStream(ByteSpan stored, const TableStream& t, FeatureType type, Bytes* out, Bytes* scratch,
                     uint64_t string_count = 0, Bytes* lengths = nullptr);
+
+// Corruption when t.raw_length is more than `stored` bytes of its codec and
+// encoding can give: checked before memory for the raw bytes is taken.
+Status CheckRawLength(uint64_t stored, const TableStream& t);
+// UnpackStream of a stream of 8-byte elements into `out`, which holds
+// t.raw_length bytes; `scratch` as for UnpackStream.
+Status UnpackStreamInto(ByteSpan stored, const TableStream& t, FeatureType type, uint8_t* out, Bytes* scratch);
 
 // Appends rows [first, first + count) of `from` to `to`, a column of the
 // same type. REQUIRES: first + count <= from.rows
@@ -103,5 +113,12 @@ void GatherRows(std::span<const RowRef> rows, Column* to);
 // stream at fault.
 Status DecodeFeatureStreams(FeatureType type, uint64_t row_count, ByteSpan presence, ByteSpan lengths,
                             ByteSpan values, ByteSpan scores, Column* column);
+// DecodeFeatureStreams of a scalar feature of 8-byte values (not bool or
+// float32), whose values stream of values_length raw bytes `unpack` writes
+// into the column's own memory: no copy of the values is made.
+Status DecodeWideScalar(FeatureType type, uint64_t row_count, ByteSpan presence, uint64_t values_length,
+                        const std::function<Status(uint8_t*)>& unpack, Column* column);
+// Whether DecodeWideScalar decodes features of `type`.
+bool IsWideScalar(FeatureType type);
 
 }  // namespace pcr

@@ -31,10 +31,19 @@ Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, con
   static constexpr StreamRole kDictionaryFirst[] = {StreamRole::kValues, StreamRole::kPresence};
   static constexpr StreamRole kLengthsFirst[] = {StreamRole::kPresence, StreamRole::kLengths, StreamRole::kValues,
                                                  StreamRole::kScores};
+  const auto feature_error = [&](const Status& st) {
+    return st.WithPrefix(std::string(file) + ": stripe " + std::to_string(stripe_number) + " feature '" + info.name +
+                         "' at offset " +
+                         std::to_string(stripe.stream_offset(stripe.first_table_stream +
+                                                             stream_index(StreamRole::kPresence))));
+  };
+  // 8-byte scalars: the values are decoded straight into the column.
+  const size_t values_k = stream_index(StreamRole::kValues);
+  const bool wide = IsWideScalar(info.type) && values_k != SIZE_MAX;
   for (const StreamRole role : derived ? std::span<const StreamRole>(kDictionaryFirst)
                                        : std::span<const StreamRole>(kLengthsFirst)) {
     const size_t k = stream_index(role);
-    if (k == SIZE_MAX) continue;
+    if (k == SIZE_MAX || (wide && role == StreamRole::kValues)) continue;
     const TableStream& t = stripe.table_streams[k];
     if (list && t.encoding != StreamEncoding::kPlain && (role == StreamRole::kValues || role == StreamRole::kScores)) {
       if (!elements) {
@@ -56,14 +65,23 @@ Status DecodeStoredFeature(std::string_view file, const TableSchema& schema, con
     raw[static_cast<size_t>(role)] = buf;
   }
   if (derived) raw[static_cast<size_t>(StreamRole::kLengths)] = lengths_buf;
-  Status st = DecodeFeatureStreams(info.type, stripe.row_count, raw[0], raw[1], raw[2], raw[3], column);
-  if (!st.ok()) {
-    return st.WithPrefix(std::string(file) + ": stripe " + std::to_string(stripe_number) + " feature '" +
-                         info.name + "' at offset " +
-                         std::to_string(stripe.stream_offset(stripe.first_table_stream +
-                                                             stream_index(StreamRole::kPresence))));
+  if (wide) {
+    const TableStream& t = stripe.table_streams[values_k];
+    const ByteSpan values = stored[static_cast<size_t>(StreamRole::kValues)];
+    if (Status st = CheckRawLength(values.size(), t); !st.ok()) return st.WithPrefix(where(values_k));
+    Status unpacked;
+    Status st = DecodeWideScalar(info.type, stripe.row_count, raw[static_cast<size_t>(StreamRole::kPresence)],
+                                 t.raw_length,
+                                 [&](uint8_t* out) {
+                                   unpacked = UnpackStreamInto(values, t, info.type, out, &scratch[kRoleCount]);
+                                   return unpacked;
+                                 },
+                                 column);
+    if (!unpacked.ok()) return unpacked.WithPrefix(where(values_k));
+    return st.ok() ? st : feature_error(st);
   }
-  return Status::OK();
+  Status st = DecodeFeatureStreams(info.type, stripe.row_count, raw[0], raw[1], raw[2], raw[3], column);
+  return st.ok() ? st : feature_error(st);
 }
 
 }  // namespace pcr

@@ -78,6 +78,13 @@ dictionary = [5, 2, 9, 0, 7, 0, 0, 0, 8, 0, 0, 0, 11, 2, 0, 0, 0, 0, 0, 0, 0, 0,
 put("dec-u32-dictionary", [0x80, 5] + list(struct.pack("<I", 12)) + dictionary)
 decimal = [7, 2, 9, 1, 5, 0, 0, 0, 0, 0, 0, 0, 1, 9, 1, 1, 0, 0, 0, 0, 0, 0, 0] + [0] * 6 + [0xf0, 0x7f]
 put("dec-f64-decimal", [0x83, 7] + list(struct.pack("<I", 24)) + decimal)
+# column mode: 40 rows of 8-byte values, all present, some present, and one value short
+values = b"".join(struct.pack("<q", (i * 53) % 2000 - 1000) for i in range(40))
+presence = bytes([0b10110101, 0b01101110, 0b11110000, 0b00001111, 0b10101010])
+present = sum(bin(b).count("1") for b in presence)
+put("column-all-present", [0x40, 0, 40, 0] + list(values))
+put("column-some-present", [0x40, 5, 40, 0] + list(presence) + list(values[:8 * present]))
+put("column-short-values", [0x40, 3, 40, 0] + list(presence) + list(values[:8 * present - 8]))
 PY
 
 # table_input: a format byte (even: CSV, odd: JSON Lines), then the input.

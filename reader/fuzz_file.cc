@@ -53,7 +53,7 @@ void ReadImages(const ImageDataset& ds) {
 }
 
 template <typename T>
-bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+bool SameBits(const Buffer<T>& a, const Buffer<T>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 

@@ -1,6 +1,7 @@
 #include "reader/table_rep.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -188,6 +189,64 @@ Status Table::Rep::LogAccess(std::span<const uint32_t> features) const {
   return appended;
 }
 
+namespace {
+
+// Large buffers fault in huge pages where the kernel gives them on request
+// (transparent_hugepage "madvise"): a read's columns are written once, at
+// a page fault per 2 MiB instead of per 4 KiB.
+template <typename V>
+void AdviseHugePages(const V& v) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const auto begin = (reinterpret_cast<uintptr_t>(v.data()) + kHuge - 1) & ~(kHuge - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(v.data() + v.capacity())) & ~(kHuge - 1);
+  if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+// Room in `columns` for the rows and values of stripes [first, first +
+// count), from the index: a read grows each column once, not per stripe.
+void ReserveColumns(const PcrFile& file, const std::vector<std::vector<size_t>>& stream_of,
+                    std::span<const uint32_t> features, size_t first, size_t count, std::vector<Column>* columns) {
+  const auto& stripes = file.index().stripes;
+  const auto& all = file.index().schema.features;
+  uint64_t rows = 0;
+  for (size_t s = first; s < first + count; ++s) rows += stripes[s].row_count;
+  for (size_t j = 0; j < features.size(); ++j) {
+    const FeatureType type = all[features[j]].type;
+    Column& c = (*columns)[j];
+    uint64_t values = 0;
+    for (size_t s = first; s < first + count; ++s) {
+      const size_t k = stream_of[s][features[j] * kRoleCount + static_cast<size_t>(StreamRole::kValues)];
+      if (k != SIZE_MAX) values += stripes[s].table_streams[k].raw_length;
+    }
+    c.present.reserve(rows);
+    if (IsScalarType(type)) {
+      if (type == FeatureType::kFloat64) {
+        c.doubles.reserve(rows);
+        AdviseHugePages(c.doubles);
+      } else if (type == FeatureType::kFloat32) {
+        c.floats.reserve(rows);
+        AdviseHugePages(c.floats);
+      } else {
+        c.ints.reserve(rows);
+        AdviseHugePages(c.ints);
+      }
+      continue;
+    }
+    c.offsets.reserve(rows + 1);
+    if (IsStringType(type)) continue;  // a dictionary's raw length is not the strings'
+    const uint64_t elements = values / RawValueBytes(type);
+    if (type == FeatureType::kFloat32List) {
+      c.floats.reserve(elements);
+    } else if (type == FeatureType::kFloat64List) {
+      c.doubles.reserve(elements);
+    } else {
+      c.ints.reserve(elements);
+    }
+  }
+}
+
+}  // namespace
+
 Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first, size_t count) const {
   const Rep& t = *rep_;
   const auto& all = schema().features;
@@ -229,6 +288,10 @@ Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first,
   TableBatch batch;
   Bytes scratch[kRoleCount + 1];
   for (const uint32_t f : features) batch.columns.emplace_back(all[f].type);
+  try {
+    ReserveColumns(*t.file, t.stream_of, features, first, count, &batch.columns);
+  } catch (const std::exception&) {  // more than memory holds: decoding says what is wrong
+  }
   size_t next = 0;
   for (size_t s = first; s < first + count; ++s) {
     const StripeInfo& stripe = t.file->index().stripes[s];

@@ -104,7 +104,7 @@ ConvertImagesOptions FieldOptions(const TempDir& tmp, const std::string& fields)
 const std::vector<std::string> kAll = {"caption", "n", "x", "f", "blob", "ids", "box32", "box64"};
 
 template <typename T>
-std::vector<T> Slice(const std::vector<T>& v, const Column& c, uint64_t row) {
+std::vector<T> Slice(const Buffer<T>& v, const Column& c, uint64_t row) {
   return std::vector<T>(v.begin() + static_cast<ptrdiff_t>(c.offsets[row]),
                         v.begin() + static_cast<ptrdiff_t>(c.offsets[row + 1]));
 }

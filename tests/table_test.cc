@@ -590,7 +590,7 @@ TEST_CASE("every float spelling keeps a column float, stored bit for bit") {
     o.writer.stream_encoding = encoding;
     const auto [schema, columns] = ConvertAndRead(o);
     CHECK(schema.features[0].type == FeatureType::kFloat64);
-    const std::vector<double>& v = columns[0].doubles;
+    const Buffer<double>& v = columns[0].doubles;
     const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
     const std::vector<uint64_t> want = {Bits(1.5), Bits(nan), Bits(-nan), Bits(inf), Bits(-inf), Bits(-0.0),
                                         Bits(0.0), Bits(-0.0), 1, 0, Bits(inf)};

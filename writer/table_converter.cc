@@ -587,22 +587,21 @@ class ReleaseBehind {
   uint64_t done_;
 };
 
-// InvalidArgument at (line, column) unless the feature name `name` is UTF-8.
-Status CheckName(const std::string& input, uint64_t line, uint64_t column, std::string_view name) {
-  const size_t bad = InvalidUtf8At(name);
-  if (bad == std::string_view::npos) return Status::OK();
-  return InputError(input, line, column,
-                    "the name '" + Shown(name) + "': byte " + std::to_string(bad) + " of it (" +
-                        EscapeInvalidUtf8(name.substr(bad, 1)) + ") is no UTF-8 character; feature names are UTF-8 "
-                        "text: re-encode the input as UTF-8 (iconv -f ENCODING -t UTF-8)");
-}
-
 // Why a string cell or value is no UTF-8 text, or "" when it is.
 std::string NotUtf8(std::string_view text) {
   const size_t bad = InvalidUtf8At(text);
   if (bad == std::string_view::npos) return "";
   return "is not UTF-8 text: byte " + std::to_string(bad) + " of it (" + EscapeInvalidUtf8(text.substr(bad, 1)) +
          ") is no UTF-8 character";
+}
+
+// InvalidArgument at (line, column) unless the feature name `name` is UTF-8.
+Status CheckName(const std::string& input, uint64_t line, uint64_t column, std::string_view name) {
+  const std::string why = NotUtf8(name);
+  if (why.empty()) return Status::OK();
+  return InputError(input, line, column,
+                    "the name '" + Shown(name) + "' " + why + "; feature names are UTF-8 text: re-encode the input "
+                    "as UTF-8 (iconv -f ENCODING -t UTF-8)");
 }
 
 enum class TextFormat { kCsv, kTsv, kJsonl };

@@ -5,9 +5,13 @@
 // Thread safety: plain values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "pcr/export.h"
@@ -121,6 +125,40 @@ struct TableSchema {
   bool operator==(const TableSchema&) const = default;
 };
 
+// std::allocator, but a vector grown without a value (resize(n)) leaves
+// its new elements of trivial type uninitialized instead of zero-filling
+// them: decoders write every element of the memory they grow.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  using value_type = T;
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0 && std::is_trivially_default_constructible_v<U>) {
+      ::new (static_cast<void*>(p)) U;
+    } else {
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+  }
+};
+template <typename T, typename U>
+bool operator==(const UninitializedAllocator<T>&, const UninitializedAllocator<U>&) noexcept {
+  return true;
+}
+// A column's values: a std::vector but for growth without zero-filling.
+template <typename T>
+using Buffer = std::vector<T, UninitializedAllocator<T>>;
+template <typename T>
+bool operator==(const Buffer<T>& a, const std::vector<T>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
 // Decoded values of one feature over consecutive rows.
 struct Column {
   FeatureType type = FeatureType::kInt64;
@@ -128,9 +166,9 @@ struct Column {
   std::vector<uint8_t> present;   // per row: 1 when the row holds the feature
   // kInt64, kBool (0 or 1), kUInt64 (its bits), timestamps (ticks): per row
   // (0 if missing); id lists: the ids
-  std::vector<int64_t> ints;
-  std::vector<double> doubles;    // kFloat64: per row; kScoredIdList64: per id; kFloat64List: the values
-  std::vector<float> floats;      // kFloat32: per row; kScoredIdList32: per id; kFloat32List: the values
+  Buffer<int64_t> ints;
+  Buffer<double> doubles;  // kFloat64: per row; kScoredIdList64: per id; kFloat64List: the values
+  Buffer<float> floats;    // kFloat32: per row; kScoredIdList32: per id; kFloat32List: the values
   std::vector<uint64_t> offsets;  // strings, bytes and lists: row r is [offsets[r], offsets[r + 1])
   std::string bytes;              // kString, kBytes: the values back to back
 

@@ -142,10 +142,10 @@ auto Unlocked(F&& call) {
 py::bytes ToBytes(const pcr::Bytes& b) { return py::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
 
 // A 1-D array over `values`, which the array then owns.
-template <typename T>
-py::array_t<T> Own(std::vector<T>&& values) {
-  auto* held = new std::vector<T>(std::move(values));
-  py::capsule owner(held, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+template <typename T, typename A>
+py::array_t<T> Own(std::vector<T, A>&& values) {
+  auto* held = new std::vector<T, A>(std::move(values));
+  py::capsule owner(held, [](void* p) { delete static_cast<std::vector<T, A>*>(p); });
   return py::array_t<T>({static_cast<py::ssize_t>(held->size())}, {static_cast<py::ssize_t>(sizeof(T))},
                         held->data(), owner);
 }

@@ -314,6 +314,9 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
         progress = sys.stderr.isatty()
     if progress:
         distributed.progress(tasks + [finished])
+    # Every shard ends before this returns or raises: a rerun must not meet
+    # a failed run's shards still writing their parts.
+    distributed.wait(tasks)
     _, merge_seconds, done = finished.result()
     summary = {k: sum(s[k] for s in done) for k in ("images", "records", "files", "input_bytes", "output_bytes",
                                             "resumed_files")}
@@ -418,6 +421,7 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
                    for i in shards]
         if progress:
             distributed.progress(futures)
+        distributed.wait(futures)  # every shard ends before an error is raised, as for images
         return dict(zip(shards, client.gather(futures)))
 
     scanned = run("scan", range(num_shards), lambda i: (i, num_shards, None), "scan")

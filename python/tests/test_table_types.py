@@ -465,5 +465,6 @@ def test_text_that_is_no_utf8_is_refused_or_kept_as_bytes(tmp_path):
     (tmp_path / "name.csv").write_bytes(b"a,b\xff\n1,2\n")
     (tmp_path / "name.jsonl").write_bytes(b'{"b\xff": 1}\n')
     for name, at in (("name.csv", "line 1, column 3"), ("name.jsonl", "line 1, column 8")):
-        with pytest.raises(ValueError, match=rf"{at}: the name 'b\\xff': byte 1 of it \(\\xff\) is no UTF-8 character"):
+        with pytest.raises(ValueError, match=rf"{at}: the name 'b\\xff' is not UTF-8 text: byte 1 of it \(\\xff\) "
+                                             r"is no UTF-8 character"):
             pcr.convert_table(tmp_path / name, tmp_path / "names")
