@@ -25,7 +25,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from table_shuffle_bench import flights_csv  # noqa: E402
+from table_shuffle_bench import flights_table  # noqa: E402
 
 PY = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,11 +61,8 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     a = ap.parse_args()
     work = os.path.abspath(a.work)
-    os.makedirs(work, exist_ok=True)
-    csv_path, what = flights_csv(work, a.csv)
-    table = os.path.join(work, "table", "flights.pcr")
-    if not os.path.exists(table):
-        run([os.path.join(a.build, "tools", "pcr-convert"), "table", csv_path, os.path.dirname(table)])
+    table, what = flights_table(a.build, work, a.csv)
+    csv_path = os.path.join(work, "flights.csv")
     modules = os.path.join(work, "node_modules", "@duckdb")
     if not os.path.isdir(os.path.join(modules, "node-api")):
         installed = os.path.join(run(["npm", "root", "-g"]).strip(), "@duckdb")

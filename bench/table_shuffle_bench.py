@@ -68,7 +68,18 @@ def flights_csv(work, given=None):
         with open(said, "w") as f:
             f.write(what)
     with open(said) as f:
-        return path, f.read()
+        return path, f.read().strip()
+
+
+def flights_table(build, work, given=None):
+    """flights_csv converted with pcr-convert table's defaults (once), and what it is."""
+    os.makedirs(work, exist_ok=True)
+    csv_path, what = flights_csv(work, given)
+    table = os.path.join(work, "table", "flights.pcr")
+    if not os.path.exists(table):
+        subprocess.run([os.path.join(build, "tools", "pcr-convert"), "table", csv_path, os.path.dirname(table)],
+                       check=True, stdout=subprocess.DEVNULL)
+    return table, what
 
 
 MEASURE = r"""
@@ -100,13 +111,7 @@ def main():
     ap.add_argument("--csv", default=None)
     ap.add_argument("--epochs", type=int, default=2)
     a = ap.parse_args()
-    os.makedirs(a.work, exist_ok=True)
-    csv_path, what = flights_csv(a.work, a.csv)
-    out = os.path.join(a.work, "table")
-    if not os.path.exists(os.path.join(out, "flights.pcr")):
-        subprocess.run([os.path.join(a.build, "tools", "pcr-convert"), "table", csv_path, out], check=True,
-                       stdout=subprocess.DEVNULL)
-    table = os.path.join(out, "flights.pcr")
+    table, what = flights_table(a.build, a.work, a.csv)
     env = dict(os.environ, PYTHONPATH=os.path.join(a.build, "python"))
     print(f"Table: {what}; pcr-convert table defaults.\n")
     print("| loader | stripes | date spread per batch vs uniform | rows/s | rows/s vs in order |")

@@ -252,19 +252,27 @@ ElementKind ElementKindOf(FeatureType type, StreamRole role) {
   }
 }
 
+namespace {
+
+// The encoded bytes of a stored stream that is not plain: decompressed into
+// `scratch` when zstd.
+Result<ByteSpan> EncodedBytes(ByteSpan stored, const TableStream& t, Bytes* scratch) {
+  if (t.codec != StreamCodec::kZstd) return stored;
+  const unsigned long long content = ZSTD_getFrameContentSize(stored.data(), stored.size());
+  if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
+    return Status::Corruption("zstd frame content size " +
+                              std::string(content == ZSTD_CONTENTSIZE_ERROR ? "unreadable" : "missing"));
+  }
+  PCR_RETURN_IF_ERROR(DecompressStream(stored, t.codec, content, scratch));
+  return ByteSpan(*scratch);
+}
+
+}  // namespace
+
 Status UnpackStream(ByteSpan stored, const TableStream& t, FeatureType type, Bytes* out, Bytes* scratch,
                     uint64_t string_count, Bytes* lengths) {
   if (t.encoding == StreamEncoding::kPlain) return DecompressStream(stored, t.codec, t.raw_length, out);
-  ByteSpan encoded = stored;
-  if (t.codec == StreamCodec::kZstd) {
-    const unsigned long long content = ZSTD_getFrameContentSize(stored.data(), stored.size());
-    if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
-      return Status::Corruption("zstd frame content size " +
-                                std::string(content == ZSTD_CONTENTSIZE_ERROR ? "unreadable" : "missing"));
-    }
-    PCR_RETURN_IF_ERROR(DecompressStream(stored, t.codec, content, scratch));
-    encoded = *scratch;
-  }
+  PCR_ASSIGN_OR_RETURN(const ByteSpan encoded, EncodedBytes(stored, t, scratch));
   try {
     return DecodeStream(ElementKindOf(type, t.role), t.encoding, encoded, t.raw_length, out, string_count, lengths);
   } catch (const std::bad_alloc&) {
@@ -284,16 +292,7 @@ Status CheckRawLength(uint64_t stored, const TableStream& t) {
 
 Status UnpackStreamInto(ByteSpan stored, const TableStream& t, FeatureType type, uint8_t* out, Bytes* scratch) {
   if (t.encoding == StreamEncoding::kPlain) return DecompressStreamInto(stored, t.codec, t.raw_length, out);
-  ByteSpan encoded = stored;
-  if (t.codec == StreamCodec::kZstd) {
-    const unsigned long long content = ZSTD_getFrameContentSize(stored.data(), stored.size());
-    if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
-      return Status::Corruption("zstd frame content size " +
-                                std::string(content == ZSTD_CONTENTSIZE_ERROR ? "unreadable" : "missing"));
-    }
-    PCR_RETURN_IF_ERROR(DecompressStream(stored, t.codec, content, scratch));
-    encoded = *scratch;
-  }
+  PCR_ASSIGN_OR_RETURN(const ByteSpan encoded, EncodedBytes(stored, t, scratch));
   return DecodeStreamInto(ElementKindOf(type, t.role), t.encoding, encoded, t.raw_length, out);
 }
 
