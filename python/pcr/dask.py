@@ -400,6 +400,9 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
     except TypeError as e:  # worded as pcr.convert_table words it
         raise TypeError(str(e).replace("__init__(): incompatible constructor", "convert_table(): incompatible function")
                         .replace("pcr._pcr._TableConversion(", "(")) from None
+    if input == "-" or input.endswith((".gz", ".zst", ".zstd")):
+        raise ValueError(f"{input}: standard input and compressed data cannot be converted in shards, whose bytes "
+                         "are reached apart: convert it with pcr.convert_table, or decompress it first")
     stem = os.path.splitext(os.path.basename(input))[0]
     if not out.startswith("s3://") and os.path.exists(os.path.join(out, stem + ".pcr")):
         raise ValueError(f"{os.path.join(out, stem + '.pcr')}: already exists; choose another output")

@@ -2,6 +2,7 @@
 byte for byte against pcr-convert's one-process conversion of the same input:
 local and s3:// (s3rver on loopback) both ways, a worker killed mid-task, and
 bad input."""
+import gzip
 import io
 import os
 import pathlib
@@ -482,6 +483,14 @@ def test_bad_table_input_raises_the_one_process_error(client, tmp_path):
         pcr.dask.convert_table(csv, tmp_path / "x", split_mb=0)
     with pytest.raises(ValueError, match="on_bad_value must be"):
         pcr.dask.convert_table(csv, tmp_path / "x", on_bad_value="skip")
+    # Shards reach bytes apart: compressed data (by name here, by content in the tasks) is refused.
+    (tmp_path / "rows.csv.gz").write_bytes(gzip.compress(text.encode()))
+    with pytest.raises(ValueError, match=r"rows\.csv\.gz: standard input and compressed data cannot be converted in "
+                                         r"shards.*pcr\.convert_table"):
+        pcr.dask.convert_table(tmp_path / "rows.csv.gz", tmp_path / "x")
+    (tmp_path / "packed.csv").write_bytes(gzip.compress(text.encode()))
+    with pytest.raises(ValueError, match=r"packed\.csv: gzip data cannot be converted in shards"):
+        pcr.dask.convert_table(tmp_path / "packed.csv", tmp_path / "x", num_shards=2, progress=False)
 
 
 def test_table_notes_equal_the_one_process_notes(client, tmp_path):
