@@ -106,6 +106,8 @@ const char* FeatureTypeName(FeatureType type) {
       return "timestamp_us";
     case FeatureType::kTimestampNs:
       return "timestamp_ns";
+    case FeatureType::kUInt64IdList:
+      return "uint64_id_list";
   }
   return "unknown";
 }
@@ -137,18 +139,22 @@ const char* StreamRoleName(StreamRole role) {
 bool IsListType(FeatureType type) {
   return type == FeatureType::kIdList || type == FeatureType::kScoredIdList64 ||
          type == FeatureType::kScoredIdList32 || type == FeatureType::kFloat32List ||
-         type == FeatureType::kFloat64List;
+         type == FeatureType::kFloat64List || type == FeatureType::kUInt64IdList;
 }
 
 uint8_t FeatureTypeVersion(FeatureType type) {
   const auto t = static_cast<uint8_t>(type);
-  return t > kMaxFeatureType05 ? kTypesVersionMinor : t > kMaxFeatureType03 ? 4 : 2;
+  return t > kMaxFeatureType06   ? kUInt64IdsVersionMinor
+         : t > kMaxFeatureType05 ? kTypesVersionMinor
+         : t > kMaxFeatureType03 ? 4
+                                 : 2;
 }
 
 uint8_t MaxFeatureType(uint8_t version_minor) {
-  return version_minor >= kTypesVersionMinor ? kMaxFeatureType
-         : version_minor >= 4               ? kMaxFeatureType05
-                                            : kMaxFeatureType03;
+  return version_minor >= kUInt64IdsVersionMinor ? kMaxFeatureType
+         : version_minor >= kTypesVersionMinor   ? kMaxFeatureType06
+         : version_minor >= 4                    ? kMaxFeatureType05
+                                                 : kMaxFeatureType03;
 }
 
 size_t RawValueBytes(FeatureType type) {
@@ -433,7 +439,8 @@ void GatherRows(std::span<const RowRef> rows, Column* to) {
                                 &to->bytes);
     return;
   }
-  if (t == FeatureType::kIdList || t == FeatureType::kScoredIdList64 || t == FeatureType::kScoredIdList32) {
+  if (t == FeatureType::kIdList || t == FeatureType::kUInt64IdList || t == FeatureType::kScoredIdList64 ||
+      t == FeatureType::kScoredIdList32) {
     GatherElements<Buffer<int64_t>>(rows, [](const Column& c) -> const Buffer<int64_t>& { return c.ints; },
                                     to->offsets, &to->ints);
   }

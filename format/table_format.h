@@ -17,12 +17,15 @@
 
 namespace pcr {
 
-inline constexpr uint8_t kMaxFeatureType = 16;
-// The highest FeatureType of files stamped before 0.6 (bool, uint64 and the
-// timestamps came with 0.6) and before 0.4 (kBytes and the float lists).
+inline constexpr uint8_t kMaxFeatureType = 17;
+// The highest FeatureType of files stamped before 0.7 (kUInt64IdList came
+// with 0.7), before 0.6 (bool, uint64 and the timestamps) and before 0.4
+// (kBytes and the float lists).
+inline constexpr uint8_t kMaxFeatureType06 = 16;
 inline constexpr uint8_t kMaxFeatureType05 = 10;
 inline constexpr uint8_t kMaxFeatureType03 = 7;
 inline constexpr uint8_t kTypesVersionMinor = 6;
+inline constexpr uint8_t kUInt64IdsVersionMinor = 7;
 
 enum class StreamRole : uint8_t {
   kPresence = 0,  // bitmap of the rows holding the feature; empty when all do
@@ -42,7 +45,7 @@ bool IsListType(FeatureType type);
 // Streams of a feature of this type, in the order a writer stores them.
 std::span<const StreamRole> RolesOf(FeatureType type);
 // Bytes of one element of the raw values stream: 8 (int64, uint64,
-// timestamps, float64, list ids, float64 lists), 4 (float32, float32 lists)
+// timestamps, float64, ids of id lists, float64 lists), 4 (float32, float32 lists)
 // or 1 (bool, string and bytes).
 size_t RawValueBytes(FeatureType type);
 // kString and kBytes: values stream of string bytes, cut by a lengths stream.

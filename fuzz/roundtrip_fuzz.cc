@@ -133,9 +133,9 @@ void TableRoundTrip(Input& in) {
   std::vector<pcr::FeatureInfo> features(1 + in.below(6));
   for (size_t f = 0; f < features.size(); ++f) {
     features[f].name = "f" + std::to_string(f);
-    // Types 1..7 and 11..16: those a table writer takes one value of at a time.
-    const uint32_t t = in.below(13);
-    features[f].type = static_cast<pcr::FeatureType>(t < 7 ? 1 + t : 4 + t);
+    // Types 1..7, 11..16 and 17: those a table writer takes one value of at a time.
+    const uint32_t t = in.below(14);
+    features[f].type = static_cast<pcr::FeatureType>(t < 7 ? 1 + t : t < 13 ? 4 + t : 17);
   }
   const uint64_t rows = in.below(40);
   std::vector<pcr::Column> columns;

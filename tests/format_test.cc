@@ -444,10 +444,12 @@ TEST_CASE("bool values are the bytes 0 and 1; any other byte is refused with its
   CHECK_THAT(s.message(), Catch::Contains("values stream: bool value 2 at byte 2"));
 }
 
-TEST_CASE("types of 0.6 are refused in files stamped earlier") {
-  for (const auto& [version, max] : std::vector<std::pair<uint8_t, uint8_t>>{{2, 7}, {4, 10}, {5, 10}, {6, 16}}) {
+TEST_CASE("types of 0.6 and 0.7 are refused in files stamped earlier") {
+  for (const auto& [version, max] :
+       std::vector<std::pair<uint8_t, uint8_t>>{{2, 7}, {4, 10}, {5, 10}, {6, 16}, {7, 17}}) {
     CHECK(MaxFeatureType(version) == max);
   }
+  CHECK(FeatureTypeVersion(FeatureType::kUInt64IdList) == kUInt64IdsVersionMinor);
   CHECK(FeatureTypeVersion(FeatureType::kBool) == kTypesVersionMinor);
   CHECK(FeatureTypeVersion(FeatureType::kTimestampNs) == kTypesVersionMinor);
   CHECK(FeatureTypeVersion(FeatureType::kFloat64List) == 4);
@@ -460,6 +462,16 @@ TEST_CASE("types of 0.6 are refused in files stamped earlier") {
     std::string error;
     CHECK(DecodeTableSchema(&d, MaxFeatureType(version), true, &back, &error) == (version == 6));
     if (version == 5) CHECK(error == "feature 0 has unknown type 14");
+  }
+  schema.features[0].type = FeatureType::kUInt64IdList;
+  b.clear();
+  EncodeTableSchema(schema, &b);
+  for (const uint8_t version : {6, 7}) {
+    Decoder d(b);
+    TableSchema back;
+    std::string error;
+    CHECK(DecodeTableSchema(&d, MaxFeatureType(version), true, &back, &error) == (version == 7));
+    if (version == 6) CHECK(error == "feature 0 has unknown type 17");
   }
 }
 

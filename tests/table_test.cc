@@ -1122,6 +1122,64 @@ TEST_CASE("list columns: JSON Lines arrays of numbers, and declared CSV columns 
              Catch::Contains("line 2, column 1: '[1,2.5]' in column 'ids' is not a JSON array of int64 ids"));
 }
 
+TEST_CASE("id lists above int64 are uint64_id_list, stamped 0.7, in columns and sparse maps") {
+  TempDir dir;
+  const std::string jsonl = dir / "u.jsonl";
+  std::ofstream(jsonl) << "{\"ids\": [18446744073709551615, 0, 9223372036854775808], \"small\": [1], "
+                          "\"sparse\": {\"7\": [18446744073709551614], \"8\": [5]}}\n"
+                          "{\"ids\": [], \"small\": [2], \"sparse\": {\"7\": [3]}}\n";
+  const auto [s, c] = ConvertAndRead({.input = jsonl, .out_dir = dir / "j"});
+  REQUIRE(s.features.size() == 4);
+  CHECK(s.features[0].type == FeatureType::kUInt64IdList);
+  CHECK(s.features[1].type == FeatureType::kIdList);
+  CHECK((s.features[2].has_id && s.features[2].type == FeatureType::kUInt64IdList));
+  CHECK(s.features[3].type == FeatureType::kIdList);
+  CHECK(test::ReadFile(dir.path() / "j" / "u.pcr")[9] == kUInt64IdsVersionMinor);
+  const std::vector<uint64_t> ids(c[0].ints.begin(), c[0].ints.end());
+  CHECK(ids == std::vector<uint64_t>{18446744073709551615u, 0, 9223372036854775808u});
+  CHECK(c[0].offsets == std::vector<uint64_t>{0, 3, 3});
+  CHECK(static_cast<uint64_t>(c[2].ints[0]) == 18446744073709551614u);
+  CHECK(c[2].ints[1] == 3);
+  // A column of int64 ids stays id_list and its file 0.6 or below.
+  std::ofstream(dir / "s.jsonl") << "{\"ids\": [-1, 9223372036854775807]}\n";
+  const auto [s2, c2] = ConvertAndRead({.input = dir / "s.jsonl", .out_dir = dir / "s"});
+  CHECK(s2.features[0].type == FeatureType::kIdList);
+  CHECK(test::ReadFile(dir.path() / "s" / "s.pcr")[9] < kUInt64IdsVersionMinor);
+  // A declared CSV column of uint64 ids.
+  std::ofstream(dir / "u.csv") << "ids\n\"[18446744073709551615,1]\"\n\"[]\"\n";
+  TableConvertOptions o{.input = dir / "u.csv", .out_dir = dir / "c"};
+  o.column_types = {{"ids", FeatureType::kUInt64IdList}};
+  const auto [s3, c3] = ConvertAndRead(o);
+  CHECK(c3[0].ints == std::vector<int64_t>{-1, 1});
+  CHECK(c3[0].offsets == std::vector<uint64_t>{0, 2, 2});
+}
+
+TEST_CASE("ids above int64 beside negative ids, and ids a declared id type cannot hold, say what keeps them") {
+  TempDir dir;
+  std::ofstream(dir / "b.jsonl") << "{\"ids\": [-1, 2]}\n{\"ids\": [18446744073709551615]}\n";
+  auto both = ConvertTable({.input = dir / "b.jsonl", .out_dir = dir / "b"});
+  REQUIRE_FALSE(both.ok());
+  CHECK_THAT(both.status().message(),
+             Catch::Contains("line 2, column 9: [18446744073709551615] in column 'ids' holds an id above int64, and "
+                             "[-1, 2] (line 1, column 9) a negative one") &&
+                 Catch::Contains("--column-type ids=uint64_id_list or --column-type ids=id_list with --on-bad-value "
+                                 "missing"));
+  std::ofstream(dir / "m.jsonl") << "{\"sparse\": {\"5\": [1, 18446744073709551615]}}\n";
+  TableConvertOptions o{.input = dir / "m.jsonl", .out_dir = dir / "m"};
+  o.column_types = {{"sparse", FeatureType::kIdList}};
+  auto declared = ConvertTable(o);
+  REQUIRE_FALSE(declared.ok());
+  CHECK_THAT(declared.status().message(),
+             Catch::Contains("line 1, column 18: [1, 18446744073709551615] in sparse feature 5 is not an array of "
+                             "int64 ids") &&
+                 Catch::Contains("declare --column-type 5=uint64_id_list to keep every id"));
+  // Scored lists hold int64 ids.
+  std::ofstream(dir / "s.jsonl") << "{\"scored\": {\"5\": [[18446744073709551615, 0.5]]}}\n";
+  auto scored = ConvertTable({.input = dir / "s.jsonl", .out_dir = dir / "s"});
+  REQUIRE_FALSE(scored.ok());
+  CHECK_THAT(scored.status().message(), Catch::Contains("column 20: scored feature 5: id is above int64"));
+}
+
 TEST_CASE("numbers padded with spaces or signed with + are numbers; strings keep their text") {
   TempDir dir;
   const std::string input = dir / "p.csv";
@@ -1193,7 +1251,7 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
       {"bad.jsonl", "\n\n", "empty file, expected one JSON object per line"},
       {"bad.jsonl", "{\"dense\": {\"1\": 2}}\n{\"dense\": {\"1\": \"x\"}}\n",
        "line 2, column 17: dense feature 1: expected a number"},
-      {"bad.jsonl", "{\"sparse\": {\"3\": [1, 2.5]}}\n", "line 1, column 22: sparse feature 3: id is not an int64"},
+      {"bad.jsonl", "{\"sparse\": {\"3\": [1, 2.5]}}\n", "line 1, column 22: sparse feature 3: id is not an integer of int64 or uint64"},
       {"bad.jsonl", "{\"sparse\": {\"x\": [1]}}\n", "line 1, column 18: sparse feature x: key is not an int64 feature id"},
       {"bad.jsonl", "{\"scored\": {\"3\": [[1]]}}\n", "line 1, column 22: scored feature 3: expected a numeric score"},
       {"bad.jsonl", "{\"a\": 1}\n{\"a\": \"s\"}\n", "line 2, column 7: column 'a' holds numbers (first 1 at line 1, column 7) and here strings: declare "

@@ -131,10 +131,12 @@ constexpr char kTableUsage[] =
     "  --column-type NAME=TYPE  declare one type (wins over --schema). TYPE: bool,\n"
     "                       int64, uint64, float32, float64, timestamp (= timestamp_us),\n"
     "                       timestamp_s, timestamp_ms, timestamp_ns, string, bytes,\n"
-    "                       id_list, float32_list, float64_list (JSON arrays of numbers).\n"
+    "                       id_list, uint64_id_list, float32_list, float64_list (JSON\n"
+    "                       arrays of numbers; uint64_id_list when an id is above int64).\n"
     "                       NAME is a column, a map feature id, or a map: dense=float32,\n"
     "                       scored=float32 (the scores' type); map features also take\n"
-    "                       id_list (sparse) and scored_id_list32, scored_id_list64 (scored)\n"
+    "                       id_list, uint64_id_list (sparse) and scored_id_list32,\n"
+    "                       scored_id_list64 (scored)\n"
     "  --strings            undeclared columns are strings, not inferred\n"
     "  --on-bad-value W     a cell that is not of its column's type: error (default;\n"
     "                       names its line, column and value) or missing\n";
@@ -468,8 +470,8 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       pcr::FeatureType type;
       if (args.empty() || !NameAndType(args.next(), &name, &type, true)) {
         return Usage("--column-type needs NAME=TYPE, TYPE one of bool, int64, uint64, float32, float64, "
-                     "timestamp, timestamp_s, timestamp_ms, timestamp_ns, string, bytes, id_list, float32_list, "
-                     "float64_list");
+                     "timestamp, timestamp_s, timestamp_ms, timestamp_ns, string, bytes, id_list, uint64_id_list, "
+                     "float32_list, float64_list");
       }
       o.column_types[name] = type;
     } else if (!reorder && a == "--schema") {

@@ -584,6 +584,8 @@ void AppendValue(const pcr::Column& c, uint64_t r, bool json, std::string* out) 
     if (i > c.offsets[r]) list += ',';
     if (c.type == pcr::FeatureType::kIdList) {
       AppendNumber(c.ints[i], &list);
+    } else if (c.type == pcr::FeatureType::kUInt64IdList) {
+      AppendNumber(static_cast<uint64_t>(c.ints[i]), &list);
     } else if (c.type == pcr::FeatureType::kFloat32List) {
       AppendFloat(c.floats[i], true, &list);
     } else if (c.type == pcr::FeatureType::kFloat64List) {
@@ -669,7 +671,7 @@ class RowsOut {
   // The JSON object a map feature of this type sits in; null for columns.
   static const char* MapOf(const pcr::FeatureInfo& f) {
     if (!f.has_id) return nullptr;
-    if (f.type == pcr::FeatureType::kIdList) return "sparse";
+    if (f.type == pcr::FeatureType::kIdList || f.type == pcr::FeatureType::kUInt64IdList) return "sparse";
     if (f.type == pcr::FeatureType::kScoredIdList32 || f.type == pcr::FeatureType::kScoredIdList64) return "scored";
     return "dense";
   }

@@ -23,7 +23,7 @@ std::optional<Where> Earliest(std::initializer_list<const std::optional<Where>*>
 void NumberList::Clear() {
   values.clear();
   ints.clear();
-  all_int = exact = true;
+  all_int = all_uint64 = exact = true;
 }
 
 bool ReadNumberList(JsonCursor& json, NumberList* list, std::string* what) {
@@ -35,14 +35,18 @@ bool ReadNumberList(JsonCursor& json, NumberList* list, std::string* what) {
   }
   while (json.NextElement(&done) && !done) {
     JsonNumber n;
+    const size_t start = json.Peek() == JsonCursor::Kind::kNumber ? json.position() : 0;
     if (json.Peek() != JsonCursor::Kind::kNumber || !json.Number(&n)) {
       *what = "expected an array of numbers";
       return false;
     }
+    uint64_t u = 0;
+    const bool big = !n.is_int && ParseBigUInt64(json.text().substr(start, json.position() - start), &u);
     list->values.push_back(n.d);
     list->all_int &= n.is_int;
+    list->all_uint64 &= big || (n.is_int && n.i >= 0);
     list->exact &= n.exact;
-    if (list->all_int) list->ints.push_back(n.i);
+    if (list->all_int || list->all_uint64) list->ints.push_back(big ? static_cast<int64_t>(u) : n.i);
   }
   return json.error().empty();
 }
@@ -118,7 +122,8 @@ std::string JsonText(const ColumnValue& v) {
 }
 
 bool IsColumnListType(FeatureType t) {
-  return t == FeatureType::kIdList || t == FeatureType::kFloat32List || t == FeatureType::kFloat64List;
+  return t == FeatureType::kIdList || t == FeatureType::kUInt64IdList || t == FeatureType::kFloat32List ||
+         t == FeatureType::kFloat64List;
 }
 
 std::string_view Trim(std::string_view t) {
@@ -245,7 +250,9 @@ void ColumnVotes::NoteValue(const ColumnValue& v) {
       return;
     case ColumnValue::kList:
       lists_++;
-      list_floats_ |= !v.list.all_int;
+      list_floats_ |= !v.list.all_int && !(typed_ && v.list.all_uint64);
+      if (typed_ && !v.list.all_int && v.list.all_uint64) NoteFirst(&first_big_list_, v.line, v.column, v.text);
+      if (v.list.all_int && !v.list.all_uint64) NoteFirst(&first_negative_list_, v.line, v.column, v.text);
       NoteFirst(&first_list_, v.line, v.column, v.text);
       return;
     default:
@@ -411,9 +418,22 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
   }
   if (bools_ > 0) return FeatureType::kBool;
   if (lists_ > 0) {
-    return !list_floats_    ? FeatureType::kIdList
-           : rules.float32 ? FeatureType::kFloat32List
-                           : FeatureType::kFloat64List;
+    if (list_floats_) return rules.float32 ? FeatureType::kFloat32List : FeatureType::kFloat64List;
+    if (!first_big_list_) return FeatureType::kIdList;
+    if (!first_negative_list_) return FeatureType::kUInt64IdList;
+    // The later of the two lists is the one that leaves no id list type.
+    const bool negative_later = *first_big_list_ < *first_negative_list_;
+    const Where& at = negative_later ? *first_negative_list_ : *first_big_list_;
+    const Where& other = negative_later ? *first_big_list_ : *first_negative_list_;
+    const std::string declare = naming.declare + " " + name;
+    return naming.error(at.line, at.column,
+                        at.text + " in " + column + " holds " + (negative_later ? "a negative id" : "an id above int64") +
+                            ", and " + other.text + " (" + naming.at(other) + ") " +
+                            (negative_later ? "one above int64" : "a negative one") +
+                            ": no id list type holds both. Declare " +
+                            (naming.text ? declare + "=string to keep every array as text, or " : "") + declare +
+                            "=uint64_id_list or " + declare + "=id_list with --on-bad-value missing to store the arrays "
+                            "that type does not hold as missing");
   }
   if (numbers() > 0) return NumberType(rules, naming, name);
   return FeatureType::kString;

@@ -36,9 +36,12 @@ std::optional<Where> Earliest(std::initializer_list<const std::optional<Where>*>
 // A JSON array of numbers.
 struct NumberList {
   std::vector<double> values;  // every element
-  std::vector<int64_t> ints;   // every element, while all are int64 literals
-  bool all_int = true;
-  bool exact = true;  // no integer literal that its double does not hold
+  // Every element's bits, while all are integer literals of int64 or all
+  // of uint64.
+  std::vector<int64_t> ints;
+  bool all_int = true;     // every element an integer literal int64 holds
+  bool all_uint64 = true;  // every element an integer literal uint64 holds
+  bool exact = true;       // no integer literal that its double does not hold
 
   void Clear();
 };
@@ -69,7 +72,8 @@ bool ParseJsonValue(JsonCursor& json, bool keep_json, ColumnValue* v, std::strin
 // JSON text of a value, for messages.
 std::string JsonText(const ColumnValue& v);
 
-// id_list, float32_list or float64_list: a column of JSON arrays of numbers.
+// id_list, uint64_id_list, float32_list or float64_list: a column of JSON
+// arrays of numbers.
 bool IsColumnListType(FeatureType t);
 
 // A CSV cell's text without the spaces and tabs around it (" 7", as
@@ -80,9 +84,9 @@ std::string_view NumberText(std::string_view text);
 
 // The types inference chooses among, and what a value of another kind is.
 struct InferenceRules {
-  // bool, uint64 and timestamps, which table files hold. Without, booleans
-  // are the integers 0 and 1, times are strings and integers beyond int64
-  // are floats.
+  // bool, uint64, uint64_id_list and timestamps, which table files hold.
+  // Without, booleans are the integers 0 and 1, times are strings and
+  // integers beyond int64 are floats, in lists too.
   bool typed = true;
   bool float32 = false;  // floats are float32 rather than float64
   // Values of another kind than most of a column's (more than half) are
@@ -97,6 +101,7 @@ struct InferenceRules {
 struct ColumnNaming {
   std::string noun = "column";            // "column 'a'"
   std::string declare = "--column-type";  // the option that declares its type
+  bool text = true;                        // it may be declared string
   std::function<Status(uint64_t line, uint64_t column, const std::string& what)> error;
   std::function<std::string(const Where&)> at = [](const Where& w) { return w.At(); };
 };
@@ -151,7 +156,8 @@ class ColumnVotes {
   static void ForEachFirst(Self& v, Fn fn) {
     for (auto* first : {&v.first_negative_, &v.first_uint_, &v.first_float_, &v.first_number_, &v.first_bool_,
                         &v.first_timestamp_, &v.first_other_, &v.first_string_, &v.first_list_, &v.first_ns_,
-                        &v.first_beyond_ns_, &v.first_big_, &v.first_big_negative_}) {
+                        &v.first_beyond_ns_, &v.first_big_, &v.first_big_negative_, &v.first_big_list_,
+                        &v.first_negative_list_}) {
       fn(*first);
     }
   }
@@ -166,12 +172,14 @@ class ColumnVotes {
   bool typed_ = true;
   uint64_t present_ = 0, ints_ = 0, uints_ = 0, floats_ = 0, bools_ = 0, timestamps_ = 0, strings_ = 0, lists_ = 0;
   uint64_t big_ints_ = 0;  // of floats_: integer literals beyond int64 and uint64
-  bool list_floats_ = false;  // some list element is not an int64 literal
+  bool list_floats_ = false;  // some list is neither of int64 nor of uint64 literals
   int timestamp_digits_ = 0;  // the most fraction digits of a time
   std::optional<Where> first_negative_, first_uint_, first_float_, first_number_, first_bool_, first_timestamp_,
       first_other_, first_string_, first_list_;
   std::optional<Where> first_ns_, first_beyond_ns_;  // a time with over 6 fraction digits; one outside timestamp_ns
   std::optional<Where> first_big_, first_big_negative_;  // an integer beyond int64 and uint64; one below int64
+  // Lists of integers: one with an element above int64, one with a negative.
+  std::optional<Where> first_big_list_, first_negative_list_;
 };
 
 }  // namespace pcr

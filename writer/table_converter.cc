@@ -41,7 +41,8 @@ namespace fs = std::filesystem;
 
 constexpr char kTableTypeNames[] =
     "bool, int64, uint64, float32, float64, timestamp (timestamp_us), timestamp_s, timestamp_ms, timestamp_ns, "
-    "string, bytes, id_list, float32_list, float64_list; for maps also scored_id_list32, scored_id_list64";
+    "string, bytes, id_list, uint64_id_list, float32_list, float64_list; for maps also scored_id_list32, "
+    "scored_id_list64";
 
 FeatureType FloatType(bool float32) { return float32 ? FeatureType::kFloat32 : FeatureType::kFloat64; }
 
@@ -159,8 +160,8 @@ ColumnNaming Naming(const std::string& input) {
 // a float64 list cannot hold or a float beyond float32.
 bool WriteList(TableFileWriter* writer, size_t f, FeatureType type, const NumberList& list, std::string* why) {
   why->clear();
-  if (type == FeatureType::kIdList) {
-    if (!list.all_int) return false;
+  if (type == FeatureType::kIdList || type == FeatureType::kUInt64IdList) {
+    if (!(type == FeatureType::kIdList ? list.all_int : list.all_uint64)) return false;
     writer->AddIdList(f, list.ints, {});
     return true;
   }
@@ -174,6 +175,32 @@ bool WriteList(TableFileWriter* writer, size_t f, FeatureType type, const Number
   }
   writer->AddFloatList(f, list.values);
   return true;
+}
+
+// The rest of the message for a value that is not one of list column
+// `name`'s `type`: what it is not, and the declared type that keeps it, if
+// any. `list` is the value read as a list (null if it is not one), `unfit`
+// WriteList's reason, `array` "a JSON array" or "an array", `whose` the
+// column or the (map) feature.
+std::string ListMismatch(FeatureType type, const NumberList* list, const std::string& unfit, const char* array,
+                         const std::string& name, const char* values, const char* whose = "the column") {
+  const bool ids = type == FeatureType::kIdList || type == FeatureType::kUInt64IdList;
+  const char* keeps = !list || !ids                                      ? nullptr
+                      : type == FeatureType::kIdList && list->all_uint64 ? "uint64_id_list"
+                      : type == FeatureType::kUInt64IdList && list->all_int ? "id_list"
+                                                                             : nullptr;
+  const std::string what = !unfit.empty() ? unfit
+                           : !ids         ? std::string(array) + " of numbers"
+                                          : std::string(array) + " of " +
+                                    (type == FeatureType::kIdList ? "int64 ids (-2^63 to 2^63 - 1)"
+                                                                  : "uint64 ids (0 to 2^64 - 1)");
+  const std::string is = " (" + std::string(whose) + " is " + FeatureTypeName(type) + "): ";
+  if (keeps) {
+    return what + is + "declare --column-type " + name + "=" + keeps + " to keep every id, or pass --on-bad-value "
+           "missing to store such " + values + " as missing";
+  }
+  return what + is + "pass --on-bad-value missing to store such " + values + " as missing, or declare another type "
+         "with --column-type " + name + "=TYPE";
 }
 
 // Values --on-bad-value missing stored as missing, per feature, for notes.
@@ -294,6 +321,7 @@ class JsonlParser {
     item.column = json.position() + 1;
     item.value.line = line_;
     item.value.column = item.column;
+    item.value.kind = ColumnValue::kNull;
     item.ids.clear();
     item.scores.clear();
     return item;
@@ -309,15 +337,25 @@ class JsonlParser {
     return Status::OK();
   }
 
-  Status Id(JsonCursor& json, const std::string& what, int64_t* id) {
+  // An id: an integer literal of int64, or above int64 one of uint64 (in
+  // sparse features only, whose `list` notes the kinds of its ids).
+  Status Id(JsonCursor& json, const std::string& what, int64_t* id, NumberList* list) {
     JsonNumber n;
-    if (json.Peek() != JsonCursor::Kind::kNumber) return Error(json, what + ": expected an int64 id");
+    if (json.Peek() != JsonCursor::Kind::kNumber) return Error(json, what + ": expected an integer id");
     const size_t at = json.position();
     if (!json.Number(&n)) return Error(json);
-    if (!n.is_int) {
-      return InputError(input_, line_, at + 1, what + ": id is not an int64");
+    uint64_t u = 0;
+    const bool big = !n.is_int && ParseBigUInt64(json.text().substr(at, json.position() - at), &u);
+    if (!n.is_int && !(big && list)) {
+      return InputError(input_, line_, at + 1,
+                        what + (big ? ": id is above int64 (scored features hold int64 ids)"
+                                    : ": id is not an integer of int64 or uint64"));
     }
-    *id = n.i;
+    *id = big ? static_cast<int64_t>(u) : n.i;
+    if (list) {
+      list->all_int &= !big;
+      list->all_uint64 &= big || n.i >= 0;
+    }
     return Status::OK();
   }
 
@@ -329,11 +367,14 @@ class JsonlParser {
     }
     if (json.Peek() != JsonCursor::Kind::kArray) return Error(json, what + ": expected an array");
     bool done;
+    const size_t start = json.position();
     if (!json.BeginArray()) return Error(json);
+    NumberList& list = item->value.list;
+    list.Clear();
     while (json.NextElement(&done) && !done) {
       int64_t id;
       if (map == MapKind::kSparse) {
-        PCR_RETURN_IF_ERROR(Id(json, what, &id));
+        PCR_RETURN_IF_ERROR(Id(json, what, &id, &list));
         item->ids.push_back(id);
         continue;
       }
@@ -342,7 +383,7 @@ class JsonlParser {
       if (!json.BeginArray() || !json.NextElement(&pair_done) || pair_done) {
         return Error(json, what + ": expected an [id, score] pair");
       }
-      PCR_RETURN_IF_ERROR(Id(json, what, &id));
+      PCR_RETURN_IF_ERROR(Id(json, what, &id, nullptr));
       JsonNumber score;
       if (!json.NextElement(&pair_done) || pair_done || json.Peek() != JsonCursor::Kind::kNumber ||
           !json.Number(&score)) {
@@ -353,6 +394,10 @@ class JsonlParser {
       item->scores.push_back(score.d);
     }
     if (!json.error().empty()) return Error(json);
+    if (map == MapKind::kSparse) {  // votes for its type, as a column's list
+      item->value.kind = ColumnValue::kList;
+      item->value.text = json.text().substr(start, json.position() - start);
+    }
     return Status::OK();
   }
 
@@ -426,7 +471,7 @@ const char* MapName(MapKind map) {
 }
 
 // The type of a map feature: declared for the feature (by its id) or for its
-// map, else the map's default.
+// map, else the map's default (for sparse features, PlanJsonl infers it).
 Result<FeatureType> MapFeatureType(MapKind map, const std::string& name, const std::map<std::string, FeatureType>& declared,
                                    bool float32) {
   auto d = declared.find(name);
@@ -440,13 +485,13 @@ Result<FeatureType> MapFeatureType(MapKind map, const std::string& name, const s
   const FeatureType t = d->second;
   const bool is_float = t == FeatureType::kFloat32 || t == FeatureType::kFloat64;
   if (map == MapKind::kDense && is_float) return t;
-  if (map == MapKind::kSparse && t == FeatureType::kIdList) return t;
+  if (map == MapKind::kSparse && (t == FeatureType::kIdList || t == FeatureType::kUInt64IdList)) return t;
   if (map == MapKind::kScored) {
     if (t == FeatureType::kFloat32 || t == FeatureType::kScoredIdList32) return FeatureType::kScoredIdList32;
     if (t == FeatureType::kFloat64 || t == FeatureType::kScoredIdList64) return FeatureType::kScoredIdList64;
   }
   return Status::InvalidArgument(std::string(MapName(map)) + " feature " + name + " declared " + FeatureTypeName(t) +
-                                 ": dense features are float32 or float64, sparse ones id_list, and scored ones "
+                                 ": dense features are float32 or float64, sparse ones id_list or uint64_id_list, and scored ones "
                                  "float32 or float64 (their scores' type)");
 }
 
@@ -706,7 +751,8 @@ Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, F
         !IsColumnListType(type)) {
       return Status::InvalidArgument(std::string("column '") + name + "' declared " + FeatureTypeName(type) +
                                      ": a CSV column is bool, int64, uint64, float32, float64, timestamp, string, "
-                                     "bytes, id_list, float32_list or float64_list (map features, scored lists "
+                                     "bytes, id_list, uint64_id_list, float32_list or float64_list (map features, "
+                                     "scored lists "
                                      "among them, are JSON Lines input: pcr-dump cat --format jsonl writes it)");
     }
   }
@@ -781,21 +827,15 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
         JsonCursor json(t);
         std::string why;
         std::string unfit;
-        if (ReadNumberList(json, &list, &why) && json.End() && WriteList(writer, c, type, list, &unfit)) {
-          continue;
-        }
+        const bool read = ReadNumberList(json, &list, &why) && json.End();
+        if (read && WriteList(writer, c, type, list, &unfit)) continue;
         if (options.on_bad_value == BadValue::kMissing) {
           dropped->Add(c, cell.line, cell.column, "'" + t + "'");
           continue;
         }
         return InputError(input, cell.line, cell.column,
                           "'" + Shown(t) + "' in column '" + name + "' is not " +
-                              (!unfit.empty() ? unfit
-                                       : type == FeatureType::kIdList ? "a JSON array of int64 ids"
-                                                                     : "a JSON array of numbers") +
-                              " (the column is " + FeatureTypeName(type) + "): pass --on-bad-value missing to "
-                              "store such cells as missing, or declare another type with --column-type " + name +
-                              "=TYPE");
+                              ListMismatch(type, read ? &list : nullptr, unfit, "a JSON array", name, "cells"));
       }
       int64_t i = 0;
       double d = 0;
@@ -864,8 +904,7 @@ Status ScanJsonl(const TableConvertOptions& options, const MappedInput& in, Byte
                           "feature '" + name + "' appears twice in the row: a row holds each feature once");
       }
       last_line[it->second] = number;
-      if (item.map != MapKind::kColumn || item.value.kind == ColumnValue::kNull) continue;
-      f.votes.NoteValue(item.value);
+      if (item.map == MapKind::kColumn || item.map == MapKind::kSparse) f.votes.NoteValue(item.value);
     }
     return Status::OK();
   }, &next);
@@ -895,14 +934,20 @@ Status PlanJsonl(const TableConvertOptions& options, const std::map<std::string,
   for (const ScanFeature& st : state) {
     FeatureInfo info{.name = st.name, .has_id = st.map != MapKind::kColumn, .id = st.id};
     const auto d = declared.find(info.name);
-    if (st.map != MapKind::kColumn) {
+    if (st.map == MapKind::kSparse && d == declared.end() && !declared.count("sparse")) {
+      // Ids of int64, or of uint64 where one is above int64.
+      ColumnNaming sparse = naming;
+      sparse.noun = "sparse feature";
+      sparse.text = false;
+      PCR_ASSIGN_OR_RETURN(info.type, st.votes.ValuesType(rules, sparse, info.name));
+    } else if (st.map != MapKind::kColumn) {
       PCR_ASSIGN_OR_RETURN(info.type, MapFeatureType(st.map, info.name, declared, options.float32));
     } else if (d != declared.end()) {
       if (!IsScalarType(d->second) && d->second != FeatureType::kString && d->second != FeatureType::kBytes &&
           !IsColumnListType(d->second)) {
         return Status::InvalidArgument("column '" + info.name + "' declared " + FeatureTypeName(d->second) +
                                        ": a JSON Lines column is bool, int64, uint64, float32, float64, timestamp, "
-                                       "string, bytes, id_list, float32_list or float64_list");
+                                       "string, bytes, id_list, uint64_id_list, float32_list or float64_list");
       }
       info.type = d->second;
     } else if (options.strings) {
@@ -952,8 +997,19 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
       const size_t f = known->second;
       const FeatureInfo& info = features[f];
       if (item.map == MapKind::kSparse || item.map == MapKind::kScored) {
-        writer->AddIdList(f, item.ids, item.scores);
-        continue;
+        if (item.map == MapKind::kScored ||
+            (info.type == FeatureType::kIdList ? item.value.list.all_int : item.value.list.all_uint64)) {
+          writer->AddIdList(f, item.ids, item.scores);
+          continue;
+        }
+        if (options.on_bad_value == BadValue::kMissing) {
+          dropped->Add(f, number, item.column, item.value.text);
+          continue;
+        }
+        return InputError(input, number, item.column,
+                          Shown(item.value.text) + " in sparse feature " + item.key + " is not " +
+                              ListMismatch(info.type, &item.value.list, "", "an array", info.name, "values",
+                                           "the feature"));
       }
       const std::string what = item.map == MapKind::kColumn ? "column '" + item.key + "'" : "dense feature " + item.key;
       const char* whose = item.map == MapKind::kColumn ? "the column" : "the feature";
@@ -968,13 +1024,8 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
         }
         return InputError(input, number, item.column,
                           Shown(JsonText(item.value)) + " in " + what + " is not " +
-                              (!unfit.empty() ? unfit
-                                       : info.type == FeatureType::kIdList ? "an array of int64 ids"
-                                                                          : "an array of numbers") +
-                              " (" + whose + " is " +
-                              FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
-                              "such values as missing, or declare another type with --column-type " + info.name +
-                              "=TYPE");
+                              ListMismatch(info.type, item.value.kind == ColumnValue::kList ? &item.value.list : nullptr,
+                                           unfit, "an array", info.name, "values"));
       }
       int64_t i = 0;
       double d = 0;

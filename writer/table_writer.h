@@ -33,7 +33,8 @@ class TableFileWriter {
   void AddFloat(size_t feature, double v);
   // kString and kBytes features.
   void AddString(size_t feature, std::string_view s);
-  // `scores` has one entry per id for scored features and is empty otherwise.
+  // Id lists (the bits of kUInt64IdList's ids). `scores` has one entry per
+  // id for scored features and is empty otherwise.
   void AddIdList(size_t feature, std::span<const int64_t> ids, std::span<const double> scores);
   // kFloat32List (rounded to float) and kFloat64List features.
   void AddFloatList(size_t feature, std::span<const double> values);

@@ -65,11 +65,13 @@ enum class FeatureType : uint8_t {
   kTimestampMs = 14,    // the same in milliseconds (format 0.6)
   kTimestampUs = 15,    // the same in microseconds (format 0.6)
   kTimestampNs = 16,    // the same in nanoseconds (format 0.6)
+  kUInt64IdList = 17,   // a list of uint64 ids per row (format 0.7)
 };
 
 // "int64", "float64", "float32", "string", "id_list", "scored_id_list64",
 // "scored_id_list32", "bytes", "float32_list", "float64_list", "bool",
-// "uint64", "timestamp_s", "timestamp_ms", "timestamp_us", "timestamp_ns".
+// "uint64", "timestamp_s", "timestamp_ms", "timestamp_us", "timestamp_ns",
+// "uint64_id_list".
 PCR_EXPORT const char* FeatureTypeName(FeatureType type);
 // The type FeatureTypeName calls `name`; false for any other name.
 PCR_EXPORT bool ParseFeatureTypeName(std::string_view name, FeatureType* type);
@@ -165,7 +167,7 @@ struct Column {
   uint64_t rows = 0;
   std::vector<uint8_t> present;   // per row: 1 when the row holds the feature
   // kInt64, kBool (0 or 1), kUInt64 (its bits), timestamps (ticks): per row
-  // (0 if missing); id lists: the ids
+  // (0 if missing); id lists: the ids (kUInt64IdList: their bits)
   Buffer<int64_t> ints;
   Buffer<double> doubles;  // kFloat64: per row; kScoredIdList64: per id; kFloat64List: the values
   Buffer<float> floats;    // kFloat32: per row; kScoredIdList32: per id; kFloat32List: the values

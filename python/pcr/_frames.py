@@ -28,7 +28,7 @@ _NUMPY = {"int64": "int64", "uint64": "uint64", "bool": "bool", "float32": "floa
 _BACKENDS = (None, "numpy_nullable")
 # Integers float64 holds exactly.
 _EXACT = 2 ** 53
-_LISTS = {"id_list": "int64", "float32_list": "float32", "float64_list": "float64"}
+_LISTS = {"id_list": "int64", "uint64_id_list": "uint64", "float32_list": "float32", "float64_list": "float64"}
 _SCORED = {"scored_id_list32": "float32", "scored_id_list64": "float64"}
 
 

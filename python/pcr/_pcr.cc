@@ -287,6 +287,9 @@ py::dict ColumnDict(pcr::Column&& c) {
     case pcr::FeatureType::kIdList:
       d["values"] = Own(std::move(c.ints));
       break;
+    case pcr::FeatureType::kUInt64IdList:
+      d["values"] = Own(std::move(c.ints)).attr("view")("uint64");
+      break;
     case pcr::FeatureType::kScoredIdList64:
       d["values"] = Own(std::move(c.ints));
       d["scores"] = Own(std::move(c.doubles));
@@ -366,6 +369,9 @@ py::object ColumnValue(const pcr::Column& c, uint64_t row) {
         break;
       case pcr::FeatureType::kFloat64List:
         out.append(c.doubles[k]);
+        break;
+      case pcr::FeatureType::kUInt64IdList:
+        out.append(static_cast<uint64_t>(c.ints[k]));
         break;
       default:
         out.append(c.ints[k]);
@@ -1234,7 +1240,8 @@ pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, co
       if (!pcr::ParseTableType(type, &options.column_types[name])) {
         throw py::value_error(std::string(what) + "['" + name + "']: unknown type '" + type +
                               "' (bool, int64, uint64, float32, float64, timestamp, timestamp_s, timestamp_ms, "
-                              "timestamp_ns, string, bytes, id_list, float32_list, float64_list; for maps also "
+                              "timestamp_ns, string, bytes, id_list, uint64_id_list, float32_list, float64_list; for maps "
+                              "also "
                               "scored_id_list32, scored_id_list64)");
       }
     }

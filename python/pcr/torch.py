@@ -377,7 +377,8 @@ class TableLoader(_EpochLoader):
     - numbers (int64, uint64, bool, float32, float64, timestamps):
       "values" (0 where missing; uint64 as int64 of the same bits,
       timestamps int64 ticks) and "presence" (bool);
-    - id lists: "input" (int64 ids) and "offsets" (int64, where each row's
+    - id lists: "input" (int64 ids; uint64 ids as int64 of the same bits)
+      and "offsets" (int64, where each row's
       ids start), torch.nn.EmbeddingBag's (input, offsets), and "presence";
       scored lists also "per_sample_weights" (float32);
     - float lists: "values", "offsets" (as for ids) and "presence";
@@ -576,7 +577,8 @@ def table_batch(table: _pcr.Table, features, first_stripe: int = 0, num_stripes:
     lists "scores". Id lists feed torch.nn.EmbeddingBag as
     bag(t["values"], t["offsets"], per_sample_weights=t.get("scores"))
     with include_last_offset=True. Timestamps are int64 ticks of their unit,
-    and uint64 values int64 tensors of the same bits (torch has no uint64).
+    and uint64 values and ids int64 tensors of the same bits (torch has no
+    uint64).
     The tensors share pcr's arrays without a copy.
     """
     if isinstance(features, str):

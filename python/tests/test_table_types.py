@@ -468,3 +468,57 @@ def test_text_that_is_no_utf8_is_refused_or_kept_as_bytes(tmp_path):
         with pytest.raises(ValueError, match=rf"{at}: the name 'b\\xff' is not UTF-8 text: byte 1 of it \(\\xff\) "
                                              r"is no UTF-8 character"):
             pcr.convert_table(tmp_path / name, tmp_path / "names")
+
+
+def test_uint64_id_lists_read_back_in_every_reader_and_every_proposal_keeps_the_ids(tmp_path):
+    big = 2 ** 64 - 1
+    src = write(tmp_path / "u.jsonl",
+                json.dumps({"ids": [big, 0, 2 ** 63], "sparse": {"7": [big - 1]}}) + "\n" +
+                json.dumps({"ids": [], "sparse": {"7": [3]}}) + "\n" + json.dumps({"ids": None}) + "\n")
+    t = pcr.Table(pcr.convert_table(src, tmp_path / "u")["path"])
+    assert [(f["name"], f["type"]) for f in t.schema] == [("ids", "uint64_id_list"), ("7", "uint64_id_list")]
+    col = t.read(["ids"])["ids"]
+    assert col["values"].dtype == np.uint64 and col["values"].tolist() == [big, 0, 2 ** 63]
+    assert col["offsets"].tolist() == [0, 3, 3, 3] and col["presence"].tolist() == [True, True, False]
+    frame = t.to_pandas()
+    assert [None if v is None else v.tolist() for v in frame["ids"]] == [[big, 0, 2 ** 63], [], None]
+    assert frame["7"][0].dtype == np.uint64 and frame["7"][0].tolist() == [big - 1]
+    # pcr-dump cat prints every digit and converts back to the same table.
+    text = pcr_dump("cat", str(tmp_path / "u"), "--format", "jsonl")
+    assert json.loads(text.splitlines()[0]) == {"ids": [big, 0, 2 ** 63], "sparse": {"7": [big - 1]}}
+    write(tmp_path / "back.jsonl", text)
+    back = pcr.Table(pcr.convert_table(tmp_path / "back.jsonl", tmp_path / "back")["path"])
+    assert back.read(["ids"])["ids"]["values"].tolist() == col["values"].tolist()
+    # Torch has no uint64: TableLoader gives the ids' bits as int64, as for uint64 values.
+    torch = pytest.importorskip("torch")
+    import pcr.torch as pt
+    batch = next(iter(pt.TableLoader(tmp_path / "u", batch_size=3, shuffle=False)))
+    assert batch["ids"]["input"].dtype == torch.int64
+    assert batch["ids"]["input"].tolist() == [-1, 0, -2 ** 63]
+
+    # Ids above int64 beside negative ones: no id list type holds both. Each
+    # proposal is followed, and keeps every value that type holds.
+    mixed = write(tmp_path / "mixed.jsonl", '{"ids": [-1, 2]}\n{"ids": [18446744073709551615]}\n{"ids": [4]}\n')
+    with pytest.raises(ValueError, match=r"line 2, column 9: \[18446744073709551615\] in column 'ids' holds an id "
+                                         r"above int64, and \[-1, 2\] \(line 1, column 9\) a negative one") as refused:
+        pcr.convert_table(mixed, tmp_path / "refused")
+    message = str(refused.value)
+    assert "--" not in message
+    assert "column_types={'ids': 'string'}" in message
+    assert "column_types={'ids': 'uint64_id_list'} or column_types={'ids': 'id_list'} with on_bad_value='missing'" in message
+    text = pcr.Table(pcr.convert_table(mixed, tmp_path / "text", column_types={"ids": "string"})["path"])
+    assert text.to_pandas()["ids"].tolist() == ["[-1, 2]", "[18446744073709551615]", "[4]"]
+    for kind, kept in (("uint64_id_list", [None, [big], [4]]), ("id_list", [[-1, 2], None, [4]])):
+        with pytest.warns(UserWarning, match=f"1 value not {kind} stored as missing"):
+            report = pcr.convert_table(mixed, tmp_path / kind, column_types={"ids": kind}, on_bad_value="missing")
+        got = pcr.Table(report["path"]).to_pandas()["ids"].tolist()
+        assert [None if v is None else v.tolist() for v in got] == kept
+
+    # A declared id_list that meets a uint64 id proposes uint64_id_list.
+    with pytest.raises(ValueError, match=r"is not an array of int64 ids .* declare column_types=\{'ids': "
+                                         r"'uint64_id_list'\} to keep every id"):
+        pcr.convert_table(src, tmp_path / "declared", column_types={"ids": "id_list"})
+    cli = pcr_convert_tool("table", src, tmp_path / "declared-cli", "--column-type", "sparse=id_list")
+    assert cli.returncode == 1
+    assert "declare --column-type 7=uint64_id_list to keep every id" in cli.stderr.decode()
+    assert not (tmp_path / "declared-cli" / "u.pcr").exists()
