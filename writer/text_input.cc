@@ -53,8 +53,15 @@ class TempFile {
     }
     return Status::OK();
   }
-  int fd() const { return fd_; }
-  uint64_t size() const { return size_; }
+  // The bytes written, mapped for reading (empty when there are none); the
+  // caller unmaps them.
+  Result<std::string_view> Map() const {
+    if (size_ == 0) return std::string_view();
+    void* p = mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) return Status::IOError(input_ + ": cannot map its copy: " + std::strerror(errno));
+    madvise(p, static_cast<size_t>(size_), MADV_SEQUENTIAL);
+    return std::string_view(static_cast<const char*>(p), static_cast<size_t>(size_));
+  }
 
  private:
   Status Failed() const {
@@ -164,12 +171,8 @@ Result<std::unique_ptr<MappedInput>> MappedInput::FromStdin() {
   }
   if (decompressor) PCR_RETURN_IF_ERROR(decompressor->Finish());
   auto in = std::unique_ptr<MappedInput>(new MappedInput());
-  if (file.size() > 0) {
-    void* p = mmap(nullptr, static_cast<size_t>(file.size()), PROT_READ, MAP_SHARED, file.fd(), 0);
-    if (p == MAP_FAILED) return Status::IOError(name + ": cannot map its copy: " + std::strerror(errno));
-    in->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(file.size()));
-    in->mapped_ = true;
-  }
+  PCR_ASSIGN_OR_RETURN(in->text_, file.Map());
+  in->mapped_ = !in->text_.empty();
   return in;
 }
 
@@ -187,13 +190,8 @@ Result<std::unique_ptr<MappedInput>> MappedInput::Decompressed(const std::string
   PCR_RETURN_IF_ERROR(decompressor->Finish());
   in.reset();
   auto out = std::unique_ptr<MappedInput>(new MappedInput());
-  if (file.size() > 0) {
-    void* p = mmap(nullptr, static_cast<size_t>(file.size()), PROT_READ, MAP_SHARED, file.fd(), 0);
-    if (p == MAP_FAILED) return Status::IOError(path + ": cannot map its decompressed copy: " + std::strerror(errno));
-    madvise(p, static_cast<size_t>(file.size()), MADV_SEQUENTIAL);
-    out->text_ = std::string_view(static_cast<const char*>(p), static_cast<size_t>(file.size()));
-    out->mapped_ = true;
-  }
+  PCR_ASSIGN_OR_RETURN(out->text_, file.Map());
+  out->mapped_ = !out->text_.empty();
   return out;
 }
 
