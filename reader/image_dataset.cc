@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 
+#include "format/checksum.h"
 #include "format/segments.h"
 #include "io/location.h"
 #include "format/table_stripe.h"
@@ -34,6 +36,17 @@ uint64_t ImageDataset::num_records() const { return rep_->records.size(); }
 int ImageDataset::num_scan_groups() const { return rep_->script.group_count(); }
 const ScanScript& ImageDataset::scan_script() const { return rep_->script; }
 const std::vector<std::string>& ImageDataset::class_names() const { return rep_->class_names; }
+std::string ImageDataset::content_id() const {
+  Bytes encoded;
+  for (const auto& file : rep_->files) {
+    PutVarint64(&encoded, file->size());
+    PutFixed64(&encoded, file->footer().index_checksum);
+  }
+  for (const std::string& name : rep_->class_names) PutLengthPrefixed(&encoded, name);
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(Checksum64(encoded)));
+  return hex;
+}
 const SampleMetadata& ImageDataset::sample(uint64_t image) const {
   assert(image < rep_->samples.size() && "ImageDataset::sample: image >= num_images()");
   return rep_->samples[image];

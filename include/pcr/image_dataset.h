@@ -138,6 +138,11 @@ class PCR_EXPORT ImageDataset {
   const ScanScript& scan_script() const;
   // Empty when the dataset was opened from a single file.
   const std::vector<std::string>& class_names() const;
+  // 16 lowercase hex digits naming the dataset's contents: its files' sizes
+  // and index checksums (which cover every stream's checksum) and its class
+  // names, whatever path it was opened by. Another dataset, or this one
+  // written again with other contents, has another id.
+  std::string content_id() const;
   // REQUIRES: image < num_images()
   const SampleMetadata& sample(uint64_t image) const;
   // The record holding `image` and the image's place (row) in it.

@@ -409,6 +409,7 @@ class PyImageDataset {
   uint64_t num_records() const { return ds_->num_records(); }
   int num_scan_groups() const { return ds_->num_scan_groups(); }
   std::vector<std::string> classes() const { return ds_->class_names(); }
+  std::string content_id() const { return ds_->content_id(); }
 
   py::dict counts() const {
     const pcr::DatasetCounts c = ds_->counts();
@@ -1432,6 +1433,7 @@ PYBIND11_MODULE(_pcr, m) {
       .def("__len__", &PyImageDataset::size)
       .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups)
       .def_property_readonly("classes", &PyImageDataset::classes)
+      .def_property_readonly("content_id", &PyImageDataset::content_id)
       .def_property_readonly("counts", &PyImageDataset::counts)
       .def("sample", &PyImageDataset::sample, py::arg("index"))
       .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = "full",

@@ -29,6 +29,10 @@ class ImageDataset:
     @property
     def classes(self) -> list[str]: ...
     @property
+    def content_id(self) -> str:
+        """16 hex digits identifying the dataset's contents (its files' sizes and
+        index checksums, and its class names), whatever path opened it."""
+    @property
     def counts(self) -> dict[str, object]: ...
     def sample(self, index: int) -> Tuple[int, str]: ...
     def read(self, index: int, fidelity: Fidelity = "full", metadata: bool = False) -> bytes:

@@ -46,7 +46,7 @@ class Dataset(_data.Dataset):
             raise ValueError(f"decoder must be 'auto', 'pcr' or 'libjpeg', not {decoder!r}")
         self.path = path
         self.remote = remote
-        self.fields = list(fields)
+        self.fields = _names("fields", fields)
         self.transform = transform
         self.format = format
         self.decoder = decoder
@@ -97,6 +97,15 @@ def _check_int(name: str, value, low: int, high: Optional[int] = None) -> int:
         accepted = f"at least {low}" if high is None else f"{low}..{high}"
         raise ValueError(f"{name} must be {accepted}, not {value}")
     return value
+
+
+def _names(name: str, value) -> list:
+    """A list of field names; a str is one name."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bytes):
+        raise TypeError(f"{name} must be a str or a list of str, not bytes {value!r}")
+    return list(value)
 
 
 def _fidelity(value, groups: int) -> int:
@@ -189,9 +198,31 @@ class _EpochLoader(_data.IterableDataset):
                 "state_dict() counts them, or pass state_dict(batches=n) with the batches delivered this epoch")
         else:
             batches, workers = self._shared[_START], self._workers_saved
-        return {"seed": self.seed, "epoch": epoch, "batches": batches, "num_workers": workers}
+        return {"seed": self.seed, "epoch": epoch, "batches": batches, "num_workers": workers, **self._identity()}
+
+    def _identity(self) -> dict:
+        """What a state can only be continued with: the shares, batches,
+        order and dataset it was saved with."""
+        return {"world_size": self._share()[1], "batch_size": self.batch_size, "uneven": self.uneven,
+                "shuffle": self.shuffle, **self._mixing, "dataset": self._content_id}
 
     def load_state_dict(self, state: dict) -> None:
+        """Continues `state` (from state_dict) with the next unseen batch.
+        Refuses, naming it, a world size, batch size, uneven, shuffle or
+        dataset other than the state's (states saved before pcr recorded
+        them are not checked)."""
+        for key, mine in self._identity().items():
+            if key not in state or state[key] == mine:
+                continue
+            saved = state[key]
+            if key == "world_size":
+                remedy = f"runs on {mine}: resume on {saved} ranks"
+            elif key == "dataset":
+                remedy = (f"reads {mine}, another dataset or this one changed: resume over the dataset the state "
+                          "was saved over")
+            else:
+                remedy = f"has {key}={mine!r}: make the loader with {key}={saved!r} to continue"
+            raise ValueError(f"load_state_dict: the state was saved with {key}={saved!r}, and this loader {remedy}")
         self.seed = _check_int("seed", state["seed"], 0, (1 << 64) - 1)
         self._shared[_EPOCH] = _check_int("epoch", state["epoch"], 0)
         self._shared[_START] = _check_int("batches", state["batches"], 0, len(self))
@@ -283,6 +314,9 @@ class ImageLoader(_EpochLoader):
     this process without workers, by pcr.torch.DataLoader with them; with
     torch's own DataLoader and workers, pass the number of batches it
     delivered, `state_dict(batches=n)`. Resume with the same number of workers.
+    The state records the world size, batch size, uneven, shuffle and the
+    dataset's content id, and load_state_dict refuses a loader that differs
+    in any, naming it.
 
     Reading: `engine` is "auto" (io_uring where the kernel allows, else
     pread), "uring" or "pread"; `direct=True` opens files with O_DIRECT, so
@@ -291,8 +325,8 @@ class ImageLoader(_EpochLoader):
     http(s):// or s3://, read as `remote` (a dict of RemoteOptions) says.
     `decoder` is as in pcr.decode: "auto", "pcr" or "libjpeg", all giving
     the same pixels. Arguments are checked here, in the calling process. The
-    dataset is opened again each epoch: one that then holds another number
-    of images raises OSError; make a new loader for it.
+    dataset is opened again each epoch: one whose contents changed meanwhile
+    raises OSError ("the dataset changed while open"); make a new loader.
     """
 
     def __init__(
@@ -334,7 +368,7 @@ class ImageLoader(_EpochLoader):
         _check_int("resize", resize, 1)
         _check_int("threads", threads, 0)
         _check_int("read_ahead", read_ahead, 1)
-        self.fields = list(fields)
+        self.fields = _names("fields", fields)
         self.remote = remote
         self.path = path
         self.decoder_options = dict(
@@ -351,16 +385,23 @@ class ImageLoader(_EpochLoader):
         self.read_ahead, self.engine, self.direct = read_ahead, engine, direct
         probe = _pcr.ImageDataset(path, engine, direct, remote)
         self.fidelity = _fidelity(fidelity, probe.num_scan_groups)
-        self._num_items = len(probe)
+        self._num_items, self._content_id = len(probe), probe.content_id
         if self.fields and len(probe):
             probe.fields(0, self.fields)  # refuses unknown names now
         _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
 
     def _batches(self, share: dict):
-        ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
-        if len(ds) != self._num_items:
-            raise OSError(f"{self.path}: holds {len(ds)} images, not the {self._num_items} it held when this "
-                          "ImageLoader was made: make a new ImageLoader")
+        from ._errors import CorruptionError
+
+        changed = f"{self.path}: the dataset changed while open"
+        try:
+            ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
+        except CorruptionError as e:
+            raise OSError(f"{changed} ({e}): make a new ImageLoader once it is whole") from e
+        if ds.content_id != self._content_id:
+            raise OSError(f"{changed}: it holds {len(ds)} images (content id {ds.content_id}), not the "
+                          f"{self._num_items} (content id {self._content_id}) it held when this ImageLoader was "
+                          "made: make a new ImageLoader")
         it = _pcr.ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
                               fields=self.fields, **share, **self.decoder_options)
         for images, labels, *fields in it:
@@ -481,7 +522,8 @@ class TableLoader(_EpochLoader):
     def _batches(self, share: dict):
         table = _pcr.Table(self.path, self.engine, self.direct, self.remote, self.access_log, self.job)
         if (table.content_id, table.num_rows) != (self._content_id, self._num_items):
-            raise OSError(f"{self.path}: another table ({table.num_rows} rows, content id {table.content_id}) than "
+            raise OSError(f"{self.path}: the table changed while open: another table ({table.num_rows} rows, content "
+                          f"id {table.content_id}) than "
                           f"when this TableLoader was made ({self._num_items} rows, content id "
                           f"{self._content_id}): make a new TableLoader")
         it = _pcr.TableLoader(table, batch_size=self.batch_size, features=self.features + self.dense, **share)

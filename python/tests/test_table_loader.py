@@ -154,7 +154,12 @@ def test_resume_gives_the_remaining_batches(table):
     make = lambda: pcr.torch.TableLoader(table, 32, ["label", "100"], seed=9)  # noqa: E731
     whole, _ = run(make())
     head, state = run(make(), 5)
-    assert state == {"seed": 9, "epoch": 0, "batches": 5, "num_workers": 2}
+    assert state == {"seed": 9, "epoch": 0, "batches": 5, "num_workers": 2, "world_size": 1, "batch_size": 32,
+                     "uneven": "pad", "shuffle": True, "shuffle_stripes": 8, "dataset": pcr.Table(table).content_id}
+    for other in (pcr.torch.TableLoader(table, 64, ["label", "100"], seed=9),
+                  pcr.torch.TableLoader(table, 32, ["label", "100"], seed=9, shuffle_stripes=2)):
+        with pytest.raises(ValueError, match="the state was saved with (batch_size=32|shuffle_stripes=8), and"):
+            other.load_state_dict(state)
     resumed = make()
     resumed.load_state_dict(state)
     tail, _ = run(resumed)

@@ -101,8 +101,59 @@ def test_a_dataset_replaced_between_epochs_is_refused(data_dir, tmp_path):
     shutil.rmtree(tmp_path / "ds")
     pcr.convert_images(str(src), str(tmp_path / "ds"), images_per_record=4)
     loader.set_epoch(1)
-    with pytest.raises(OSError, match=r"holds \d+ images, not the 24 it held when this ImageLoader was made"):
+    with pytest.raises(OSError, match=r"the dataset changed while open: it holds \d+ images \(content id \w+\), not "
+                                      r"the 24 \(content id \w+\) it held when this ImageLoader was made"):
         list(loader)
+    # The same number of images, one of them another: the content id tells.
+    loader = eval_loader(tmp_path / "ds")
+    first = pcr.ImageDataset(str(tmp_path / "ds")).content_id
+    victim = next(p for p in sorted(src.rglob("*.jp*g")) if "progressive" not in p.name)
+    victim.write_bytes(next(p for p in sorted(src.rglob("*.jp*g")) if p != victim).read_bytes())
+    shutil.rmtree(tmp_path / "ds")
+    pcr.convert_images(str(src), str(tmp_path / "ds"), images_per_record=4)
+    assert pcr.ImageDataset(str(tmp_path / "ds")).content_id != first
+    with pytest.raises(OSError, match=rf"the dataset changed while open: it holds {loader._num_items} images"):
+        list(loader)
+    # A record file replaced under an unchanged manifest.
+    loader = eval_loader(tmp_path / "ds")
+    records = sorted((tmp_path / "ds").glob("*.pcr"))
+    shutil.copy(records[1], records[0])
+    with pytest.raises(OSError, match=r"the dataset changed while open \(.*differs from the manifest\): make a new "
+                                      "ImageLoader once it is whole"):
+        list(loader)
+
+
+def test_a_state_is_refused_by_a_loader_that_cannot_continue_it(distinct_dataset, data_dir, tmp_path):
+    loader = eval_loader(distinct_dataset, shuffle=True, seed=5, rank=0, world_size=1)
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    assert state["batches"] == 1 and state["world_size"] == 1 and state["batch_size"] == 4
+    assert state["uneven"] == "pad" and state["shuffle"] is True and state["shuffle_buffer"] == 4096
+    assert state["dataset"] == pcr.ImageDataset(str(distinct_dataset)).content_id
+    other = tmp_path / "other"
+    pcr.convert_images(str(data_dir / "sample"), str(other), images_per_record=4)
+    for kw, field in ((dict(rank=0, world_size=2), "world_size=1"), (dict(batch_size=8), "batch_size=4"),
+                      (dict(uneven="drop"), "uneven='pad'"), (dict(shuffle=False), "shuffle=True"),
+                      (dict(shuffle_buffer=16), "shuffle_buffer=4096")):
+        args = {**dict(shuffle=True, seed=5, rank=0, world_size=1), **kw}
+        batch_size = args.pop("batch_size", 4)
+        with pytest.raises(ValueError, match=f"the state was saved with {field}, and this loader"):
+            eval_loader(distinct_dataset, batch_size=batch_size, **args).load_state_dict(state)
+    with pytest.raises(ValueError, match="saved with dataset='\\w+', and this loader reads \\w+, another dataset"):
+        eval_loader(other, shuffle=True, seed=5, rank=0, world_size=1).load_state_dict(state)
+    # The same loader made again continues; a state of an older pcr, without these keys, still loads.
+    eval_loader(distinct_dataset, shuffle=True, seed=5, rank=0, world_size=1).load_state_dict(state)
+    old = {k: state[k] for k in ("seed", "epoch", "batches", "num_workers")}
+    eval_loader(distinct_dataset, batch_size=8, shuffle=True, seed=5).load_state_dict(old)
+
+
+def test_a_str_of_fields_is_one_field_name(distinct_dataset):
+    for make in (lambda f: eval_loader(distinct_dataset, fields=f), lambda f: pcr.torch.Dataset(str(distinct_dataset),
+                                                                                                  fields=f)):
+        with pytest.raises(ValueError, match="'idx'") as refused:
+            make("idx")
+        assert "'i'" not in str(refused.value)
 
 
 @pytest.mark.parametrize("workers", [0, 2])
