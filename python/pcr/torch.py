@@ -120,6 +120,40 @@ def _fidelity(value, groups: int) -> int:
 # Slots of ImageLoader's shared state, seen by its DataLoader workers.
 _EPOCH, _START, _WORKERS_EPOCH, _WORKERS = range(4)
 
+_worker_exit_registered = False
+
+
+def _finish_feeders_at_exit() -> None:
+    """In a DataLoader worker: lets the queue's feeder threads finish the
+    batch they are sending before the interpreter finalises. A spawned
+    worker exits through finalisation, where Python ends a daemon thread
+    that takes the GIL back by unwinding its stack; a feeder inside torch's
+    C++ (pickling a tensor into shared memory) then aborts the process. One
+    still busy after a few seconds (its reader gone) is left by exiting at
+    once."""
+    global _worker_exit_registered
+    if _worker_exit_registered:
+        return
+    _worker_exit_registered = True
+    import atexit
+
+    def finish() -> None:
+        import os
+        import sys
+        import threading
+        import time
+
+        deadline = time.monotonic() + 5
+        feeders = [t for t in threading.enumerate() if t.name == "QueueFeederThread"]
+        for t in feeders:
+            t.join(max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in feeders):
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(0)
+
+    atexit.register(finish)
+
 
 class _EpochLoader(_data.IterableDataset):
     """Shares, epochs, resume and DataLoader workers, for ImageLoader and
@@ -246,6 +280,7 @@ class _EpochLoader(_data.IterableDataset):
             self._delivered = start
         else:
             self._shared[_WORKERS_EPOCH] = epoch + 1
+            _finish_feeders_at_exit()
             self._shared[_WORKERS] = workers
         # The DataLoader takes batches from its workers in turn, worker 0
         # first: the C++ loader's worker w delivers the rank's batches
