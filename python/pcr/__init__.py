@@ -69,6 +69,35 @@ class Table(_pcr.Table):
         return _frames.to_pandas(self, features, stripes, dtype_backend)
 
 
+def _warn(message):
+    """warnings.warn at the first caller outside this package."""
+    here, level, frame = _os.path.dirname(__file__), 2, _sys._getframe(1)
+    while frame is not None and _os.path.dirname(frame.f_code.co_filename) == here:
+        frame, level = frame.f_back, level + 1
+    _warnings.warn(message, stacklevel=level)
+
+
+def _report_skipped(out, summary, call):
+    """A conversion's skipped and ignored sources: one warning summing them
+    up, and each skipped source on the "pcr" logger."""
+    import logging
+
+    skipped, ignored = summary.get("skipped", []), summary.get("ignored_files", 0)
+    log = logging.getLogger("pcr")
+    for key, reason in skipped:
+        log.info("%s: skipped %s: %s", out, key, reason)
+    said = []
+    if skipped:
+        key, reason = skipped[0]
+        said.append(f"skipped {len(skipped)} source{'s' * (len(skipped) != 1)} that could not be converted (first "
+                    f"{key}: {reason}; every one in the summary's 'skipped' and on the 'pcr' logger)")
+    if ignored:
+        said.append(f"ignored {ignored} file{'s' * (ignored != 1)} that {'is' if ignored == 1 else 'are'} not a JPEG "
+                    "image by name")
+    if said:
+        _warn(f"{call}: {_os.fspath(out)}: " + "; ".join(said))
+
+
 def convert_images(src, out, *, progress=None, **options):
     """pcr-convert images: the ImageFolder (or list) at src into the dataset directory out.
 
@@ -84,15 +113,20 @@ def convert_images(src, out, *, progress=None, **options):
     stops the conversion within about a second with KeyboardInterrupt; the
     files finished so far stay, and the same call again resumes from them.
     Returns the summary: images, records, files, bytes in and out, skipped.
+    Skipped sources (skip_bad=True) and files ignored as not JPEG images are
+    summed up in one warning, and each skipped one is logged on the "pcr"
+    logger.
     """
     bar = None
     if progress is None and _sys.stderr.isatty():
         progress = bar = _ProgressBar()
     try:
-        return _pcr.convert_images(src, out, progress=progress or None, **options)
+        summary = _pcr.convert_images(src, out, progress=progress or None, **options)
     finally:
         if bar is not None:
             bar.close()
+    _report_skipped(out, summary, "pcr.convert_images" if not options.get("shards") else "pcr.convert_webdataset")
+    return summary
 
 
 def convert_webdataset(shards, out, **options):

@@ -15,14 +15,11 @@ viewing the column (None where missing), scored lists structured arrays of
 """
 import datetime
 import operator
-import os
-import sys
-import warnings
 
 import numpy as np
 import pandas as pd
 
-from . import _pcr
+from . import _pcr, _warn
 
 _NUMPY = {"int64": "int64", "uint64": "uint64", "bool": "bool", "float32": "float32", "float64": "float64"}
 _BACKENDS = (None, "numpy_nullable")
@@ -45,14 +42,6 @@ def _empty_column(kind):
         if kind in _SCORED:
             col["scores"] = np.zeros(0, dtype=_SCORED[kind])
     return col
-
-
-def _warn(message):
-    """warnings.warn at the first caller outside this package."""
-    here, level, frame = os.path.dirname(__file__), 2, sys._getframe(1)
-    while frame is not None and os.path.dirname(frame.f_code.co_filename) == here:
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, stacklevel=level)
 
 
 def check_backend(dtype_backend):

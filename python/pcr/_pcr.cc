@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <regex>
+#include <set>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -1027,6 +1028,40 @@ class PyTableLoader {
   pcr::TableLoaderBatch batch_;
 };
 
+// pcr-convert's options in a conversion's messages, as convert_images and
+// convert_table spell them: --skip-bad is skip_bad=True, --column-type
+// a=string is column_types={'a': 'string'}, --images-per-record N is
+// images_per_record=N.
+std::string PythonSpelling(const std::string& message) {
+  static const std::regex kTyped("--(column|field)-type (\\S+)=(\\w+)");
+  static const std::regex kFlag("--([a-z][a-z-]*[a-z])( missing)?");
+  static const std::set<std::string> kSwitches = {"skip-bad",       "restart",          "keep-order", "by-content",
+                                                  "strip-metadata", "exif-orientation", "strings",    "float32"};
+  static const std::set<std::string> kValued = {"images-per-record", "records-per-file", "fields-key", "field-order",
+                                                "scan-script",       "num-shards",       "shard",      "work-dir",
+                                                "format",            "schema",           "list",       "fields",
+                                                "on-bad-value",      "delimiter"};
+  const std::string typed = std::regex_replace(message, kTyped, "$1_types={'$2': '$3'}");
+  std::string out;
+  auto at = typed.cbegin();
+  for (std::sregex_iterator m(typed.begin(), typed.end(), kFlag), end; m != end; ++m) {
+    out.append(at, (*m)[0].first);
+    at = (*m)[0].second;
+    std::string name = (*m)[1].str();
+    const bool known = kSwitches.count(name) != 0 || kValued.count(name) != 0;
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (!known) {
+      out += (*m)[0].str();
+    } else if (name == "on_bad_value" && (*m)[2].matched) {
+      out += "on_bad_value='missing'";
+    } else {
+      out += name + (kSwitches.count((*m)[1].str()) != 0 ? "=True" : "") + (*m)[2].str();
+    }
+  }
+  out.append(at, typed.cend());
+  return out;
+}
+
 // Runs `convert` on a thread of its own while the caller's thread waits with
 // the GIL released, taking it every 100 ms to run Python's signal handlers
 // (Ctrl-C: KeyboardInterrupt, which cancels the conversion and leaves it
@@ -1090,7 +1125,8 @@ pcr::ConvertImagesSummary ConvertCancellable(pcr::ConvertImagesOptions options, 
   }
   if (last) report(*last);
   if (raised) throw std::move(*raised);
-  return Take(std::move(*result));
+  if (!result->ok()) Raise(result->status().WithMessage(PythonSpelling(result->status().message())));
+  return std::move(**result);
 }
 
 // convert_images' arguments as options, for it and for checking pcr.dask's.
@@ -1187,20 +1223,6 @@ py::dict Merge(const std::filesystem::path& out, const std::vector<std::filesyst
   d["images"] = s.images;
   d["skipped"] = s.skipped;
   return d;
-}
-
-// pcr-convert's options in a table conversion's messages, as convert_table
-// spells them: --column-type a=string is column_types={'a': 'string'}.
-std::string PythonSpelling(const std::string& message) {
-  static const std::regex kColumnType("--column-type (\\S+)=(\\w+)");
-  std::string out = std::regex_replace(message, kColumnType, "column_types={'$1': '$2'}");
-  for (const auto& [flag, argument] : {std::pair<std::string, std::string>{"--on-bad-value missing", "on_bad_value='missing'"},
-                                       {"--strings", "strings=True"}}) {
-    for (size_t at = out.find(flag); at != std::string::npos; at = out.find(flag, at + argument.size())) {
-      out.replace(at, flag.size(), argument);
-    }
-  }
-  return out;
 }
 
 // convert_table's arguments as options, for it and pcr.dask's steps.
@@ -1550,7 +1572,7 @@ PYBIND11_MODULE(_pcr, m) {
   images_args([&](auto... args) {
     m.def("_check_convert_images", Composed(&ImagesOptions, [](const ImagesCall& call) {
             const pcr::Status checked = pcr::CheckConvertImagesOptions(call.options);
-            if (!checked.ok()) Raise(checked);
+            if (!checked.ok()) Raise(checked.WithMessage(PythonSpelling(checked.message())));
           }), args...);
   });
   m.def("_default_job_id", &pcr::DefaultJobId);

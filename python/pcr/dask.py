@@ -28,7 +28,7 @@ import dask.dataframe as dd
 from dask.base import tokenize
 from dask.dataframe.io.utils import DataFrameIOFunction
 
-from . import ImageDataset, Table, _frames, _pcr
+from . import ImageDataset, Table, _frames, _pcr, _report_skipped
 
 __all__ = ["convert_images", "convert_table", "convert_webdataset", "read_images", "read_table"]
 
@@ -323,6 +323,7 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
     summary.update(skipped=[tuple(x) for s in done for x in s["skipped"]], seconds=time.perf_counter() - start,
                    merge_seconds=merge_seconds, num_shards=num_shards,
                    shards=[{k: s[k] for k in ("shard", "images", "seconds", "worker")} for s in done])
+    _report_skipped(out, summary, "pcr.dask.convert_images")
     return summary
 
 

@@ -119,3 +119,27 @@ def test_version_matches_the_library(tmp_path):
     root = pathlib.Path(__file__).parents[2]
     header = (root / "include" / "pcr" / "version.h").read_text()
     assert f'#define PCR_VERSION_STRING "{pcr.__version__}"' in header
+
+
+def test_conversion_errors_name_keywords_and_skipped_sources_are_warned_and_logged(data_dir, tmp_path, caplog):
+    import logging
+
+    src = tmp_path / "src"
+    shutil.copytree(data_dir / "sample", src)
+    bad = data_dir / "bad" / "video-001.progressive.truncated.jpeg"
+    shutil.copyfile(bad, src / "misc" / bad.name)
+    (src / "misc" / "notes.txt").write_text("not an image")
+    with pytest.raises(pcr.CorruptionError, match=r"\(skip_bad=True skips it\)") as refused:
+        pcr.convert_images(src, tmp_path / "refused", progress=False)
+    assert "--" not in str(refused.value)
+    with pytest.raises(ValueError, match="^images_per_record must be positive, not 0$"):
+        pcr.convert_images(src, tmp_path / "zero", images_per_record=0, progress=False)
+    with caplog.at_level(logging.INFO, logger="pcr"), pytest.warns(UserWarning) as caught:
+        summary = pcr.convert_images(src, tmp_path / "out", skip_bad=True, progress=False)
+    assert [path for path, _ in summary["skipped"]] == [f"misc/{bad.name}"] and summary["ignored_files"] == 1
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert str(caught[0].message).startswith(f"pcr.convert_images: {tmp_path / 'out'}: skipped 1 source that could "
+                                             f"not be converted (first misc/{bad.name}: ")
+    assert str(caught[0].message).endswith("; ignored 1 file that is not a JPEG image by name")
+    assert [r.getMessage() for r in caplog.records if r.name == "pcr"] == \
+        [f"{tmp_path / 'out'}: skipped misc/{bad.name}: {summary['skipped'][0][1]}"]
