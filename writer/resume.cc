@@ -96,7 +96,7 @@ Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, con
         return Status::InvalidArgument(
             dir_name + " holds an interrupted conversion with " + Difference(text, header) +
             ": run it again with the same options and inputs to keep its " + std::to_string(finished) +
-            " finished files, or start over with --restart (restart=True)");
+            " finished files, or start over with --restart");
       }
       if (!restart) kept = DecodeJournal(text, header.first, header.limits, first_file, source_count);
     }

@@ -52,9 +52,9 @@ def test_ctrl_c_stops_a_conversion_that_then_resumes(data_dir, tmp_path):
     assert not (out / "dataset.pcrd").exists() and (out / ".pcr-convert-incomplete").exists()
     # Other options are refused, naming the option, and leave the files alone.
     files = sorted(out.iterdir())
-    with pytest.raises(ValueError, match=r"--images-per-record '8' \(now '16'\): run it again with the same "
+    with pytest.raises(ValueError, match=r"with images_per_record '8' \(now '16'\): run it again with the same "
                                          r"options and inputs to keep its [0-9]+ finished files, "
-                                         r"or start over with --restart"):
+                                         r"or start over with restart=True$"):
         pcr.convert_images(str(src), str(out), images_per_record=16, jobs=1, progress=False)
     assert sorted(out.iterdir()) == files
     summary = pcr.convert_images(str(src), str(out), images_per_record=8, jobs=1, progress=False)
