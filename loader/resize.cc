@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace pcr {
 
@@ -11,8 +12,9 @@ namespace {
 // Fixed-point weights have kPrecisionBits fraction bits, as PIL's.
 constexpr int kPrecisionBits = 22;
 
-// Filter taps of one resampling direction: output i reads input
-// [first[i], first[i] + count[i]) with weights[i * max_taps + k].
+// Filter taps of one resampling direction: output i (counted from the
+// first output computed) reads input [first[i], first[i] + count[i]) with
+// weights[i * max_taps + k].
 struct Taps {
   std::vector<int> first;
   std::vector<int> count;
@@ -21,34 +23,47 @@ struct Taps {
 };
 
 // The triangle filter PIL's BILINEAR resampling uses, widened by the scale
-// when shrinking, with PIL's tap positions, normalisation and rounding.
-Taps MakeTaps(int in, int out) {
+// when shrinking, with PIL's tap positions, arithmetic, normalisation and
+// rounding, for outputs [out_first, out_first + n) of a resize from `in` to
+// `out` pixels.
+Taps MakeTaps(int in, int out, int out_first, int n) {
   const double scale = static_cast<double>(in) / out;
   const double filter_scale = std::max(scale, 1.0);
   const double support = filter_scale;  // the triangle's support is 1
+  const double inverse = 1.0 / filter_scale;
   Taps t;
   t.max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
-  t.first.resize(out);
-  t.count.resize(out);
-  t.weights.assign(static_cast<size_t>(out) * t.max_taps, 0);
+  t.first.resize(n);
+  t.count.resize(n);
+  t.weights.assign(static_cast<size_t>(n) * t.max_taps, 0);
   std::vector<double> w(t.max_taps);
-  for (int o = 0; o < out; ++o) {
-    const double center = (o + 0.5) * scale;
+  for (int i = 0; i < n; ++i) {
+    const double center = (out_first + i + 0.5) * scale;
     const int lo = std::max(static_cast<int>(center - support + 0.5), 0);
     const int hi = std::min(static_cast<int>(center + support + 0.5), in);
     double total = 0;
     for (int k = 0; k < hi - lo; ++k) {
-      w[k] = std::max(0.0, 1.0 - std::abs((k + lo - center + 0.5) / filter_scale));
+      w[k] = std::max(0.0, 1.0 - std::abs((k + lo - center + 0.5) * inverse));
       total += w[k];
     }
-    int32_t* fixed = &t.weights[static_cast<size_t>(o) * t.max_taps];
+    int32_t* fixed = &t.weights[static_cast<size_t>(i) * t.max_taps];
     for (int k = 0; k < hi - lo; ++k) {
-      fixed[k] = static_cast<int32_t>(0.5 + (total > 0 ? w[k] / total : w[k]) * (1 << kPrecisionBits));
+      fixed[k] = static_cast<int32_t>(0.5 + (total != 0 ? w[k] / total : w[k]) * (1 << kPrecisionBits));
     }
-    t.first[o] = lo;
-    t.count[o] = hi - lo;
+    t.first[i] = lo;
+    t.count[i] = hi - lo;
   }
   return t;
+}
+
+// The inputs that taps read.
+Span SpanOf(const Taps& t) {
+  Span span{std::numeric_limits<int>::max(), 0};
+  for (size_t i = 0; i < t.first.size(); ++i) {
+    span.first = std::min(span.first, t.first[i]);
+    span.last = std::max(span.last, t.first[i] + t.count[i]);
+  }
+  return span;
 }
 
 // out[i] = the weighted sum of rows[k * stride + i] over `taps` rows, in
@@ -125,10 +140,28 @@ void Deinterleave(const uint8_t* __restrict src, size_t n, int channels, uint8_t
 
 }  // namespace
 
+Span InputSpan(int in, int out, int out_first, int count) { return SpanOf(MakeTaps(in, out, out_first, count)); }
+
 void Resizer::Resize(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst, int dst_width,
                      int dst_height, ResizeLayout layout) {
-  const Taps horizontal = MakeTaps(src_width, dst_width);
-  const Taps vertical = MakeTaps(src_height, dst_height);
+  Resize({.in_width = src_width,
+          .in_height = src_height,
+          .out_width = dst_width,
+          .out_height = dst_height,
+          .width = dst_width,
+          .height = dst_height},
+         src, channels, dst, layout);
+}
+
+void Resizer::Resize(const ResizeWindow& window, const uint8_t* src, int channels, uint8_t* dst,
+                     ResizeLayout layout) {
+  Taps horizontal = MakeTaps(window.in_width, window.out_width, window.x, window.width);
+  Taps vertical = MakeTaps(window.in_height, window.out_height, window.y, window.height);
+  const Span xs = SpanOf(horizontal), ys = SpanOf(vertical);
+  for (int& first : horizontal.first) first -= xs.first;
+  for (int& first : vertical.first) first -= ys.first;
+  const int src_width = xs.last - xs.first, src_height = ys.last - ys.first;
+  const int dst_width = window.width, dst_height = window.height;
   const size_t column = static_cast<size_t>(src_height) * channels;
   columns_.resize(column * src_width);
   resized_columns_.resize(column * dst_width);

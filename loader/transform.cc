@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -15,41 +16,80 @@ namespace pcr {
 
 namespace {
 
-// A double in [0, 1) from 53 random bits.
-double Uniform(SplitMix64& rng) { return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53; }
+// torch's CPU generator after torch.manual_seed(seed): the Mersenne Twister
+// seeded with the seed's low 32 bits, drawn from as torch draws.
+class TorchRandom {
+ public:
+  explicit TorchRandom(uint64_t seed) : engine_(static_cast<uint32_t>(seed)) {}
 
-}  // namespace
+  // Tensor.uniform_(from, to) of one float32: 24 bits, mapped in double.
+  double Uniform(double from, double to) {
+    const float f = static_cast<float>(from), t = static_cast<float>(to);
+    const double x = static_cast<double>(engine_() & 0xFFFFFF) * 0x1.0p-24;
+    return static_cast<float>(x * static_cast<double>(t - f) + static_cast<double>(f));
+  }
 
-Region RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& o, uint64_t seed) {
-  SplitMix64 rng(seed);
+  // torch.randint(0, n). REQUIRES: 1 <= n <= 2^32 - 1
+  int Below(int n) { return static_cast<int>(engine_() % static_cast<uint32_t>(n)); }
+
+ private:
+  std::mt19937 engine_;
+};
+
+// Python's int(round(v)) for a v that fits an int: half to even.
+int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+// RandomResizedCrop.get_params, draw for draw.
+Region DrawRandomResizedCrop(int width, int height, const RandomResizedCropOptions& o, TorchRandom& rng) {
   const double area = static_cast<double>(width) * height;
-  const double log_min = std::log(o.ratio_min), log_max = std::log(o.ratio_max);
+  const float log_min = std::log(static_cast<float>(o.ratio_min));
+  const float log_max = std::log(static_cast<float>(o.ratio_max));
   for (int attempt = 0; attempt < 10; ++attempt) {
-    const double target = area * (o.scale_min + (o.scale_max - o.scale_min) * Uniform(rng));
-    const double ratio = std::exp(log_min + (log_max - log_min) * Uniform(rng));
-    const int w = static_cast<int>(std::lround(std::sqrt(target * ratio)));
-    const int h = static_cast<int>(std::lround(std::sqrt(target / ratio)));
+    const double target = area * rng.Uniform(o.scale_min, o.scale_max);
+    const double ratio = std::exp(static_cast<float>(rng.Uniform(log_min, log_max)));
+    const double w = std::nearbyint(std::sqrt(target * ratio));
+    const double h = std::nearbyint(std::sqrt(target / ratio));
     if (w > 0 && w <= width && h > 0 && h <= height) {
-      const int y = static_cast<int>(rng.Below(static_cast<uint64_t>(height - h + 1)));
-      const int x = static_cast<int>(rng.Below(static_cast<uint64_t>(width - w + 1)));
-      return {x, y, w, h};
+      const int y = rng.Below(height - static_cast<int>(h) + 1);
+      const int x = rng.Below(width - static_cast<int>(w) + 1);
+      return {x, y, static_cast<int>(w), static_cast<int>(h)};
     }
   }
   // The central crop of the nearest allowed ratio.
   const double in_ratio = static_cast<double>(width) / height;
   int w = width, h = height;
   if (in_ratio < o.ratio_min) {
-    h = std::max(1, static_cast<int>(std::lround(width / o.ratio_min)));
+    h = std::clamp(RoundHalfEven(width / o.ratio_min), 1, height);
   } else if (in_ratio > o.ratio_max) {
-    w = std::max(1, static_cast<int>(std::lround(height * o.ratio_max)));
+    w = std::clamp(RoundHalfEven(height * o.ratio_max), 1, width);
   }
   return {(width - w) / 2, (height - h) / 2, w, h};
 }
 
-Region CenterCropRegion(int width, int height, int resize, int crop) {
-  const int shorter = std::min(width, height);
-  const int side = std::clamp(static_cast<int>(std::lround(static_cast<double>(shorter) * crop / resize)), 1, shorter);
-  return {(width - side) / 2, (height - side) / 2, side, side};
+// The region of the source a resize window shows, to decode at a DCT scale.
+Region SourceOf(const CenterCropGeometry& g, int width, int height) {
+  const auto map = [](int v, int in, int out) { return static_cast<int>(static_cast<int64_t>(v) * in / out); };
+  const int x = map(g.crop.x, width, g.resized_width), y = map(g.crop.y, height, g.resized_height);
+  const int x1 = std::max(x + 1, map(g.crop.x + g.crop.width, width, g.resized_width));
+  const int y1 = std::max(y + 1, map(g.crop.y + g.crop.height, height, g.resized_height));
+  return {x, y, std::min(x1, width) - x, std::min(y1, height) - y};
+}
+
+}  // namespace
+
+Region RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& o, uint64_t seed) {
+  TorchRandom rng(seed);
+  return DrawRandomResizedCrop(width, height, o, rng);
+}
+
+CenterCropGeometry CenterCropOf(int width, int height, int resize, int crop) {
+  CenterCropGeometry g;
+  // int(resize * longer / shorter), in exact integer arithmetic.
+  const int longer = static_cast<int>(static_cast<int64_t>(resize) * std::max(width, height) / std::min(width, height));
+  g.resized_width = width <= height ? resize : longer;
+  g.resized_height = width <= height ? longer : resize;
+  g.crop = {RoundHalfEven((g.resized_width - crop) / 2.0), RoundHalfEven((g.resized_height - crop) / 2.0), crop, crop};
+  return g;
 }
 
 void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst, int dst_width,
@@ -71,26 +111,52 @@ struct BatchDecoder::Rep {
 
   // Decodes, crops, resizes and flips one image into `out`.
   Status One(Scratch& s, ByteSpan jpeg, uint64_t seed, uint8_t* out) const {
-    JpegDecoder& decoder = s.decoder;
-    std::vector<uint8_t>& pixels = s.pixels;
     const int size = options.size;
-    PCR_ASSIGN_OR_RETURN(const ImageShape whole, decoder.Shape(jpeg, {.format = PixelFormat::kRgb}));
-    bool flip = false;
-    Region r;
+    PCR_ASSIGN_OR_RETURN(const ImageShape whole, s.decoder.Shape(jpeg, {.format = PixelFormat::kRgb}));
+    const ResizeLayout layout{.planar = !options.channels_last};
     if (options.crop == BatchTransformOptions::Crop::kRandomResized) {
-      r = RandomResizedCropRegion(whole.width, whole.height, options.random_resized, seed);
-      flip = options.random_flip && (SplitMix64(MixSeeds(seed, 1)).Next() & 1) != 0;
-    } else {
-      r = CenterCropRegion(whole.width, whole.height, options.resize, size);
+      TorchRandom rng(seed);
+      const Region r = DrawRandomResizedCrop(whole.width, whole.height, options.random_resized, rng);
+      const bool flip = options.random_flip && rng.Uniform(0, 1) < 0.5;
+      return Decoded(s, jpeg, whole, r, out, {.planar = layout.planar, .mirror = flip});
     }
-    // The largest DCT scaling that still leaves at least `size` pixels each way.
-    int scale = 1;
-    for (int s : {8, 4, 2}) {
-      if (r.width / s >= size && r.height / s >= size) {
-        scale = s;
-        break;
-      }
+    const CenterCropGeometry g = CenterCropOf(whole.width, whole.height, options.resize, size);
+    const Region source = SourceOf(g, whole.width, whole.height);
+    if (Scale(source) > 1) return Decoded(s, jpeg, whole, source, out, layout);
+    const ResizeWindow window{.in_width = whole.width,
+                              .in_height = whole.height,
+                              .out_width = g.resized_width,
+                              .out_height = g.resized_height,
+                              .x = g.crop.x,
+                              .y = g.crop.y,
+                              .width = size,
+                              .height = size};
+    const Span xs = InputSpan(whole.width, g.resized_width, g.crop.x, size);
+    const Span ys = InputSpan(whole.height, g.resized_height, g.crop.y, size);
+    const DecodeOptions o{.format = PixelFormat::kRgb,
+                          .crop = {.x = xs.first, .y = ys.first, .width = xs.last - xs.first, .height = ys.last - ys.first},
+                          .decoder = options.decoder};
+    s.pixels.resize(static_cast<size_t>(o.crop.width) * o.crop.height * 3);
+    PCR_RETURN_IF_ERROR(s.decoder.Decode(jpeg, o, s.pixels).status());
+    s.resizer.Resize(window, s.pixels.data(), 3, out, layout);
+    return Status::OK();
+  }
+
+  // With fast_scale, the largest DCT scaling that still leaves at least
+  // `size` pixels of region r each way; else 1.
+  int Scale(const Region& r) const {
+    for (int d : {8, 4, 2}) {
+      if (options.fast_scale && r.width / d >= options.size && r.height / d >= options.size) return d;
     }
+    return 1;
+  }
+
+  // Decodes region r of the image (at a DCT scale, with fast_scale) and
+  // resizes it to the output size.
+  Status Decoded(Scratch& s, ByteSpan jpeg, const ImageShape& whole, const Region& r, uint8_t* out,
+                 ResizeLayout layout) const {
+    const int size = options.size;
+    const int scale = Scale(r);
     DecodeOptions o{.scale_denom = scale, .format = PixelFormat::kRgb, .decoder = options.decoder};
     // libjpeg rounds scaled sizes up.
     const ImageShape scaled{(whole.width + scale - 1) / scale, (whole.height + scale - 1) / scale, 3};
@@ -99,10 +165,9 @@ struct BatchDecoder::Rep {
     const int x1 = std::clamp((r.x + r.width + scale - 1) / scale, x0 + 1, scaled.width);
     const int y1 = std::clamp((r.y + r.height + scale - 1) / scale, y0 + 1, scaled.height);
     o.crop = {.x = x0, .y = y0, .width = x1 - x0, .height = y1 - y0};
-    pixels.resize(static_cast<size_t>(o.crop.width) * o.crop.height * 3);
-    PCR_RETURN_IF_ERROR(decoder.Decode(jpeg, o, pixels).status());
-    s.resizer.Resize(pixels.data(), o.crop.width, o.crop.height, 3, out, size, size,
-                   {.planar = !options.channels_last, .mirror = flip});
+    s.pixels.resize(static_cast<size_t>(o.crop.width) * o.crop.height * 3);
+    PCR_RETURN_IF_ERROR(s.decoder.Decode(jpeg, o, s.pixels).status());
+    s.resizer.Resize(s.pixels.data(), o.crop.width, o.crop.height, 3, out, size, size, layout);
     return Status::OK();
   }
 };
@@ -124,6 +189,8 @@ Result<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const BatchTransformO
   return std::unique_ptr<BatchDecoder>(new BatchDecoder(std::move(rep)));
 }
 
+uint64_t BatchDecoder::ImageSeed(uint64_t seed, size_t i) { return MixSeeds(seed, i) & 0xFFFFFFFF; }
+
 BatchDecoder::BatchDecoder(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 BatchDecoder::~BatchDecoder() = default;
 
@@ -142,7 +209,7 @@ Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std:
   while (rep_->scratch.size() < static_cast<size_t>(n)) rep_->scratch.push_back(std::make_unique<Rep::Scratch>());
   auto work = [&](Rep::Scratch& scratch) {
     for (size_t i = next++; i < jpegs.size(); i = next++) {
-      Status st = rep_->One(scratch, jpegs[i], MixSeeds(seed, i), out.data() + i * image_bytes());
+      Status st = rep_->One(scratch, jpegs[i], ImageSeed(seed, i), out.data() + i * image_bytes());
       if (!st.ok()) errors[i] = st.WithPrefix("image " + std::to_string(i) + " of the batch");
     }
   };

@@ -48,11 +48,13 @@ TEST_CASE("RandomResizedCrop regions lie in the image with the asked scale and r
   CHECK_FALSE(RandomResizedCropRegion(500, 375, o, 1) == RandomResizedCropRegion(500, 375, o, 2));
 }
 
-TEST_CASE("the evaluation crop is Resize then CenterCrop") {
-  CHECK(CenterCropRegion(500, 375, 256, 224) == Region{86, 23, 328, 328});
-  CHECK(CenterCropRegion(375, 500, 256, 224) == Region{23, 86, 328, 328});
-  CHECK(CenterCropRegion(224, 224, 224, 224) == Region{0, 0, 224, 224});
-  CHECK(CenterCropRegion(1, 1, 256, 224) == Region{0, 0, 1, 1});
+TEST_CASE("the evaluation crop is torchvision's Resize then CenterCrop") {
+  // The longer side is truncated; the offsets round half to even.
+  CHECK(CenterCropOf(500, 375, 256, 224) == CenterCropGeometry{341, 256, {58, 16, 224, 224}});
+  CHECK(CenterCropOf(375, 500, 256, 224) == CenterCropGeometry{256, 341, {16, 58, 224, 224}});
+  CHECK(CenterCropOf(503, 375, 256, 224) == CenterCropGeometry{343, 256, {60, 16, 224, 224}});
+  CHECK(CenterCropOf(224, 224, 224, 224) == CenterCropGeometry{224, 224, {0, 0, 224, 224}});
+  CHECK(CenterCropOf(1, 1, 256, 224) == CenterCropGeometry{256, 256, {16, 16, 224, 224}});
 }
 
 TEST_CASE("bilinear resizing keeps sizes, constants and averages") {
@@ -87,33 +89,32 @@ std::vector<Bytes> SmallRgbJpegs() {
   return out;
 }
 
-TEST_CASE("a centre-cropped batch equals decoding, cropping and resizing each image") {
+TEST_CASE("a centre-cropped batch equals resizing each whole image and cropping the middle") {
   const std::vector<Bytes> jpegs = SmallRgbJpegs();
   REQUIRE(jpegs.size() >= 4);
-  const int size = 48;
-  auto decoder = BatchDecoder::Create({.size = size, .crop = BatchTransformOptions::Crop::kCenter, .resize = 56,
-                                       .threads = 3});
-  REQUIRE(decoder.ok());
-  std::vector<ByteSpan> spans(jpegs.begin(), jpegs.end());
-  std::vector<uint8_t> batch(spans.size() * (*decoder)->image_bytes());
-  REQUIRE((*decoder)->Decode(spans, 5, batch).ok());
-  for (size_t i = 0; i < jpegs.size(); ++i) {
-    INFO("image " << i);
-    auto full = DecodeJpeg(jpegs[i], {.format = PixelFormat::kRgb});
-    REQUIRE(full.ok());
-    const Region r = CenterCropRegion(full->width, full->height, 56, size);
-    REQUIRE(r.width < 2 * size);  // decoded at full scale
-    std::vector<uint8_t> region(static_cast<size_t>(r.width) * r.height * 3);
-    for (int y = 0; y < r.height; ++y) {
-      std::copy_n(&full->pixels[(static_cast<size_t>(r.y + y) * full->width + r.x) * 3], r.width * 3,
-                  &region[static_cast<size_t>(y) * r.width * 3]);
-    }
-    std::vector<uint8_t> want(static_cast<size_t>(size) * size * 3);
-    ResizeBilinear(region.data(), r.width, r.height, 3, want.data(), size, size);
-    const uint8_t* got = &batch[i * (*decoder)->image_bytes()];
-    const size_t plane = static_cast<size_t>(size) * size;
-    for (size_t p = 0; p < plane; ++p) {
-      for (int c = 0; c < 3; ++c) REQUIRE(got[c * plane + p] == want[p * 3 + c]);
+  for (auto [size, resize] : {std::pair{48, 56}, {40, 120}, {103, 103}}) {
+    auto decoder = BatchDecoder::Create({.size = size, .crop = BatchTransformOptions::Crop::kCenter, .resize = resize,
+                                         .threads = 3});
+    REQUIRE(decoder.ok());
+    std::vector<ByteSpan> spans(jpegs.begin(), jpegs.end());
+    std::vector<uint8_t> batch(spans.size() * (*decoder)->image_bytes());
+    REQUIRE((*decoder)->Decode(spans, 5, batch).ok());
+    for (size_t i = 0; i < jpegs.size(); ++i) {
+      INFO("image " << i << " size " << size << " resize " << resize);
+      auto full = DecodeJpeg(jpegs[i], {.format = PixelFormat::kRgb});
+      REQUIRE(full.ok());
+      const CenterCropGeometry g = CenterCropOf(full->width, full->height, resize, size);
+      std::vector<uint8_t> resized(static_cast<size_t>(g.resized_width) * g.resized_height * 3);
+      ResizeBilinear(full->pixels.data(), full->width, full->height, 3, resized.data(), g.resized_width,
+                     g.resized_height);
+      const uint8_t* got = &batch[i * (*decoder)->image_bytes()];
+      const size_t plane = static_cast<size_t>(size) * size;
+      for (int y = 0; y < size; ++y) {
+        for (int x = 0; x < size; ++x) {
+          const size_t at = (static_cast<size_t>(g.crop.y + y) * g.resized_width + g.crop.x + x) * 3;
+          for (int c = 0; c < 3; ++c) REQUIRE(got[c * plane + y * size + x] == resized[at + c]);
+        }
+      }
     }
   }
 }
@@ -162,6 +163,53 @@ TEST_CASE("random crops and flips depend on the seed alone") {
       for (int c = 0; c < 3; ++c) REQUIRE(last[i * bytes + p * 3 + c] == one[i * bytes + c * 32 * 32 + p]);
     }
   }
+}
+
+TEST_CASE("a training batch equals cropping each whole image, resizing and flipping") {
+  const std::vector<Bytes> jpegs = SmallRgbJpegs();
+  std::vector<ByteSpan> spans;
+  for (int copy = 0; copy < 4; ++copy) spans.insert(spans.end(), jpegs.begin(), jpegs.end());
+  const int size = 40;
+  const BatchTransformOptions o{.size = size, .channels_last = true, .threads = 2};
+  auto d = BatchDecoder::Create(o);
+  REQUIRE(d.ok());
+  std::vector<uint8_t> batch(spans.size() * (*d)->image_bytes());
+  REQUIRE((*d)->Decode(spans, 11, batch).ok());
+  auto fast = BatchDecoder::Create({.size = size, .fast_scale = true, .channels_last = true, .threads = 2});
+  REQUIRE(fast.ok());
+  std::vector<uint8_t> scaled(batch.size());
+  REQUIRE((*fast)->Decode(spans, 11, scaled).ok());
+  int flipped = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    INFO("image " << i);
+    auto full = DecodeJpeg(spans[i], {.format = PixelFormat::kRgb});
+    REQUIRE(full.ok());
+    const Region r = RandomResizedCropRegion(full->width, full->height, o.random_resized,
+                                             BatchDecoder::ImageSeed(11, i));
+    std::vector<uint8_t> region(static_cast<size_t>(r.width) * r.height * 3);
+    for (int y = 0; y < r.height; ++y) {
+      std::copy_n(&full->pixels[(static_cast<size_t>(r.y + y) * full->width + r.x) * 3], r.width * 3,
+                  &region[static_cast<size_t>(y) * r.width * 3]);
+    }
+    std::vector<uint8_t> want(static_cast<size_t>(size) * size * 3);
+    ResizeBilinear(region.data(), r.width, r.height, 3, want.data(), size, size);
+    const uint8_t* got = &batch[i * (*d)->image_bytes()];
+    bool same = true, mirrored = true;
+    for (int y = 0; y < size; ++y) {
+      for (int x = 0; x < size * 3; ++x) {
+        same = same && got[y * size * 3 + x] == want[y * size * 3 + x];
+        mirrored = mirrored && got[y * size * 3 + x] == want[y * size * 3 + (size - 1 - x / 3) * 3 + x % 3];
+      }
+    }
+    REQUIRE((same || mirrored));
+    flipped += !same;
+    // fast_scale draws the same crop and flip and gives close pixels.
+    double diff = 0;
+    for (size_t k = 0; k < want.size(); ++k) diff += std::abs(scaled[i * want.size() + k] - got[k]);
+    CHECK(diff / static_cast<double>(want.size()) < 12);
+  }
+  CHECK(flipped > 0);
+  CHECK(flipped < static_cast<int>(spans.size()));
 }
 
 TEST_CASE("batch decoding names the image that fails, and refuses bad options") {

@@ -1,7 +1,8 @@
-// Training and evaluation image transforms done during decoding: the crop is
-// chosen from the JPEG header before any pixel is decoded, so DCT-domain
-// scaling and cropped decoding skip what the crop drops; the rest is resized
-// to the output size.
+// Training and evaluation image transforms done during decoding, with
+// torchvision's geometry and PIL's bilinear filter: the crop is chosen from
+// the JPEG header before any pixel is decoded, so cropped decoding skips
+// what the crop drops (and, with fast_scale, DCT scaling what the resize
+// would); the rest is resized to the output size.
 #pragma once
 
 #include <cstdint>
@@ -35,14 +36,30 @@ struct RandomResizedCropOptions {
   double ratio_max = 4.0 / 3.0;
 };
 
-// The region RandomResizedCrop takes from a width x height image, drawn from
-// the splitmix64 stream seeded by `seed`. REQUIRES: width, height >= 1
+// The region torchvision's RandomResizedCrop.get_params draws for a width x
+// height image after torch.manual_seed(seed): the same Mersenne Twister
+// (seeded with the seed's low 32 bits) and the same arithmetic. One
+// difference: torch takes the float exp of the drawn log-ratio with SLEEF on
+// CPUs with AVX2, pcr with the C library, and a last-bit difference there
+// moves a side by one pixel (doc/python.md measures how rarely).
+// REQUIRES: width, height >= 1
 PCR_EXPORT Region RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& options,
                                           uint64_t seed);
 
-// The region that Resize(resize) then CenterCrop(crop) shows of a width x
-// height image: a centred square of crop / resize times the shorter side.
-PCR_EXPORT Region CenterCropRegion(int width, int height, int resize, int crop);
+// torchvision's Resize(resize) then CenterCrop(crop) of a width x height
+// image: the shorter side is resized to `resize` and the longer to
+// int(resize * longer / shorter), and `crop` is the window of that resized
+// image CenterCrop keeps (offsets rounded half to even, as Python's round).
+struct CenterCropGeometry {
+  int resized_width = 0;
+  int resized_height = 0;
+  Region crop;
+
+  bool operator==(const CenterCropGeometry&) const = default;
+};
+
+// REQUIRES: width, height >= 1 and 1 <= crop <= resize
+PCR_EXPORT CenterCropGeometry CenterCropOf(int width, int height, int resize, int crop);
 
 // Resizes `src` (src_height rows of src_width * channels bytes) to `dst`
 // (dst_height rows of dst_width * channels bytes) with a triangle filter
@@ -59,14 +76,20 @@ struct BatchTransformOptions {
   RandomResizedCropOptions random_resized;  // for kRandomResized
   int resize = 256;                         // kCenter: Resize(resize) then CenterCrop(size)
   bool random_flip = true;                  // mirror each image with probability 1/2 (kRandomResized only)
+  // Decode at a DCT scale (1/2, 1/4, 1/8) where the crop keeps at least
+  // `size` pixels each way, then resize: faster, but not torchvision's
+  // pixels (doc/python.md measures the difference). Off: every image is
+  // torchvision's on PIL's decode, byte for byte.
+  bool fast_scale = false;
   bool channels_last = false;               // N x H x W x 3 rather than N x 3 x H x W
   int threads = 0;                          // decoding threads; 0: one per core
   DecoderChoice decoder = DecoderChoice::kAuto;  // see DecodeOptions
 };
 
 // Decodes batches of JPEGs into one uint8 buffer of N images, each cropped,
-// resized and flipped as `options` say. Image i's random choices come from
-// MixSeeds-style seeds of (seed, i) alone, so a batch is the same for any
+// resized and flipped as `options` say. Image i's random choices are those
+// torchvision's RandomResizedCrop then RandomHorizontalFlip draw after
+// torch.manual_seed(ImageSeed(seed, i)), so a batch is the same for any
 // number of threads. Thread safety: Decode may be called from one thread at
 // a time; it runs the decoding on the decoder's own threads.
 class PCR_EXPORT BatchDecoder {
@@ -75,6 +98,9 @@ class PCR_EXPORT BatchDecoder {
   ~BatchDecoder();
   BatchDecoder(const BatchDecoder&) = delete;
   BatchDecoder& operator=(const BatchDecoder&) = delete;
+
+  // The torch seed of image i of a batch decoded with `seed`.
+  static uint64_t ImageSeed(uint64_t seed, size_t i);
 
   // Bytes of one output image: 3 * size * size.
   size_t image_bytes() const;

@@ -747,8 +747,8 @@ pcr::DecoderChoice Decoder(const std::string& name) {
 }
 
 pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, std::pair<double, double> scale,
-                                            std::pair<double, double> ratio, int resize, bool flip, bool channels_last,
-                                            int threads, const std::string& decoder) {
+                                            std::pair<double, double> ratio, int resize, bool flip, bool fast_scale,
+                                            bool channels_last, int threads, const std::string& decoder) {
   if (crop != "random_resized" && crop != "center") throw py::value_error("crop must be 'random_resized' or 'center'");
   return {.size = size,
           .crop = crop == "center" ? pcr::BatchTransformOptions::Crop::kCenter
@@ -756,6 +756,7 @@ pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, s
           .random_resized = {scale.first, scale.second, ratio.first, ratio.second},
           .resize = resize,
           .random_flip = flip,
+          .fast_scale = fast_scale,
           .channels_last = channels_last,
           .threads = threads,
           .decoder = Decoder(decoder)};
@@ -764,8 +765,8 @@ pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, s
 class PyBatchDecoder {
  public:
   PyBatchDecoder(int size, const std::string& crop, std::pair<double, double> scale, std::pair<double, double> ratio,
-                 int resize, bool flip, bool channels_last, int threads, const std::string& decoder)
-      : options_(TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads, decoder)) {
+                 int resize, bool flip, bool fast_scale, bool channels_last, int threads, const std::string& decoder)
+      : options_(TransformOptions(size, crop, scale, ratio, resize, flip, fast_scale, channels_last, threads, decoder)) {
     decoder_ = Take(pcr::BatchDecoder::Create(options_));
   }
 
@@ -807,13 +808,14 @@ class PyImageLoader {
                 int64_t shuffle_buffer, uint64_t seed, int64_t epoch, int64_t batches, int64_t saved_workers,
                 int64_t read_ahead, const Names& fields_arg, int size, const std::string& crop,
                 std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
-                bool channels_last, int threads, const std::string& decoder)
+                bool fast_scale, bool channels_last, int threads, const std::string& decoder)
       : fields_(fields_arg.names) {
     const std::vector<std::string>& fields = fields_arg.names;
     const pcr::ImageLoaderOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
         .fidelity = ds.Fidelity(fidelity),
-        .transform = TransformOptions(size, crop, scale, ratio, resize, flip, channels_last, threads, decoder),
+        .transform =
+            TransformOptions(size, crop, scale, ratio, resize, flip, fast_scale, channels_last, threads, decoder),
         .read_ahead = NonNegative(read_ahead, "read_ahead"),
         .fields = fields};
     transform_ = options.transform;
@@ -1489,7 +1491,7 @@ PYBIND11_MODULE(_pcr, m) {
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t,
                     const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t,
                     const Names&, int, const std::string&, std::pair<double, double>,
-                    std::pair<double, double>, int, bool, bool, int, const std::string&>(),
+                    std::pair<double, double>, int, bool, bool, bool, int, const std::string&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full",
            py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
            py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
@@ -1497,8 +1499,8 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("read_ahead") = 2048, py::arg("fields") = Names{}, py::arg("size") = 224,
            py::arg("crop") = "random_resized", py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
-           py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0,
-           py::arg("decoder") = "auto")
+           py::arg("flip") = true, py::arg("fast_scale") = false, py::arg("channels_last") = false,
+           py::arg("threads") = 0, py::arg("decoder") = "auto")
       .def("__iter__", [](PyImageLoader& it) -> PyImageLoader& { return it; })
       .def("__next__", &PyImageLoader::next)
       .def("__len__", &PyImageLoader::num_batches)
@@ -1517,13 +1519,14 @@ PYBIND11_MODULE(_pcr, m) {
 
   py::class_<PyBatchDecoder>(m, "BatchDecoder")
       .def(py::init<int, const std::string&, std::pair<double, double>, std::pair<double, double>, int, bool, bool,
-                    int, const std::string&>(),
+                    bool, int, const std::string&>(),
            py::kw_only(), py::arg("size") = 224, py::arg("crop") = "random_resized",
            py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
-           py::arg("flip") = true, py::arg("channels_last") = false, py::arg("threads") = 0,
-           py::arg("decoder") = "auto")
-      .def("decode", &PyBatchDecoder::decode, py::arg("jpegs"), py::arg("seed") = 0);
+           py::arg("flip") = true, py::arg("fast_scale") = false, py::arg("channels_last") = false,
+           py::arg("threads") = 0, py::arg("decoder") = "auto")
+      .def("decode", &PyBatchDecoder::decode, py::arg("jpegs"), py::arg("seed") = 0)
+      .def_static("image_seed", &pcr::BatchDecoder::ImageSeed, py::arg("seed"), py::arg("i"));
 
   m.def("decode", &Decode, py::arg("jpeg"), py::arg("scale") = 1, py::arg("crop") = py::none(),
         py::arg("format") = "rgb", py::arg("strict") = true, py::arg("decoder") = "auto");

@@ -1,3 +1,5 @@
+import io
+import os
 import pathlib
 import shutil
 import threading
@@ -181,22 +183,62 @@ def test_conversion_options(data_dir, tmp_path):
     assert sorted(key for key, _ in summary["skipped"]) == sorted("c/" + p.name for p in (data_dir / "bad").iterdir())
 
 
-def test_batch_decoder_matches_pil_crop_and_resize(data_dir):
+def decodable(paths):
+    """(path, bytes, PIL's RGB pixels) of the JPEGs both PIL and pcr decode,
+    checking that they decode them alike."""
     Image = pytest.importorskip("PIL.Image")
-    names = ["video/video-001.jpeg", "video/video-001.q50.422.jpeg", "video/video-001.progressive.jpeg"]
-    jpegs = [(data_dir / "sample" / n).read_bytes() for n in names]
-    size, resize = 48, 56
-    dec = pcr.BatchDecoder(size=size, crop="center", resize=resize, threads=2)
-    batch = dec.decode(jpegs)
-    assert batch.shape == (3, 3, size, size) and batch.dtype == np.uint8
-    for n, got in zip(names, batch):
-        with Image.open(data_dir / "sample" / n) as im:
-            w, h = im.size
-            side = int(min(w, h) * size / resize + 0.5)
-            x, y = (w - side) // 2, (h - side) // 2
-            want = np.asarray(im.convert("RGB").crop((x, y, x + side, y + side)).resize((size, size), Image.BILINEAR))
-        diff = np.abs(got.transpose(1, 2, 0).astype(int) - want.astype(int))
-        assert diff.max() == 0, n
+    out = []
+    for path in paths:
+        jpeg = path.read_bytes()
+        try:
+            with Image.open(io.BytesIO(jpeg)) as im:
+                pil = im.convert("RGB")
+            ours = pcr.decode(jpeg)
+        except (OSError, pcr.NotSupportedError):
+            continue
+        assert np.array_equal(ours, np.asarray(pil)), path
+        out.append((path, jpeg, pil))
+    return out
+
+
+@pytest.mark.parametrize("source", ["sample", "corpus"])
+def test_batch_decoder_is_torchvision_byte_for_byte(data_dir, source):
+    T = pytest.importorskip("torchvision.transforms")
+    torch = pytest.importorskip("torch")
+    if source == "sample":
+        paths = originals(data_dir)
+    else:
+        corpus = pathlib.Path(os.environ.get("PCR_CORPUS_DIR", "")) / "jpeg"
+        if not corpus.is_dir():
+            pytest.skip(f"no corpus at {corpus}")
+        paths = sorted(p for p in corpus.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg") and
+                       "malformed" not in p.parts)
+    images = decodable(paths)
+    assert len(images) >= (20 if source == "sample" else 200)
+    jpegs = [jpeg for _, jpeg, _ in images]
+    for size in (112, 160, 224, 288):
+        resize = int(size / 0.875)
+        center = pcr.BatchDecoder(size=size, crop="center", resize=resize, threads=2).decode(jpegs)
+        train = pcr.BatchDecoder(size=size, threads=2).decode(jpegs, seed=size)
+        fast = pcr.BatchDecoder(size=size, crop="center", resize=resize, fast_scale=True).decode(jpegs)
+        evaluation = T.Compose([T.Resize(resize), T.CenterCrop(size)])
+        training = T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip()])
+        flips = 0
+        for i, (path, _, pil) in enumerate(images):
+            want = np.asarray(evaluation(pil)).transpose(2, 0, 1)
+            assert np.array_equal(center[i], want), f"{path} at {size}"
+            torch.manual_seed(pcr.BatchDecoder.image_seed(size, i))
+            crop = T.RandomResizedCrop.get_params(pil, (0.08, 1.0), (3 / 4, 4 / 3))
+            flips += bool(torch.rand(1) < 0.5)
+            torch.manual_seed(pcr.BatchDecoder.image_seed(size, i))
+            assert np.array_equal(train[i], np.asarray(training(pil)).transpose(2, 0, 1)), f"{path} {crop}"
+            # fast_scale scales only images of twice the resize or more, and
+            # stays close.
+            if min(pil.size) < 2 * resize:
+                assert np.array_equal(fast[i], want), f"{path} at {size}"
+            assert np.abs(fast[i].astype(int) - want).mean() < 8, f"{path} at {size}"
+        assert 0 < flips < len(images)
+        assert np.array_equal(fast, center) == all(min(pil.size) < 2 * resize for _, _, pil in images)
 
 
 def test_batch_decoder_random_crops(data_dir):
