@@ -4,7 +4,12 @@ pcr.torch.ImageLoader at every fidelity, in one run, same output (batches of
 uint8 224 x 224 tensors after RandomResizedCrop and a random flip).
 
 usage: /usr/bin/python3 bench/torch_bench.py PHOTOS_DIR PCR_DIR [--images N] [--batch B]
-           [--workers W] [--threads T] [--cold-mbps MB [--direct]]
+           [--workers W] [--threads T] [--normalize] [--cold-mbps MB [--direct]]
+
+--normalize makes both give float16 batches of ImageNet-normalised values:
+torchvision's ToTensor(), Normalize(mean, std) and ConvertImageDtype(float16)
+after the crop and flip, against ImageLoader(normalize=(mean, std),
+dtype=torch.float16), the same values (python/tests/test_torch.py).
 
 PHOTOS_DIR is the ImageFolder of original JPEGs and PCR_DIR the dataset
 pcr-convert made of it (build/python must be on PYTHONPATH). Each
@@ -45,6 +50,9 @@ def proc_io(field):
         return int(dict(line.split(": ") for line in f.read().splitlines())[field])
 
 
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
 def run_one(kind, args):
     import torch
 
@@ -55,19 +63,25 @@ def run_one(kind, args):
         import torchvision.transforms as T
         from torchvision.datasets import ImageFolder
 
-        ds = ImageFolder(args.photos, transform=T.Compose(
-            [T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()]))
+        steps = [T.RandomResizedCrop(224), T.RandomHorizontalFlip()]
+        if args.normalize:
+            steps += [T.ToTensor(), T.Normalize(*IMAGENET), T.ConvertImageDtype(torch.float16)]
+        else:
+            steps.append(T.PILToTensor())
+        ds = ImageFolder(args.photos, transform=T.Compose(steps))
         loader = torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True, num_workers=args.workers)
     else:
         import pcr.torch
 
         # Warm runs read with pread, so that /proc/self/io counts pcr's reads as it counts PIL's.
         engine = "auto" if args.cold_mbps else "pread"
+        normalize = dict(normalize=IMAGENET, dtype=torch.float16) if args.normalize else {}
         loader = pcr.torch.ImageLoader(args.pcr, batch_size=args.batch, fidelity=int(kind), threads=args.threads,
-                                       seed=1, engine=engine, direct=args.direct)
+                                       seed=1, engine=engine, direct=args.direct, **normalize)
     images = 0
     for batch, labels in loader:
-        assert batch.dtype == torch.uint8 and batch.shape[1:] == (3, 224, 224)
+        assert batch.dtype == (torch.float16 if args.normalize else torch.uint8)
+        assert batch.shape[1:] == (3, 224, 224)
         images += len(labels)
         if images >= args.images:
             break
@@ -216,6 +230,7 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--cold-mbps", type=float, default=0)
     ap.add_argument("--direct", action="store_true")
+    ap.add_argument("--normalize", action="store_true")
     ap.add_argument("--loop-image", default="/var/tmp/pcr-torch-bench.img",
                     help="where --cold-mbps makes the loop device's backing file")
     ap.add_argument("--one", help=argparse.SUPPRESS)
@@ -246,6 +261,8 @@ def main():
                    str(args.batch), "--workers", str(args.workers), "--threads", str(args.threads), "--one", kind]
             if args.direct:
                 cmd.append("--direct")
+            if args.normalize:
+                cmd.append("--normalize")
             if cgroup:
                 cmd += ["--cold-mbps", str(args.cold_mbps)]
                 evict(args.photos)
@@ -268,7 +285,8 @@ def main():
     base = rows[0][1]["images_per_s"]
     cache = f"cold, reads capped at {args.cold_mbps:g} MB/s" if cgroup else "page cache warm"
     print(f"{args.images} images per run, {cache}, batches of {args.batch}, {args.workers} DataLoader workers, "
-          f"{args.threads} pcr threads{', O_DIRECT' if args.direct else ''}\n")
+          f"{args.threads} pcr threads{', O_DIRECT' if args.direct else ''}"
+          f"{', normalised float16' if args.normalize else ', uint8'}\n")
     head = "| loader | images/s | vs torchvision |"
     if cgroup:
         head += " predicted by bytes | vs predicted |"

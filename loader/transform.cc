@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -66,6 +68,21 @@ Region DrawRandomResizedCrop(int width, int height, const RandomResizedCropOptio
   return {(width - w) / 2, (height - h) / 2, w, h};
 }
 
+// float16 bits of f, rounded to nearest even.
+uint16_t HalfOf(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  const uint32_t a = x & 0x7FFFFFFF;
+  if (a > 0x7F800000) return sign | 0x7E00;   // NaN
+  if (a >= 0x477FF000) return sign | 0x7C00;  // 65520 and up round to infinity
+  if (a >= 0x38800000) {                      // a normal float16
+    const uint32_t rounded = a + 0xFFF + ((a >> 13) & 1) - ((127 - 15) << 23);
+    return static_cast<uint16_t>(sign | (rounded >> 13));
+  }
+  // Subnormal: a whole number of 2^-24 (scaling by 2^24 is exact).
+  return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(std::bit_cast<float>(a) * 0x1.0p24f)));
+}
+
 // The region of the source a resize window shows, to decode at a DCT scale.
 Region SourceOf(const CenterCropGeometry& g, int width, int height) {
   const auto map = [](int v, int in, int out) { return static_cast<int>(static_cast<int64_t>(v) * in / out); };
@@ -103,14 +120,41 @@ struct BatchDecoder::Rep {
     JpegDecoder decoder;
     Resizer resizer;
     std::vector<uint8_t> pixels;
+    std::vector<uint8_t> resized;  // the uint8 image, for float outputs
   };
 
   BatchTransformOptions options;
   int threads = 1;
+  // Channel c's value v becomes floats[c][v] (kFloat32) or halves[c][v]
+  // (kFloat16).
+  std::array<std::array<float, 256>, 3> floats{};
+  std::array<std::array<uint16_t, 256>, 3> halves{};
   std::vector<std::unique_ptr<Scratch>> scratch;  // one per thread
 
-  // Decodes, crops, resizes and flips one image into `out`.
+  // Decodes, crops, resizes, flips and converts one image into `out`.
   Status One(Scratch& s, ByteSpan jpeg, uint64_t seed, uint8_t* out) const {
+    if (options.dtype == BatchTransformOptions::Dtype::kUInt8) return Resized(s, jpeg, seed, out);
+    const size_t values = static_cast<size_t>(options.size) * options.size * 3;
+    s.resized.resize(values);
+    PCR_RETURN_IF_ERROR(Resized(s, jpeg, seed, s.resized.data()));
+    // Value k is of channel k % 3 (channels last) or k / plane.
+    const size_t plane = values / 3;
+    for (size_t c = 0; c < 3; ++c) {
+      const size_t first = options.channels_last ? c : c * plane, step = options.channels_last ? 3 : 1;
+      const uint8_t* in = s.resized.data() + first;
+      if (options.dtype == BatchTransformOptions::Dtype::kFloat32) {
+        uint8_t* to = out + first * sizeof(float);
+        for (size_t i = 0; i < plane; ++i) std::memcpy(to + i * step * sizeof(float), &floats[c][in[i * step]], 4);
+      } else {
+        uint8_t* to = out + first * sizeof(uint16_t);
+        for (size_t i = 0; i < plane; ++i) std::memcpy(to + i * step * sizeof(uint16_t), &halves[c][in[i * step]], 2);
+      }
+    }
+    return Status::OK();
+  }
+
+  // Decodes, crops, resizes and flips one image into `out`, as uint8.
+  Status Resized(Scratch& s, ByteSpan jpeg, uint64_t seed, uint8_t* out) const {
     const int size = options.size;
     PCR_ASSIGN_OR_RETURN(const ImageShape whole, s.decoder.Shape(jpeg, {.format = PixelFormat::kRgb}));
     const ResizeLayout layout{.planar = !options.channels_last};
@@ -183,8 +227,25 @@ Result<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const BatchTransformO
     return Status::InvalidArgument("RandomResizedCrop needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max");
   }
   PCR_RETURN_IF_ERROR(CheckThreads(options.threads));
+  const bool floats = options.dtype != BatchTransformOptions::Dtype::kUInt8;
+  for (int c = 0; c < 3; ++c) {
+    if (!floats && (options.mean[c] != 0 || options.stddev[c] != 1)) {
+      return Status::InvalidArgument("mean and stddev need a float dtype (float32 or float16)");
+    }
+    if (!std::isfinite(options.mean[c]) || !std::isfinite(options.stddev[c]) || options.stddev[c] == 0) {
+      return Status::InvalidArgument("mean and stddev must be finite and stddev not 0");
+    }
+  }
   auto rep = std::make_unique<Rep>();
   rep->options = options;
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      // ToTensor's division, then Normalize's subtraction and division, each in float32.
+      const float x = static_cast<float>(v) / 255.0f;
+      rep->floats[c][v] = (x - options.mean[c]) / options.stddev[c];
+      rep->halves[c][v] = HalfOf(rep->floats[c][v]);
+    }
+  }
   rep->threads = options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return std::unique_ptr<BatchDecoder>(new BatchDecoder(std::move(rep)));
 }
@@ -195,7 +256,9 @@ BatchDecoder::BatchDecoder(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 BatchDecoder::~BatchDecoder() = default;
 
 size_t BatchDecoder::image_bytes() const {
-  return static_cast<size_t>(rep_->options.size) * rep_->options.size * 3;
+  static constexpr size_t kBytes[] = {1, 4, 2};
+  return static_cast<size_t>(rep_->options.size) * rep_->options.size * 3 *
+         kBytes[static_cast<int>(rep_->options.dtype)];
 }
 
 Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out, size_t* failed) {

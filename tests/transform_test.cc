@@ -1,7 +1,9 @@
 // Crop choice, resizing and batch decoding for training and evaluation.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -210,6 +212,70 @@ TEST_CASE("a training batch equals cropping each whole image, resizing and flipp
   }
   CHECK(flipped > 0);
   CHECK(flipped < static_cast<int>(spans.size()));
+}
+
+// The float a float16's bits stand for.
+double FromHalf(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  const double magnitude = exponent == 0    ? std::ldexp(mantissa, -24)
+                           : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                            : std::ldexp(1024 + mantissa, exponent - 25);
+  return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+TEST_CASE("float outputs are ToTensor then Normalize in float32, and float16 rounds to nearest even") {
+  const std::vector<Bytes> jpegs = SmallRgbJpegs();
+  const std::vector<ByteSpan> spans(jpegs.begin(), jpegs.end());
+  const BatchTransformOptions base{.size = 24, .crop = BatchTransformOptions::Crop::kCenter, .resize = 30,
+                                   .threads = 2};
+  auto run = [&](BatchTransformOptions o) {
+    auto d = BatchDecoder::Create(o);
+    REQUIRE(d.ok());
+    std::vector<uint8_t> out(spans.size() * (*d)->image_bytes());
+    REQUIRE((*d)->Decode(spans, 3, out).ok());
+    return out;
+  };
+  const size_t plane = 24 * 24;
+  // Ordinary, tiny (float16 subnormals) and huge (float16 infinities) values.
+  for (auto [mean, stddev] : {std::pair{std::array{0.485f, 0.456f, 0.406f}, std::array{0.229f, 0.224f, 0.225f}},
+                              {std::array{0.0f, 0.5f, 1.0f}, std::array{3e5f, -2e4f, 7e6f}},
+                              {std::array{0.25f, 0.0f, 0.5f}, std::array{1e-6f, 2e-5f, -3e-7f}}}) {
+    for (bool last : {false, true}) {
+      BatchTransformOptions o = base;
+      o.mean = mean;
+      o.stddev = stddev;
+      o.channels_last = last;
+      const std::vector<uint8_t> v = run({.size = 24, .crop = BatchTransformOptions::Crop::kCenter, .resize = 30,
+                                          .channels_last = last, .threads = 1});
+      o.dtype = BatchTransformOptions::Dtype::kFloat32;
+      const std::vector<uint8_t> f32 = run(o);
+      o.dtype = BatchTransformOptions::Dtype::kFloat16;
+      const std::vector<uint8_t> f16 = run(o);
+      REQUIRE(f32.size() == 4 * v.size());
+      REQUIRE(f16.size() == 2 * v.size());
+      for (size_t k = 0; k < v.size(); ++k) {
+        const size_t c = last ? k % 3 : (k / plane) % 3;
+        const float want = (static_cast<float>(v[k]) / 255.0f - mean[c]) / stddev[c];
+        float got;
+        std::memcpy(&got, &f32[k * 4], 4);
+        REQUIRE(got == want);
+        uint16_t h;
+        std::memcpy(&h, &f16[k * 2], 2);
+        // The nearest float16, ties to the even one.
+        const double near = FromHalf(h), err = std::abs(near - want);
+        const double up = std::abs(FromHalf(h + 1) - want), down = std::abs(FromHalf(h - 1) - want);
+        INFO("value " << want << " became " << near);
+        if (std::isinf(near)) {
+          REQUIRE(std::abs(want) >= 65520);
+        } else {
+          REQUIRE((err < up || (err == up && (h & 1) == 0)));
+          REQUIRE((err < down || (err == down && (h & 1) == 0) || (h & 0x7FFF) == 0));
+        }
+      }
+    }
+  }
+  CHECK_FALSE(BatchDecoder::Create({.mean = {0.5f, 0, 0}}).ok());
+  CHECK_FALSE(BatchDecoder::Create({.dtype = BatchTransformOptions::Dtype::kFloat16, .stddev = {1, 0, 1}}).ok());
 }
 
 TEST_CASE("batch decoding names the image that fails, and refuses bad options") {

@@ -58,7 +58,9 @@ struct PCR_EXPORT LoaderState {
 // indices and fields.
 struct LoaderBatch {
   uint64_t batch = 0;           // the rank's batch number in the epoch, from 0
-  std::vector<uint8_t> images;  // N x 3 x size x size, or N x size x size x 3 (channels_last)
+  // N x 3 x size x size, or N x size x size x 3 (channels_last), values
+  // of the transform's dtype
+  std::vector<uint8_t> images;
   std::vector<int64_t> labels;
   std::vector<uint64_t> indices;
   // One column per ImageLoaderOptions::fields; row j belongs to image j.

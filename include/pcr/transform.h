@@ -5,6 +5,7 @@
 // would); the rest is resized to the output size.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -82,12 +83,19 @@ struct BatchTransformOptions {
   // torchvision's on PIL's decode, byte for byte.
   bool fast_scale = false;
   bool channels_last = false;               // N x H x W x 3 rather than N x 3 x H x W
+  // Each value v stays a uint8, or becomes (v / 255 - mean[c]) / stddev[c]
+  // computed in float32 as torchvision's ToTensor then Normalize(mean,
+  // stddev) compute it, stored as float32 or rounded to nearest even
+  // float16 (as torch's .half()).
+  enum class Dtype { kUInt8, kFloat32, kFloat16 } dtype = Dtype::kUInt8;
+  std::array<float, 3> mean = {0, 0, 0};    // kFloat32 and kFloat16 only
+  std::array<float, 3> stddev = {1, 1, 1};  // kFloat32 and kFloat16 only; none 0
   int threads = 0;                          // decoding threads; 0: one per core
   DecoderChoice decoder = DecoderChoice::kAuto;  // see DecodeOptions
 };
 
-// Decodes batches of JPEGs into one uint8 buffer of N images, each cropped,
-// resized and flipped as `options` say. Image i's random choices are those
+// Decodes batches of JPEGs into one buffer of N images, each cropped,
+// resized, flipped and converted as `options` say. Image i's random choices are those
 // torchvision's RandomResizedCrop then RandomHorizontalFlip draw after
 // torch.manual_seed(ImageSeed(seed, i)), so a batch is the same for any
 // number of threads. Thread safety: Decode may be called from one thread at
@@ -102,7 +110,7 @@ class PCR_EXPORT BatchDecoder {
   // The torch seed of image i of a batch decoded with `seed`.
   static uint64_t ImageSeed(uint64_t seed, size_t i);
 
-  // Bytes of one output image: 3 * size * size.
+  // Bytes of one output image: 3 * size * size values of the dtype.
   size_t image_bytes() const;
   // Fills out[i * image_bytes() ...] with image i. A decode error names the
   // image's index in the batch, also set in *failed when given.

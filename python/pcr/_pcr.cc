@@ -733,10 +733,18 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   std::vector<std::vector<uint8_t>> idle_;
 };
 
-// The shape of n images of `options`: N x 3 x S x S, or N x S x S x 3.
-std::vector<py::ssize_t> BatchShape(size_t n, const pcr::BatchTransformOptions& options) {
+// n images of `options` in `data`: an array N x 3 x S x S, or N x S x S x
+// 3, of the options' dtype.
+py::array Batch(BufferPool& pool, std::vector<uint8_t>&& data, size_t n, const pcr::BatchTransformOptions& options) {
+  using Dtype = pcr::BatchTransformOptions::Dtype;
   const py::ssize_t count = static_cast<py::ssize_t>(n), s = options.size;
-  return options.channels_last ? std::vector<py::ssize_t>{count, s, s, 3} : std::vector<py::ssize_t>{count, 3, s, s};
+  const py::ssize_t bytes = options.dtype == Dtype::kFloat32 ? 4 : options.dtype == Dtype::kFloat16 ? 2 : 1;
+  // Wrapped as bytes with the last axis `bytes` times longer, then viewed.
+  const std::vector<py::ssize_t> shape = options.channels_last ? std::vector<py::ssize_t>{count, s, s, 3 * bytes}
+                                                               : std::vector<py::ssize_t>{count, 3, s, s * bytes};
+  py::array images = pool.Wrap(std::move(data), shape);
+  if (bytes == 1) return images;
+  return images.attr("view")(options.dtype == Dtype::kFloat32 ? "float32" : "float16");
 }
 
 pcr::DecoderChoice Decoder(const std::string& name) {
@@ -746,10 +754,33 @@ pcr::DecoderChoice Decoder(const std::string& name) {
   throw py::value_error("decoder must be 'auto', 'pcr' or 'libjpeg', not '" + name + "'");
 }
 
+// (mean, std) of three channels, each given as one value or three.
+using Normalize = std::optional<std::pair<std::vector<float>, std::vector<float>>>;
+
 pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, std::pair<double, double> scale,
                                             std::pair<double, double> ratio, int resize, bool flip, bool fast_scale,
-                                            bool channels_last, int threads, const std::string& decoder) {
+                                            bool channels_last, const Normalize& normalize, const std::string& dtype,
+                                            int threads, const std::string& decoder) {
   if (crop != "random_resized" && crop != "center") throw py::value_error("crop must be 'random_resized' or 'center'");
+  using Dtype = pcr::BatchTransformOptions::Dtype;
+  if (dtype != "uint8" && dtype != "float32" && dtype != "float16") {
+    throw py::value_error("dtype must be 'uint8', 'float32' or 'float16', not '" + dtype + "'");
+  }
+  const Dtype type = dtype == "float32" ? Dtype::kFloat32 : dtype == "float16" ? Dtype::kFloat16 : Dtype::kUInt8;
+  std::array<float, 3> mean = {0, 0, 0}, stddev = {1, 1, 1};
+  if (normalize) {
+    if (type == Dtype::kUInt8) throw py::value_error("normalize needs dtype float32 or float16, not uint8");
+    for (auto [given, to, name] : {std::tuple{&normalize->first, &mean, "mean"}, {&normalize->second, &stddev, "std"}}) {
+      if (given->size() != 1 && given->size() != 3) {
+        throw py::value_error(std::string("normalize's ") + name + " must have 1 or 3 values, not " +
+                              std::to_string(given->size()));
+      }
+      for (int c = 0; c < 3; ++c) (*to)[c] = (*given)[given->size() == 1 ? 0 : c];
+    }
+    for (float v : stddev) {
+      if (v == 0) throw py::value_error("normalize's std must not be 0: it divides");
+    }
+  }
   return {.size = size,
           .crop = crop == "center" ? pcr::BatchTransformOptions::Crop::kCenter
                                    : pcr::BatchTransformOptions::Crop::kRandomResized,
@@ -758,6 +789,9 @@ pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, s
           .random_flip = flip,
           .fast_scale = fast_scale,
           .channels_last = channels_last,
+          .dtype = type,
+          .mean = mean,
+          .stddev = stddev,
           .threads = threads,
           .decoder = Decoder(decoder)};
 }
@@ -765,12 +799,14 @@ pcr::BatchTransformOptions TransformOptions(int size, const std::string& crop, s
 class PyBatchDecoder {
  public:
   PyBatchDecoder(int size, const std::string& crop, std::pair<double, double> scale, std::pair<double, double> ratio,
-                 int resize, bool flip, bool fast_scale, bool channels_last, int threads, const std::string& decoder)
-      : options_(TransformOptions(size, crop, scale, ratio, resize, flip, fast_scale, channels_last, threads, decoder)) {
+                 int resize, bool flip, bool fast_scale, bool channels_last, const Normalize& normalize,
+                 const std::string& dtype, int threads, const std::string& decoder)
+      : options_(TransformOptions(size, crop, scale, ratio, resize, flip, fast_scale, channels_last, normalize, dtype,
+                                  threads, decoder)) {
     decoder_ = Take(pcr::BatchDecoder::Create(options_));
   }
 
-  py::array_t<uint8_t> decode(const std::vector<py::bytes>& jpegs, uint64_t seed) {
+  py::array decode(const std::vector<py::bytes>& jpegs, uint64_t seed) {
     std::vector<pcr::ByteSpan> spans;
     for (const py::bytes& b : jpegs) {
       char* data = nullptr;
@@ -781,7 +817,7 @@ class PyBatchDecoder {
     std::vector<uint8_t> out = buffers_->Take(jpegs.size() * decoder_->image_bytes());
     // `jpegs` holds the bytes objects, so their buffers stay valid meanwhile.
     Unlocked([&] { return decoder_->Decode(spans, seed, out); });
-    return buffers_->Wrap(std::move(out), BatchShape(jpegs.size(), options_));
+    return Batch(*buffers_, std::move(out), jpegs.size(), options_);
   }
 
  private:
@@ -808,35 +844,37 @@ class PyImageLoader {
                 int64_t shuffle_buffer, uint64_t seed, int64_t epoch, int64_t batches, int64_t saved_workers,
                 int64_t read_ahead, const Names& fields_arg, int size, const std::string& crop,
                 std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
-                bool fast_scale, bool channels_last, int threads, const std::string& decoder)
+                bool fast_scale, bool channels_last, const Normalize& normalize, const std::string& dtype,
+                int threads, const std::string& decoder)
       : fields_(fields_arg.names) {
     const std::vector<std::string>& fields = fields_arg.names;
     const pcr::ImageLoaderOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
         .fidelity = ds.Fidelity(fidelity),
-        .transform =
-            TransformOptions(size, crop, scale, ratio, resize, flip, fast_scale, channels_last, threads, decoder),
+        .transform = TransformOptions(size, crop, scale, ratio, resize, flip, fast_scale, channels_last, normalize,
+                                      dtype, threads, decoder),
         .read_ahead = NonNegative(read_ahead, "read_ahead"),
         .fields = fields};
     transform_ = options.transform;
-    batch_bytes_ = options.epoch.batch_size * 3 * static_cast<size_t>(transform_.size) * transform_.size;
+    batch_bytes_ = options.epoch.batch_size * Take(pcr::BatchDecoder::Create(transform_))->image_bytes();
     loader_ = Take(pcr::ImageLoader::Create(
         ds.dataset(), options,
         {seed, NonNegative(epoch, "epoch"), NonNegative(batches, "batches"), NonNegative(saved_workers, "num_workers")}));
   }
 
-  // (images, labels): a uint8 array N x 3 x size x size (or N x size x size x
-  // 3) and an int64 array; with fields, also {name: [value or None]}.
+  // (images, labels, indices): an array N x 3 x size x size (or N x size x
+  // size x 3) and int64 arrays; with fields, also {name: [value or None]}.
   py::tuple next() {
     // The loader decodes its next batch into this buffer: one of full size
     // from the pool costs no page faults or zeroing.
     batch_.images = buffers_->Take(batch_bytes_);
     if (!Unlocked([&] { return loader_->Next(&batch_); })) throw py::stop_iteration();
     const size_t n = batch_.labels.size();
-    py::array_t<uint8_t> images = buffers_->Wrap(std::move(batch_.images), BatchShape(n, transform_));
+    py::array images = Batch(*buffers_, std::move(batch_.images), n, transform_);
     py::array_t<int64_t> labels = Own(std::vector<int64_t>(batch_.labels));
-    if (fields_.empty()) return py::make_tuple(images, labels);
-    return py::make_tuple(images, labels, FieldLists(fields_, batch_.fields));
+    py::array_t<int64_t> indices = Own(std::vector<int64_t>(batch_.indices.begin(), batch_.indices.end()));
+    if (fields_.empty()) return py::make_tuple(images, labels, indices);
+    return py::make_tuple(images, labels, indices, FieldLists(fields_, batch_.fields));
   }
 
   py::dict state() const { return StateDict(loader_->state()); }
@@ -1491,7 +1529,8 @@ PYBIND11_MODULE(_pcr, m) {
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t,
                     const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t,
                     const Names&, int, const std::string&, std::pair<double, double>,
-                    std::pair<double, double>, int, bool, bool, bool, int, const std::string&>(),
+                    std::pair<double, double>, int, bool, bool, bool, const Normalize&, const std::string&, int,
+                    const std::string&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full",
            py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
            py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
@@ -1500,7 +1539,8 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("crop") = "random_resized", py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
            py::arg("flip") = true, py::arg("fast_scale") = false, py::arg("channels_last") = false,
-           py::arg("threads") = 0, py::arg("decoder") = "auto")
+           py::arg("normalize") = py::none(), py::arg("dtype") = "uint8", py::arg("threads") = 0,
+           py::arg("decoder") = "auto")
       .def("__iter__", [](PyImageLoader& it) -> PyImageLoader& { return it; })
       .def("__next__", &PyImageLoader::next)
       .def("__len__", &PyImageLoader::num_batches)
@@ -1519,12 +1559,13 @@ PYBIND11_MODULE(_pcr, m) {
 
   py::class_<PyBatchDecoder>(m, "BatchDecoder")
       .def(py::init<int, const std::string&, std::pair<double, double>, std::pair<double, double>, int, bool, bool,
-                    bool, int, const std::string&>(),
+                    bool, const Normalize&, const std::string&, int, const std::string&>(),
            py::kw_only(), py::arg("size") = 224, py::arg("crop") = "random_resized",
            py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
            py::arg("flip") = true, py::arg("fast_scale") = false, py::arg("channels_last") = false,
-           py::arg("threads") = 0, py::arg("decoder") = "auto")
+           py::arg("normalize") = py::none(), py::arg("dtype") = "uint8", py::arg("threads") = 0,
+           py::arg("decoder") = "auto")
       .def("decode", &PyBatchDecoder::decode, py::arg("jpegs"), py::arg("seed") = 0)
       .def_static("image_seed", &pcr::BatchDecoder::ImageSeed, py::arg("seed"), py::arg("i"));
 

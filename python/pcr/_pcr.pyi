@@ -1,5 +1,5 @@
 import os
-from typing import Callable, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -106,9 +106,13 @@ class SampleIterator:
     def state(self) -> dict[str, int]: ...
 
 class BatchDecoder:
-    """Decodes batches of JPEGs into one uint8 array, N x 3 x size x size (or
+    """Decodes batches of JPEGs into one array, N x 3 x size x size (or
     N x size x size x 3 with channels_last), each image cropped before
     decoding, resized with bilinear antialiasing and, for training, flipped.
+    dtype "uint8" keeps the pixels; "float32" gives torchvision's ToTensor()
+    values, then Normalize(mean, std) with normalize=(mean, std) (1 or 3
+    values each), computed in float32; "float16" those values rounded to
+    nearest even, as torch's .half().
 
     crop="random_resized" is torchvision's RandomResizedCrop(size, scale, ratio)
     with RandomHorizontalFlip when flip; crop="center" is Resize(resize) then
@@ -131,10 +135,12 @@ class BatchDecoder:
         flip: bool = True,
         fast_scale: bool = False,
         channels_last: bool = False,
+        normalize: Optional[Tuple[Sequence[float], Sequence[float]]] = None,
+        dtype: str = "uint8",
         threads: int = 0,
         decoder: str = "auto",
     ) -> None: ...
-    def decode(self, jpegs: Sequence[bytes], seed: int = 0) -> npt.NDArray[np.uint8]: ...
+    def decode(self, jpegs: Sequence[bytes], seed: int = 0) -> npt.NDArray[Any]: ...
     @staticmethod
     def image_seed(seed: int, i: int) -> int:
         """The torch seed of image i of a batch decoded with `seed`."""

@@ -108,6 +108,27 @@ def _names(name: str, value) -> list:
     return list(value)
 
 
+def _normalize(value):
+    """ImageLoader's normalize as (mean, std) lists of floats, or None."""
+    if value is None:
+        return None
+    try:
+        mean, std = value
+        return [float(v) for v in mean], [float(v) for v in std]
+    except (TypeError, ValueError):
+        raise TypeError(f"normalize must be (mean, std), each 1 or 3 numbers, not {value!r}") from None
+
+
+def _dtype(value, normalize) -> str:
+    """ImageLoader's dtype as pcr names it: uint8 unless normalizing."""
+    names = {_torch.uint8: "uint8", _torch.float32: "float32", _torch.float16: "float16"}
+    if value is None:
+        return "uint8" if normalize is None else "float32"
+    if value not in names:
+        raise ValueError(f"dtype must be torch.uint8, torch.float32 or torch.float16, not {value!r}")
+    return names[value]
+
+
 def _fidelity(value, groups: int) -> int:
     """A loader's fidelity: "full" or 1..groups, as the scan groups to read."""
     if value == "full":
@@ -153,6 +174,20 @@ def _finish_feeders_at_exit() -> None:
             os._exit(0)
 
     atexit.register(finish)
+
+
+def _refuse_rebatching(loader) -> None:
+    """Raises TypeError where torch's DataLoader batches the loader's batches
+    again: the caller of the loader's first next() is then a fetcher that
+    collates several items. Call from the loader's __iter__ generator."""
+    import sys
+
+    fetcher = sys._getframe(2).f_locals.get("self")
+    if type(fetcher).__name__ == "_IterableDatasetFetcher" and getattr(fetcher, "auto_collation", False):
+        name = type(loader).__name__
+        raise TypeError(f"pcr.torch.{name} makes the batches, and this DataLoader has a batch_size, so it would "
+                        f"stack them into batches of batches: give the DataLoader batch_size=None, or use "
+                        f"pcr.torch.DataLoader(loader, num_workers=...)")
 
 
 class _EpochLoader(_data.IterableDataset):
@@ -270,6 +305,7 @@ class _EpochLoader(_data.IterableDataset):
         self._delivered = self._shared[_START]
 
     def __iter__(self):
+        _refuse_rebatching(self)
         rank, world = self._share()
         info = _data.get_worker_info()
         workers = 1 if info is None else info.num_workers
@@ -315,12 +351,26 @@ class _EpochLoader(_data.IterableDataset):
 class ImageLoader(_EpochLoader):
     """Batches of images for training (or evaluation) straight from a pcr dataset.
 
-    Each item is `(images, labels)`: a uint8 tensor N x 3 x size x size (or
-    N x size x size x 3 with channels_last) and an int64 tensor of N labels;
+    It makes the batches itself: iterate it directly, or through
+    `pcr.torch.DataLoader(loader, num_workers=...)` or torch's DataLoader
+    with `batch_size=None`. torch's DataLoader with a batch size would batch
+    the batches again; it is refused with a TypeError.
+
+    Each item is `(images, labels)`: a tensor N x 3 x size x size (or N x
+    size x size x 3 with channels_last) and an int64 tensor of N labels;
     with `fields`, `(images, labels, fields)`, `fields` a dict mapping each
     name to a list of the batch's values (None where an image lacks one):
     captions as str, numbers, bytes, lists. Each record's field streams are
-    read once, with its first image.
+    read once, with its first image. `return_index=True` appends an int64
+    tensor of the images' indices in the dataset (as `pcr.ImageDataset`
+    numbers them). `batch_transform` is called with each item, in the
+    process that makes it (the DataLoader worker), and what it returns is
+    delivered instead.
+    Images are uint8, or with `normalize=(mean, std)` (1 or 3 values each)
+    and `dtype` torch.float32 (the default then) or torch.float16, the
+    values of torchvision's ToTensor() then Normalize(mean, std) (a float
+    dtype alone: ToTensor()'s), computed in C++ (float16: those float32
+    values rounded, as .half() rounds them).
     Images are read at `fidelity` ("full", or 1..num_scan_groups: scan
     groups 1..fidelity) and decoded on pcr's C++ threads with the crop chosen
     before decoding: torchvision's RandomResizedCrop(size, scale, ratio) and
@@ -394,10 +444,14 @@ class ImageLoader(_EpochLoader):
         fields: Sequence[str] = (),
         remote: Optional[dict] = None,
         decoder: str = "auto",
+        normalize: Optional[Tuple[Sequence[float], Sequence[float]]] = None,
+        dtype: Optional[_torch.dtype] = None,
+        return_index: bool = False,
+        batch_transform: Optional[Callable] = None,
     ) -> None:
         super().__init__()
         for name, value in (("train", train), ("flip", flip), ("fast_scale", fast_scale),
-                            ("channels_last", channels_last), ("direct", direct)):
+                            ("channels_last", channels_last), ("direct", direct), ("return_index", return_index)):
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be True or False, not {value!r}")
         if shuffle is not None and not isinstance(shuffle, bool):
@@ -411,6 +465,10 @@ class ImageLoader(_EpochLoader):
         self.fields = _names("fields", fields)
         self.remote = remote
         self.path = path
+        self.return_index = return_index
+        if batch_transform is not None and not callable(batch_transform):
+            raise TypeError(f"batch_transform must be callable, not {type(batch_transform).__name__}")
+        self.batch_transform = batch_transform
         self.decoder_options = dict(
             size=size,
             crop="random_resized" if train else "center",
@@ -420,6 +478,8 @@ class ImageLoader(_EpochLoader):
             flip=flip and train,
             fast_scale=fast_scale,
             channels_last=channels_last,
+            normalize=_normalize(normalize),
+            dtype=_dtype(dtype, normalize),
             threads=threads,
             decoder=decoder,
         )
@@ -445,13 +505,21 @@ class ImageLoader(_EpochLoader):
                           "made: make a new ImageLoader")
         it = _pcr.ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
                               fields=self.fields, **share, **self.decoder_options)
-        for images, labels, *fields in it:
-            yield (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
+        for images, labels, indices, *fields in it:
+            batch = (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
+            if self.return_index:
+                batch += (_torch.from_numpy(indices),)
+            yield batch if self.batch_transform is None else self.batch_transform(batch)
 
 
 class TableLoader(_EpochLoader):
     """Batches of table rows for training recommendation models (DLRM-style),
     straight from a pcr table.
+
+    It makes the batches itself: iterate it directly, or through
+    `pcr.torch.DataLoader(loader, num_workers=...)` or torch's DataLoader
+    with `batch_size=None`. torch's DataLoader with a batch size would batch
+    the batches again; it is refused with a TypeError.
 
     Each item is a dict: "rows" (int64, the table's row numbers) and, for
     each feature of the projection `features` (None: every feature), a dict

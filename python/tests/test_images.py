@@ -221,12 +221,18 @@ def test_batch_decoder_is_torchvision_byte_for_byte(data_dir, source):
         center = pcr.BatchDecoder(size=size, crop="center", resize=resize, threads=2).decode(jpegs)
         train = pcr.BatchDecoder(size=size, threads=2).decode(jpegs, seed=size)
         fast = pcr.BatchDecoder(size=size, crop="center", resize=resize, fast_scale=True).decode(jpegs)
+        mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+        half = pcr.BatchDecoder(size=size, crop="center", resize=resize, normalize=(mean, std),
+                                dtype="float16").decode(jpegs)
+        assert half.dtype == np.float16 and half.shape == center.shape
         evaluation = T.Compose([T.Resize(resize), T.CenterCrop(size)])
         training = T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip()])
         flips = 0
         for i, (path, _, pil) in enumerate(images):
             want = np.asarray(evaluation(pil)).transpose(2, 0, 1)
             assert np.array_equal(center[i], want), f"{path} at {size}"
+            want_half = T.Normalize(mean, std)(T.ToTensor()(evaluation(pil))).half().numpy()
+            assert np.array_equal(half[i], want_half), f"{path} at {size}"
             torch.manual_seed(pcr.BatchDecoder.image_seed(size, i))
             crop = T.RandomResizedCrop.get_params(pil, (0.08, 1.0), (3 / 4, 4 / 3))
             flips += bool(torch.rand(1) < 0.5)

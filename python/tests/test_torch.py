@@ -477,3 +477,73 @@ def test_leaving_epochs_early_never_aborts_a_process(distinct_dataset, ranks, fo
     assert out.returncode == 0, out.stderr
     assert "terminate called" not in out.stderr and "killed by signal" not in out.stderr, out.stderr
     assert sorted(out.stdout.split("\n"))[-ranks:] == [f"rank {r} done" for r in range(ranks)]
+
+
+def with_pid(batch):
+    """A batch_transform that tells which process ran it."""
+    return (*batch, os.getpid())
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_loader_batches_are_torchvisions_normalized_and_indexed(sample_dataset, data_dir, train):
+    T = pytest.importorskip("torchvision.transforms")
+    Image = pytest.importorskip("PIL.Image")
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    ds = pcr.ImageDataset(str(sample_dataset))
+    common = dict(train=train, size=40, resize=48, threads=2, seed=5, return_index=True)
+    plain = list(pcr.torch.ImageLoader(str(sample_dataset), 5, **common))
+    wide = list(pcr.torch.ImageLoader(str(sample_dataset), 5, normalize=(mean, std), **common))
+    half = list(pcr.torch.ImageLoader(str(sample_dataset), 5, normalize=(mean, std), dtype=torch.float16,
+                                      channels_last=True, **common))
+    to_tensor = list(pcr.torch.ImageLoader(str(sample_dataset), 5, dtype=torch.float32, **common))
+    normalize = T.Normalize(mean, std)
+    seen = []
+    for (images, labels, index), (f32, _, index32), (f16, _, _), (unit, _, _) in zip(plain, wide, half, to_tensor):
+        assert images.dtype == torch.uint8 and f32.dtype == torch.float32 and f16.dtype == torch.float16
+        assert f16.shape == (len(labels), 40, 40, 3) and index.dtype == torch.int64
+        assert torch.equal(index, index32)
+        for n, i in enumerate(index.tolist()):
+            label, key = ds.sample(i)
+            assert labels[n] == label
+            seen.append(i)
+            if not train:
+                with Image.open(data_dir / "sample" / key) as im:
+                    want = T.Compose([T.Resize(48), T.CenterCrop(40), T.PILToTensor()])(im.convert("RGB"))
+                assert torch.equal(images[n], want), key
+            # ToTensor then Normalize on the same pixels, bit for bit; .half() of that.
+            expect = normalize(images[n].float().div(255))
+            assert torch.equal(f32[n], expect), key
+            assert torch.equal(f16[n].permute(2, 0, 1), expect.half()), key
+            assert torch.equal(unit[n], images[n].float().div(255)), key
+    assert sorted(seen) == list(range(len(ds)))
+    with pytest.raises(ValueError, match="dtype must be torch.uint8, torch.float32 or torch.float16"):
+        pcr.torch.ImageLoader(str(sample_dataset), 5, dtype=torch.float64)
+    with pytest.raises(ValueError, match="normalize needs dtype float32 or float16"):
+        pcr.torch.ImageLoader(str(sample_dataset), 5, normalize=(mean, std), dtype=torch.uint8)
+    with pytest.raises(ValueError, match="std must have 1 or 3 values, not 2"):
+        pcr.torch.ImageLoader(str(sample_dataset), 5, normalize=(mean, (1, 2)))
+    with pytest.raises(ValueError, match="must not be 0"):
+        pcr.torch.ImageLoader(str(sample_dataset), 5, normalize=((0.5,), (0,)))
+    with pytest.raises(TypeError, match="normalize must be"):
+        pcr.torch.ImageLoader(str(sample_dataset), 5, normalize=(0.5, 0.2))
+
+
+def test_batch_transform_runs_where_the_batch_is_made(sample_dataset):
+    loader = pcr.torch.ImageLoader(str(sample_dataset), 6, size=16, threads=1, batch_transform=with_pid)
+    here = list(loader)
+    assert len(here) == 4 and all(len(b) == 3 and b[2] == os.getpid() for b in here)
+    there = list(pcr.torch.DataLoader(loader, num_workers=2))
+    assert len(there) == 4 and all(b[2] != os.getpid() for b in there)
+    assert len({b[2] for b in there}) == 2
+    assert sum(len(b[1]) for b in there) == sum(len(b[1]) for b in here) == 24
+    with pytest.raises(TypeError, match="batch_transform must be callable"):
+        pcr.torch.ImageLoader(str(sample_dataset), 6, batch_transform=3)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_dataloader_that_batches_again_is_refused(sample_dataset, workers):
+    loader = pcr.torch.ImageLoader(str(sample_dataset), 6, size=16, threads=1)
+    with pytest.raises(TypeError, match="makes the batches, and this DataLoader has a batch_size"):
+        next(iter(torch.utils.data.DataLoader(loader, num_workers=workers)))
+    images, labels = next(iter(torch.utils.data.DataLoader(loader, batch_size=None, num_workers=workers)))
+    assert images.shape == (6, 3, 16, 16)
