@@ -54,6 +54,14 @@ Status ValidateEpochOptions(const EpochOptions& options) {
   if (__builtin_mul_overflow(options.world_size, options.batch_size, &per_step) || per_step > (uint64_t{1} << 48)) {
     return Status::InvalidArgument("world_size times batch_size must be at most 2^48");
   }
+  for (const EpochSegment& segment : options.delivered) {
+    EpochOptions o = options;
+    o.world_size = segment.world_size;
+    o.num_workers = segment.num_workers;
+    o.rank = o.worker = 0;
+    o.delivered.clear();
+    PCR_RETURN_IF_ERROR(ValidateEpochOptions(o).WithPrefix("a delivered part of the epoch"));
+  }
   return Status::OK();
 }
 
@@ -95,8 +103,46 @@ WorkerRun WorkerShare(uint64_t per_rank, const EpochOptions& options) {
   return run;
 }
 
-RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
-                        uint64_t epoch, uint64_t mix_records) {
+namespace {
+
+// Delivery order of n images (positions 0..n-1): in order, or through a
+// shuffle buffer of options.shuffle_buffer images seeded by `seed`, in which
+// each arriving image replaces a uniformly chosen one, which is delivered;
+// the last ones leave in random order.
+void Deliver(uint64_t n, const EpochOptions& options, uint64_t seed, std::vector<uint64_t>* order) {
+  const uint64_t k = options.shuffle ? options.shuffle_buffer : 0;
+  order->reserve(n);
+  if (k <= 1) {
+    for (uint64_t i = 0; i < n; ++i) order->push_back(i);
+    return;
+  }
+  SplitMix64 g(seed);
+  std::vector<uint64_t> buffer;
+  buffer.reserve(std::min(k, n));
+  for (uint64_t i = 0; i < n; ++i) {
+    if (buffer.size() < k) {
+      buffer.push_back(i);
+      continue;
+    }
+    uint64_t& slot = buffer[g.Below(k)];
+    order->push_back(slot);
+    slot = i;
+  }
+  while (!buffer.empty()) {
+    const uint64_t j = g.Below(buffer.size());
+    order->push_back(buffer[j]);
+    buffer[j] = buffer.back();
+    buffer.pop_back();
+  }
+}
+
+// The seed of the shuffle after `segments` resumes of an epoch.
+uint64_t SegmentSeed(uint64_t seed, uint64_t epoch, uint64_t segments) {
+  return MixSeeds(MixSeeds(seed, epoch), ~segments);
+}
+
+RankEpoch PlanRecords(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
+                      uint64_t epoch, uint64_t mix_records) {
   std::vector<uint64_t> first(record_sizes.size());
   uint64_t total = 0;
   for (size_t r = 0; r < record_sizes.size(); ++r) {
@@ -145,33 +191,84 @@ RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptio
     }
     return plan;
   }
-  const uint64_t k = options.shuffle ? options.shuffle_buffer : 0;
-  if (k <= 1) {
-    plan.order.resize(n);
-    std::iota(plan.order.begin(), plan.order.end(), uint64_t{0});
-    return plan;
-  }
-  // A shuffle buffer of k images: each arriving image replaces a uniformly
-  // chosen one, which is delivered; the last k leave in random order.
-  SplitMix64 g(MixSeeds(epoch_seed, options.rank * options.num_workers + options.worker));
-  std::vector<uint64_t> buffer;
-  buffer.reserve(std::min(k, n));
-  for (uint64_t i = 0; i < n; ++i) {
-    if (buffer.size() < k) {
-      buffer.push_back(i);
-      continue;
-    }
-    uint64_t& slot = buffer[g.Below(k)];
-    plan.order.push_back(slot);
-    slot = i;
-  }
-  while (!buffer.empty()) {
-    const uint64_t j = g.Below(buffer.size());
-    plan.order.push_back(buffer[j]);
-    buffer[j] = buffer.back();
-    buffer.pop_back();
-  }
+  Deliver(n, options, MixSeeds(epoch_seed, options.rank * options.num_workers + options.worker), &plan.order);
   return plan;
+}
+
+// The plan of a rank's worker over an epoch that is the list `images`:
+// rank r takes positions [r * n, (r + 1) * n), wrapping, the worker its
+// WorkerShare, delivered through a shuffle buffer seeded by `seed`.
+RankEpoch PlanList(std::span<const uint64_t> images, const EpochOptions& options, uint64_t seed) {
+  RankEpoch plan;
+  if (images.empty()) return plan;
+  const uint64_t per_rank = ImagesPerRank(images.size(), options);
+  const WorkerRun run = WorkerShare(per_rank, options);
+  plan.input.reserve(run.count);
+  for (uint64_t i = 0; i < run.count; ++i) {
+    plan.input.push_back(images[(options.rank * per_rank + run.offset + i) % images.size()]);
+  }
+  Deliver(run.count, options, MixSeeds(seed, options.rank * options.num_workers + options.worker), &plan.order);
+  return plan;
+}
+
+// The images of the epoch that options.delivered did not deliver, in the
+// order they would have come: each segment's ranks and workers in turn,
+// each worker's images in its delivery order, every image once.
+std::vector<uint64_t> Remaining(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
+                                uint64_t epoch) {
+  uint64_t total = 0;
+  for (const uint64_t n : record_sizes) total += n;
+  std::vector<uint64_t> left;
+  std::vector<bool> delivered(total);
+  for (size_t j = 0; j < options.delivered.size(); ++j) {
+    const EpochSegment& segment = options.delivered[j];
+    EpochOptions o = options;
+    o.world_size = segment.world_size;
+    o.num_workers = segment.num_workers;
+    o.delivered.clear();
+    std::vector<uint64_t> undelivered;
+    for (o.rank = 0; o.rank < o.world_size; ++o.rank) {
+      for (o.worker = 0; o.worker < o.num_workers; ++o.worker) {
+        const RankEpoch p = j == 0 ? PlanRecords(record_sizes, o, seed, epoch, 0) : PlanList(left, o, SegmentSeed(seed, epoch, j));
+        // The rank's batch b comes from worker b % num_workers.
+        const uint64_t batches = segment.batches / o.num_workers + (o.worker < segment.batches % o.num_workers ? 1 : 0);
+        const uint64_t done = std::min<uint64_t>(p.order.size(), batches * o.batch_size);
+        for (uint64_t q = 0; q < p.order.size(); ++q) {
+          const uint64_t image = p.input[p.order[q]];
+          if (q < done) {
+            delivered[image] = true;
+          } else {
+            undelivered.push_back(image);
+          }
+        }
+      }
+    }
+    std::vector<bool> queued(total);
+    left.clear();
+    for (const uint64_t image : undelivered) {
+      if (delivered[image] || queued[image]) continue;
+      queued[image] = true;
+      left.push_back(image);
+    }
+  }
+  return left;
+}
+
+}  // namespace
+
+uint64_t EpochImages(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
+                     uint64_t epoch) {
+  if (!options.delivered.empty()) return Remaining(record_sizes, options, seed, epoch).size();
+  uint64_t total = 0;
+  for (const uint64_t n : record_sizes) total += n;
+  return total;
+}
+
+RankEpoch PlanRankEpoch(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
+                        uint64_t epoch, uint64_t mix_records) {
+  if (options.delivered.empty()) return PlanRecords(record_sizes, options, seed, epoch, mix_records);
+  return PlanList(Remaining(record_sizes, options, seed, epoch), options,
+                  SegmentSeed(seed, epoch, options.delivered.size()));
 }
 
 }  // namespace pcr

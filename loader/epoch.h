@@ -18,11 +18,18 @@ namespace pcr {
 
 // InvalidArgument, naming the option and its range, unless world_size >= 1,
 // rank < world_size, num_workers >= 1, worker < num_workers, batch_size >= 1
-// and world_size * batch_size <= 2^48.
+// and world_size * batch_size <= 2^48, and the same of every delivered
+// segment's world size and workers.
 Status ValidateEpochOptions(const EpochOptions& options);
 
 // Images each rank delivers per epoch, the same on every rank.
 uint64_t ImagesPerRank(uint64_t num_images, const EpochOptions& options);
+
+// The images of the epoch the ranks share: all of them, or those
+// options.delivered left (see EpochOptions::delivered).
+// REQUIRES: ValidateEpochOptions(options).ok()
+uint64_t EpochImages(std::span<const uint64_t> record_sizes, const EpochOptions& options, uint64_t seed,
+                     uint64_t epoch);
 
 // True when `text` is "NAME1=V1 NAME2=V2 ..." with fields' names in order,
 // setting the values.
@@ -54,7 +61,8 @@ struct RankEpoch {
 };
 
 // The epoch's global order is the records, permuted by (seed, epoch), each
-// read front to back; positions past the last image wrap to the first.
+// read front to back (or, after options.delivered, the images they left);
+// positions past the last image wrap to the first.
 // Rank r takes positions [r * n, (r + 1) * n) of it (n = ImagesPerRank), so
 // ranks share at most the records at the ends of their runs; each worker
 // takes its WorkerShare of them and delivers it through a shuffle buffer

@@ -13,6 +13,7 @@
 #include "format/permutation.h"
 #include "format/table_format.h"
 #include "loader/epoch.h"
+#include "reader/record_reads.h"
 
 namespace pcr {
 
@@ -112,13 +113,14 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
                                    std::to_string(kMaxBatchBytes / image_bytes) + " images of that size");
   }
   auto rep = std::make_unique<Rep>();
-  rep->batches = BatchesPerRank(dataset.num_images(), e);
+  const uint64_t images = EpochImages(RecordImageCounts(dataset), e, start.seed, start.epoch);
+  rep->batches = BatchesPerRank(images, e);
   // The SampleIterator of worker `role`, after its first `skip` batches.
   PCR_ASSIGN_OR_RETURN(const LoaderResume resume, ResumeLoader(start, rep->batches, e));
   const uint64_t k = e.num_workers, role = resume.role, skip = resume.skip;
   EpochOptions epoch = e;
   epoch.worker = role;
-  const WorkerRun run = WorkerShare(ImagesPerRank(dataset.num_images(), e), epoch);
+  const WorkerRun run = WorkerShare(ImagesPerRank(images, e), epoch);
   const uint64_t position = std::min(skip * e.batch_size, run.count);
   PCR_ASSIGN_OR_RETURN(rep->samples, SampleIterator::Create(dataset,
                                                             {.epoch = epoch,

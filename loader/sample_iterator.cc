@@ -58,7 +58,8 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
                                                               const IterationState& start) {
   PCR_RETURN_IF_ERROR(ValidateEpochOptions(options.epoch));
   PCR_RETURN_IF_ERROR(dataset.CheckFidelity(options.fidelity));
-  const uint64_t mine = WorkerShare(ImagesPerRank(dataset.num_images(), options.epoch), options.epoch).count;
+  const uint64_t images = EpochImages(RecordImageCounts(dataset), options.epoch, start.seed, start.epoch);
+  const uint64_t mine = WorkerShare(ImagesPerRank(images, options.epoch), options.epoch).count;
   if (start.position > mine || (start.position % options.epoch.batch_size != 0 && start.position != mine)) {
     return Status::InvalidArgument("iteration state " + start.ToString() + ": position is not a batch boundary in 0.." +
                                    std::to_string(mine));
@@ -68,6 +69,10 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
   rep->fields_.fields = std::move(fields);
   rep->thread_ = std::thread([p = rep.get()] { p->ReadAhead(); });
   return std::unique_ptr<SampleIterator>(new SampleIterator(std::move(rep)));
+}
+
+uint64_t BatchesPerRank(const ImageDataset& dataset, const EpochOptions& options, uint64_t seed, uint64_t epoch) {
+  return BatchesPerRank(EpochImages(RecordImageCounts(dataset), options, seed, epoch), options);
 }
 
 SampleIterator::SampleIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
@@ -98,9 +103,7 @@ SampleIterator::Rep::Rep(const ImageDataset& dataset, const SampleIteratorOption
       read_ahead_(std::clamp<uint64_t>(options.read_ahead, 1, std::max<uint64_t>(dataset.num_images(), 1))),
       fidelity_(dataset.ScanGroups(options.fidelity)),
       position_(start.position) {
-  std::vector<uint64_t> sizes(dataset.num_records());
-  for (uint64_t r = 0; r < sizes.size(); ++r) sizes[r] = RecordImageCount(dataset, r);
-  plan_ = PlanRankEpoch(sizes, options.epoch, seed_, epoch_);
+  plan_ = PlanRankEpoch(RecordImageCounts(dataset), options.epoch, seed_, epoch_);
   delivered_at_.resize(plan_.order.size());
   needed_.resize(plan_.order.size());
   for (uint64_t q = 0; q < plan_.order.size(); ++q) {

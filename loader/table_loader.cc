@@ -34,6 +34,10 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
                                                          const LoaderState& start) {
   const EpochOptions& e = options.epoch;
   PCR_RETURN_IF_ERROR(ValidateEpochOptions(e));
+  if (!e.delivered.empty()) {
+    return Status::InvalidArgument("a TableLoader resumes on the world size and workers its state was saved on: "
+                                   "epoch.delivered must be empty");
+  }
   if (options.shuffle_stripes == 0) return Status::InvalidArgument("shuffle_stripes must be at least 1, not 0");
   auto rep = std::make_unique<Rep>();
   if (options.features.empty()) {

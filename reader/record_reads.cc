@@ -33,4 +33,10 @@ uint64_t RecordImageCount(const ImageDataset& dataset, uint64_t record) {
   return ReaderInternals::Of(dataset).record(record).image_count;
 }
 
+std::vector<uint64_t> RecordImageCounts(const ImageDataset& dataset) {
+  std::vector<uint64_t> counts(dataset.num_records());
+  for (uint64_t r = 0; r < counts.size(); ++r) counts[r] = RecordImageCount(dataset, r);
+  return counts;
+}
+
 }  // namespace pcr

@@ -34,4 +34,7 @@ std::shared_ptr<const ImageDataset> ShareDataset(const ImageDataset& dataset);
 // Images in record `record`. REQUIRES: record < dataset.num_records()
 uint64_t RecordImageCount(const ImageDataset& dataset, uint64_t record);
 
+// RecordImageCount of every record, in order.
+std::vector<uint64_t> RecordImageCounts(const ImageDataset& dataset);
+
 }  // namespace pcr

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "format/permutation.h"
 #include "loader/epoch.h"
@@ -113,6 +114,55 @@ TEST_CASE("ranks get disjoint, complete and equal shares, whatever the workers")
       }
     }
   }
+}
+
+TEST_CASE("an epoch resumed on other world sizes and workers delivers every image, repeating only padding") {
+  const std::vector<uint64_t> sizes = {7, 7, 3, 7, 1, 7, 5, 9, 4};  // 50 images
+  const uint64_t total = Total(sizes), batch = 3;
+  // Each run: (world size, workers, batches each rank delivers before the
+  // next resume; the last runs to the end).
+  using Run = std::tuple<uint64_t, uint64_t, uint64_t>;
+  for (const std::vector<Run>& runs : std::vector<std::vector<Run>>{{{1, 1, 5}, {2, 2, 0}},
+                                                                   {{2, 2, 3}, {3, 1, 0}},
+                                                                   {{4, 2, 2}, {2, 3, 0}},
+                                                                   {{2, 1, 0}, {3, 2, 0}},
+                                                                   {{3, 2, 1}, {1, 1, 4}, {2, 2, 0}},
+                                                                   {{2, 2, 9}, {3, 1, 0}}}) {
+    for (const bool shuffle : {true, false}) {
+      std::map<uint64_t, uint64_t> times;
+      EpochOptions o{.batch_size = batch, .shuffle = shuffle, .shuffle_buffer = 5};
+      uint64_t padding = 0;
+      for (size_t i = 0; i < runs.size(); ++i) {
+        const auto [world, workers, stop] = runs[i];
+        const bool last = i + 1 == runs.size();
+        const uint64_t images = EpochImages(sizes, o, 17, 3);
+        o.world_size = world;
+        padding += ImagesPerRank(images, o) * world - images;
+        for (uint64_t rank = 0; rank < world; ++rank) {
+          o.rank = rank;
+          const std::vector<std::vector<uint64_t>> batches = RankBatches(sizes, o, workers);
+          REQUIRE(batches.size() == BatchesPerRank(images, o));
+          for (uint64_t b = 0; b < batches.size() && (last || b < stop); ++b) {
+            for (uint64_t image : batches[b]) ++times[image];
+          }
+        }
+        o.rank = 0;
+        o.delivered.push_back({world, workers, stop});
+      }
+      INFO("shuffle " << shuffle << ", first world " << std::get<0>(runs[0]));
+      REQUIRE(times.size() == total);  // none lost
+      uint64_t repeats = 0;
+      for (const auto& [image, n] : times) repeats += n - 1;
+      CHECK(repeats <= padding);
+    }
+  }
+  // The remainder is a function of what was delivered, whatever resumes it.
+  const EpochOptions after{.world_size = 3, .batch_size = batch, .delivered = {{2, 2, 4}}};
+  CHECK(EpochImages(sizes, after, 17, 3) == total - 2 * 4 * batch);
+  CHECK(PlanRankEpoch(sizes, after, 17, 3).input == PlanRankEpoch(sizes, after, 17, 3).input);
+  EpochOptions bad = after;
+  bad.delivered[0].num_workers = 0;
+  CHECK(ValidateEpochOptions(bad).message().find("a delivered part of the epoch: num_workers") != std::string::npos);
 }
 
 TEST_CASE("workers read contiguous parts of their rank's share") {

@@ -113,6 +113,9 @@ TEST_CASE("TableLoader checks its options and the projection") {
   REQUIRE(!unknown.ok());
   CHECK_THAT(unknown.status().message(), Catch::Contains("nope"));
   CHECK(!TableLoader::Create(*table, {.epoch = {.batch_size = 0}}).ok());
+  auto moved = TableLoader::Create(*table, {.epoch = {.world_size = 2, .batch_size = 4, .delivered = {{1, 1, 2}}}});
+  REQUIRE_FALSE(moved.ok());
+  CHECK_THAT(moved.status().message(), Catch::Contains("resumes on the world size and workers"));
   auto late = TableLoader::Create(*table, {.epoch = {.batch_size = 100}}, {.batches = 6});
   REQUIRE(!late.ok());
   CHECK_THAT(late.status().message(), Catch::Contains("0..5"));

@@ -26,6 +26,17 @@ enum class UnevenShares : uint8_t {
   kDrop,
 };
 
+// Part of an epoch delivered before a resume on another world size or
+// number of workers: each of world_size ranks, with num_workers workers,
+// delivered its first `batches` batches.
+struct EpochSegment {
+  uint64_t world_size = 1;
+  uint64_t num_workers = 1;
+  uint64_t batches = 0;
+
+  bool operator==(const EpochSegment&) const = default;
+};
+
 struct EpochOptions {
   uint64_t rank = 0;        // 0..world_size-1
   uint64_t world_size = 1;  // ranks
@@ -42,12 +53,24 @@ struct EpochOptions {
   // Images each rank mixes across record boundaries; 0 or 1: records are
   // shuffled but read through in order.
   uint64_t shuffle_buffer = 4096;
+  // Elastic resume, as MosaicML Streaming's: the parts of this epoch already
+  // delivered, oldest first. The epoch then goes on with the images none of
+  // them delivered, taken in the order they would have come and split over
+  // these ranks and workers (padded or dropped as `uneven` says), each
+  // worker's part through its own shuffle buffer. Empty: the whole epoch.
+  std::vector<EpochSegment> delivered;
 };
 
 // Batches each rank delivers per epoch (ImagesPerRank / batch_size, rounded
 // up; the same on every rank), from the number of images alone.
 // REQUIRES: options.world_size, options.batch_size >= 1
 PCR_EXPORT uint64_t BatchesPerRank(uint64_t num_images, const EpochOptions& options);
+
+// Batches each rank delivers in epoch (seed, epoch) of `dataset`: as above
+// for all its images or, after options.delivered, for the images left.
+// REQUIRES: the options are valid (SampleIterator::Create checks them)
+PCR_EXPORT uint64_t BatchesPerRank(const ImageDataset& dataset, const EpochOptions& options, uint64_t seed,
+                                   uint64_t epoch);
 
 // Where a rank stands in its epoch. All ranks of a job advance together, so
 // one state (rank 0's, say) resumes them all.

@@ -25,7 +25,8 @@ struct TableLoaderOptions {
   // and delivers each window's rows in a uniformly random order, so that a
   // table written sorted (by date, say) still gives batches of rows from
   // far apart. A worker's batches are the rank's batches start + worker,
-  // start + worker + num_workers, ...
+  // start + worker + num_workers, ... epoch.delivered must be empty: a
+  // table loader resumes only where it was saved.
   EpochOptions epoch;
   // Memory holds about this many stripes of the projection per worker.
   uint64_t shuffle_stripes = 8;

@@ -616,8 +616,16 @@ pcr::UnevenShares Uneven(const std::string& uneven) {
 }
 
 // A rank's and worker's share of an epoch, from Python's arguments.
+// Parts of an epoch delivered before resumes: (world_size, num_workers, batches).
+using Delivered = std::vector<std::tuple<int64_t, int64_t, int64_t>>;
+
 pcr::EpochOptions Epoch(int64_t batch_size, int64_t rank, int64_t world_size, int64_t worker, int64_t num_workers,
-                        const std::string& uneven, bool shuffle, int64_t shuffle_buffer) {
+                        const std::string& uneven, bool shuffle, int64_t shuffle_buffer,
+                        const Delivered& delivered = {}) {
+  std::vector<pcr::EpochSegment> segments;
+  for (const auto& [w, k, b] : delivered) {
+    segments.push_back({NonNegative(w, "world_size"), NonNegative(k, "num_workers"), NonNegative(b, "batches")});
+  }
   return {.rank = NonNegative(rank, "rank"),
           .world_size = NonNegative(world_size, "world_size"),
           .batch_size = NonNegative(batch_size, "batch_size"),
@@ -625,7 +633,8 @@ pcr::EpochOptions Epoch(int64_t batch_size, int64_t rank, int64_t world_size, in
           .num_workers = NonNegative(num_workers, "num_workers"),
           .uneven = Uneven(uneven),
           .shuffle = shuffle,
-          .shuffle_buffer = NonNegative(shuffle_buffer, "shuffle_buffer")};
+          .shuffle_buffer = NonNegative(shuffle_buffer, "shuffle_buffer"),
+          .delivered = std::move(segments)};
 }
 
 // {name: [value or None per row]} of a batch's field columns.
@@ -842,14 +851,15 @@ class PyImageLoader {
   PyImageLoader(const PyImageDataset& ds, int64_t batch_size, const py::object& fidelity, int64_t rank,
                 int64_t world_size, int64_t worker, int64_t num_workers, const std::string& uneven, bool shuffle,
                 int64_t shuffle_buffer, uint64_t seed, int64_t epoch, int64_t batches, int64_t saved_workers,
-                int64_t read_ahead, const Names& fields_arg, int size, const std::string& crop,
+                const Delivered& delivered, int64_t read_ahead, const Names& fields_arg, int size,
+                const std::string& crop,
                 std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
                 bool fast_scale, bool channels_last, const Normalize& normalize, const std::string& dtype,
                 int threads, const std::string& decoder)
       : fields_(fields_arg.names) {
     const std::vector<std::string>& fields = fields_arg.names;
     const pcr::ImageLoaderOptions options{
-        .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer),
+        .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer, delivered),
         .fidelity = ds.Fidelity(fidelity),
         .transform = TransformOptions(size, crop, scale, ratio, resize, flip, fast_scale, channels_last, normalize,
                                       dtype, threads, decoder),
@@ -1527,15 +1537,16 @@ PYBIND11_MODULE(_pcr, m) {
 
   py::class_<PyImageLoader>(m, "ImageLoader")
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t,
-                    const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t,
-                    const Names&, int, const std::string&, std::pair<double, double>,
+                    const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, const Delivered&,
+                    int64_t, const Names&, int, const std::string&, std::pair<double, double>,
                     std::pair<double, double>, int, bool, bool, bool, const Normalize&, const std::string&, int,
                     const std::string&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full",
            py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
            py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
            py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0, py::arg("saved_workers") = 0,
-           py::arg("read_ahead") = 2048, py::arg("fields") = Names{}, py::arg("size") = 224,
+           py::arg("delivered") = Delivered{}, py::arg("read_ahead") = 2048, py::arg("fields") = Names{},
+           py::arg("size") = 224,
            py::arg("crop") = "random_resized", py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
            py::arg("flip") = true, py::arg("fast_scale") = false, py::arg("channels_last") = false,
@@ -1556,6 +1567,19 @@ PYBIND11_MODULE(_pcr, m) {
         return pcr::BatchesPerRank(NonNegative(images, "images"), o);
       },
       py::arg("images"), py::arg("world_size"), py::arg("batch_size"), py::arg("uneven") = "pad");
+  m.def(
+      "resumed_batches_per_rank",
+      [](const PyImageDataset& ds, int64_t world_size, int64_t batch_size, const std::string& uneven, bool shuffle,
+         int64_t shuffle_buffer, uint64_t seed, int64_t epoch, const Delivered& delivered) {
+        const pcr::EpochOptions o = Epoch(batch_size, 0, world_size, 0, 1, uneven, shuffle, shuffle_buffer, delivered);
+        for (const auto& [w, k, b] : delivered) {
+          if (w < 1 || k < 1) throw py::value_error("a delivered part's world_size and num_workers must be at least 1");
+        }
+        if (o.world_size == 0 || o.batch_size == 0) throw py::value_error("world_size and batch_size must be at least 1");
+        return pcr::BatchesPerRank(ds.dataset(), o, seed, NonNegative(epoch, "epoch"));
+      },
+      py::arg("dataset"), py::kw_only(), py::arg("world_size"), py::arg("batch_size"), py::arg("uneven"),
+      py::arg("shuffle"), py::arg("shuffle_buffer"), py::arg("seed"), py::arg("epoch"), py::arg("delivered"));
 
   py::class_<PyBatchDecoder>(m, "BatchDecoder")
       .def(py::init<int, const std::string&, std::pair<double, double>, std::pair<double, double>, int, bool, bool,

@@ -138,8 +138,11 @@ def _fidelity(value, groups: int) -> int:
     raise ValueError(f"fidelity must be 1..{groups} or 'full', not {value!r}")
 
 
-# Slots of ImageLoader's shared state, seen by its DataLoader workers.
-_EPOCH, _START, _WORKERS_EPOCH, _WORKERS = range(4)
+# Slots of ImageLoader's shared state, seen by its DataLoader workers: then
+# the number of parts of the epoch delivered before resumes on other world
+# sizes, and (world_size, num_workers, batches) of each.
+_EPOCH, _START, _WORKERS_EPOCH, _WORKERS, _RESUMES = range(5)
+_MAX_RESUMES = 16
 
 _worker_exit_registered = False
 
@@ -192,7 +195,10 @@ def _refuse_rebatching(loader) -> None:
 
 class _EpochLoader(_data.IterableDataset):
     """Shares, epochs, resume and DataLoader workers, for ImageLoader and
-    TableLoader: subclasses give `_num_items` and `_batches`."""
+    TableLoader: subclasses give `_num_items` and `_batches`, and where they
+    resume on another world size (`_elastic`), `_resumed_len`."""
+
+    _elastic = False
 
     def _setup(self, batch_size, seed, shuffle, mixing, uneven, rank, world_size) -> None:
         """`mixing`: (name, value, least) of the shuffle's size argument."""
@@ -218,7 +224,7 @@ class _EpochLoader(_data.IterableDataset):
         # Epoch, batches to resume after, and the epoch (+1) and worker count
         # of the last iteration by DataLoader workers: shared with the
         # workers, so set_epoch and load_state_dict reach persistent ones.
-        self._shared = multiprocessing.RawArray("q", 4)
+        self._shared = multiprocessing.RawArray("q", _RESUMES + 1 + 3 * _MAX_RESUMES)
         self._workers_saved = None  # workers of the loaded state
         self._counted = None  # (epoch, workers) of the batches counted in this process
         self._delivered = 0
@@ -243,11 +249,30 @@ class _EpochLoader(_data.IterableDataset):
         if _check_int("epoch", epoch, 0) != self.epoch:
             self._shared[_EPOCH] = epoch
             self._shared[_START] = 0
+            self._shared[_RESUMES] = 0
             self._workers_saved = None
 
+    def _resumed(self) -> list:
+        """[world_size, num_workers, batches] of each part of this epoch
+        delivered before a resume on another world size."""
+        n = self._shared[_RESUMES]
+        return [list(self._shared[_RESUMES + 1 + 3 * i:_RESUMES + 4 + 3 * i]) for i in range(n)]
+
+    def _set_resumed(self, parts: list) -> None:
+        if len(parts) > _MAX_RESUMES:
+            raise ValueError(f"load_state_dict: the state has resumed on other world sizes {len(parts)} times "
+                             f"in its epoch, more than the {_MAX_RESUMES} a loader keeps: start the next epoch")
+        for i, part in enumerate(parts):
+            self._shared[_RESUMES + 1 + 3 * i:_RESUMES + 4 + 3 * i] = part
+        self._shared[_RESUMES] = len(parts)
+
     def __len__(self) -> int:
-        """Batches per epoch on this rank, with or without DataLoader workers."""
+        """Batches per epoch on this rank, with or without DataLoader workers
+        (after a resume on another world size: of what is left of it)."""
         _, world = self._share()
+        resumed = self._resumed()
+        if resumed:
+            return self._resumed_len(world, resumed)
         return _pcr.batches_per_rank(self._num_items, world, self.batch_size, self.uneven)
 
     def state_dict(self, batches: Optional[int] = None) -> dict:
@@ -267,7 +292,10 @@ class _EpochLoader(_data.IterableDataset):
                 "state_dict() counts them, or pass state_dict(batches=n) with the batches delivered this epoch")
         else:
             batches, workers = self._shared[_START], self._workers_saved
-        return {"seed": self.seed, "epoch": epoch, "batches": batches, "num_workers": workers, **self._identity()}
+        state = {"seed": self.seed, "epoch": epoch, "batches": batches, "num_workers": workers, **self._identity()}
+        if self._elastic:
+            state["resumed"] = self._resumed()
+        return state
 
     def _identity(self) -> dict:
         """What a state can only be continued with: the shares, batches,
@@ -277,13 +305,28 @@ class _EpochLoader(_data.IterableDataset):
 
     def load_state_dict(self, state: dict) -> None:
         """Continues `state` (from state_dict) with the next unseen batch.
-        Refuses, naming it, a world size, batch size, uneven, shuffle or
-        dataset other than the state's (states saved before pcr recorded
+        Refuses, naming it, a batch size, uneven, shuffle or dataset other
+        than the state's, and a world size other than the state's where the
+        loader cannot resume elastically (states saved before pcr recorded
         them are not checked)."""
+        resumed = [list(part) for part in state.get("resumed", [])] if self._elastic else []
+        batches = state["batches"]
+        workers = state.get("num_workers")
         for key, mine in self._identity().items():
             if key not in state or state[key] == mine:
                 continue
             saved = state[key]
+            if key == "world_size" and self._elastic:
+                # Elastic: the epoch goes on with the images the state's ranks did not deliver.
+                if workers is None and batches > 0:
+                    raise ValueError(
+                        "load_state_dict: the state was saved on another world size without its number of "
+                        "workers, which tells which images were delivered: save states through "
+                        "pcr.torch.DataLoader, or with state_dict(batches=n) after iterating with workers")
+                resumed.append([_check_int("world_size", saved, 1), max(1, workers or 1),
+                                _check_int("batches", batches, 0)])
+                batches, workers = 0, None
+                continue
             if key == "world_size":
                 remedy = f"runs on {mine}: resume on {saved} ranks"
             elif key == "dataset":
@@ -294,8 +337,8 @@ class _EpochLoader(_data.IterableDataset):
             raise ValueError(f"load_state_dict: the state was saved with {key}={saved!r}, and this loader {remedy}")
         self.seed = _check_int("seed", state["seed"], 0, (1 << 64) - 1)
         self._shared[_EPOCH] = _check_int("epoch", state["epoch"], 0)
-        self._shared[_START] = _check_int("batches", state["batches"], 0, len(self))
-        workers = state.get("num_workers")
+        self._set_resumed(resumed)
+        self._shared[_START] = _check_int("batches", batches, 0, len(self))
         self._workers_saved = None if workers is None else max(1, workers)
         self._counted = None
 
@@ -324,6 +367,8 @@ class _EpochLoader(_data.IterableDataset):
         share = dict(rank=rank, world_size=world, worker=0 if info is None else info.id, num_workers=workers,
                      uneven=self.uneven, shuffle=self.shuffle, **self._mixing, seed=self.seed,
                      epoch=epoch, batches=start, saved_workers=self._workers_saved or 0)
+        if self._elastic:
+            share["delivered"] = [tuple(part) for part in self._resumed()]
         for batch in self._batches(share):
             if info is None:
                 self._delivered += 1
@@ -401,10 +446,16 @@ class ImageLoader(_EpochLoader):
     keeps that position). Batches are counted where they arrive: in
     this process without workers, by pcr.torch.DataLoader with them; with
     torch's own DataLoader and workers, pass the number of batches it
-    delivered, `state_dict(batches=n)`. Resume with the same number of workers.
-    The state records the world size, batch size, uneven, shuffle and the
-    dataset's content id, and load_state_dict refuses a loader that differs
-    in any, naming it.
+    delivered, `state_dict(batches=n)`. On the same world size, resume
+    with the same number of workers. On another world size the resume is
+    elastic, as MosaicML Streaming's: the epoch's order is fixed by seed and
+    epoch, so the images the state's ranks delivered are left out and the
+    rest is split over the new ranks (any workers), padded as `uneven` says;
+    len() is then what is left. No image is lost, and one repeats only as
+    padding repeats it. The state records the world size, batch size,
+    uneven, shuffle, the dataset's content id and the parts delivered on
+    earlier world sizes ("resumed"); load_state_dict refuses a loader that
+    differs in batch size, uneven, shuffle or dataset, naming it.
 
     Reading: `engine` is "auto" (io_uring where the kernel allows, else
     pread), "uring" or "pread"; `direct=True` opens files with O_DIRECT, so
@@ -490,6 +541,18 @@ class ImageLoader(_EpochLoader):
         if self.fields and len(probe):
             probe.fields(0, self.fields)  # refuses unknown names now
         _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
+
+    _elastic = True
+
+    def _resumed_len(self, world: int, resumed: list) -> int:
+        key = (world, self.seed, self.epoch, str(resumed))
+        if getattr(self, "_resumed_len_cache", (None,))[0] != key:
+            ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
+            n = _pcr.resumed_batches_per_rank(ds, world_size=world, batch_size=self.batch_size, uneven=self.uneven,
+                                              shuffle=self.shuffle, **self._mixing, seed=self.seed, epoch=self.epoch,
+                                              delivered=[tuple(part) for part in resumed])
+            self._resumed_len_cache = (key, n)
+        return self._resumed_len_cache[1]
 
     def _batches(self, share: dict):
         from ._errors import CorruptionError

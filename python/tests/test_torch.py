@@ -3,6 +3,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import math  # noqa: E402
 import os  # noqa: E402
 import pathlib  # noqa: E402
 import shutil  # noqa: E402
@@ -133,7 +134,7 @@ def test_a_state_is_refused_by_a_loader_that_cannot_continue_it(distinct_dataset
     assert state["dataset"] == pcr.ImageDataset(str(distinct_dataset)).content_id
     other = tmp_path / "other"
     pcr.convert_images(str(data_dir / "sample"), str(other), images_per_record=4)
-    for kw, field in ((dict(rank=0, world_size=2), "world_size=1"), (dict(batch_size=8), "batch_size=4"),
+    for kw, field in ((dict(batch_size=8), "batch_size=4"),
                       (dict(uneven="drop"), "uneven='pad'"), (dict(shuffle=False), "shuffle=True"),
                       (dict(shuffle_buffer=16), "shuffle_buffer=4096")):
         args = {**dict(shuffle=True, seed=5, rank=0, world_size=1), **kw}
@@ -215,6 +216,46 @@ def test_resume_continues_with_the_next_unseen_batch(distinct_dataset, workers):
             wrong.load_state_dict(state)
             with pytest.raises(Exception, match=f"resume with num_workers={workers}"):
                 delivered(wrong, 1)
+
+
+@pytest.mark.parametrize("worlds", [((1, 2, 3), (2, 2)), ((2, 2, 2), (3, 1)), ((4, 2, 1), (2, 3)),
+                                    ((2, 2, 1), (3, 2, 1), (1, 2))])
+def test_resume_on_another_world_size_delivers_the_rest_of_the_epoch(distinct_dataset, worlds):
+    """worlds: (world size, workers, batches each rank delivers before the
+    state is saved), ..., then the last (world size, workers) to the end."""
+    sigs = signatures(distinct_dataset)
+    n = len(sigs)
+
+    def make(rank, world):
+        return eval_loader(distinct_dataset, batch_size=2, shuffle=True, seed=4, rank=rank, world_size=world,
+                           shuffle_buffer=3)
+
+    seen, state = [], None
+    for i, (world, workers, *stop) in enumerate(worlds):
+        last = i == len(worlds) - 1
+        before = len(set(seen))
+        states, lengths = [], set()
+        for rank in range(world):
+            loader = make(rank, world)
+            if state is not None:
+                loader.load_state_dict(state)
+                loader.set_epoch(state["epoch"])
+            lengths.add(len(loader))
+            batches = pcr.torch.DataLoader(loader, num_workers=workers)
+            # zip asks the range first: the DataLoader delivers `stop` batches, no more.
+            taken = list(batches) if last else [batch for _, batch in zip(range(stop[0]), batches)]
+            if last:
+                assert len(taken) == len(loader)  # every rank runs its len(), exactly
+            seen += indices_of(taken, sigs)
+            states.append(batches.state_dict())
+        assert len(lengths) == 1  # the same on every rank
+        if last:  # what was left, split over these ranks
+            assert lengths.pop() == math.ceil(math.ceil((n - before) / world) / 2)
+        assert all(s == states[0] for s in states)  # one state resumes every rank
+        state = states[0]
+        assert state["world_size"] == world and len(state["resumed"]) == i
+    assert set(seen) == set(range(n))  # nothing lost
+    assert len(seen) - n <= worlds[-1][0] - 1  # repeats only as the last run's padding
 
 
 def test_plain_dataloader_workers_need_the_count(distinct_dataset):
