@@ -29,6 +29,8 @@
 
 #include <pcr/pcr.h>
 
+#include "_pcr_docs.h"
+
 namespace py = pybind11;
 
 // Feature or field names: a list (any iterable) of str; a map feature's id
@@ -69,6 +71,15 @@ struct type_caster<Names> {
 }  // namespace pybind11::detail
 
 namespace {
+
+// The docstring _pcr.pyi gives `name` ("Class", "Class.member" or
+// "function"), or none.
+const char* Doc(std::string_view name) {
+  for (const pcr_docs::Entry& e : pcr_docs::kEntries) {
+    if (e.name == name) return e.doc;
+  }
+  return nullptr;
+}
 
 py::object g_corruption_error;
 py::object g_not_supported_error;
@@ -1499,43 +1510,43 @@ PYBIND11_MODULE(_pcr, m) {
   g_not_supported_error =
       py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("NotSupportedError"));
 
-  py::class_<PyImageDataset>(m, "ImageDataset")
+  py::class_<PyImageDataset>(m, "ImageDataset", Doc("ImageDataset"))
       .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&>(), py::arg("path"),
-           py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none())
-      .def("__len__", &PyImageDataset::size)
-      .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups)
-      .def_property_readonly("classes", &PyImageDataset::classes)
-      .def_property_readonly("content_id", &PyImageDataset::content_id)
-      .def_property_readonly("counts", &PyImageDataset::counts)
-      .def("sample", &PyImageDataset::sample, py::arg("index"))
+           py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none(), Doc("ImageDataset.__init__"))
+      .def("__len__", &PyImageDataset::size, Doc("ImageDataset.__len__"))
+      .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups, Doc("ImageDataset.num_scan_groups"))
+      .def_property_readonly("classes", &PyImageDataset::classes, Doc("ImageDataset.classes"))
+      .def_property_readonly("content_id", &PyImageDataset::content_id, Doc("ImageDataset.content_id"))
+      .def_property_readonly("counts", &PyImageDataset::counts, Doc("ImageDataset.counts"))
+      .def("sample", &PyImageDataset::sample, py::arg("index"), Doc("ImageDataset.sample"))
       .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = "full",
-           py::arg("metadata") = false)
-      .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = "full")
-      .def_property_readonly("num_records", &PyImageDataset::num_records)
-      .def_property_readonly("field_schema", &PyImageDataset::field_schema)
+           py::arg("metadata") = false, Doc("ImageDataset.read"))
+      .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = "full", Doc("ImageDataset.read_many"))
+      .def_property_readonly("num_records", &PyImageDataset::num_records, Doc("ImageDataset.num_records"))
+      .def_property_readonly("field_schema", &PyImageDataset::field_schema, Doc("ImageDataset.field_schema"))
       .def("read_fields", &PyImageDataset::read_fields, py::arg("fields"), py::arg("first_record") = 0,
-           py::arg("num_records") = py::none())
-      .def("fields", &PyImageDataset::fields, py::arg("index"), py::arg("fields"))
+           py::arg("num_records") = py::none(), Doc("ImageDataset.read_fields"))
+      .def("fields", &PyImageDataset::fields, py::arg("index"), py::arg("fields"), Doc("ImageDataset.fields"))
       .def("read_record", &PyImageDataset::read_record, py::arg("record"), py::arg("fidelity") = "full",
-           py::arg("fields") = Names{}, py::arg("metadata") = false)
+           py::arg("fields") = Names{}, py::arg("metadata") = false, Doc("ImageDataset.read_record"))
       .def("record_samples", &PyImageDataset::record_samples, py::arg("record"), py::arg("fidelity") = "full",
-           py::arg("fields") = Names{})
-      .def("verify", &PyImageDataset::verify);
+           py::arg("fields") = Names{}, Doc("ImageDataset.record_samples"))
+      .def("verify", &PyImageDataset::verify, Doc("ImageDataset.verify"));
 
-  py::class_<PySampleIterator>(m, "SampleIterator")
+  py::class_<PySampleIterator>(m, "SampleIterator", Doc("SampleIterator"))
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t, const std::string&, bool,
                     int64_t, uint64_t, int64_t, int64_t, int64_t, const Names&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full", py::arg("rank") = 0,
            py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
            py::arg("shuffle_buffer") = 4096, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("position") = 0,
-           py::arg("read_ahead") = 2048, py::arg("fields") = Names{}, py::keep_alive<1, 2>())
+           py::arg("read_ahead") = 2048, py::arg("fields") = Names{}, py::keep_alive<1, 2>(), Doc("SampleIterator.__init__"))
       .def("__iter__", [](PySampleIterator& it) -> PySampleIterator& { return it; })
       .def("__next__", &PySampleIterator::next)
-      .def("__len__", &PySampleIterator::num_batches)
-      .def_property_readonly("num_images", &PySampleIterator::num_images)
-      .def("state", &PySampleIterator::state);
+      .def("__len__", &PySampleIterator::num_batches, Doc("SampleIterator.__len__"))
+      .def_property_readonly("num_images", &PySampleIterator::num_images, Doc("SampleIterator.num_images"))
+      .def("state", &PySampleIterator::state, Doc("SampleIterator.state"));
 
-  py::class_<PyImageLoader>(m, "ImageLoader")
+  py::class_<PyImageLoader>(m, "_ImageLoader")
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t,
                     const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, const Delivered&,
                     int64_t, const Names&, int, const std::string&, std::pair<double, double>,
@@ -1558,7 +1569,7 @@ PYBIND11_MODULE(_pcr, m) {
       .def("state", &PyImageLoader::state);
 
   m.def(
-      "batches_per_rank",
+      "_batches_per_rank",
       [](int64_t images, int64_t world_size, int64_t batch_size, const std::string& uneven) {
         const pcr::EpochOptions o{.world_size = NonNegative(world_size, "world_size"),
                                   .batch_size = NonNegative(batch_size, "batch_size"),
@@ -1568,7 +1579,7 @@ PYBIND11_MODULE(_pcr, m) {
       },
       py::arg("images"), py::arg("world_size"), py::arg("batch_size"), py::arg("uneven") = "pad");
   m.def(
-      "resumed_batches_per_rank",
+      "_resumed_batches_per_rank",
       [](const PyImageDataset& ds, int64_t world_size, int64_t batch_size, const std::string& uneven, bool shuffle,
          int64_t shuffle_buffer, uint64_t seed, int64_t epoch, const Delivered& delivered) {
         const pcr::EpochOptions o = Epoch(batch_size, 0, world_size, 0, 1, uneven, shuffle, shuffle_buffer, delivered);
@@ -1581,7 +1592,7 @@ PYBIND11_MODULE(_pcr, m) {
       py::arg("dataset"), py::kw_only(), py::arg("world_size"), py::arg("batch_size"), py::arg("uneven"),
       py::arg("shuffle"), py::arg("shuffle_buffer"), py::arg("seed"), py::arg("epoch"), py::arg("delivered"));
 
-  py::class_<PyBatchDecoder>(m, "BatchDecoder")
+  py::class_<PyBatchDecoder>(m, "BatchDecoder", Doc("BatchDecoder"))
       .def(py::init<int, const std::string&, std::pair<double, double>, std::pair<double, double>, int, bool, bool,
                     bool, const Normalize&, const std::string&, int, const std::string&>(),
            py::kw_only(), py::arg("size") = 224, py::arg("crop") = "random_resized",
@@ -1589,27 +1600,27 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
            py::arg("flip") = true, py::arg("fast_scale") = false, py::arg("channels_last") = false,
            py::arg("normalize") = py::none(), py::arg("dtype") = "uint8", py::arg("threads") = 0,
-           py::arg("decoder") = "auto")
-      .def("decode", &PyBatchDecoder::decode, py::arg("jpegs"), py::arg("seed") = 0)
-      .def_static("image_seed", &pcr::BatchDecoder::ImageSeed, py::arg("seed"), py::arg("i"));
+           py::arg("decoder") = "auto", Doc("BatchDecoder.__init__"))
+      .def("decode", &PyBatchDecoder::decode, py::arg("jpegs"), py::arg("seed") = 0, Doc("BatchDecoder.decode"))
+      .def_static("image_seed", &pcr::BatchDecoder::ImageSeed, py::arg("seed"), py::arg("i"), Doc("BatchDecoder.image_seed"));
 
   m.def("decode", &Decode, py::arg("jpeg"), py::arg("scale") = 1, py::arg("crop") = py::none(),
-        py::arg("format") = "rgb", py::arg("strict") = true, py::arg("decoder") = "auto");
+        py::arg("format") = "rgb", py::arg("strict") = true, py::arg("decoder") = "auto", Doc("decode"));
 
-  py::class_<PyTable>(m, "Table")
+  py::class_<PyTable>(m, "Table", Doc("Table"))
       .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&,
                     const std::optional<std::filesystem::path>&, const std::optional<std::string>&>(),
            py::arg("path"), py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none(),
-           py::arg("access_log") = py::none(), py::arg("job") = py::none())
-      .def_property_readonly("schema", &PyTable::schema)
-      .def_property_readonly("content_id", &PyTable::content_id)
-      .def_property_readonly("num_rows", &PyTable::num_rows)
-      .def_property_readonly("num_stripes", &PyTable::num_stripes)
-      .def_property_readonly("stripe_rows", &PyTable::stripe_rows)
+           py::arg("access_log") = py::none(), py::arg("job") = py::none(), Doc("Table.__init__"))
+      .def_property_readonly("schema", &PyTable::schema, Doc("Table.schema"))
+      .def_property_readonly("content_id", &PyTable::content_id, Doc("Table.content_id"))
+      .def_property_readonly("num_rows", &PyTable::num_rows, Doc("Table.num_rows"))
+      .def_property_readonly("num_stripes", &PyTable::num_stripes, Doc("Table.num_stripes"))
+      .def_property_readonly("stripe_rows", &PyTable::stripe_rows, Doc("Table.stripe_rows"))
       .def("read", &PyTable::read, py::arg("features"), py::arg("first_stripe") = 0,
-           py::arg("num_stripes") = py::none());
+           py::arg("num_stripes") = py::none(), Doc("Table.read"));
 
-  py::class_<PyTableLoader>(m, "TableLoader")
+  py::class_<PyTableLoader>(m, "_TableLoader")
       .def(py::init<const PyTable&, int64_t, int64_t, int64_t, int64_t, int64_t, const std::string&, bool, int64_t,
                     uint64_t, int64_t, int64_t, int64_t, const std::optional<Names>&>(),
            py::arg("table"), py::kw_only(), py::arg("batch_size"), py::arg("rank") = 0, py::arg("world_size") = 1,
@@ -1636,7 +1647,7 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("multipart_threshold_mb") = 64, py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256,
         py::arg("input_endpoint") = "", py::arg("output_endpoint") = "", py::arg("progress") = py::none());
   };
-  images_args([&](auto... args) { m.def("convert_images", Composed(&ImagesOptions, &RunConvertImages), args...); });
+  images_args([&](auto... args) { m.def("convert_images", Composed(&ImagesOptions, &RunConvertImages), args..., Doc("convert_images")); });
   images_args([&](auto... args) {
     m.def("_check_convert_images", Composed(&ImagesOptions, [](const ImagesCall& call) {
             const pcr::Status checked = pcr::CheckConvertImagesOptions(call.options);
@@ -1674,10 +1685,10 @@ PYBIND11_MODULE(_pcr, m) {
         py::arg("column"), py::arg("first"));
   m.def("_count_access_logs", &CountAccessLogs, py::arg("logs"), py::arg("table") = py::none());
   m.def("reorder_table", &ReorderTable, py::arg("input"), py::arg("output"), py::kw_only(),
-        py::arg("popularity") = py::none(), py::arg("stream_order") = py::none());
+        py::arg("popularity") = py::none(), py::arg("stream_order") = py::none(), Doc("reorder_table"));
   m.def("merge", &Merge, py::arg("out"), py::arg("parts"), py::kw_only(), py::arg("work_dir") = "",
         py::arg("remote") = py::none(), py::arg("part_size_mb") = 16, py::arg("multipart_threshold_mb") = 64,
-        py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256, py::arg("output_endpoint") = "");
+        py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256, py::arg("output_endpoint") = "", Doc("merge"));
   auto table_args = [](auto define) {
     define(py::arg("input"), py::arg("out"), py::kw_only(), py::arg("rows_per_stripe") = 131072, py::arg("stripe_mb") = 128,
            py::arg("split_mb") = 64, py::arg("stream_order") = std::vector<std::string>{}, py::arg("popularity") = "",
@@ -1689,7 +1700,7 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("upload_concurrency") = 8, py::arg("upload_memory_mb") = 256, py::arg("input_endpoint") = "",
            py::arg("output_endpoint") = "");
   };
-  table_args([&](auto... args) { m.def("convert_table", Composed(&TableOptions, &RunConvertTable), args...); });
+  table_args([&](auto... args) { m.def("convert_table", Composed(&TableOptions, &RunConvertTable), args..., Doc("convert_table")); });
   py::class_<PyTableConversion> conversion(m, "_TableConversion");
   table_args([&](auto... args) {
     conversion.def(py::init(Composed(&TableOptions, [](pcr::TableConvertOptions o) {

@@ -23,24 +23,32 @@ class ImageDataset:
         """path may be local (str or os.PathLike), http(s):// or s3://. remote sets how remote paths are read: concurrency, max_bytes_in_flight,
         retries, timeout_ms, answer_timeout_ms, hole_limit, max_read, list_page_size, s3_endpoint, s3_region, anonymous,
         etag_is_md5 (RemoteOptions)."""
-    def __len__(self) -> int: ...
+    def __len__(self) -> int:
+        """Images in the dataset."""
     @property
-    def num_scan_groups(self) -> int: ...
+    def num_scan_groups(self) -> int:
+        """Scan groups of every image: fidelities run 1..num_scan_groups."""
     @property
-    def classes(self) -> list[str]: ...
+    def classes(self) -> list[str]:
+        """Class names; label i is classes[i]."""
     @property
     def content_id(self) -> str:
         """16 hex digits identifying the dataset's contents (its files' sizes and
         index checksums, and its class names), whatever path opened it."""
     @property
-    def counts(self) -> dict[str, object]: ...
-    def sample(self, index: int) -> Tuple[int, str]: ...
+    def counts(self) -> dict[str, object]:
+        """images, records, files, file_bytes, bytes_at_fidelity (the record
+        bytes read at each fidelity 1..num_scan_groups) and segment_bytes."""
+    def sample(self, index: int) -> Tuple[int, str]:
+        """(label, key) of image `index`; the key is its source's relative path."""
     def read(self, index: int, fidelity: Fidelity = "full", metadata: bool = False) -> bytes:
         """Image `index` at `fidelity` as a standalone JPEG; with metadata, also the
         APPn and COM segments kept apart (EXIF, XMP, ...): at full fidelity the original's segments."""
-    def read_many(self, indices: Sequence[int], fidelity: Fidelity = "full") -> list[bytes]: ...
+    def read_many(self, indices: Sequence[int], fidelity: Fidelity = "full") -> list[bytes]:
+        """read() of each index, in one coalesced set of reads, with the GIL released."""
     @property
-    def num_records(self) -> int: ...
+    def num_records(self) -> int:
+        """Records in the dataset."""
     @property
     def field_schema(self) -> list[dict[str, object]]:
         """The images' fields: name, type, present_count and value_count over the dataset."""
@@ -62,7 +70,9 @@ class ImageDataset:
     ) -> list[dict[str, object]]:
         """One dict per image of the record: index, key, label, jpeg (none with fidelity=0)
         and fields, {name: value or None} as fields() gives them."""
-    def verify(self) -> dict[str, int]: ...
+    def verify(self) -> dict[str, int]:
+        """Reads every byte and checks every checksum: files, stripes, streams,
+        chunks and bytes checked; CorruptionError naming each damage found."""
 
 class SampleIterator:
     """One rank's share of an epoch, in batches of (indices, labels, jpegs), and with
@@ -96,14 +106,18 @@ class SampleIterator:
         position: int = 0,
         read_ahead: int = 2048,
         fields: Names = (),
-    ) -> None: ...
+    ) -> None:
+        """Arguments as the class describes them; read_ahead bounds the images
+        read beyond the next batch."""
     def __iter__(self) -> "SampleIterator": ...
     def __next__(self) -> Tuple: ...
     def __len__(self) -> int:
         """Batches per epoch on this rank (a resumed iteration yields the rest of them)."""
     @property
-    def num_images(self) -> int: ...
-    def state(self) -> dict[str, int]: ...
+    def num_images(self) -> int:
+        """Images this iterator (this rank's worker) delivers in the epoch."""
+    def state(self) -> dict[str, int]:
+        """{seed, epoch, position}: where the iteration stands, to resume it."""
 
 class BatchDecoder:
     """Decodes batches of JPEGs into one array, N x 3 x size x size (or
@@ -139,8 +153,12 @@ class BatchDecoder:
         dtype: str = "uint8",
         threads: int = 0,
         decoder: str = "auto",
-    ) -> None: ...
-    def decode(self, jpegs: Sequence[bytes], seed: int = 0) -> npt.NDArray[Any]: ...
+    ) -> None:
+        """Arguments as the class describes them; checked here (ValueError)."""
+    def decode(self, jpegs: Sequence[bytes], seed: int = 0) -> npt.NDArray[Any]:
+        """The batch of `jpegs`, image i's random choices drawn after
+        torch.manual_seed(BatchDecoder.image_seed(seed, i)); an error names the
+        image's index in the batch."""
     @staticmethod
     def image_seed(seed: int, i: int) -> int:
         """The torch seed of image i of a batch decoded with `seed`."""
@@ -180,16 +198,20 @@ class Table:
         job named in its lines (default $PCR_JOB_ID, else host:pid), the same in
         every process of one training job so that it counts once."""
     @property
-    def schema(self) -> list[dict[str, object]]: ...
+    def schema(self) -> list[dict[str, object]]:
+        """Each feature's name, type, id (None for plain columns),
+        present_count and value_count, in the table's order."""
     @property
     def content_id(self) -> str:
         """16 hex digits identifying the table's contents (schema, stripes and
         stream checksums): kept by reorder, different for other values of
         the same shape."""
     @property
-    def num_rows(self) -> int: ...
+    def num_rows(self) -> int:
+        """Rows in the table."""
     @property
-    def num_stripes(self) -> int: ...
+    def num_stripes(self) -> int:
+        """Stripes in the table; read() takes a run of them."""
     @property
     def stripe_rows(self) -> list[int]:
         """Rows of each stripe, in order."""

@@ -273,7 +273,7 @@ class _EpochLoader(_data.IterableDataset):
         resumed = self._resumed()
         if resumed:
             return self._resumed_len(world, resumed)
-        return _pcr.batches_per_rank(self._num_items, world, self.batch_size, self.uneven)
+        return _pcr._batches_per_rank(self._num_items, world, self.batch_size, self.uneven)
 
     def state_dict(self, batches: Optional[int] = None) -> dict:
         """Where this epoch stands: after the batches delivered so far, or
@@ -548,7 +548,7 @@ class ImageLoader(_EpochLoader):
         key = (world, self.seed, self.epoch, str(resumed))
         if getattr(self, "_resumed_len_cache", (None,))[0] != key:
             ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
-            n = _pcr.resumed_batches_per_rank(ds, world_size=world, batch_size=self.batch_size, uneven=self.uneven,
+            n = _pcr._resumed_batches_per_rank(ds, world_size=world, batch_size=self.batch_size, uneven=self.uneven,
                                               shuffle=self.shuffle, **self._mixing, seed=self.seed, epoch=self.epoch,
                                               delivered=[tuple(part) for part in resumed])
             self._resumed_len_cache = (key, n)
@@ -566,7 +566,7 @@ class ImageLoader(_EpochLoader):
             raise OSError(f"{changed}: it holds {len(ds)} images (content id {ds.content_id}), not the "
                           f"{self._num_items} (content id {self._content_id}) it held when this ImageLoader was "
                           "made: make a new ImageLoader")
-        it = _pcr.ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
+        it = _pcr._ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
                               fields=self.fields, **share, **self.decoder_options)
         for images, labels, indices, *fields in it:
             batch = (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
@@ -698,7 +698,7 @@ class TableLoader(_EpochLoader):
                           f"id {table.content_id}) than "
                           f"when this TableLoader was made ({self._num_items} rows, content id "
                           f"{self._content_id}): make a new TableLoader")
-        it = _pcr.TableLoader(table, batch_size=self.batch_size, features=self.features + self.dense, **share)
+        it = _pcr._TableLoader(table, batch_size=self.batch_size, features=self.features + self.dense, **share)
         for rows, columns in it:
             batch = {"rows": _torch.from_numpy(rows)}
             for name in self.features:

@@ -19,10 +19,16 @@ if ! "$python" -c 'import mesonpy, ensurepip' 2>/dev/null; then
   exit 77
 fi
 "$python" -m venv --system-site-packages "$tmp/venv"
-if ! PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "$tmp/venv/bin/pip" install -q --no-build-isolation "$tmp/src" \
+if ! PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "$tmp/venv/bin/pip" install -v --no-build-isolation "$tmp/src" \
     >"$tmp/pip.log" 2>&1; then
   tail -n 60 "$tmp/pip.log"
-  echo "FAIL: pip install --no-build-isolation" >&2
+  echo "FAIL: pip install -v --no-build-isolation" >&2
+  exit 1
+fi
+# The README's -v shows the compile's progress, one line per step.
+if ! grep -qE '^ *\[[0-9]+/[0-9]+\] Compiling C\+\+ object' "$tmp/pip.log"; then
+  tail -n 30 "$tmp/pip.log"
+  echo "FAIL: pip install -v printed no build progress" >&2
   exit 1
 fi
 cd "$tmp"

@@ -1,3 +1,5 @@
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -74,3 +76,31 @@ def test_state_resumes_with_the_next_unseen_batch(sample_dataset):
     for fidelity in (0, ds.num_scan_groups + 1, "all"):
         with pytest.raises(ValueError, match=f"fidelity must be 1..{ds.num_scan_groups} or 'full', not"):
             pcr.SampleIterator(ds, batch_size=2, fidelity=fidelity)
+
+
+def test_every_binding_has_the_stubs_docstring():
+    import ast
+    import inspect
+
+    stub = ast.parse((pathlib.Path(pcr.__file__).parent / "_pcr.pyi").read_text())
+    documented = {}
+    for node in stub.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            documented[node.name] = ast.get_docstring(node)
+            for member in getattr(node, "body", []) if isinstance(node, ast.ClassDef) else []:
+                if isinstance(member, ast.FunctionDef):
+                    documented[f"{node.name}.{member.name}"] = ast.get_docstring(member)
+    public = []
+    for name, value in vars(pcr._pcr).items():
+        if name.startswith("_") or not (inspect.isclass(value) or callable(value)):
+            continue
+        public.append((name, value))
+        if inspect.isclass(value):
+            public += [(f"{name}.{m}", getattr(value, m)) for m in vars(value)
+                       if not m.startswith("_") or m in ("__init__", "__len__")]
+    assert len(public) > 30
+    for name, value in public:
+        doc = documented.get(name)
+        assert doc, f"{name} has no docstring in _pcr.pyi"
+        runtime = inspect.getdoc(value) or ""
+        assert inspect.cleandoc(doc) in runtime, f"help({name}) does not show the stub's docstring"
