@@ -53,11 +53,17 @@ struct [[gnu::visibility("hidden")]] ImageLoader::Rep {
   Result<bool> Load(LoaderBatch* out);
   // The loading thread: one Load per request.
   void Run();
+  // Fills `out` (its images decoded) up to `planned` images with its first
+  // ones again (replace_skipped).
+  Result<bool> Refill(uint64_t planned, LoaderBatch* out);
+  // The images skipped so far, by the iterator and by decoding.
+  std::vector<SkippedImage> Skipped() const;
 
   ImageLoaderOptions options;
   uint64_t seed = 0, epoch = 0;
   uint64_t batches = 0;     // the rank's batches per epoch
   uint64_t next_batch = 0;  // the rank's batch number of this worker's next batch
+  uint64_t position = 0;    // images of this worker's share delivered or skipped
   std::atomic<uint64_t> taken;  // LoaderState::batches after the last batch Next() returned
   std::unique_ptr<SampleIterator> samples;
   std::unique_ptr<BatchDecoder> decoder;
@@ -134,6 +140,7 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
   rep->seed = start.seed;
   rep->epoch = start.epoch;
   rep->next_batch = role + skip * k;
+  rep->position = position;
   rep->taken = start.batches;
   rep->decoder = std::move(decoder);
   rep->thread = std::thread([r = rep.get()] { r->Run(); });
@@ -145,12 +152,14 @@ ImageLoader::~ImageLoader() = default;
 
 uint64_t ImageLoader::num_batches() const { return rep_->batches; }
 
-std::vector<SkippedImage> ImageLoader::skipped() const {
-  std::vector<SkippedImage> out = rep_->samples->skipped();
-  std::lock_guard<std::mutex> lock(rep_->mu);
-  out.insert(out.end(), rep_->undecodable.begin(), rep_->undecodable.end());
+std::vector<SkippedImage> ImageLoader::Rep::Skipped() const {
+  std::vector<SkippedImage> out = samples->skipped();
+  std::lock_guard<std::mutex> lock(mu);
+  out.insert(out.end(), undecodable.begin(), undecodable.end());
   return out;
 }
+
+std::vector<SkippedImage> ImageLoader::skipped() const { return rep_->Skipped(); }
 
 LoaderState ImageLoader::state() const {
   return {rep_->seed, rep_->epoch, rep_->taken.load(), rep_->options.epoch.num_workers};
@@ -183,6 +192,8 @@ Result<bool> ImageLoader::Next(LoaderBatch* batch) {
 Result<bool> ImageLoader::Rep::Load(LoaderBatch* out) {
   PCR_ASSIGN_OR_RETURN(const bool more, samples->Next(&jpegs));
   if (!more) return false;
+  const uint64_t planned = std::min(options.epoch.batch_size, samples->num_images() - position);
+  position += planned;
   out->batch = next_batch;
   next_batch += options.epoch.num_workers;
   out->fields = std::move(jpegs.fields);
@@ -199,7 +210,7 @@ Result<bool> ImageLoader::Rep::Load(LoaderBatch* out) {
     out->images.resize(n * decoder->image_bytes());
     size_t failed = 0;
     Status decoded = decoder->Decode(spans, batch_seed, out->images, &failed);
-    if (decoded.ok()) return true;
+    if (decoded.ok()) return options.replace_skipped ? Refill(planned, out) : Result<bool>(true);
     decoded = decoded.WithPrefix("dataset image " + std::to_string(jpegs.indices[failed]) + " (key " +
                                  jpegs.images[failed].key + ")");
     if (!options.skip_corrupt) return decoded;
@@ -217,6 +228,31 @@ Result<bool> ImageLoader::Rep::Load(LoaderBatch* out) {
       c = std::move(rest);
     }
   }
+}
+
+Result<bool> ImageLoader::Rep::Refill(uint64_t planned, LoaderBatch* out) {
+  const size_t good = out->labels.size();
+  if (good == planned) return true;
+  if (good == 0) {
+    const std::vector<SkippedImage> all = Skipped();
+    return all.back().error.WithPrefix("every image of the rank's batch " + std::to_string(out->batch) +
+                                       " is unreadable, so none can take the others' places; the last one");
+  }
+  const size_t bytes = decoder->image_bytes();
+  out->images.resize(planned * bytes);
+  for (size_t i = good; i < planned; ++i) {
+    const size_t from = (i - good) % good;
+    std::copy_n(out->images.begin() + static_cast<std::ptrdiff_t>(from * bytes), bytes,
+                out->images.begin() + static_cast<std::ptrdiff_t>(i * bytes));
+    out->labels.push_back(out->labels[from]);
+    out->indices.push_back(out->indices[from]);
+  }
+  for (Column& c : out->fields) {
+    Column filled = c;
+    for (size_t i = good; i < planned; ++i) AppendRows(c, (i - good) % good, 1, &filled);
+    c = std::move(filled);
+  }
+  return true;
 }
 
 }  // namespace pcr

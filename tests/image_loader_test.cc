@@ -239,6 +239,31 @@ TEST_CASE("a corrupt image is named by its key and index, or with skip_corrupt l
     CHECK(skipped[0].index == 7);
     CHECK(skipped[0].key == key);
     CHECK(skipped[0].error.code() == StatusCode::kCorruption);
+
+    // Replaced: every batch keeps its size, image 7's place taken by the
+    // first image of its batch, decoded alike.
+    o.replace_skipped = true;
+    auto replacing = ImageLoader::Create(*ds, o).MoveValue();
+    const std::vector<LoaderBatch> full = Drain(*replacing);
+    REQUIRE(full.size() == replacing->num_batches());
+    uint64_t delivered = 0, repeats = 0;
+    for (const LoaderBatch& b : full) {
+      const size_t n = b.indices.size(), bytes = 3 * 32 * 32;
+      CHECK(n == std::min<uint64_t>(o.epoch.batch_size, images - delivered));
+      CHECK(b.labels.size() == n);
+      CHECK(b.images.size() == n * bytes);
+      delivered += n;
+      CHECK(std::count(b.indices.begin(), b.indices.end(), 7) == 0);
+      const std::set<uint64_t> distinct(b.indices.begin(), b.indices.end());
+      if (distinct.size() < n) {
+        ++repeats;
+        CHECK(b.indices.back() == b.indices.front());
+        CHECK(std::equal(b.images.end() - static_cast<std::ptrdiff_t>(bytes), b.images.end(), b.images.begin()));
+      }
+    }
+    CHECK(delivered == images);
+    CHECK(repeats == 1);
+    CHECK(replacing->skipped().size() == 1);
   }
 }
 

@@ -35,6 +35,10 @@ struct ImageLoaderOptions {
   // left out of its batch and listed in skipped() rather than ending the
   // epoch with an error naming it.
   bool skip_corrupt = false;
+  // With skip_corrupt: batches keep their size, the places of skipped images
+  // taken by the batch's first good images again, in order (a batch with
+  // none ends the epoch with the last image's error).
+  bool replace_skipped = false;
 };
 
 // Where a rank stands in an epoch. All ranks advance together, so one

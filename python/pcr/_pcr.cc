@@ -866,8 +866,11 @@ class PyImageLoader {
                 const std::string& crop,
                 std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
                 bool fast_scale, bool channels_last, const Normalize& normalize, const std::string& dtype,
-                int threads, const std::string& decoder)
+                int threads, const std::string& decoder, const std::string& on_error)
       : fields_(fields_arg.names) {
+    if (on_error != "raise" && on_error != "skip") {
+      throw py::value_error("on_error must be 'raise' or 'skip', not '" + on_error + "'");
+    }
     const std::vector<std::string>& fields = fields_arg.names;
     const pcr::ImageLoaderOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, shuffle_buffer, delivered),
@@ -875,7 +878,9 @@ class PyImageLoader {
         .transform = TransformOptions(size, crop, scale, ratio, resize, flip, fast_scale, channels_last, normalize,
                                       dtype, threads, decoder),
         .read_ahead = NonNegative(read_ahead, "read_ahead"),
-        .fields = fields};
+        .fields = fields,
+        .skip_corrupt = on_error == "skip",
+        .replace_skipped = on_error == "skip"};
     transform_ = options.transform;
     batch_bytes_ = options.epoch.batch_size * Take(pcr::BatchDecoder::Create(transform_))->image_bytes();
     loader_ = Take(pcr::ImageLoader::Create(
@@ -900,6 +905,13 @@ class PyImageLoader {
 
   py::dict state() const { return StateDict(loader_->state()); }
   uint64_t num_batches() const { return loader_->num_batches(); }
+
+  // [(index, key, why)] of the images skipped so far (on_error="skip").
+  std::vector<std::tuple<uint64_t, std::string, std::string>> skipped() const {
+    std::vector<std::tuple<uint64_t, std::string, std::string>> out;
+    for (const pcr::SkippedImage& s : loader_->skipped()) out.emplace_back(s.index, s.key, s.error.ToString());
+    return out;
+  }
 
  private:
   std::vector<std::string> fields_;
@@ -1551,7 +1563,7 @@ PYBIND11_MODULE(_pcr, m) {
                     const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, const Delivered&,
                     int64_t, const Names&, int, const std::string&, std::pair<double, double>,
                     std::pair<double, double>, int, bool, bool, bool, const Normalize&, const std::string&, int,
-                    const std::string&>(),
+                    const std::string&, const std::string&>(),
            py::arg("dataset"), py::kw_only(), py::arg("batch_size"), py::arg("fidelity") = "full",
            py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
            py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
@@ -1562,11 +1574,12 @@ PYBIND11_MODULE(_pcr, m) {
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
            py::arg("flip") = true, py::arg("fast_scale") = false, py::arg("channels_last") = false,
            py::arg("normalize") = py::none(), py::arg("dtype") = "uint8", py::arg("threads") = 0,
-           py::arg("decoder") = "auto")
+           py::arg("decoder") = "auto", py::arg("on_error") = "raise")
       .def("__iter__", [](PyImageLoader& it) -> PyImageLoader& { return it; })
       .def("__next__", &PyImageLoader::next)
       .def("__len__", &PyImageLoader::num_batches)
-      .def("state", &PyImageLoader::state);
+      .def("state", &PyImageLoader::state)
+      .def("skipped", &PyImageLoader::skipped);
 
   m.def(
       "_batches_per_rank",

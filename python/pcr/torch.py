@@ -225,6 +225,7 @@ class _EpochLoader(_data.IterableDataset):
         # of the last iteration by DataLoader workers: shared with the
         # workers, so set_epoch and load_state_dict reach persistent ones.
         self._shared = multiprocessing.RawArray("q", _RESUMES + 1 + 3 * _MAX_RESUMES)
+        self._skipped = multiprocessing.Value("q", 0)  # images skipped, by this process and its workers
         self._workers_saved = None  # workers of the loaded state
         self._counted = None  # (epoch, workers) of the batches counted in this process
         self._delivered = 0
@@ -380,6 +381,7 @@ class _EpochLoader(_data.IterableDataset):
         state = dict(self.__dict__)
         if multiprocessing.context.get_spawning_popen() is None:
             state["_shared"] = list(self._shared)  # a copy, not shared
+            state["_skipped"] = self._skipped.value
         elif self._rank is None:
             # For a spawned DataLoader worker, which has no process group of its own.
             state["_spawned_share"] = self._share()
@@ -390,6 +392,7 @@ class _EpochLoader(_data.IterableDataset):
 
         if isinstance(state["_shared"], list):
             state["_shared"] = multiprocessing.RawArray("q", state["_shared"])
+            state["_skipped"] = multiprocessing.Value("q", state["_skipped"])
         self.__dict__.update(state)
 
 
@@ -410,7 +413,11 @@ class ImageLoader(_EpochLoader):
     tensor of the images' indices in the dataset (as `pcr.ImageDataset`
     numbers them). `batch_transform` is called with each item, in the
     process that makes it (the DataLoader worker), and what it returns is
-    delivered instead.
+    delivered instead. `on_error="skip"` skips an image that cannot be read
+    or decoded (a corrupt record, a bad JPEG): a warning and the "pcr"
+    logger name it, `loader.skipped` counts them, and the batch's first
+    images take the skipped ones' places again, so batches keep their size
+    and len() holds.
     Images are uint8, or with `normalize=(mean, std)` (1 or 3 values each)
     and `dtype` torch.float32 (the default then) or torch.float16, the
     values of torchvision's ToTensor() then Normalize(mean, std) (a float
@@ -499,6 +506,7 @@ class ImageLoader(_EpochLoader):
         dtype: Optional[_torch.dtype] = None,
         return_index: bool = False,
         batch_transform: Optional[Callable] = None,
+        on_error: str = "raise",
     ) -> None:
         super().__init__()
         for name, value in (("train", train), ("flip", flip), ("fast_scale", fast_scale),
@@ -517,6 +525,9 @@ class ImageLoader(_EpochLoader):
         self.remote = remote
         self.path = path
         self.return_index = return_index
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        self.on_error = on_error
         if batch_transform is not None and not callable(batch_transform):
             raise TypeError(f"batch_transform must be callable, not {type(batch_transform).__name__}")
         self.batch_transform = batch_transform
@@ -544,6 +555,27 @@ class ImageLoader(_EpochLoader):
 
     _elastic = True
 
+    @property
+    def skipped(self) -> int:
+        """Images skipped as unreadable (on_error="skip") since the loader was
+        made, by this process and its DataLoader workers."""
+        return self._skipped.value
+
+    def _report(self, skipped: list, reported: int) -> int:
+        """Warns of (and logs) each skipped image after the first `reported`."""
+        import logging
+        import warnings
+
+        for index, key, why in skipped[reported:]:
+            with self._skipped.get_lock():
+                self._skipped.value += 1
+                total = self._skipped.value
+            message = (f"pcr.torch.ImageLoader: {self.path}: skipped image {index} ({key}), an image of its batch "
+                       f"takes its place ({total} skipped so far): {why}")
+            logging.getLogger("pcr").warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return len(skipped)
+
     def _resumed_len(self, world: int, resumed: list) -> int:
         key = (world, self.seed, self.epoch, str(resumed))
         if getattr(self, "_resumed_len_cache", (None,))[0] != key:
@@ -567,8 +599,11 @@ class ImageLoader(_EpochLoader):
                           f"{self._num_items} (content id {self._content_id}) it held when this ImageLoader was "
                           "made: make a new ImageLoader")
         it = _pcr._ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
-                              fields=self.fields, **share, **self.decoder_options)
+                               fields=self.fields, on_error=self.on_error, **share, **self.decoder_options)
+        reported = 0
         for images, labels, indices, *fields in it:
+            if self.on_error == "skip":
+                reported = self._report(it.skipped(), reported)
             batch = (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
             if self.return_index:
                 batch += (_torch.from_numpy(indices),)

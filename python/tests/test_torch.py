@@ -7,9 +7,11 @@ import math  # noqa: E402
 import os  # noqa: E402
 import pathlib  # noqa: E402
 import shutil  # noqa: E402
+import warnings  # noqa: E402
 
 import pcr  # noqa: E402
 import pcr.torch  # noqa: E402
+from conftest import damaged_copy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -588,3 +590,31 @@ def test_a_dataloader_that_batches_again_is_refused(sample_dataset, workers):
         next(iter(torch.utils.data.DataLoader(loader, num_workers=workers)))
     images, labels = next(iter(torch.utils.data.DataLoader(loader, batch_size=None, num_workers=workers)))
     assert images.shape == (6, 3, 16, 16)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_on_error_skip_replaces_an_unreadable_image_and_keeps_len(sample_dataset, tmp_path, workers):
+    damaged_copy(sample_dataset, tmp_path / "ds", record_file=1, mask=0x40)
+
+    def make(**kw):
+        return pcr.torch.ImageLoader(str(tmp_path / "ds"), 5, size=16, threads=1, seed=2, return_index=True, **kw)
+
+    with pytest.raises(pcr.CorruptionError, match="records-"):
+        list(pcr.torch.DataLoader(make(), num_workers=workers))
+    loader = make(on_error="skip")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batches = list(pcr.torch.DataLoader(loader, num_workers=workers))
+    assert len(batches) == len(loader) == 5
+    assert [len(labels) for _, labels, _ in batches] == [5, 5, 5, 5, 4]  # the sizes of an undamaged epoch
+    indices = [i for _, _, index in batches for i in index.tolist()]
+    lost = set(range(24)) - set(indices)
+    assert lost and len(indices) == 24
+    assert len(indices) - len(set(indices)) == len(lost)  # each lost image's place taken by another once
+    assert loader.skipped == len(lost)
+    if workers == 0:  # a worker's warnings go to its own stderr
+        said = [str(w.message) for w in caught if "skipped image" in str(w.message)]
+        assert len(said) == len(lost) and all("takes its place" in m for m in said)
+        assert {int(m.split("skipped image ")[1].split()[0]) for m in said} == lost
+    with pytest.raises(ValueError, match="on_error must be 'raise' or 'skip'"):
+        make(on_error="ignore")
