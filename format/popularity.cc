@@ -38,9 +38,7 @@ std::string TableContentId(const FileIndex& index) {
       PutFixed64(&encoded, s.checksum);
     }
   }
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(Checksum64(encoded)));
-  return hex;
+  return ContentId(encoded);
 }
 
 std::string FormatAccessLogEntry(const AccessLogEntry& entry) {

@@ -43,9 +43,7 @@ std::string ImageDataset::content_id() const {
     PutFixed64(&encoded, file->footer().index_checksum);
   }
   for (const std::string& name : rep_->class_names) PutLengthPrefixed(&encoded, name);
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(Checksum64(encoded)));
-  return hex;
+  return ContentId(encoded);
 }
 const SampleMetadata& ImageDataset::sample(uint64_t image) const {
   assert(image < rep_->samples.size() && "ImageDataset::sample: image >= num_images()");

@@ -58,7 +58,7 @@ struct EpochOptions {
   // them delivered, taken in the order they would have come and split over
   // these ranks and workers (padded or dropped as `uneven` says), each
   // worker's part through its own shuffle buffer. Empty: the whole epoch.
-  std::vector<EpochSegment> delivered;
+  std::vector<EpochSegment> delivered = {};
 };
 
 // Batches each rank delivers per epoch (ImagesPerRank / batch_size, rounded
