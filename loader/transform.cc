@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 #include <vector>
@@ -163,6 +164,13 @@ struct BatchDecoder::Rep {
       const Region r = DrawRandomResizedCrop(whole.width, whole.height, options.random_resized, rng);
       const bool flip = options.random_flip && rng.Uniform(0, 1) < 0.5;
       return Decoded(s, jpeg, whole, r, out, {.planar = layout.planar, .mirror = flip});
+    }
+    const int64_t longer = int64_t{options.resize} * std::max(whole.width, whole.height) /
+                           std::min(whole.width, whole.height);
+    if (longer > std::numeric_limits<int>::max() / 2) {
+      return Status::InvalidArgument("a " + std::to_string(whole.width) + " x " + std::to_string(whole.height) +
+                                     " image resized to " + std::to_string(options.resize) +
+                                     " on its shorter side would be " + std::to_string(longer) + " long");
     }
     const CenterCropGeometry g = CenterCropOf(whole.width, whole.height, options.resize, size);
     const Region source = SourceOf(g, whole.width, whole.height);

@@ -57,6 +57,7 @@ TEST_CASE("the evaluation crop is torchvision's Resize then CenterCrop") {
   CHECK(CenterCropOf(503, 375, 256, 224) == CenterCropGeometry{343, 256, {60, 16, 224, 224}});
   CHECK(CenterCropOf(224, 224, 224, 224) == CenterCropGeometry{224, 224, {0, 0, 224, 224}});
   CHECK(CenterCropOf(1, 1, 256, 224) == CenterCropGeometry{256, 256, {16, 16, 224, 224}});
+  CHECK(CenterCropOf(65535, 1, 256, 224) == CenterCropGeometry{16776960, 256, {8388368, 16, 224, 224}});
 }
 
 TEST_CASE("bilinear resizing keeps sizes, constants and averages") {

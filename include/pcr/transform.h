@@ -59,7 +59,8 @@ struct CenterCropGeometry {
   bool operator==(const CenterCropGeometry&) const = default;
 };
 
-// REQUIRES: width, height >= 1 and 1 <= crop <= resize
+// REQUIRES: width, height >= 1, 1 <= crop <= resize, and resize * longer /
+// shorter fits an int
 PCR_EXPORT CenterCropGeometry CenterCropOf(int width, int height, int resize, int crop);
 
 // Resizes `src` (src_height rows of src_width * channels bytes) to `dst`

@@ -185,7 +185,10 @@ def _refuse_rebatching(loader) -> None:
     collates several items. Call from the loader's __iter__ generator."""
     import sys
 
-    fetcher = sys._getframe(2).f_locals.get("self")
+    try:
+        fetcher = sys._getframe(2).f_locals.get("self")
+    except ValueError:  # advanced from outside any Python frame
+        return
     if type(fetcher).__name__ == "_IterableDatasetFetcher" and getattr(fetcher, "auto_collation", False):
         name = type(loader).__name__
         raise TypeError(f"pcr.torch.{name} makes the batches, and this DataLoader has a batch_size, so it would "

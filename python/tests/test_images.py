@@ -284,3 +284,13 @@ def test_pcr_decoder_gives_libjpegs_pixels(sample_dataset):
         pcr.BatchDecoder(decoder="fast")
     with pytest.raises(pcr.CorruptionError, match="SOS at byte"):
         pcr.decode(max(full, key=len)[:-50] + b"\xff\xd9", decoder="pcr")
+
+
+def test_batch_decoder_refuses_a_resize_longer_than_it_can_hold():
+    Image = pytest.importorskip("PIL.Image")
+    out = io.BytesIO()
+    Image.new("RGB", (20000, 1), (9, 9, 9)).save(out, "JPEG")
+    with pytest.raises(ValueError, match="image 0 of the batch: a 20000 x 1 image resized to 65535 on its shorter "
+                                         "side would be 1310700000 long"):
+        pcr.BatchDecoder(size=16, crop="center", resize=65535).decode([out.getvalue()])
+    assert pcr.BatchDecoder(size=16, crop="center", resize=20).decode([out.getvalue()]).shape == (1, 3, 16, 16)
