@@ -1,5 +1,5 @@
 // On-disk structures of a pcr file (spec/pcr-format.md; versions 0.1 to
-// 0.7, kVersionMinor below).
+// 0.8, kVersionMinor below).
 //
 //   File        := FileHeader Stripe* FileIndex Footer
 //   Stripe      := Stream*                      (back to back, no padding)
@@ -33,15 +33,18 @@ enum class FileKind : uint8_t {
 
 inline constexpr std::array<uint8_t, 8> kFileMagic = {0x89, 'P', 'C', 'R', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint8_t kVersionMajor = 0;
-inline constexpr uint8_t kVersionMinor = 7;  // the newest minor version this code reads
+inline constexpr uint8_t kVersionMinor = 8;  // the newest minor version this code reads
 // Files are stamped with the version that defined their kind: images and
 // dataset manifests 0.1, tables 0.2, part manifests 0.3; image files with
 // fields and table files using the feature types of 0.4 are stamped 0.4;
 // table files and image files with fields whose streams may be encoded
 // (every TableStream then records its encoding) are stamped 0.5; table
-// files with types of 0.6 and 0.7 (FeatureTypeVersion) are stamped so.
+// files with types of 0.6 and 0.7 (FeatureTypeVersion) are stamped so;
+// part manifests of conversions sharded by record, whose parts may hold
+// pieces of a file, 0.8.
 inline constexpr uint8_t kTableVersionMinor = 2;
 inline constexpr uint8_t kPartVersionMinor = 3;
+inline constexpr uint8_t kPiecesVersionMinor = 8;
 inline constexpr uint8_t kFieldsVersionMinor = 4;
 inline constexpr uint8_t kEncodingsVersionMinor = 5;
 inline constexpr size_t kFileHeaderSize = 16;

@@ -43,7 +43,9 @@ uint64_t PlanChecksum(const ConversionPlan& plan, std::span<const SampleMetadata
 
 std::string JournalFirstLine(uint64_t plan_checksum, uint64_t shard_index, uint64_t shard_count) {
   char buf[96];
-  std::snprintf(buf, sizeof(buf), "pcr-convert journal 1 plan %016llx shard %llu of %llu",
+  // Journal 2: a part of a conversion sharded by record (0.8); 1 before, and
+  // for a conversion not split, whose files are the same either way.
+  std::snprintf(buf, sizeof(buf), "pcr-convert journal %d plan %016llx shard %llu of %llu", shard_count > 1 ? 2 : 1,
                 static_cast<unsigned long long>(plan_checksum), static_cast<unsigned long long>(shard_index),
                 static_cast<unsigned long long>(shard_count));
   return buf;

@@ -51,6 +51,8 @@ struct FinishedFile {
   std::vector<std::pair<uint64_t, std::string>> skipped;  // (source index, reason without newlines)
 };
 
+// "pcr-convert journal V plan ... shard I of N": V is 2 for a part (N > 1),
+// whose shard is a run of records, else 1.
 std::string JournalFirstLine(uint64_t plan_checksum, uint64_t shard_index, uint64_t shard_count);
 std::string JournalLimitsLine(bool skip_bad, uint64_t max_pixels, uint64_t memory_per_job);
 // The options a conversion was run with, as (name, value) pairs:

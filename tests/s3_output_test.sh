@@ -215,6 +215,16 @@ if "$tools/pcr-convert" merge s3://pcrtest/merged "$tmp/part0" "$tmp/part1" --wo
 same_objects "merged into s3" "$tmp/mlocal" merged
 "$tools/pcr-dump" verify s3://pcrtest/merged >/dev/null 2>&1 && ok || bad "verify the merged upload"
 [ -e "$tmp/part0/part.pcrd" ] && [ ! -e "$tmp/wm/out" ] && ok || bad "merge left its work or lost a part"
+# Parts cut inside files (5 records in files of 2, 3 shards): the pieces are
+# joined and uploaded, the bytes those of a one-machine conversion.
+"$tools/pcr-convert" images "$data/sample" "$tmp/one-rpf2" --images-per-record 5 --records-per-file 2 >/dev/null
+for i in 0 1 2; do
+  "$tools/pcr-convert" images "$data/sample" "$tmp/cut$i" --images-per-record 5 --records-per-file 2 --shard $i \
+    --num-shards 3 >/dev/null
+done
+"$tools/pcr-convert" merge s3://pcrtest/cutmerged "$tmp/cut0" "$tmp/cut1" "$tmp/cut2" --work-dir "$tmp/wc" >/dev/null \
+  2>"$tmp/err" && ok || { bad "merge pieces into s3"; cat "$tmp/err"; }
+same_objects "pieces merged into s3" "$tmp/one-rpf2" cutmerged
 
 # Parts in the store: each shard uploads its part, part.pcrd last, and merge
 # has the store copy their record files (PUTs without a body), each checked

@@ -79,10 +79,13 @@ TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conver
   // 27 sources in files of 6: five files, some holding skipped images.
   REQUIRE(one->files == 5);
 
-  for (uint64_t shards : {2, 3, 7}) {
+  // 9 records of 3 images: parts of 3 and 7 shards cut files 1 and 3 in
+  // pieces, and of 12 shards some parts hold no record.
+  for (uint64_t shards : {2, 3, 7, 12}) {
     INFO(shards << " shards");
     std::vector<std::string> parts;
     uint64_t images = 0;
+    std::map<std::string, int> listed;  // record file names, by the parts listing them
     for (uint64_t i = 0; i < shards; ++i) {
       ConvertImagesOptions o = MixedOptions(tmp / "src", tmp / ("part-" + std::to_string(shards) + "-" + std::to_string(i)));
       o.shard_index = i;
@@ -91,6 +94,9 @@ TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conver
       auto part = ConvertImages(o);
       REQUIRE(part.ok());
       images += part->images;
+      // Each part converts its run of records [9i/n, 9(i+1)/n), three sources each.
+      CHECK(part->images + part->skipped.size() == 3 * (9 * (i + 1) / shards - 9 * i / shards));
+      for (const auto& [name, inode] : RecordInodes(o.out_dir)) listed[name]++;
       CHECK(fs::exists(fs::path(o.out_dir) / kPartManifestName));
       CHECK_FALSE(fs::exists(fs::path(o.out_dir) / kDatasetManifestName));
       auto open = ImageDataset::Open(o.out_dir, {.io = test::Io()});
@@ -112,12 +118,15 @@ TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conver
       INFO(name);
       CHECK(tree.at(name) == bytes);
     }
-    // Record files are linked, not copied.
+    // Files a part holds whole are linked, not copied; pieces are joined.
     for (const auto& [name, inode] : RecordInodes(merged)) {
+      INFO(name);
       bool found = false;
       for (const std::string& p : parts) found |= fs::exists(fs::path(p) / name) && Inode(fs::path(p) / name) == inode;
-      CHECK(found);
+      CHECK(found == (listed.at(name) == 1));
     }
+    const auto cut = std::count_if(listed.begin(), listed.end(), [](const auto& l) { return l.second > 1; });
+    CHECK((cut > 0) == (shards != 2));
     CHECK(VerifyPath(merged.string(), test::Io()).errors.empty());
     // A merge interrupted before its manifest completes when run again, also
     // when a part's file was rewritten (or copied) with the same bytes since.
@@ -125,6 +134,8 @@ TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conver
     const std::string first = RecordInodes(merged).begin()->first;
     fs::remove(merged / first);
     fs::copy_file(tmp.path() / "one" / first, merged / first);
+    // A joined file cut short is joined again.
+    if (listed.at("records-00003.pcr") > 1) test::WriteFile(merged / "records-00003.pcr", Bytes(100, 7));
     REQUIRE(MergeParts(merged, parts).ok());
     CHECK(Tree(merged) == tree);
   }
@@ -167,6 +178,63 @@ TEST_CASE("merge refuses missing, repeated, unfinished and foreign parts") {
   test::WriteFile(fs::path(b) / "records-00005.pcr", Bytes{1, 2, 3});
   CHECK_THAT(message({a, b, c}), Catch::Contains(b + "/records-00005.pcr: size or index checksum differs"));
   CHECK_FALSE(fs::exists(tmp.path() / "out"));
+}
+
+TEST_CASE("merge checks the pieces it joins and refuses parts cut by file mixed with parts cut by record") {
+  TempDir tmp;
+  const std::string src = DataDir() + "/sample";
+  // 12 records in files of 3: the parts of 3 shards hold records 0-3, 4-7 and
+  // 8-11, so files 1 and 2 are cut in pieces.
+  std::vector<std::string> parts;
+  for (uint64_t i = 0; i < 3; ++i) {
+    ConvertImagesOptions o{.src_dir = src, .out_dir = tmp / ("p" + std::to_string(i)), .images_per_record = 2,
+                           .records_per_file = 3, .jobs = 1, .shard_index = i, .num_shards = 3};
+    REQUIRE(ConvertImages(o).ok());
+    parts.push_back(o.out_dir);
+  }
+  REQUIRE(fs::exists(fs::path(parts[1]) / "records-00002.pcr"));
+  REQUIRE(fs::exists(fs::path(parts[2]) / "records-00002.pcr"));
+  auto message = [&](const fs::path& out) {
+    auto r = MergeParts(out, parts);
+    REQUIRE_FALSE(r.ok());
+    CHECK_FALSE(fs::exists(out / kDatasetManifestName));
+    return r.status().message();
+  };
+
+  SECTION("a damaged stream of a piece is named with its offset") {
+    const fs::path piece = fs::path(parts[1]) / "records-00002.pcr";
+    Bytes bytes = ReadFile(piece);
+    bytes[kFileHeaderSize + 5] ^= 0x40;
+    test::WriteFile(piece, bytes);
+    const std::string m = message(tmp / "out");
+    CHECK_THAT(m, Catch::Contains(piece.string() + ": stripe 0 stream 0 at offset 16") &&
+                      Catch::Contains("checksum mismatch"));
+    CHECK_FALSE(fs::exists(tmp.path() / "out" / "records-00002.pcr"));
+  }
+  // Stamped as parts were before 0.8, when each part held whole files.
+  auto restamp = [](const fs::path& part) {
+    Bytes bytes = ReadFile(part / kPartManifestName);
+    Bytes header;
+    FileHeader{.kind = FileKind::kDatasetPart, .version_minor = kPartVersionMinor}.EncodeTo(&header);
+    std::copy(header.begin(), header.end(), bytes.begin());
+    test::WriteFile(part / kPartManifestName, bytes);
+  };
+  SECTION("parts cut by file and by record") {
+    restamp(parts[0]);
+    CHECK_THAT(message(tmp / "out"), Catch::Contains("cut by file (before 0.8) and by record do not merge"));
+  }
+  SECTION("parts cut by file never share a file") {
+    for (const std::string& p : parts) restamp(p);
+    CHECK_THAT(message(tmp / "out"), Catch::Contains("parts cut by file never share a file"));
+  }
+  SECTION("an interrupted part cut by file is not resumed") {
+    const fs::path out = tmp / "old";
+    fs::create_directories(out);
+    std::ofstream(out / kConversionMarkerName) << "pcr-convert journal 1 plan 0123456789abcdef shard 1 of 3\n";
+    auto r = ConvertImages({.src_dir = src, .out_dir = out, .jobs = 1, .shard_index = 1, .num_shards = 3});
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("cut by file") && Catch::Contains("--restart"));
+  }
 }
 
 TEST_CASE("a failed conversion resumes without redoing its finished files") {

@@ -146,7 +146,7 @@ Status WriteDatasetManifest(const std::string& path, const DatasetManifest& mani
 Status WritePartManifest(const std::string& path, const PartManifest& part) {
   Bytes index;
   part.EncodeTo(&index);
-  return WriteIndexOnlyFile(path, {.kind = FileKind::kDatasetPart, .version_minor = kPartVersionMinor}, index);
+  return WriteIndexOnlyFile(path, {.kind = FileKind::kDatasetPart, .version_minor = kPiecesVersionMinor}, index);
 }
 
 }  // namespace pcr

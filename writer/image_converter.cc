@@ -31,7 +31,9 @@ namespace {
 
 // Builds the record files of a conversion from its sources in order: source
 // i goes to record i / images_per_record and file i / images_per_file. Each
-// file is committed, then journaled, before the next one starts.
+// file is committed, then journaled, before the next one starts. A part's
+// first and last files are pieces when its run of records starts or ends
+// inside a file.
 class FileAssembler {
  public:
   // `finished` are the files kept from an earlier run, numbered from `first_file`.
@@ -164,6 +166,7 @@ Status CheckConvertImagesOptions(const ConvertImagesOptions& options) {
   if (options.num_shards == 0 || options.shard_index >= options.num_shards) {
     return Status::InvalidArgument("--shard must be below --num-shards");
   }
+  if (options.num_shards > (uint64_t{1} << 32)) return Status::InvalidArgument("--num-shards must be at most 2^32");
   if (options.images_per_record > kMaxStripeRows) {
     return Status::InvalidArgument("--images-per-record must be below 2^32");
   }
@@ -217,12 +220,14 @@ JournalOptions JournalOptionsOf(const ConvertImagesOptions& o, uint64_t images) 
 namespace {
 
 // What a conversion decides before its first image: the scan script, the
-// files of its shard, the jobs and their memory, and the plan's checksum.
+// sources and files of its shard, the jobs and their memory, and the plan's
+// checksum.
 struct ConversionSetup {
   ScanScript script;
   uint32_t orientation_field = UINT32_MAX;  // the EXIF orientation's field, if asked for
   uint64_t per_file = 0;                    // images per file
-  uint64_t first_file = 0, end_file = 0;    // the shard's files
+  uint64_t begin = 0, end = 0;              // the shard's sources: a run of whole records
+  uint64_t first_file = 0, end_file = 0;    // the files (or pieces) they go to
   bool part = false;                        // one shard of several
   int jobs = 1;
   TranscodeOptions transcode;
@@ -255,13 +260,20 @@ Result<ConversionSetup> SetUpConversion(const ConvertImagesOptions& options, Con
     }
   }
 
-  // Source i goes to record i / images_per_record, file i / per_file.
+  // Source i goes to record i / images_per_record, file i / per_file; shard
+  // I of N takes records [R * I / N, R * (I + 1) / N).
   const uint64_t count = input.list.sources.size();
   if (__builtin_mul_overflow(options.images_per_record, options.records_per_file, &plan.per_file)) plan.per_file = count;
   plan.per_file = std::min(plan.per_file, count);
-  const uint64_t file_count = (count + plan.per_file - 1) / plan.per_file;
-  plan.first_file = file_count * options.shard_index / options.num_shards;
-  plan.end_file = file_count * (options.shard_index + 1) / options.num_shards;
+  const uint64_t records = count / options.images_per_record + (count % options.images_per_record != 0);
+  auto first_source = [&](uint64_t shard) {
+    const uint64_t n = options.num_shards;  // at most 2^32, so no product overflows
+    return std::min(count, (records / n * shard + records % n * shard / n) * options.images_per_record);
+  };
+  plan.begin = first_source(options.shard_index);
+  plan.end = first_source(options.shard_index + 1);
+  plan.first_file = plan.begin / plan.per_file;
+  plan.end_file = plan.begin == plan.end ? plan.first_file : (plan.end - 1) / plan.per_file + 1;
   plan.part = options.num_shards > 1;
 
   plan.jobs = options.jobs > 0 ? options.jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -289,10 +301,9 @@ Status TranscodeShard(const ConvertImagesOptions& options, const ConversionInput
                       FileAssembler& files) {
   const std::vector<SampleMetadata>& sources = input.list.sources;
   const uint64_t count = sources.size();
-  const uint64_t shard_begin = plan.first_file * plan.per_file;
-  const uint64_t shard_end = std::min(count, plan.end_file * plan.per_file);
+  const uint64_t shard_begin = plan.begin, shard_end = plan.end;
   ConvertProgress progress{.images_total = shard_end - shard_begin};
-  const uint64_t begin = std::min(shard_end, files.next_file() * plan.per_file);
+  const uint64_t begin = std::clamp(files.next_file() * plan.per_file, shard_begin, shard_end);
   progress.images_done = progress.images_resumed = begin - shard_begin;
   // Batches are independent of the files, so small records still keep every job busy.
   const size_t batch = std::max<size_t>(options.images_per_record, 4 * static_cast<size_t>(plan.jobs));

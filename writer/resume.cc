@@ -90,6 +90,10 @@ Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, con
     const Result<Bytes> journal = ReadRegularFile((dir / kConversionMarkerName).string());
     if (journal.ok()) {
       const std::string_view text(reinterpret_cast<const char*>(journal->data()), journal->size());
+      if (!restart && text.starts_with("pcr-convert journal 1 ") && header.first.starts_with("pcr-convert journal 2 ")) {
+        return Status::InvalidArgument(dir_name + " holds an interrupted part of a conversion cut by file, as pcr "
+                                       "before 0.8 cut parts; parts are now cut by record: start over with --restart");
+      }
       if (!restart && !text.starts_with(header.first + "\n")) {
         size_t finished = 0;
         for (size_t pos = 0; (pos = text.find("\ndone ", pos)) != std::string_view::npos; ++pos) ++finished;

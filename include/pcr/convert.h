@@ -125,10 +125,11 @@ PCR_EXPORT Result<ScanScript> LoadScanScript(const std::string& name_or_file);
 // i / images_per_record and file records-<i / (images_per_record *
 // records_per_file)>.pcr, so every file's bytes depend only on its own
 // sources: the output is the same for any `jobs`, and a file whose images
-// were all skipped is not written. With num_shards > 1, this call converts
-// the contiguous run of files [F * shard_index / num_shards, F * (shard_index
-// + 1) / num_shards) of the F files and writes part.pcrd instead of
-// dataset.pcrd; MergeParts joins the parts.
+// were all skipped is not written. With num_shards > 1 (at most 2^32), this
+// call converts the contiguous run of records [R * shard_index / num_shards,
+// R * (shard_index + 1) / num_shards) of the R records and writes part.pcrd
+// instead of dataset.pcrd: its first and last files are pieces where the run
+// starts or ends inside a file. MergeParts joins the parts.
 //
 // The manifest is written last. On an error, or killed at any point, OUT_DIR
 // holds no manifest; the files finished so far stay, listed in the journal,
@@ -185,16 +186,19 @@ struct MergeSummary {
   uint64_t files = 0;
   uint64_t images = 0;
   uint64_t skipped = 0;  // lines of the parts' skip lists
+  uint64_t output_bytes = 0;  // of the merged record files
 };
 
 // Joins the parts of one sharded conversion, every shard exactly once, into
-// the dataset OUT_DIR: record files are hard-linked (never copied, so OUT_DIR
-// must be on the parts' filesystem), skip lists are concatenated and the
-// manifest lists the files in shard order. Parts in object storage (s3://,
-// as a sharded ConvertImages into s3:// writes them) merge into an s3://
-// OUT_DIR of the same store, which copies each record file (CopyObject, at
-// most 5 GiB a file); each is checked before and after (size, footer and
-// index against the part manifest). The result equals the one-machine
+// the dataset OUT_DIR: a record file one part holds whole is hard-linked
+// (never copied, so OUT_DIR must be on the parts' filesystem), the pieces of
+// a file cut between parts are joined into a new file (their streams checked
+// as they are copied), skip lists are concatenated and the manifest lists the
+// files in shard order. Parts in object storage (s3://, as a sharded
+// ConvertImages into s3:// writes them) merge into an s3:// OUT_DIR of the
+// same store, which copies each whole record file (CopyObject, at most 5 GiB
+// a file); each is checked before and after (size, footer and index against
+// the part manifest); pieces are read, joined and uploaded. The result equals the one-machine
 // conversion of the same input and options, byte for byte. Parts are left
 // as they are; an interrupted merge completes when run again.
 PCR_EXPORT Result<MergeSummary> MergeParts(const std::string& out_dir, const std::vector<std::string>& part_dirs);

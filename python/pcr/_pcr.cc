@@ -1295,6 +1295,7 @@ py::dict Merge(const std::filesystem::path& out, const std::vector<std::filesyst
   d["files"] = s.files;
   d["images"] = s.images;
   d["skipped"] = s.skipped;
+  d["output_bytes"] = s.output_bytes;
   return d;
 }
 

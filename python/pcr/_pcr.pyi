@@ -307,13 +307,15 @@ def merge(
 ) -> dict[str, int]:
     """pcr-convert merge: joins the parts of one sharded conversion (every shard
     exactly once; convert_images with shard= and num_shards=) into the dataset
-    out, equal byte for byte to the one-process conversion. Record files are
-    hard-linked, so a local out must be on the parts' filesystem; out may be
+    out, equal byte for byte to the one-process conversion. Record files a
+    part holds whole are hard-linked, so a local out must be on the parts'
+    filesystem; a file cut between parts (shards are runs of records) is
+    joined from its pieces, each stream checked as it is copied. out may be
     s3://bucket/prefix, with work_dir, remote, part_size_mb,
     multipart_threshold_mb, upload_concurrency, upload_memory_mb and
     output_endpoint as for convert_images. Parts may be s3:// (a shard
     converted into s3://) for an s3:// out in their store, which copies
-    their record files. Returns {"parts", "files", "images", "skipped"}."""
+    their whole record files (pieces are read and joined). Returns {"parts", "files", "images", "skipped", "output_bytes"}."""
 def convert_table(
     input: str | os.PathLike[str],
     out: str | os.PathLike[str],

@@ -317,9 +317,11 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
     # Every shard ends before this returns or raises: a rerun must not meet
     # a failed run's shards still writing their parts.
     distributed.wait(tasks)
-    _, merge_seconds, done = finished.result()
+    merged, merge_seconds, done = finished.result()
     summary = {k: sum(s[k] for s in done) for k in ("images", "records", "files", "input_bytes", "output_bytes",
                                             "resumed_files")}
+    if merged is not None:  # pieces of one file count once
+        summary.update(files=merged["files"], output_bytes=merged["output_bytes"])
     summary.update(skipped=[tuple(x) for s in done for x in s["skipped"]], seconds=time.perf_counter() - start,
                    merge_seconds=merge_seconds, num_shards=num_shards,
                    shards=[{k: s[k] for k in ("shard", "images", "seconds", "worker")} for s in done])
@@ -329,8 +331,9 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
 
 def convert_images(src, out, *, client=None, num_shards=None, parts_dir=None, progress=None, **options):
     """pcr.convert_images on a Dask cluster: one task per shard (num_shards,
-    by default the cluster's worker threads), each converting its part with
-    the function pcr-convert --shard runs, then pcr.merge as a last task.
+    by default the cluster's worker threads), each converting its run of
+    records with the function pcr-convert --shard runs, then pcr.merge as a
+    last task, which joins the pieces of files cut between shards.
     The result equals the one-process conversion byte for byte. src and out
     may be local or s3://; an s3:// out is uploaded by the merge, the
     manifest last.
@@ -359,7 +362,7 @@ def convert_images(src, out, *, client=None, num_shards=None, parts_dir=None, pr
 def convert_webdataset(shards, out, *, client=None, num_shards=None, parts_dir=None, progress=None, **options):
     """pcr.convert_webdataset on a Dask cluster, as convert_images: the tar
     shards (paths, s3:// or http(s):// URLs, brace patterns) are split into
-    num_shards tasks by the files they make."""
+    num_shards tasks by the records they make."""
     if isinstance(shards, (str, os.PathLike)):
         shards = [shards]
     options["shards"] = [os.fspath(s) for s in shards]

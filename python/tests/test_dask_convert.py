@@ -151,6 +151,29 @@ def test_images_and_webdataset_equal_the_one_process_conversion(client, data_dir
     assert len(pcr.ImageDataset(str(tmp_path / "wds-dask"))) == summary["images"]
 
 
+def test_shards_cut_files_by_record_and_the_merge_joins_the_pieces(client, data_dir, tmp_path):
+    # 24 images with fields, 8 records of 3 in 2 files: each of 8 shards
+    # converts one record, and the merge joins each file from 4 pieces.
+    fields = data_dir / "fields" / "sample.jsonl"
+    pcr_convert("images", data_dir / "sample", tmp_path / "cli", "--images-per-record", 3, "--records-per-file", 4,
+                "--fields", fields, "--field-type", "weight=float32", "--field-type", "blob=bytes",
+                "--field-type", "box32=float32_list")
+    summary = pcr.dask.convert_images(str(data_dir / "sample"), tmp_path / "dask", num_shards=8, images_per_record=3,
+                                      records_per_file=4, fields=str(fields),
+                                      field_types={"weight": "float32", "blob": "bytes", "box32": "float32_list"},
+                                      progress=False)
+    same_dirs(tmp_path / "dask", tmp_path / "cli")
+    assert sorted((s["shard"], s["images"]) for s in summary["shards"]) == [(i, 3) for i in range(8)]
+    assert summary["files"] == 2 and len(pcr.ImageDataset(str(tmp_path / "dask"))) == 24
+    # More shards than records: the extra parts are empty, the result the same.
+    summary = pcr.dask.convert_images(str(data_dir / "sample"), tmp_path / "many", num_shards=11, images_per_record=3,
+                                      records_per_file=4, fields=str(fields),
+                                      field_types={"weight": "float32", "blob": "bytes", "box32": "float32_list"},
+                                      progress=False)
+    same_dirs(tmp_path / "many", tmp_path / "cli")
+    assert sorted(s["images"] for s in summary["shards"]) == [0] * 3 + [3] * 8
+
+
 def test_s3_to_s3(client, data_dir, tmp_path, s3_endpoint, s3_endpoint_b):
     remote = {"s3_endpoint": s3_endpoint}
     src = image_folder(data_dir, tmp_path / "src")
@@ -214,6 +237,13 @@ def test_s3_parts_stay_in_the_store(client, data_dir, tmp_path, s3_endpoint):
                             skip_bad=True, parts_dir="s3://pcrtest/mine", remote=remote, progress=False)
     same_objects(s3_endpoint, "parts-given", tmp_path / "cli")
     assert keys(s3_endpoint, "mine/") == ["mine/keep.txt"]
+    # Parts cut inside files (3 records of 3 files of 4): the merge reads and
+    # joins the pieces, and copies the whole files in the store.
+    pcr_convert("images", src, tmp_path / "cli-pieces", "--images-per-record", 3, "--records-per-file", 4,
+                "--skip-bad")
+    pcr.dask.convert_images("s3://pcrtest/parts-src", "s3://pcrtest/parts-pieces", num_shards=3, images_per_record=3,
+                            records_per_file=4, skip_bad=True, remote=remote, progress=False)
+    same_objects(s3_endpoint, "parts-pieces", tmp_path / "cli-pieces")
     with pytest.raises(ValueError, match="give a local parts_dir"):
         pcr.dask.convert_images(src, tmp_path / "local-out", num_shards=2, parts_dir="s3://pcrtest/mine",
                                 remote=remote, progress=False)
