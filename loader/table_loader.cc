@@ -8,11 +8,12 @@
 
 #include "format/table_format.h"
 #include "loader/epoch.h"
+#include "reader/record_reads.h"
 
 namespace pcr {
 
 struct [[gnu::visibility("hidden")]] TableLoader::Rep {
-  const Table* table = nullptr;
+  std::shared_ptr<const Table> table;  // keeps the table open
   std::vector<uint32_t> features;
   EpochOptions epoch;  // this worker's, with its role
   uint64_t seed = 0, epoch_number = 0;
@@ -66,7 +67,7 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
   for (uint64_t p = rep->position; p < rep->plan.order.size(); ++p) {
     rep->remaining[rep->StripeOf(rep->plan.input[rep->plan.order[p]])]++;
   }
-  rep->table = &table;
+  rep->table = ShareTable(table);
   rep->seed = start.seed;
   rep->epoch_number = start.epoch;
   rep->next_batch = role + skip * k;

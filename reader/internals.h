@@ -21,6 +21,10 @@ struct ReaderInternals {
     return std::shared_ptr<const ImageDataset>(new ImageDataset(dataset.rep_));
   }
   static const TableRep& Of(const Table& table) { return *table.rep_; }
+  // Another handle on the same open table, which keeps it open.
+  static std::shared_ptr<const Table> Handle(const Table& table) {
+    return std::shared_ptr<const Table>(new Table(table.rep_));
+  }
 };
 
 }  // namespace pcr

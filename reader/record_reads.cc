@@ -29,6 +29,8 @@ std::shared_ptr<const ImageDataset> ShareDataset(const ImageDataset& dataset) {
   return ReaderInternals::Handle(dataset);
 }
 
+std::shared_ptr<const Table> ShareTable(const Table& table) { return ReaderInternals::Handle(table); }
+
 uint64_t RecordImageCount(const ImageDataset& dataset, uint64_t record) {
   return ReaderInternals::Of(dataset).record(record).image_count;
 }

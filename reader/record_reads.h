@@ -10,6 +10,7 @@
 
 #include "io/read_executor.h"
 #include "pcr/image_dataset.h"
+#include "pcr/table.h"
 
 namespace pcr {
 
@@ -31,6 +32,8 @@ Result<std::vector<Image>> ReadImagesOrFailures(const ImageDataset& dataset, std
 // Another handle on the open dataset, which keeps it open: iterators hold
 // one, so that the caller may destroy its own first.
 std::shared_ptr<const ImageDataset> ShareDataset(const ImageDataset& dataset);
+// The same for a table: a TableLoader holds one.
+std::shared_ptr<const Table> ShareTable(const Table& table);
 // Images in record `record`. REQUIRES: record < dataset.num_records()
 uint64_t RecordImageCount(const ImageDataset& dataset, uint64_t record);
 

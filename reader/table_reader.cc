@@ -66,7 +66,7 @@ Result<bool> IsTablePath(const std::string& path, const IoEngineOptions& io) {
   return kind.ok() && *kind == FileKind::kTable;
 }
 
-Table::Table(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+Table::Table(std::shared_ptr<Rep> rep) : rep_(std::move(rep)) {}
 Table::~Table() = default;
 
 Result<std::unique_ptr<Table>> Table::Open(const std::string& path, const TableReaderOptions& options) {
@@ -101,7 +101,7 @@ Result<std::unique_ptr<Table>> Table::Rep::FromFile(std::unique_ptr<PcrFile> fil
     return Status::InvalidArgument(path + ": image records" + std::string(kNotATable));
   }
   if (file->header().kind != FileKind::kTable) return Status::InvalidArgument(path + ": not a table file");
-  auto rep = std::make_unique<Rep>();
+  auto rep = std::make_shared<Rep>();
   Rep* t = rep.get();
   std::unique_ptr<Table> table(new Table(std::move(rep)));
   t->options = options;

@@ -79,6 +79,17 @@ TEST_CASE("TableLoader delivers every row once per epoch across ranks and worker
   CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; }));
 }
 
+TEST_CASE("TableLoader keeps its table open after the caller destroys its Table") {
+  TempDir tmp;
+  auto table = OpenTable(tmp);
+  auto loader = TableLoader::Create(*table, {.epoch = {.batch_size = 100}}, {.seed = 1});
+  REQUIRE(loader.ok());
+  table.reset();
+  const std::vector<TableLoaderBatch> batches = Drain(**loader);
+  REQUIRE(batches.size() == 5);
+  for (const TableLoaderBatch& b : batches) CheckRows(b);
+}
+
 TEST_CASE("TableLoader resumes after a saved state with the batches still to come") {
   TempDir tmp;
   auto table = OpenTable(tmp);

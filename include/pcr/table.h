@@ -68,6 +68,9 @@ struct TableBatch {
 //
 // Thread safety: after Open, every method may be called from several threads
 // at once.
+//
+// Lifetime: a TableLoader made from a table keeps the open table (its file
+// and engine) alive; the caller may destroy its Table before the loader.
 class PCR_EXPORT Table {
  public:
   // `path` is a table file, or a directory holding exactly one.
@@ -101,8 +104,8 @@ class PCR_EXPORT Table {
   // what they need of it.
   friend struct ReaderInternals;
   struct Rep;
-  explicit Table(std::unique_ptr<Rep> rep);
-  std::unique_ptr<Rep> rep_;
+  explicit Table(std::shared_ptr<Rep> rep);
+  std::shared_ptr<Rep> rep_;
 };
 
 }  // namespace pcr
