@@ -376,6 +376,10 @@ Result<IoEngineKind> ParseIoEngineKind(std::string_view text) {
 
 Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options, const IoFaults& faults) {
   const IoEngineOptions& o = options;
+  if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(IoEngineKind::kUring)) {
+    return Status::InvalidArgument("kind must be IoEngineKind::kAuto, kPread or kUring, not " +
+                                   std::to_string(static_cast<int>(o.kind)));
+  }
   if (o.queue_depth == 0 || o.queue_depth > 4096) {
     return Status::InvalidArgument("queue depth must be 1..4096");
   }

@@ -150,6 +150,14 @@ Result<ImageShape> JpegDecoder::Shape(ByteSpan jpeg, const DecodeOptions& option
 }
 
 Status JpegDecoder::CheckOptions(const DecodeOptions& options) {
+  if (static_cast<unsigned>(options.format) > static_cast<unsigned>(PixelFormat::kGray)) {
+    return Status::InvalidArgument("format must be PixelFormat::kNative, kRgb or kGray, not " +
+                                   std::to_string(static_cast<int>(options.format)));
+  }
+  if (static_cast<unsigned>(options.decoder) > static_cast<unsigned>(DecoderChoice::kLibjpeg)) {
+    return Status::InvalidArgument("decoder must be DecoderChoice::kAuto, kPcr or kLibjpeg, not " +
+                                   std::to_string(static_cast<int>(options.decoder)));
+  }
   if (!ValidScale(options.scale_denom)) {
     return Status::InvalidArgument("scale_denom must be 1, 2, 4 or 8, not " + std::to_string(options.scale_denom));
   }

@@ -159,6 +159,17 @@ TEST_CASE("one decoder is reused across images and errors") {
     }
   }
   CHECK_FALSE(decoder.Decode(jpegs[0], {.scale_denom = 3}, buffer).ok());
+  // Enum values outside their range are refused before any pixel is written.
+  std::vector<uint8_t> tiny(100, 0xab);
+  for (const DecodeOptions& o : {DecodeOptions{.format = static_cast<PixelFormat>(3)},
+                                 DecodeOptions{.decoder = static_cast<DecoderChoice>(9)}}) {
+    auto r = decoder.Decode(jpegs[0], o, tiny);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(r.status().message(), Catch::Contains("must be"));
+    CHECK(std::all_of(tiny.begin(), tiny.end(), [](uint8_t v) { return v == 0xab; }));
+    CHECK_FALSE(JpegDecoder::CheckOptions(o).ok());
+  }
 }
 
 TEST_CASE("the decode stage delivers every record's pixels, in order, on a pool of threads") {

@@ -230,6 +230,9 @@ TEST_CASE("the engine is chosen by its options alone") {
   CHECK((*MakeIoEngine({.kind = IoEngineKind::kPread}))->name() == "pread");
   CHECK((*MakeIoEngine({.kind = IoEngineKind::kUring}))->name() == "uring");
   CHECK_FALSE(MakeIoEngine({.queue_depth = 0}).ok());
+  auto bad_kind = MakeIoEngine({.kind = static_cast<IoEngineKind>(7)});
+  REQUIRE_FALSE(bad_kind.ok());
+  CHECK_THAT(bad_kind.status().message(), Catch::Contains("IoEngineKind"));
   CHECK_FALSE(MakeIoEngine({.max_io_bytes = uint64_t{1} << 32}).ok());
 }
 

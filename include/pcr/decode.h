@@ -99,9 +99,10 @@ class PCR_EXPORT JpegDecoder {
   JpegDecoder(const JpegDecoder&) = delete;
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 
-  // InvalidArgument, naming the option and its range, unless scale_denom is
-  // 1, 2, 4 or 8 and the crop is none (0 x 0) or a positive width and height
-  // at x, y >= 0: the checks of every decode that need no image.
+  // InvalidArgument, naming the option and its range, unless format and
+  // decoder are values of their enums, scale_denom is 1, 2, 4 or 8 and the
+  // crop is none (0 x 0) or a positive width and height at x, y >= 0: the
+  // checks of every decode that need no image.
   static Status CheckOptions(const DecodeOptions& options);
   // Reads only the header: the shape Decode would produce.
   Result<ImageShape> Shape(ByteSpan jpeg, const DecodeOptions& options = {});
