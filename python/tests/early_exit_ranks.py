@@ -4,6 +4,7 @@ spawn DataLoader workers, in one process or on 2 DDP ranks (gloo on
 last exits with an iterator mid-epoch. Run by test_torch.py, which checks
 that no process aborts.
 usage: early_exit_ranks.py DATASET RANKS PORT FORK_TIMES SPAWN_TIMES"""
+import os
 import sys
 
 import torch.distributed as dist
@@ -36,7 +37,8 @@ def rank_main(rank, dataset, ranks, port, times):
             next(kept[-1])
     if ranks > 1:
         dist.barrier()
-    print(f"rank {rank} done", flush=True)
+    sys.stdout.flush()
+    os.write(1, f"rank {rank} done\n".encode())  # one write: the ranks share the pipe
 
 
 if __name__ == "__main__":
