@@ -41,14 +41,24 @@ uint64_t PlanChecksum(const ConversionPlan& plan, std::span<const SampleMetadata
   return Checksum64(bytes);
 }
 
+namespace {
+constexpr char kJournalStart[] = "pcr-convert journal ";
+}  // namespace
+
 std::string JournalFirstLine(uint64_t plan_checksum, uint64_t shard_index, uint64_t shard_count) {
   char buf[96];
   // Journal 2: a part of a conversion sharded by record (0.8); 1 before, and
   // for a conversion not split, whose files are the same either way.
-  std::snprintf(buf, sizeof(buf), "pcr-convert journal %d plan %016llx shard %llu of %llu", shard_count > 1 ? 2 : 1,
+  std::snprintf(buf, sizeof(buf), "%s%d plan %016llx shard %llu of %llu", kJournalStart, shard_count > 1 ? 2 : 1,
                 static_cast<unsigned long long>(plan_checksum), static_cast<unsigned long long>(shard_index),
                 static_cast<unsigned long long>(shard_count));
   return buf;
+}
+
+int JournalVersion(std::string_view text) {
+  if (!text.starts_with(kJournalStart)) return 0;
+  text.remove_prefix(std::string_view(kJournalStart).size());
+  return text.size() > 1 && (text[0] == '1' || text[0] == '2') && text[1] == ' ' ? text[0] - '0' : 0;
 }
 
 std::string JournalLimitsLine(bool skip_bad, uint64_t max_pixels, uint64_t memory_per_job) {

@@ -54,6 +54,8 @@ struct FinishedFile {
 // "pcr-convert journal V plan ... shard I of N": V is 2 for a part (N > 1),
 // whose shard is a run of records, else 1.
 std::string JournalFirstLine(uint64_t plan_checksum, uint64_t shard_index, uint64_t shard_count);
+// V of the journal (or first line) `text`; 0 when it starts with no FirstLine.
+int JournalVersion(std::string_view text);
 std::string JournalLimitsLine(bool skip_bad, uint64_t max_pixels, uint64_t memory_per_job);
 // The options a conversion was run with, as (name, value) pairs:
 // "options name=value ...", each value percent-encoded (section 10.2).

@@ -321,6 +321,10 @@ TEST_CASE("the conversion journal round-trips and ends at the first line that do
   CHECK(JournalFirstLine(0x0123456789abcdefull, 0, 1) == "pcr-convert journal 1 plan 0123456789abcdef shard 0 of 1");
   const std::string first = JournalFirstLine(0x0123456789abcdefull, 1, 3);
   CHECK(first == "pcr-convert journal 2 plan 0123456789abcdef shard 1 of 3");
+  CHECK(JournalVersion(first + "\nlimits") == 2);
+  CHECK(JournalVersion(JournalFirstLine(1, 0, 1)) == 1);
+  CHECK(JournalVersion("pcr-convert journal 3 plan") == 0);
+  CHECK(JournalVersion("pcr-convert journal 1") == 0);
   const std::string limits = JournalLimitsLine(true, 1000, 1 << 20);
   CHECK(limits == "limits skip-bad 1 max-pixels 1000 memory 1048576");
   const FinishedFile a{.file = 4, .entry = {.name = RecordFileName(4), .size = 900, .image_count = 7,

@@ -110,7 +110,6 @@ Result<std::vector<Part>> OrderParts(const std::vector<std::string>& part_dirs,
       return Status::InvalidArgument(dir + ": shard " + std::to_string(p.shard_index) + " is also " + slot->dir);
     }
     slot = std::move(read_part);
-    slot->dir = dir;
     if (first == nullptr) first = &*slot;
   }
   std::string missing;
@@ -194,8 +193,8 @@ Result<JoinedFile> PlanJoin(const std::string& name, const std::vector<std::uniq
       j.index.schema.features[f].present_count += index.schema.features[f].present_count;
       j.index.schema.features[f].value_count += index.schema.features[f].value_count;
     }
+    const int groups = index.script.group_count();
     for (const StripeInfo& s : index.stripes) {
-      const int groups = index.script.group_count();
       for (uint64_t i = 0; s.has_segments && i < s.image_count; ++i) segments |= s.chunk(groups + 1, i).length > 0;
       for (const TableStream& t : s.table_streams) encoded |= t.encoding != StreamEncoding::kPlain;
       j.index.stripes.push_back(s);

@@ -90,7 +90,7 @@ Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, con
     const Result<Bytes> journal = ReadRegularFile((dir / kConversionMarkerName).string());
     if (journal.ok()) {
       const std::string_view text(reinterpret_cast<const char*>(journal->data()), journal->size());
-      if (!restart && text.starts_with("pcr-convert journal 1 ") && header.first.starts_with("pcr-convert journal 2 ")) {
+      if (!restart && JournalVersion(text) == 1 && JournalVersion(header.first) == 2) {
         return Status::InvalidArgument(dir_name + " holds an interrupted part of a conversion cut by file, as pcr "
                                        "before 0.8 cut parts; parts are now cut by record: start over with --restart");
       }
