@@ -20,6 +20,7 @@ const char* CodeName(StatusCode code) {
     case StatusCode::kNotFound: return "Not found";
     case StatusCode::kCancelled: return "Cancelled";
     case StatusCode::kDataLoss: return "Data loss";
+    case StatusCode::kOutOfMemory: return "Out of memory";
   }
   return "Unknown";
 }

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < src.size(); ++i) src[i] = data[9 + i % n];
 
   std::vector<uint8_t> whole(static_cast<size_t>(out_w) * out_h * channels);
-  pcr::ResizeBilinear(src.data(), in_w, in_h, channels, whole.data(), out_w, out_h);
+  if (!pcr::ResizeBilinear(src, in_w, in_h, channels, whole, out_w, out_h).ok()) __builtin_trap();
 
   const pcr::Span xs = pcr::InputSpan(in_w, out_w, x, w), ys = pcr::InputSpan(in_h, out_h, y, h);
   std::vector<uint8_t> part(static_cast<size_t>(xs.last - xs.first) * (ys.last - ys.first) * channels);

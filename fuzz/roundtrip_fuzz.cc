@@ -249,7 +249,7 @@ void ImageRoundTrip(Input& in) {
   Check(ds.ok(), "dataset does not open");
   Check((*ds)->num_images() == count, "image count");
   for (uint64_t i = 0; i < count; ++i) {
-    auto original = pcr::DecodeJpeg(ReadAll(src / (*ds)->sample(i).key));
+    auto original = pcr::DecodeJpeg(ReadAll(src / (*ds)->sample(i)->key));
     auto img = (*ds)->ReadImage(i, (*ds)->num_scan_groups());
     Check(original.ok() && img.ok(), "image does not read");
     auto decoded = pcr::DecodeJpeg(img->jpeg);

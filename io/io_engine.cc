@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -379,6 +380,10 @@ Result<std::unique_ptr<IoEngine>> MakeIoEngine(const IoEngineOptions& options, c
   if (static_cast<unsigned>(o.kind) > static_cast<unsigned>(IoEngineKind::kUring)) {
     return Status::InvalidArgument("kind must be IoEngineKind::kAuto, kPread or kUring, not " +
                                    std::to_string(static_cast<int>(o.kind)));
+  }
+  if (!(std::isfinite(o.max_mbps) && o.max_mbps >= 0)) {
+    return Status::InvalidArgument("max_mbps must be a finite number of MB/s, or 0 for no cap, not " +
+                                   std::to_string(o.max_mbps));
   }
   if (o.queue_depth == 0 || o.queue_depth > 4096) {
     return Status::InvalidArgument("queue depth must be 1..4096");

@@ -70,7 +70,12 @@ uint64_t ImagesPerRank(uint64_t num_images, const EpochOptions& options) {
   return num_images / (options.world_size * options.batch_size) * options.batch_size;
 }
 
-uint64_t BatchesPerRank(uint64_t num_images, const EpochOptions& options) {
+Result<uint64_t> BatchesPerRank(uint64_t num_images, const EpochOptions& options) {
+  PCR_RETURN_IF_ERROR(ValidateEpochOptions(options));
+  return BatchCount(num_images, options);
+}
+
+uint64_t BatchCount(uint64_t num_images, const EpochOptions& options) {
   return (ImagesPerRank(num_images, options) + options.batch_size - 1) / options.batch_size;
 }
 

@@ -24,6 +24,9 @@ Status ValidateEpochOptions(const EpochOptions& options);
 
 // Images each rank delivers per epoch, the same on every rank.
 uint64_t ImagesPerRank(uint64_t num_images, const EpochOptions& options);
+// BatchesPerRank with options already validated.
+// REQUIRES: ValidateEpochOptions(options).ok()
+uint64_t BatchCount(uint64_t num_images, const EpochOptions& options);
 
 // The images of the epoch the ranks share: all of them, or those
 // options.delivered left (see EpochOptions::delivered).

@@ -1,7 +1,6 @@
 #include "pcr/image_loader.h"
 
 #include <atomic>
-#include <cassert>
 #include <condition_variable>
 #include <optional>
 #include <thread>
@@ -13,14 +12,12 @@
 #include "format/permutation.h"
 #include "format/table_format.h"
 #include "loader/epoch.h"
+#include "loader/threads.h"
 #include "reader/record_reads.h"
 
 namespace pcr {
 
 namespace {
-
-// Output bytes one batch may take.
-constexpr uint64_t kMaxBatchBytes = uint64_t{16} << 30;
 
 // One seed from several values, each folded in by a splitmix64 step.
 uint64_t ChainSeeds(std::initializer_list<uint64_t> values) {
@@ -97,7 +94,7 @@ void ImageLoader::Rep::Run() {
       if (stop) return;
       requested = false;
     }
-    Result<bool> result = Load(&staged);
+    Result<bool> result = OutOfMemoryAsStatus("loading a batch", [&] { return Load(&staged); });
     std::lock_guard<std::mutex> lock(mu);
     loaded = std::move(result);
     changed.notify_all();
@@ -111,16 +108,18 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
   if (options.read_ahead == 0) return Status::InvalidArgument("read_ahead must be at least 1, not 0");
   PCR_ASSIGN_OR_RETURN(auto decoder, BatchDecoder::Create(options.transform));
   const uint64_t image_bytes = decoder->image_bytes();
-  if (e.batch_size > kMaxBatchBytes / image_bytes) {
+  if (e.batch_size > options.max_batch_bytes / image_bytes) {
     return Status::InvalidArgument("batch_size " + std::to_string(e.batch_size) + " of " +
                                    std::to_string(options.transform.size) + " x " +
-                                   std::to_string(options.transform.size) + " images needs more than " +
-                                   std::to_string(kMaxBatchBytes >> 30) + " GiB per batch: at most " +
-                                   std::to_string(kMaxBatchBytes / image_bytes) + " images of that size");
+                                   std::to_string(options.transform.size) + " images (" +
+                                   std::to_string(image_bytes) + " bytes each) needs more than max_batch_bytes (" +
+                                   std::to_string(options.max_batch_bytes) + ") per batch: at most " +
+                                   std::to_string(options.max_batch_bytes / image_bytes) +
+                                   " images of that size, or a smaller size");
   }
   auto rep = std::make_unique<Rep>();
   const uint64_t images = EpochImages(RecordImageCounts(dataset), e, start.seed, start.epoch);
-  rep->batches = BatchesPerRank(images, e);
+  rep->batches = BatchCount(images, e);
   // The SampleIterator of worker `role`, after its first `skip` batches.
   PCR_ASSIGN_OR_RETURN(const LoaderResume resume, ResumeLoader(start, rep->batches, e));
   const uint64_t k = e.num_workers, role = resume.role, skip = resume.skip;
@@ -166,7 +165,7 @@ LoaderState ImageLoader::state() const {
 }
 
 Result<bool> ImageLoader::Next(LoaderBatch* batch) {
-  assert(batch != nullptr && "ImageLoader::Next: batch is null");
+  if (batch == nullptr) return Status::InvalidArgument("ImageLoader::Next: batch is null");
   Rep& r = *rep_;
   if (!r.ended.ok()) return r.ended;
   if (r.finished) return false;

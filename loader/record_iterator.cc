@@ -1,7 +1,6 @@
 #include "pcr/record_iterator.h"
 
 #include <algorithm>
-#include <cassert>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -9,6 +8,7 @@
 #include <thread>
 
 #include "format/permutation.h"
+#include "loader/threads.h"
 #include "reader/record_reads.h"
 
 namespace pcr {
@@ -57,14 +57,23 @@ Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDatase
   auto rep = std::make_unique<Rep>(dataset, o);
   rep->selection_ = {.fidelity = o.fidelity, .fields = std::move(fields)};
   rep->per_record_ = StreamsPerRecord(dataset, rep->selection_);
-  rep->thread_ = std::thread(&Rep::ReadAhead, rep.get());
+  rep->thread_ = std::thread([p = rep.get()] {
+    const Status failed = OutOfMemoryAsStatus("reading ahead", [p] {
+      p->ReadAhead();
+      return Status::OK();
+    });
+    if (failed.ok()) return;
+    std::lock_guard<std::mutex> lock(p->mu_);
+    p->error_ = failed;
+    p->changed_.notify_all();
+  });
   return std::unique_ptr<RecordIterator>(new RecordIterator(std::move(rep)));
 }
 
 RecordIterator::RecordIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 RecordIterator::~RecordIterator() = default;
 Result<bool> RecordIterator::Next(RecordBatch* batch) {
-  assert(batch != nullptr && "RecordIterator::Next: batch is null");
+  if (batch == nullptr) return Status::InvalidArgument("RecordIterator::Next: batch is null");
   return rep_->Next(batch);
 }
 const std::vector<uint64_t>& RecordIterator::order() const { return rep_->order_; }
@@ -89,7 +98,7 @@ RecordIterator::Rep::~Rep() {
 }
 
 uint64_t RecordIterator::Rep::RecordCost(uint64_t record) const {
-  return dataset_.SelectedBytes(record, selection_);
+  return dataset_.SelectedBytes(record, selection_).value();  // both checked by Create
 }
 
 bool RecordIterator::Rep::CanSchedule() const {

@@ -1,7 +1,6 @@
 #include "pcr/sample_iterator.h"
 
 #include <algorithm>
-#include <cassert>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -9,6 +8,7 @@
 
 #include "format/table_format.h"
 #include "loader/epoch.h"
+#include "loader/threads.h"
 #include "reader/record_reads.h"
 
 namespace pcr {
@@ -67,18 +67,29 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
   PCR_ASSIGN_OR_RETURN(std::vector<uint32_t> fields, dataset.ResolveFields(options.fields));
   auto rep = std::make_unique<Rep>(dataset, options, start);
   rep->fields_.fields = std::move(fields);
-  rep->thread_ = std::thread([p = rep.get()] { p->ReadAhead(); });
+  rep->thread_ = std::thread([p = rep.get()] {
+    const Status failed = OutOfMemoryAsStatus("reading ahead", [p] {
+      p->ReadAhead();
+      return Status::OK();
+    });
+    if (failed.ok()) return;
+    std::lock_guard<std::mutex> lock(p->mu_);
+    p->error_ = failed;
+    p->changed_.notify_all();
+  });
   return std::unique_ptr<SampleIterator>(new SampleIterator(std::move(rep)));
 }
 
-uint64_t BatchesPerRank(const ImageDataset& dataset, const EpochOptions& options, uint64_t seed, uint64_t epoch) {
-  return BatchesPerRank(EpochImages(RecordImageCounts(dataset), options, seed, epoch), options);
+Result<uint64_t> BatchesPerRank(const ImageDataset& dataset, const EpochOptions& options, uint64_t seed,
+                                uint64_t epoch) {
+  PCR_RETURN_IF_ERROR(ValidateEpochOptions(options));
+  return BatchCount(EpochImages(RecordImageCounts(dataset), options, seed, epoch), options);
 }
 
 SampleIterator::SampleIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 SampleIterator::~SampleIterator() = default;
 Result<bool> SampleIterator::Next(SampleBatch* batch) {
-  assert(batch != nullptr && "SampleIterator::Next: batch is null");
+  if (batch == nullptr) return Status::InvalidArgument("SampleIterator::Next: batch is null");
   return rep_->Next(batch);
 }
 IterationState SampleIterator::state() const { return rep_->state(); }
@@ -157,7 +168,7 @@ void SampleIterator::Rep::ReadAhead() {
                                                               : dataset_.ReadImages(requests);
     std::vector<std::vector<Column>> fields(inputs.size());
     for (size_t j = 0; j < requests.size() && images.ok() && !fields_.fields.empty(); ++j) {
-      const auto [record, row] = dataset_.LocateImage(requests[j].image);
+      const auto [record, row] = dataset_.LocateImage(requests[j].image).value();  // ReadImages checked it
       if (record != fields_record_) {
         auto read = dataset_.ReadRecordBatches({&record, 1}, fields_);
         if (!read.ok()) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cassert>
 #include <map>
 #include <numeric>
 
@@ -48,7 +47,7 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
     PCR_ASSIGN_OR_RETURN(rep->features, table.Resolve(options.features));
   }
   const uint64_t rows = table.schema().row_count;
-  rep->batches = BatchesPerRank(rows, e);
+  rep->batches = BatchCount(rows, e);
   PCR_ASSIGN_OR_RETURN(const LoaderResume resume, ResumeLoader(start, rep->batches, e));
   const uint64_t k = e.num_workers, role = resume.role, skip = resume.skip;
   rep->epoch = e;
@@ -56,7 +55,7 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
   std::vector<uint64_t> stripe_rows(table.stripe_count());
   uint64_t total = 0;
   for (size_t s = 0; s < stripe_rows.size(); ++s) {
-    stripe_rows[s] = table.stripe_rows(s);
+    stripe_rows[s] = table.stripe_rows(s).value();  // s < stripe_count()
     rep->first_row.push_back(total);
     total += stripe_rows[s];
   }
@@ -86,7 +85,7 @@ LoaderState TableLoader::state() const {
 }
 
 Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
-  assert(batch != nullptr && "TableLoader::Next: batch is null");
+  if (batch == nullptr) return Status::InvalidArgument("TableLoader::Next: batch is null");
   Rep& r = *rep_;
   const uint64_t n = r.plan.order.size();
   if (r.position >= n) return false;

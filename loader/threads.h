@@ -1,6 +1,7 @@
 // The decoding thread counts the loader's classes take.
 #pragma once
 
+#include <new>
 #include <string>
 
 #include "pcr/status.h"
@@ -16,6 +17,18 @@ inline Status CheckThreads(int threads) {
                                    std::to_string(threads));
   }
   return Status::OK();
+}
+
+// f(), with an allocation failure inside it returned as OutOfMemory naming
+// `what` rather than thrown: no exception leaves a loader's thread. F
+// returns a Status or a Result.
+template <typename F>
+auto OutOfMemoryAsStatus(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory(std::string(what) + ": out of memory");
+  }
 }
 
 }  // namespace pcr

@@ -93,14 +93,8 @@ Region SourceOf(const CenterCropGeometry& g, int width, int height) {
   return {x, y, std::min(x1, width) - x, std::min(y1, height) - y};
 }
 
-}  // namespace
-
-Region RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& o, uint64_t seed) {
-  TorchRandom rng(seed);
-  return DrawRandomResizedCrop(width, height, o, rng);
-}
-
-CenterCropGeometry CenterCropOf(int width, int height, int resize, int crop) {
+// CenterCropOf, its arguments checked.
+CenterCropGeometry CenterCropGeometryOf(int width, int height, int resize, int crop) {
   CenterCropGeometry g;
   // int(resize * longer / shorter), in exact integer arithmetic.
   const int longer = static_cast<int>(static_cast<int64_t>(resize) * std::max(width, height) / std::min(width, height));
@@ -110,9 +104,65 @@ CenterCropGeometry CenterCropOf(int width, int height, int resize, int crop) {
   return g;
 }
 
-void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst, int dst_width,
-                    int dst_height) {
-  Resizer().Resize(src, src_width, src_height, channels, dst, dst_width, dst_height);
+Status CheckSide(int side, const char* name) {
+  if (side < 1 || side > 65535) {
+    return Status::InvalidArgument(std::string(name) + " must be 1..65535, not " + std::to_string(side));
+  }
+  return Status::OK();
+}
+
+Status CheckRandomResized(const RandomResizedCropOptions& r) {
+  if (!(r.scale_min > 0 && r.scale_min <= r.scale_max && r.scale_max <= 1 && r.ratio_min > 0 &&
+        r.ratio_min <= r.ratio_max && std::isfinite(r.ratio_max))) {
+    return Status::InvalidArgument(
+        "RandomResizedCrop needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max, finite");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<Region> RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& o, uint64_t seed) {
+  PCR_RETURN_IF_ERROR(CheckSide(width, "width"));
+  PCR_RETURN_IF_ERROR(CheckSide(height, "height"));
+  PCR_RETURN_IF_ERROR(CheckRandomResized(o));
+  TorchRandom rng(seed);
+  return DrawRandomResizedCrop(width, height, o, rng);
+}
+
+Result<CenterCropGeometry> CenterCropOf(int width, int height, int resize, int crop) {
+  PCR_RETURN_IF_ERROR(CheckSide(width, "width"));
+  PCR_RETURN_IF_ERROR(CheckSide(height, "height"));
+  PCR_RETURN_IF_ERROR(CheckSide(resize, "resize"));
+  if (crop < 1 || crop > resize) {
+    return Status::InvalidArgument("crop must be 1..resize (" + std::to_string(resize) + "), not " + std::to_string(crop));
+  }
+  if (static_cast<int64_t>(resize) * std::max(width, height) / std::min(width, height) >
+      std::numeric_limits<int>::max()) {
+    return Status::InvalidArgument("resize " + std::to_string(resize) + " of a " + std::to_string(width) + " x " +
+                                   std::to_string(height) + " image has a side beyond 2^31 - 1");
+  }
+  return CenterCropGeometryOf(width, height, resize, crop);
+}
+
+Status ResizeBilinear(std::span<const uint8_t> src, int src_width, int src_height, int channels,
+                      std::span<uint8_t> dst, int dst_width, int dst_height) {
+  PCR_RETURN_IF_ERROR(CheckSide(src_width, "src_width"));
+  PCR_RETURN_IF_ERROR(CheckSide(src_height, "src_height"));
+  PCR_RETURN_IF_ERROR(CheckSide(dst_width, "dst_width"));
+  PCR_RETURN_IF_ERROR(CheckSide(dst_height, "dst_height"));
+  if (channels < 1 || channels > 4) return Status::InvalidArgument("channels must be 1..4, not " + std::to_string(channels));
+  const auto bytes = [&](int w, int h) { return static_cast<size_t>(w) * static_cast<size_t>(h) * static_cast<size_t>(channels); };
+  if (src.size() != bytes(src_width, src_height)) {
+    return Status::InvalidArgument("src holds " + std::to_string(src.size()) + " bytes, the image " +
+                                   std::to_string(bytes(src_width, src_height)));
+  }
+  if (dst.size() != bytes(dst_width, dst_height)) {
+    return Status::InvalidArgument("dst holds " + std::to_string(dst.size()) + " bytes, the image " +
+                                   std::to_string(bytes(dst_width, dst_height)));
+  }
+  Resizer().Resize(src.data(), src_width, src_height, channels, dst.data(), dst_width, dst_height);
+  return Status::OK();
 }
 
 struct BatchDecoder::Rep {
@@ -172,7 +222,7 @@ struct BatchDecoder::Rep {
                                      " image resized to " + std::to_string(options.resize) +
                                      " on its shorter side would be " + std::to_string(longer) + " long");
     }
-    const CenterCropGeometry g = CenterCropOf(whole.width, whole.height, options.resize, size);
+    const CenterCropGeometry g = CenterCropGeometryOf(whole.width, whole.height, options.resize, size);
     const Region source = SourceOf(g, whole.width, whole.height);
     if (Scale(source) > 1) return Decoded(s, jpeg, whole, source, out, layout);
     const ResizeWindow window{.in_width = whole.width,
@@ -229,11 +279,7 @@ Result<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const BatchTransformO
   if (options.crop == BatchTransformOptions::Crop::kCenter && options.resize < options.size) {
     return Status::InvalidArgument("resize must be at least the crop size");
   }
-  const RandomResizedCropOptions& r = options.random_resized;
-  if (!(r.scale_min > 0 && r.scale_min <= r.scale_max && r.scale_max <= 1 && r.ratio_min > 0 &&
-        r.ratio_min <= r.ratio_max)) {
-    return Status::InvalidArgument("RandomResizedCrop needs 0 < scale_min <= scale_max <= 1 and 0 < ratio_min <= ratio_max");
-  }
+  PCR_RETURN_IF_ERROR(CheckRandomResized(options.random_resized));
   PCR_RETURN_IF_ERROR(CheckThreads(options.threads));
   const bool floats = options.dtype != BatchTransformOptions::Dtype::kUInt8;
   for (int c = 0; c < 3; ++c) {
@@ -280,7 +326,8 @@ Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std:
   while (rep_->scratch.size() < static_cast<size_t>(n)) rep_->scratch.push_back(std::make_unique<Rep::Scratch>());
   auto work = [&](Rep::Scratch& scratch) {
     for (size_t i = next++; i < jpegs.size(); i = next++) {
-      Status st = rep_->One(scratch, jpegs[i], ImageSeed(seed, i), out.data() + i * image_bytes());
+      Status st = OutOfMemoryAsStatus(
+          "decoding", [&] { return rep_->One(scratch, jpegs[i], ImageSeed(seed, i), out.data() + i * image_bytes()); });
       if (!st.ok()) errors[i] = st.WithPrefix("image " + std::to_string(i) + " of the batch");
     }
   };

@@ -28,7 +28,7 @@ constexpr CoalesceOptions kUncoalesced{.hole_limit = 0, .max_read = 1};
 
 void ReadImages(const ImageDataset& ds) {
   std::vector<std::vector<uint64_t>> images_of(ds.num_records());
-  for (uint64_t i = 0; i < ds.num_images(); ++i) images_of[ds.LocateImage(i).first].push_back(i);
+  for (uint64_t i = 0; i < ds.num_images(); ++i) images_of[ds.LocateImage(i)->first].push_back(i);
   std::vector<uint32_t> fields(ds.field_schema().features.size());
   std::iota(fields.begin(), fields.end(), 0);
   for (uint64_t r = 0; r < ds.num_records(); ++r) {

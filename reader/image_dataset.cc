@@ -1,7 +1,6 @@
 #include "reader/image_dataset_rep.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -45,18 +44,19 @@ std::string ImageDataset::content_id() const {
   for (const std::string& name : rep_->class_names) PutLengthPrefixed(&encoded, name);
   return ContentId(encoded);
 }
-const SampleMetadata& ImageDataset::sample(uint64_t image) const {
-  assert(image < rep_->samples.size() && "ImageDataset::sample: image >= num_images()");
+Result<SampleMetadata> ImageDataset::sample(uint64_t image) const {
+  PCR_RETURN_IF_ERROR(rep_->CheckImage(image));
   return rep_->samples[image];
 }
 const TableSchema& ImageDataset::field_schema() const { return rep_->fields; }
-std::pair<uint64_t, uint64_t> ImageDataset::LocateImage(uint64_t image) const {
-  assert(image < rep_->samples.size() && "ImageDataset::LocateImage: image >= num_images()");
+Result<std::pair<uint64_t, uint64_t>> ImageDataset::LocateImage(uint64_t image) const {
+  PCR_RETURN_IF_ERROR(rep_->CheckImage(image));
   return rep_->Locate(image);
 }
 Status ImageDataset::CheckSelection(const RecordSelection& selection) const { return rep_->CheckSelection(selection); }
-uint64_t ImageDataset::SelectedBytes(uint64_t record, const RecordSelection& selection) const {
-  assert(record < rep_->records.size() && "ImageDataset::SelectedBytes: record >= num_records()");
+Result<uint64_t> ImageDataset::SelectedBytes(uint64_t record, const RecordSelection& selection) const {
+  PCR_RETURN_IF_ERROR(rep_->CheckRecord(record));
+  PCR_RETURN_IF_ERROR(rep_->CheckSelection(selection));
   RecordSelection resolved = selection;
   resolved.fidelity = ScanGroups(selection.fidelity);
   return rep_->SelectedBytes(record, resolved);
@@ -78,8 +78,9 @@ Result<std::vector<uint32_t>> ImageDataset::ResolveFields(const std::vector<std:
   return out;
 }
 std::vector<uint64_t> ImageDataset::StreamBytes() const { return rep_->StreamBytes(); }
-uint64_t ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
-  assert(record < rep_->records.size() && "ImageDataset::RecordBytes: record >= num_records()");
+Result<uint64_t> ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
+  PCR_RETURN_IF_ERROR(rep_->CheckRecord(record));
+  PCR_RETURN_IF_ERROR(rep_->CheckSelection({.fidelity = fidelity}));
   return rep_->RecordBytes(record, ScanGroups(fidelity));
 }
 int ImageDataset::ScanGroups(int fidelity) const { return rep_->ScanGroups(fidelity); }
@@ -301,6 +302,22 @@ uint64_t ImageDataset::Rep::RecordBytes(uint64_t record, int fidelity) const {
   return SelectedBytes(record, {.fidelity = fidelity});
 }
 
+Status ImageDataset::Rep::CheckRecord(uint64_t record) const {
+  if (record >= records.size()) {
+    return Status::InvalidArgument(path + ": record " + std::to_string(record) + " out of range (" +
+                                   std::to_string(records.size()) + " records)");
+  }
+  return Status::OK();
+}
+
+Status ImageDataset::Rep::CheckImage(uint64_t image) const {
+  if (image >= samples.size()) {
+    return Status::InvalidArgument(path + ": image " + std::to_string(image) + " out of range (" +
+                                   std::to_string(samples.size()) + " images)");
+  }
+  return Status::OK();
+}
+
 Status ImageDataset::Rep::CheckSelection(const RecordSelection& selection) const {
   if (selection.fidelity != kFullFidelity && (selection.fidelity < 0 || selection.fidelity > script.group_count())) {
     return Status::InvalidArgument("fidelity must be 1.." + std::to_string(script.group_count()) +
@@ -396,10 +413,7 @@ Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, co
   PCR_RETURN_IF_ERROR(CheckSelection(selection));
   std::vector<ReadRange> ranges;
   for (size_t i = 0; i < wanted.size(); ++i) {
-    if (wanted[i] >= records.size()) {
-      return Status::InvalidArgument(path + ": record " + std::to_string(wanted[i]) + " out of range (" +
-                                     std::to_string(records.size()) + " records)");
-    }
+    PCR_RETURN_IF_ERROR(CheckRecord(wanted[i]));
     const RecordLocation& loc = records[wanted[i]];
     const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
     for (const size_t s : SelectedStreams(stripe, fields, selection, script.group_count())) {
@@ -517,10 +531,7 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
   for (size_t i = 0; i < requests.size(); ++i) {
     const ImageRequest& r = requests[i];
     PCR_RETURN_IF_ERROR(CheckFidelity(r.fidelity));
-    if (r.image >= samples.size()) {
-      return Status::InvalidArgument(path + ": image " + std::to_string(r.image) + " out of range (" +
-                                     std::to_string(samples.size()) + " images)");
-    }
+    PCR_RETURN_IF_ERROR(CheckImage(r.image));
     const auto [record, in_record] = Locate(r.image);
     const RecordLocation& loc = records[record];
     first_range[i] = ranges.size();

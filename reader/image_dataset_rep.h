@@ -41,6 +41,10 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   // InvalidArgument unless 0 <= selection.fidelity <= L and every field is
   // in the field schema.
   Status CheckSelection(const RecordSelection& selection) const;
+  // InvalidArgument, naming the dataset, unless record < records.size().
+  Status CheckRecord(uint64_t record) const;
+  // InvalidArgument, naming the dataset, unless image < samples.size().
+  Status CheckImage(uint64_t image) const;
   // Streams a record read of `selection` takes: the sample metadata, the
   // streams of each field, and scan groups 1..fidelity.
   size_t StreamsPerRecord(const RecordSelection& selection) const;

@@ -120,7 +120,13 @@ Result<std::unique_ptr<Table>> Table::Rep::FromFile(std::unique_ptr<PcrFile> fil
 const TableSchema& Table::schema() const { return rep_->file->index().schema; }
 const std::string& Table::content_id() const { return rep_->content_id; }
 size_t Table::stripe_count() const { return rep_->file->index().stripes.size(); }
-uint64_t Table::stripe_rows(size_t stripe) const { return rep_->file->index().stripes[stripe].row_count; }
+Result<uint64_t> Table::stripe_rows(size_t stripe) const {
+  if (stripe >= stripe_count()) {
+    return Status::InvalidArgument(rep_->file->path() + ": stripe " + std::to_string(stripe) + " out of range (" +
+                                   std::to_string(stripe_count()) + " stripes)");
+  }
+  return rep_->file->index().stripes[stripe].row_count;
+}
 IoCounters Table::io_counters() const { return rep_->engine->counters(); }
 
 Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& names) const {
@@ -159,7 +165,23 @@ Result<std::vector<uint32_t>> Table::Resolve(const std::vector<std::string>& nam
   return out;
 }
 
-uint64_t Table::SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const {
+Status Table::Rep::CheckProjection(std::span<const uint32_t> features, size_t first, size_t count) const {
+  const size_t stripes = file->index().stripes.size();
+  for (const uint32_t f : features) {
+    if (f >= file->index().schema.features.size()) {
+      return Status::InvalidArgument(file->path() + ": no feature " + std::to_string(f) + " (" +
+                                     std::to_string(file->index().schema.features.size()) + " features)");
+    }
+  }
+  if (first > stripes || count > stripes - first) {
+    return Status::InvalidArgument(file->path() + ": stripes [" + std::to_string(first) + ", +" +
+                                   std::to_string(count) + ") out of " + std::to_string(stripes));
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> Table::SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const {
+  PCR_RETURN_IF_ERROR(rep_->CheckProjection(features, first, count));
   uint64_t bytes = 0;
   for (size_t s = first; s < first + count; ++s) {
     const StripeInfo& stripe = rep_->file->index().stripes[s];
@@ -250,13 +272,7 @@ void ReserveColumns(const PcrFile& file, const std::vector<std::vector<size_t>>&
 Result<TableBatch> Table::Read(std::span<const uint32_t> features, size_t first, size_t count) const {
   const Rep& t = *rep_;
   const auto& all = schema().features;
-  for (const uint32_t f : features) {
-    if (f >= all.size()) return Status::InvalidArgument(t.file->path() + ": no feature " + std::to_string(f));
-  }
-  if (first > stripe_count() || count > stripe_count() - first) {
-    return Status::InvalidArgument(t.file->path() + ": stripes [" + std::to_string(first) + ", +" +
-                                   std::to_string(count) + ") out of " + std::to_string(stripe_count()));
-  }
+  PCR_RETURN_IF_ERROR(t.CheckProjection(features, first, count));
   if (t.options.access_log) PCR_RETURN_IF_ERROR(t.LogAccess(features));
 
   std::vector<ReadRange> ranges;

@@ -31,6 +31,9 @@ struct [[gnu::visibility("hidden")]] Table::Rep {
     return stream_of[stripe][feature * kRoleCount + static_cast<size_t>(role)];
   }
   Status LogAccess(std::span<const uint32_t> features) const;
+  // InvalidArgument, naming the file, unless every feature is in the schema
+  // and [first, first + count) within the stripes.
+  Status CheckProjection(std::span<const uint32_t> features, size_t first, size_t count) const;
 
   std::unique_ptr<IoEngine> owned_engine;
   IoEngine* engine = nullptr;

@@ -209,25 +209,6 @@ TEST_CASE("decoding options are checked at Create, naming the option and its ran
   CHECK_FALSE(BatchDecoder::Create({.threads = 5000}).ok());
 }
 
-#ifndef NDEBUG
-TEST_CASE("documented preconditions are asserted in builds without NDEBUG") {
-  test::TempDir tmp;
-  auto ds = OpenSample(tmp);
-  const ImageDataset& d = *ds;
-  for (const auto& [call, want] : std::vector<std::pair<std::function<void()>, std::string>>{
-           {[&] { (void)d.sample(d.num_images()); }, "ImageDataset::sample"},
-           {[&] { (void)d.LocateImage(d.num_images() + 7); }, "ImageDataset::LocateImage"},
-           {[&] { (void)d.RecordBytes(d.num_records(), 1); }, "ImageDataset::RecordBytes"},
-           {[&] { (void)RecordIterator::Create(d).MoveValue()->Next(nullptr); }, "RecordIterator::Next"},
-           {[&] { (void)SampleIterator::Create(d, {}).MoveValue()->Next(nullptr); }, "SampleIterator::Next"},
-           {[&] { (void)DecodeIterator::Create(d, {.threads = 1}).MoveValue()->Next(nullptr); }, "DecodeIterator::Next"},
-       }) {
-    const auto [err, aborted] = InChild(call);
-    CHECK(aborted);
-    CHECK_THAT(err, Catch::Contains(want));
-  }
-}
-#endif
 
 }  // namespace
 }  // namespace pcr

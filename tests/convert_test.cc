@@ -49,8 +49,8 @@ TEST_CASE("--list gives keys and labels from a CSV") {
   auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
   REQUIRE((*ds)->num_images() == 2);
-  CHECK((*ds)->sample(0) == SampleMetadata{7, "video/video-001.jpeg"});
-  CHECK((*ds)->sample(1) == SampleMetadata{3, "textures/ring.jpg"});
+  CHECK((*ds)->sample(0).value() == SampleMetadata{7, "video/video-001.jpeg"});
+  CHECK((*ds)->sample(1).value() == SampleMetadata{3, "textures/ring.jpg"});
 }
 
 TEST_CASE("--list keys must be relative paths in normal form") {
@@ -102,7 +102,7 @@ TEST_CASE("files not named as JPEGs are counted and named; --by-content takes th
   auto ds = ImageDataset::Open(tmp / "by-content", {.io = test::Io()});
   REQUIRE(ds.ok());
   std::vector<std::string> keys;
-  for (uint64_t i = 0; i < (*ds)->num_images(); ++i) keys.push_back((*ds)->sample(i).key);
+  for (uint64_t i = 0; i < (*ds)->num_images(); ++i) keys.push_back((*ds)->sample(i)->key);
   CHECK(std::count(keys.begin(), keys.end(), "textures/ring.mpo") == 1);
   CHECK(std::count(keys.begin(), keys.end(), "video/clip.egd") == 1);
 
@@ -184,7 +184,7 @@ std::vector<std::string> Keys(const std::string& path) {
   auto ds = ImageDataset::Open(path, {.io = test::Io()});
   REQUIRE(ds.ok());
   std::vector<std::string> keys;
-  for (uint64_t i = 0; i < (*ds)->num_images(); ++i) keys.push_back((*ds)->sample(i).key);
+  for (uint64_t i = 0; i < (*ds)->num_images(); ++i) keys.push_back((*ds)->sample(i)->key);
   return keys;
 }
 

@@ -231,11 +231,11 @@ TEST_CASE("malformed JPEGs through the converter: skipped with a reason or store
   REQUIRE(ds.ok());
   const ScanScript& script = (*ds)->scan_script();
   for (uint64_t i = 0; i < (*ds)->num_images(); ++i) {
-    INFO((*ds)->sample(i).key);
+    INFO((*ds)->sample(i)->key);
     auto stored = (*ds)->ReadImage(i, script.group_count());
     REQUIRE(stored.ok());
     // The same bytes as the transcode the test above checks pixel by pixel.
-    auto t = TranscodeToScanGroups(ReadFile(tmp.path() / "src" / (*ds)->sample(i).key), script);
+    auto t = TranscodeToScanGroups(ReadFile(tmp.path() / "src" / (*ds)->sample(i)->key), script);
     REQUIRE(t.ok());
     CHECK(stored->jpeg == t->AtFidelity(script.group_count()));
   }

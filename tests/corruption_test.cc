@@ -217,8 +217,8 @@ TEST_CASE("an empty segments chunk's checksum is checked wherever segments are p
   const Bytes bytes = ReadFile(tmp / "out/records-00000.pcr");
   auto ds = ImageDataset::Open(tmp / "out/records-00000.pcr", {.io = test::Io()});
   REQUIRE(ds.ok());
-  const uint64_t image = (*ds)->sample(0).key == "a/jpg-size-1x1.jpg" ? 0 : 1;
-  REQUIRE((*ds)->sample(image).key == "a/jpg-size-1x1.jpg");
+  const uint64_t image = (*ds)->sample(0)->key == "a/jpg-size-1x1.jpg" ? 0 : 1;
+  REQUIRE((*ds)->sample(image)->key == "a/jpg-size-1x1.jpg");
   const int segments_group = (*ds)->num_scan_groups() + 1;
   const std::string bad_path = tmp / "segments.pcr";
   WriteFile(bad_path, test::RewriteIndex(bytes, [&](FileIndex* index) {

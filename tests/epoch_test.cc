@@ -76,7 +76,7 @@ TEST_CASE("ranks get disjoint, complete and equal shares, whatever the workers")
               const EpochOptions o{.rank = rank, .world_size = world, .batch_size = batch, .uneven = uneven,
                                    .shuffle_buffer = 5};
               const auto batches = RankBatches(sizes, o, workers);
-              CHECK(batches.size() == BatchesPerRank(total, o));  // equal on every rank
+              CHECK(batches.size() == BatchesPerRank(total, o).value());  // equal on every rank
               uint64_t images = 0;
               for (size_t b = 0; b < batches.size(); ++b) {
                 // Every batch is full but a rank's last.
@@ -141,7 +141,7 @@ TEST_CASE("an epoch resumed on other world sizes and workers delivers every imag
         for (uint64_t rank = 0; rank < world; ++rank) {
           o.rank = rank;
           const std::vector<std::vector<uint64_t>> batches = RankBatches(sizes, o, workers);
-          REQUIRE(batches.size() == BatchesPerRank(images, o));
+          REQUIRE(batches.size() == BatchesPerRank(images, o).value());
           for (uint64_t b = 0; b < batches.size() && (last || b < stop); ++b) {
             for (uint64_t image : batches[b]) ++times[image];
           }
@@ -338,8 +338,8 @@ TEST_CASE("the iterator delivers each rank's planned images, read from the recor
               for (size_t j = 0; j < b.images.size(); ++j, ++q) {
                 const uint64_t image = plan.input[plan.order[q]];
                 CHECK(b.indices[j] == image);
-                CHECK(b.images[j].key == (*ds).sample(image).key);
-                CHECK(b.images[j].label == (*ds).sample(image).label);
+                CHECK(b.images[j].key == (*ds).sample(image)->key);
+                CHECK(b.images[j].label == (*ds).sample(image)->label);
                 auto direct = (*ds).ReadImage(image, fidelity);
                 REQUIRE(direct.ok());
                 CHECK(b.images[j].jpeg == direct->jpeg);
@@ -417,7 +417,7 @@ TEST_CASE("counts come from the manifest and indexes without reading a record") 
   CHECK(counts->script == (*ds)->scan_script());
   for (int k = 0; k <= (*ds)->num_scan_groups(); ++k) {
     uint64_t bytes = 0;
-    for (uint64_t r = 0; r < (*ds)->num_records(); ++r) bytes += (*ds)->RecordBytes(r, k);
+    for (uint64_t r = 0; r < (*ds)->num_records(); ++r) bytes += (*ds)->RecordBytes(r, k).value();
     CHECK(counts->BytesAtFidelity(k) == bytes);
   }
   uint64_t file_bytes = 0;

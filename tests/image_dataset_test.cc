@@ -47,7 +47,7 @@ TEST_CASE("a converted dataset reads back at every fidelity") {
   REQUIRE(L == 5);
 
   for (uint64_t r = 0; r < (*ds)->num_records(); ++r) {
-    for (int k = 1; k < L; ++k) CHECK((*ds)->RecordBytes(r, k) < (*ds)->RecordBytes(r, k + 1));
+    for (int k = 1; k < L; ++k) CHECK((*ds)->RecordBytes(r, k).value() < (*ds)->RecordBytes(r, k + 1).value());
   }
   uint64_t image = 0;
   for (uint64_t r = 0; r < (*ds)->num_records(); ++r) {
@@ -88,7 +88,7 @@ TEST_CASE("a single record file opens on its own") {
   REQUIRE(ds.ok());
   CHECK((*ds)->num_images() == 5);
   CHECK((*ds)->class_names().empty());
-  CHECK((*ds)->sample(0).key == SampleFiles()[5].lexically_relative(DataDir() + "/sample").string());
+  CHECK((*ds)->sample(0)->key == SampleFiles()[5].lexically_relative(DataDir() + "/sample").string());
 }
 
 // The sample dataset opened through an engine whose counters the test reads.
@@ -117,7 +117,7 @@ TEST_CASE("a record at fidelity k is one read of its prefix; an image costs at m
       REQUIRE((*ds)->ReadRecord(r, k).ok());
       const IoCounters after = engine->counters();
       CHECK(after.reads - before.reads == 1);
-      CHECK(after.bytes_read - before.bytes_read == (*ds)->RecordBytes(r, k));
+      CHECK(after.bytes_read - before.bytes_read == (*ds)->RecordBytes(r, k).value());
     }
     for (uint64_t i = 0; i < (*ds)->num_images(); ++i) {
       const IoCounters before = engine->counters();
@@ -155,7 +155,7 @@ TEST_CASE("batched image reads coalesce, and match single reads") {
     REQUIRE(images.ok());
     CHECK(engine->counters().reads - before.reads == 1);
     CHECK(engine->counters().bytes_read - before.bytes_read ==
-          (*ds)->RecordBytes(1, k) - (*ds)->RecordBytes(1, 0));
+          (*ds)->RecordBytes(1, k).value() - (*ds)->RecordBytes(1, 0).value());
     auto record = (*ds)->ReadRecord(1, k);
     REQUIRE(record.ok());
     for (size_t j = 0; j < whole.size(); ++j) {

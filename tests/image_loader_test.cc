@@ -54,7 +54,7 @@ TEST_CASE("the loader's batches are the rank's samples decoded with the batch's 
     REQUIRE(loader.ok());
     const std::vector<LoaderBatch> got = Drain(**loader);
     CHECK(got.size() == (*loader)->num_batches());
-    CHECK(got.size() == BatchesPerRank(ds->num_images(), o.epoch));
+    CHECK(got.size() == BatchesPerRank(ds->num_images(), o.epoch).value());
 
     auto samples = SampleIterator::Create(*ds, {.epoch = o.epoch, .fidelity = o.fidelity}, {5, 2, 0});
     auto decoder = BatchDecoder::Create(o.transform);
@@ -153,7 +153,7 @@ TEST_CASE("a loader made from a saved state delivers the batches after it, byte 
 TEST_CASE("bad loader options and states are refused at Create, naming what is wrong") {
   TempDir tmp;
   auto ds = OpenSample(tmp);
-  const uint64_t batches = BatchesPerRank(ds->num_images(), Options(0, 2).epoch);
+  const uint64_t batches = BatchesPerRank(ds->num_images(), Options(0, 2).epoch).value();
   struct Case {
     ImageLoaderOptions options;
     LoaderState start;
@@ -170,7 +170,7 @@ TEST_CASE("bad loader options and states are refused at Create, naming what is w
   for (const Case& c : std::vector<Case>{
            {Options(2, 2), {}, "rank must be 0..1"},
            {Options(0, 2, 2, 2), {}, "worker must be 0..1"},
-           {huge, {}, "batch_size 1099511627776 of 32 x 32 images needs more than 16 GiB"},
+           {huge, {}, "batch_size 1099511627776 of 32 x 32 images (3072 bytes each) needs more than max_batch_bytes"},
            {no_size, {}, "size must be 1..65535"},
            {fidelity, {}, "fidelity"},
            {field, {}, "caption"},
@@ -193,10 +193,10 @@ TEST_CASE("bad loader options and states are refused at Create, naming what is w
 // (so only the decoder sees it). Returns its key.
 std::string Damage(const std::string& path, uint64_t image, size_t at, uint8_t byte, bool refix) {
   auto ds = ImageDataset::Open(path).MoveValue();
-  const auto [record, row] = ds->LocateImage(image);
+  const auto [record, row] = ds->LocateImage(image).value();
   const RecordLocation& loc = DatasetRecord(*ds, record);
   const uint64_t offset = DatasetFiles(*ds)[loc.file]->ChunkOffset(loc.stripe, 1, row);
-  const std::string key = ds->sample(image).key;
+  const std::string key = ds->sample(image)->key;
   ds.reset();
   Bytes bytes = test::ReadFile(path);
   bytes[offset + at] = byte;

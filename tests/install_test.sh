@@ -30,6 +30,17 @@ includedir=$(pkg-config --variable=includedir pcr)
 soname=$(objdump -p "$libdir/libpcr.so" | awk '/SONAME/ {print $2}')
 [[ "$soname" == libpcr.so.[0-9]* ]] || { echo "FAIL: SONAME '$soname'"; exit 1; }
 
+# libpcr exports pcr's symbols alone (libpcr.map), and a shared-only
+# install asks pkg-config for no dependency's -dev package.
+others=$(nm -D --defined-only "$libdir/libpcr.so" | c++filt | cut -d' ' -f3- |
+  grep -v -e '^pcr::' -e '^typeinfo for pcr::' -e '^typeinfo name for pcr::' -e '^vtable for pcr::' || true)
+[ -z "$others" ] || { echo "FAIL: libpcr exports symbols outside pcr::"; head -n 20 <<<"$others"; exit 1; }
+[ "$(nm -D --defined-only "$libdir/libpcr.so" | grep -c ' [TWVBDR] ')" -gt 50 ] ||
+  { echo "FAIL: libpcr exports almost nothing"; exit 1; }
+if ! find "$stage/root" -name libpcr.a | grep -q .; then
+  if grep -q '^Requires' "$pc"; then echo "FAIL: pcr.pc requires packages the shared library's users need not have:"; grep '^Requires' "$pc"; exit 1; fi
+fi
+
 # The public headers give no way into a class's private parts.
 if grep -n 'rep()\|Rep&' "$includedir"/pcr/*.h; then echo "FAIL: a public header exposes its Rep"; exit 1; fi
 compilers=c++

@@ -210,7 +210,7 @@ TEST_CASE("the fidelity report equals scores of images decoded from the original
   uint64_t compared = 0;
   int direct_checks = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    const Bytes original = test::ReadFile(src + "/" + (*ds)->sample(i).key);
+    const Bytes original = test::ReadFile(src + "/" + (*ds)->sample(i)->key);
     auto t = TranscodeToScanGroups(original, script);
     REQUIRE(t.ok());
     auto full = DecodeJpeg(original, {.warnings_are_errors = false});  // extraneous-data.jpg warns

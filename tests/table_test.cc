@@ -268,7 +268,7 @@ TEST_CASE("a JSON Lines map dataset round trips; projections, popularity and reo
       CHECK(a.doubles == b.doubles);
       CHECK(a.offsets == b.offsets);
     }
-    CHECK(part->bytes_selected == t.SelectedBytes(*ids, 1, 2));
+    CHECK(part->bytes_selected == t.SelectedBytes(*ids, 1, 2).value());
     CHECK(!t.Resolve({"label", "nope"}).ok());
   }
 

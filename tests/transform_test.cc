@@ -22,7 +22,7 @@ TEST_CASE("RandomResizedCrop regions lie in the image with the asked scale and r
   for (auto [w, h] : {std::pair{500, 375}, {375, 500}, {64, 64}, {1000, 40}, {1, 1}, {7, 300}}) {
     int fallbacks = 0;
     for (uint64_t seed = 0; seed < 300; ++seed) {
-      const Region r = RandomResizedCropRegion(w, h, o, seed);
+      const Region r = RandomResizedCropRegion(w, h, o, seed).value();
       INFO(w << "x" << h << " seed " << seed << ": " << r.x << "," << r.y << " " << r.width << "x" << r.height);
       REQUIRE(r.width >= 1);
       REQUIRE(r.height >= 1);
@@ -30,7 +30,7 @@ TEST_CASE("RandomResizedCrop regions lie in the image with the asked scale and r
       REQUIRE(r.y >= 0);
       REQUIRE(r.x + r.width <= w);
       REQUIRE(r.y + r.height <= h);
-      CHECK(RandomResizedCropRegion(w, h, o, seed) == r);
+      CHECK(RandomResizedCropRegion(w, h, o, seed).value() == r);
       const double area = static_cast<double>(r.width) * r.height / (static_cast<double>(w) * h);
       const double ratio = static_cast<double>(r.width) / r.height;
       // Rounding of width and height moves both a little; the fallback (the
@@ -47,36 +47,36 @@ TEST_CASE("RandomResizedCrop regions lie in the image with the asked scale and r
     if (std::max(w, h) < 4 * std::min(w, h)) CHECK(fallbacks <= 3);
   }
   // Different seeds give different regions.
-  CHECK_FALSE(RandomResizedCropRegion(500, 375, o, 1) == RandomResizedCropRegion(500, 375, o, 2));
+  CHECK_FALSE(RandomResizedCropRegion(500, 375, o, 1).value() == RandomResizedCropRegion(500, 375, o, 2).value());
 }
 
 TEST_CASE("the evaluation crop is torchvision's Resize then CenterCrop") {
   // The longer side is truncated; the offsets round half to even.
-  CHECK(CenterCropOf(500, 375, 256, 224) == CenterCropGeometry{341, 256, {58, 16, 224, 224}});
-  CHECK(CenterCropOf(375, 500, 256, 224) == CenterCropGeometry{256, 341, {16, 58, 224, 224}});
-  CHECK(CenterCropOf(503, 375, 256, 224) == CenterCropGeometry{343, 256, {60, 16, 224, 224}});
-  CHECK(CenterCropOf(224, 224, 224, 224) == CenterCropGeometry{224, 224, {0, 0, 224, 224}});
-  CHECK(CenterCropOf(1, 1, 256, 224) == CenterCropGeometry{256, 256, {16, 16, 224, 224}});
-  CHECK(CenterCropOf(65535, 1, 256, 224) == CenterCropGeometry{16776960, 256, {8388368, 16, 224, 224}});
+  CHECK(CenterCropOf(500, 375, 256, 224).value() == CenterCropGeometry{341, 256, {58, 16, 224, 224}});
+  CHECK(CenterCropOf(375, 500, 256, 224).value() == CenterCropGeometry{256, 341, {16, 58, 224, 224}});
+  CHECK(CenterCropOf(503, 375, 256, 224).value() == CenterCropGeometry{343, 256, {60, 16, 224, 224}});
+  CHECK(CenterCropOf(224, 224, 224, 224).value() == CenterCropGeometry{224, 224, {0, 0, 224, 224}});
+  CHECK(CenterCropOf(1, 1, 256, 224).value() == CenterCropGeometry{256, 256, {16, 16, 224, 224}});
+  CHECK(CenterCropOf(65535, 1, 256, 224).value() == CenterCropGeometry{16776960, 256, {8388368, 16, 224, 224}});
 }
 
 TEST_CASE("bilinear resizing keeps sizes, constants and averages") {
   std::vector<uint8_t> src(7 * 5 * 3);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 37);
   std::vector<uint8_t> same(src.size());
-  ResizeBilinear(src.data(), 7, 5, 3, same.data(), 7, 5);
+  REQUIRE(ResizeBilinear(src, 7, 5, 3, same, 7, 5).ok());
   CHECK(same == src);
   const std::vector<uint8_t> flat(40 * 30, 77);
   std::vector<uint8_t> up(97 * 61), down(3 * 2);
-  ResizeBilinear(flat.data(), 40, 30, 1, up.data(), 97, 61);
-  ResizeBilinear(flat.data(), 40, 30, 1, down.data(), 3, 2);
+  REQUIRE(ResizeBilinear(flat, 40, 30, 1, up, 97, 61).ok());
+  REQUIRE(ResizeBilinear(flat, 40, 30, 1, down, 3, 2).ok());
   CHECK(std::all_of(up.begin(), up.end(), [](uint8_t v) { return v == 77; }));
   CHECK(std::all_of(down.begin(), down.end(), [](uint8_t v) { return v == 77; }));
   // Halving averages each 2x2 block of columns 0,1 | 2,3 (with the
   // triangle's reach into the neighbours): a step from 0 to 200 stays a step.
   const std::vector<uint8_t> step = {0, 0, 200, 200, 0, 0, 200, 200};
   std::vector<uint8_t> half(2);
-  ResizeBilinear(step.data(), 4, 2, 1, half.data(), 2, 1);
+  REQUIRE(ResizeBilinear(step, 4, 2, 1, half, 2, 1).ok());
   CHECK(half[0] < half[1]);
   CHECK(half[0] + half[1] == 200);
 }
@@ -106,10 +106,10 @@ TEST_CASE("a centre-cropped batch equals resizing each whole image and cropping 
       INFO("image " << i << " size " << size << " resize " << resize);
       auto full = DecodeJpeg(jpegs[i], {.format = PixelFormat::kRgb});
       REQUIRE(full.ok());
-      const CenterCropGeometry g = CenterCropOf(full->width, full->height, resize, size);
+      const CenterCropGeometry g = CenterCropOf(full->width, full->height, resize, size).value();
       std::vector<uint8_t> resized(static_cast<size_t>(g.resized_width) * g.resized_height * 3);
-      ResizeBilinear(full->pixels.data(), full->width, full->height, 3, resized.data(), g.resized_width,
-                     g.resized_height);
+      REQUIRE(ResizeBilinear(full->pixels, full->width, full->height, 3, resized, g.resized_width,
+                     g.resized_height).ok());
       const uint8_t* got = &batch[i * (*decoder)->image_bytes()];
       const size_t plane = static_cast<size_t>(size) * size;
       for (int y = 0; y < size; ++y) {
@@ -188,14 +188,15 @@ TEST_CASE("a training batch equals cropping each whole image, resizing and flipp
     auto full = DecodeJpeg(spans[i], {.format = PixelFormat::kRgb});
     REQUIRE(full.ok());
     const Region r = RandomResizedCropRegion(full->width, full->height, o.random_resized,
-                                             BatchDecoder::ImageSeed(11, i));
+                                             BatchDecoder::ImageSeed(11, i))
+                         .value();
     std::vector<uint8_t> region(static_cast<size_t>(r.width) * r.height * 3);
     for (int y = 0; y < r.height; ++y) {
       std::copy_n(&full->pixels[(static_cast<size_t>(r.y + y) * full->width + r.x) * 3], r.width * 3,
                   &region[static_cast<size_t>(y) * r.width * 3]);
     }
     std::vector<uint8_t> want(static_cast<size_t>(size) * size * 3);
-    ResizeBilinear(region.data(), r.width, r.height, 3, want.data(), size, size);
+    REQUIRE(ResizeBilinear(region, r.width, r.height, 3, want, size, size).ok());
     const uint8_t* got = &batch[i * (*d)->image_bytes()];
     bool same = true, mirrored = true;
     for (int y = 0; y < size; ++y) {

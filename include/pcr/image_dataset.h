@@ -110,8 +110,8 @@ struct DatasetCounts {
 // keep the open dataset (its files, engine and metadata) alive; the caller
 // may destroy its ImageDataset before them.
 //
-// Preconditions (REQUIRES) are checked by assertions in builds without
-// NDEBUG; options and requests are checked always, with an error.
+// Arguments (indices, fidelities, options) are checked in every build: a
+// value out of range gives InvalidArgument naming it.
 class PCR_EXPORT ImageDataset {
  public:
   // Checks every file's header, footer and index, and reads each record's
@@ -143,11 +143,11 @@ class PCR_EXPORT ImageDataset {
   // names, whatever path it was opened by. Another dataset, or this one
   // written again with other contents, has another id.
   std::string content_id() const;
-  // REQUIRES: image < num_images()
-  const SampleMetadata& sample(uint64_t image) const;
-  // The record holding `image` and the image's place (row) in it.
-  // REQUIRES: image < num_images()
-  std::pair<uint64_t, uint64_t> LocateImage(uint64_t image) const;
+  // Label and key of `image`; InvalidArgument unless image < num_images().
+  Result<SampleMetadata> sample(uint64_t image) const;
+  // The record holding `image` and the image's place (row) in it;
+  // InvalidArgument unless image < num_images().
+  Result<std::pair<uint64_t, uint64_t>> LocateImage(uint64_t image) const;
   // The fields every image may hold: names, types, and counts over the
   // dataset (row_count is num_images()). Empty features when none.
   const TableSchema& field_schema() const;
@@ -157,9 +157,9 @@ class PCR_EXPORT ImageDataset {
   // Dataset-wide bytes of each stream: [0] sample metadata, [k] scan group k.
   std::vector<uint64_t> StreamBytes() const;
   // Bytes of record `record` up to scan group `fidelity` (kFieldsOnly: sample
-  // metadata only). REQUIRES: record < num_records(), CheckFidelity(fidelity)
-  // or fidelity == kFieldsOnly
-  uint64_t RecordBytes(uint64_t record, int fidelity) const;
+  // metadata only); InvalidArgument unless record < num_records() and the
+  // fidelity is kFieldsOnly or passes CheckFidelity.
+  Result<uint64_t> RecordBytes(uint64_t record, int fidelity) const;
   // Reads the record's prefix up to scan group `fidelity` in one read and
   // checks every stream and chunk read.
   Result<std::vector<Image>> ReadRecord(uint64_t record, int fidelity) const;
@@ -172,9 +172,9 @@ class PCR_EXPORT ImageDataset {
   // fields decoded. Result i holds records[i].
   Result<std::vector<RecordBatch>> ReadRecordBatches(std::span<const uint64_t> records,
                                                      const RecordSelection& selection) const;
-  // Stored bytes ReadRecordBatches reads of record `record`.
-  // REQUIRES: record < num_records(), CheckSelection(selection).ok()
-  uint64_t SelectedBytes(uint64_t record, const RecordSelection& selection) const;
+  // Stored bytes ReadRecordBatches reads of record `record`;
+  // InvalidArgument unless record < num_records() and CheckSelection passes.
+  Result<uint64_t> SelectedBytes(uint64_t record, const RecordSelection& selection) const;
   // InvalidArgument unless the fidelity is kFieldsOnly or CheckFidelity's,
   // and every field index is below field_schema().features.size().
   Status CheckSelection(const RecordSelection& selection) const;

@@ -39,6 +39,10 @@ struct ImageLoaderOptions {
   // taken by the batch's first good images again, in order (a batch with
   // none ends the epoch with the last image's error).
   bool replace_skipped = false;
+  // Bytes one batch's images may take (batch_size x the transform's image
+  // bytes); Create refuses more. The loader holds two batches: the one the
+  // caller has and the next.
+  uint64_t max_batch_bytes = uint64_t{4} << 30;
 };
 
 // Where a rank stands in an epoch. All ranks advance together, so one
@@ -91,7 +95,7 @@ class PCR_EXPORT ImageLoader {
   // worked on the last one, and takes the caller's buffers for the batch
   // after; false at the end of the epoch. A decode error names the image
   // (key and dataset index) and ends the iteration.
-  // REQUIRES: batch != nullptr
+  // InvalidArgument when batch is null.
   Result<bool> Next(LoaderBatch* batch);
   // The state after the last batch Next() returned (its batch + 1), or the
   // start before any. With several workers, save the state of the last batch

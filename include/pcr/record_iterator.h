@@ -38,7 +38,7 @@ class PCR_EXPORT RecordIterator {
 
   // Fills `batch` with the next record, reusing its buffer; false after the
   // last record. An error ends the iteration.
-  // REQUIRES: batch != nullptr
+  // InvalidArgument when batch is null.
   Result<bool> Next(RecordBatch* batch);
   // The order records are delivered in.
   const std::vector<uint64_t>& order() const;

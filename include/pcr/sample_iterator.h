@@ -63,14 +63,14 @@ struct EpochOptions {
 
 // Batches each rank delivers per epoch (ImagesPerRank / batch_size, rounded
 // up; the same on every rank), from the number of images alone.
-// REQUIRES: options.world_size, options.batch_size >= 1
-PCR_EXPORT uint64_t BatchesPerRank(uint64_t num_images, const EpochOptions& options);
+// InvalidArgument, naming the option, for options SampleIterator::Create
+// would refuse (world_size or batch_size 0, say).
+PCR_EXPORT Result<uint64_t> BatchesPerRank(uint64_t num_images, const EpochOptions& options);
 
 // Batches each rank delivers in epoch (seed, epoch) of `dataset`: as above
 // for all its images or, after options.delivered, for the images left.
-// REQUIRES: the options are valid (SampleIterator::Create checks them)
-PCR_EXPORT uint64_t BatchesPerRank(const ImageDataset& dataset, const EpochOptions& options, uint64_t seed,
-                                   uint64_t epoch);
+PCR_EXPORT Result<uint64_t> BatchesPerRank(const ImageDataset& dataset, const EpochOptions& options,
+                                           uint64_t seed, uint64_t epoch);
 
 // Where a rank stands in its epoch. All ranks of a job advance together, so
 // one state (rank 0's, say) resumes them all.
@@ -130,7 +130,7 @@ class PCR_EXPORT SampleIterator {
 
   // Fills `batch` with the next batch_size images; false at the end of the
   // epoch. An error ends the iteration.
-  // REQUIRES: batch != nullptr
+  // InvalidArgument when batch is null.
   Result<bool> Next(SampleBatch* batch);
   // The state after the last batch Next() returned.
   IterationState state() const;

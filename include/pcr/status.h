@@ -21,6 +21,7 @@ enum class StatusCode : int {
   kNotFound,         // a file or dataset that does not exist
   kCancelled,        // the caller asked the call to stop
   kDataLoss,         // bytes read from a store kept failing the store's own checksum: the store or the network
+  kOutOfMemory,      // an allocation failed: the work needs more memory than the process may take
 };
 
 // Every message is made safe to print when the status is made: a URL's
@@ -40,6 +41,7 @@ class [[nodiscard]] PCR_EXPORT Status {
   static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
   static Status Cancelled(std::string msg) { return {StatusCode::kCancelled, std::move(msg)}; }
   static Status DataLoss(std::string msg) { return {StatusCode::kDataLoss, std::move(msg)}; }
+  static Status OutOfMemory(std::string msg) { return {StatusCode::kOutOfMemory, std::move(msg)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

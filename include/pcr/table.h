@@ -87,15 +87,16 @@ class PCR_EXPORT Table {
   const std::string& content_id() const;
   size_t stripe_count() const;
   // Rows of stripe `stripe` (with the earlier stripes' rows, its first row's
-  // number). REQUIRES: stripe < stripe_count()
-  uint64_t stripe_rows(size_t stripe) const;
+  // number); InvalidArgument unless stripe < stripe_count().
+  Result<uint64_t> stripe_rows(size_t stripe) const;
   // Feature indices of `names`; InvalidArgument naming the first unknown one.
   Result<std::vector<uint32_t>> Resolve(const std::vector<std::string>& names) const;
   // Every stream of the features over stripes [first, first + count), read in
   // one engine call, checked, decoded.
   Result<TableBatch> Read(std::span<const uint32_t> features, size_t first, size_t count) const;
-  // Stored bytes of those streams. REQUIRES: first + count <= stripe_count()
-  uint64_t SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const;
+  // Stored bytes of those streams; InvalidArgument, as Read, for a feature
+  // or stripe out of range.
+  Result<uint64_t> SelectedBytes(std::span<const uint32_t> features, size_t first, size_t count) const;
   // What the table's engine did: reads, I/Os and bytes actually read.
   IoCounters io_counters() const;
 

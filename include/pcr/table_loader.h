@@ -61,7 +61,7 @@ class PCR_EXPORT TableLoader {
   // epoch. Each stripe is read once, when its first row is needed, and
   // dropped after its last. A read error names the table and stripe and
   // ends the iteration.
-  // REQUIRES: batch != nullptr
+  // InvalidArgument when batch is null.
   Result<bool> Next(TableLoaderBatch* batch);
   // The state after the last batch Next() returned, or the start before any.
   LoaderState state() const;

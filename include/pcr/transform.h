@@ -43,9 +43,10 @@ struct RandomResizedCropOptions {
 // difference: torch takes the float exp of the drawn log-ratio with SLEEF on
 // CPUs with AVX2, pcr with the C library, and a last-bit difference there
 // moves a side by one pixel (doc/python.md measures how rarely).
-// REQUIRES: width, height >= 1
-PCR_EXPORT Region RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& options,
-                                          uint64_t seed);
+// InvalidArgument unless width and height are 1..65535 and the options are
+// as BatchDecoder::Create requires.
+PCR_EXPORT Result<Region> RandomResizedCropRegion(int width, int height, const RandomResizedCropOptions& options,
+                                                  uint64_t seed);
 
 // torchvision's Resize(resize) then CenterCrop(crop) of a width x height
 // image: the shorter side is resized to `resize` and the longer to
@@ -59,18 +60,18 @@ struct CenterCropGeometry {
   bool operator==(const CenterCropGeometry&) const = default;
 };
 
-// REQUIRES: width, height >= 1, 1 <= crop <= resize, and resize * longer /
-// shorter fits an int
-PCR_EXPORT CenterCropGeometry CenterCropOf(int width, int height, int resize, int crop);
+// InvalidArgument unless width, height and resize are 1..65535 and
+// 1 <= crop <= resize.
+PCR_EXPORT Result<CenterCropGeometry> CenterCropOf(int width, int height, int resize, int crop);
 
 // Resizes `src` (src_height rows of src_width * channels bytes) to `dst`
 // (dst_height rows of dst_width * channels bytes) with a triangle filter
 // widened by the scale factor when shrinking: PIL's BILINEAR, with its
 // fixed-point weights and rounding, so the bytes equal PIL's (for 4 channels,
-// PIL's CMYK or RGBX; PIL premultiplies RGBA). REQUIRES: all sizes 1..65535;
-// buffers hold their images.
-PCR_EXPORT void ResizeBilinear(const uint8_t* src, int src_width, int src_height, int channels, uint8_t* dst,
-                               int dst_width, int dst_height);
+// PIL's CMYK or RGBX; PIL premultiplies RGBA). InvalidArgument unless every
+// size is 1..65535, channels 1..4, and each buffer holds exactly its image.
+PCR_EXPORT Status ResizeBilinear(std::span<const uint8_t> src, int src_width, int src_height, int channels,
+                                 std::span<uint8_t> dst, int dst_width, int dst_height);
 
 struct BatchTransformOptions {
   int size = 224;  // output images are size x size, RGB
@@ -115,7 +116,7 @@ class PCR_EXPORT BatchDecoder {
   size_t image_bytes() const;
   // Fills out[i * image_bytes() ...] with image i. A decode error names the
   // image's index in the batch, also set in *failed when given.
-  // REQUIRES: out.size() == jpegs.size() * image_bytes()
+  // InvalidArgument unless out.size() == jpegs.size() * image_bytes().
   Status Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out, size_t* failed = nullptr);
 
   struct Rep;

@@ -3,6 +3,6 @@
 #pragma once
 
 #define PCR_VERSION_MAJOR 0
-#define PCR_VERSION_MINOR 7
+#define PCR_VERSION_MINOR 8
 #define PCR_VERSION_PATCH 0
-#define PCR_VERSION_STRING "0.7.0"
+#define PCR_VERSION_STRING "0.8.0"

@@ -104,6 +104,9 @@ py::object g_not_supported_error;
     case pcr::StatusCode::kCancelled:
       type = PyExc_KeyboardInterrupt;
       break;
+    case pcr::StatusCode::kOutOfMemory:
+      type = PyExc_MemoryError;
+      break;
     case pcr::StatusCode::kIOError:
     case pcr::StatusCode::kDataLoss:
     case pcr::StatusCode::kOk:
@@ -439,7 +442,7 @@ class PyImageDataset {
 
   std::pair<int64_t, std::string> sample(int64_t i) const {
     const uint64_t image = Index(i);
-    const pcr::SampleMetadata& s = ds_->sample(image);
+    const pcr::SampleMetadata s = Take(ds_->sample(image));
     return {s.label, s.key};
   }
 
@@ -491,7 +494,7 @@ class PyImageDataset {
     const std::vector<std::string>& names = names_arg.names;
     const uint64_t image = Index(i);
     const std::vector<uint32_t> fields = Take(ds_->ResolveFields(names));
-    const auto [record, row] = ds_->LocateImage(image);
+    const auto [record, row] = Take(ds_->LocateImage(image));
     std::vector<pcr::RecordBatch> batches =
         Unlocked([&] { return ds_->ReadRecordBatches({&record, 1}, {.fidelity = pcr::kFieldsOnly, .fields = fields}); });
     py::dict out;
@@ -528,7 +531,7 @@ class PyImageDataset {
     std::call_once(record_first_once_, [&] {
       record_first_.assign(ds_->num_records(), 0);
       for (uint64_t i = ds_->num_images(); i-- > 0;) {
-        const auto [r, row] = ds_->LocateImage(i);
+        const auto [r, row] = Take(ds_->LocateImage(i));
         if (row == 0) record_first_[r] = i;
       }
     });
@@ -1043,7 +1046,7 @@ class PyTable {
   size_t num_stripes() const { return table_->stripe_count(); }
   std::vector<uint64_t> stripe_rows() const {
     std::vector<uint64_t> rows(table_->stripe_count());
-    for (size_t s = 0; s < rows.size(); ++s) rows[s] = table_->stripe_rows(s);
+    for (size_t s = 0; s < rows.size(); ++s) rows[s] = Take(table_->stripe_rows(s));
     return rows;
   }
 
@@ -1588,8 +1591,7 @@ PYBIND11_MODULE(_pcr, m) {
         const pcr::EpochOptions o{.world_size = NonNegative(world_size, "world_size"),
                                   .batch_size = NonNegative(batch_size, "batch_size"),
                                   .uneven = Uneven(uneven)};
-        if (o.world_size == 0 || o.batch_size == 0) throw py::value_error("world_size and batch_size must be at least 1");
-        return pcr::BatchesPerRank(NonNegative(images, "images"), o);
+        return Take(pcr::BatchesPerRank(NonNegative(images, "images"), o));
       },
       py::arg("images"), py::arg("world_size"), py::arg("batch_size"), py::arg("uneven") = "pad");
   m.def(
@@ -1600,8 +1602,7 @@ PYBIND11_MODULE(_pcr, m) {
         for (const auto& [w, k, b] : delivered) {
           if (w < 1 || k < 1) throw py::value_error("a delivered part's world_size and num_workers must be at least 1");
         }
-        if (o.world_size == 0 || o.batch_size == 0) throw py::value_error("world_size and batch_size must be at least 1");
-        return pcr::BatchesPerRank(ds.dataset(), o, seed, NonNegative(epoch, "epoch"));
+        return Take(pcr::BatchesPerRank(ds.dataset(), o, seed, NonNegative(epoch, "epoch")));
       },
       py::arg("dataset"), py::kw_only(), py::arg("world_size"), py::arg("batch_size"), py::arg("uneven"),
       py::arg("shuffle"), py::arg("shuffle_buffer"), py::arg("seed"), py::arg("epoch"), py::arg("delivered"));
