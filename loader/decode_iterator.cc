@@ -1,7 +1,6 @@
 #include "pcr/decode_iterator.h"
 
 #include <algorithm>
-#include <cassert>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -73,7 +72,7 @@ Result<std::unique_ptr<DecodeIterator>> DecodeIterator::Create(const ImageDatase
 DecodeIterator::DecodeIterator(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 DecodeIterator::~DecodeIterator() = default;
 Result<bool> DecodeIterator::Next(DecodedBatch* batch) {
-  assert(batch != nullptr && "DecodeIterator::Next: batch is null");
+  if (batch == nullptr) return Status::InvalidArgument("DecodeIterator::Next: batch is null");
   return rep_->Next(batch);
 }
 
@@ -121,10 +120,9 @@ Result<bool> DecodeIterator::Rep::Prepare(Slot* slot) {
     offsets[i] = total;
     total += shape->bytes();
   }
-  if (batch.pixels.size() < total) batch.pixels.resize(total);
-  for (size_t i = 0; i < n; ++i) {
-    batch.images[i].pixels = std::span<const uint8_t>(batch.pixels).subspan(offsets[i], batch.images[i].shape.bytes());
-  }
+  batch.pixels.Resize(total);  // no zero-fill: every byte is decoded into
+  const std::span<const uint8_t> all(batch.pixels.data(), batch.pixels.size());
+  for (size_t i = 0; i < n; ++i) batch.images[i].pixels = all.subspan(offsets[i], batch.images[i].shape.bytes());
   return true;
 }
 
@@ -142,7 +140,9 @@ void DecodeIterator::Rep::Feed() {
     Result<bool> more = Status::OK();
     try {
       more = Prepare(slot.get());
-    } catch (const std::exception& e) {  // from the crop callback, or out of memory
+    } catch (const std::bad_alloc&) {
+      more = Status::OutOfMemory("decode iterator: out of memory");
+    } catch (const std::exception& e) {  // from the crop callback
       more = Status::InvalidArgument(std::string("decode iterator: ") + e.what());
     }
     std::lock_guard lock(mu_);
@@ -176,9 +176,9 @@ void DecodeIterator::Rep::Decode() {
     lock.unlock();
     DecodedBatch& batch = slot->batch;
     const DecodedView& view = batch.images[i];
-    const auto pixels = std::span<uint8_t>(batch.pixels).subspan(
+    const auto pixels = std::span<uint8_t>(batch.pixels.data(), batch.pixels.size()).subspan(
         static_cast<size_t>(view.pixels.data() - batch.pixels.data()), view.shape.bytes());
-    auto got = decoder.Decode(batch.source.images[i].jpeg, slot->jobs[i], pixels);
+    auto got = OutOfMemoryAsStatus("decoding", [&] { return decoder.Decode(batch.source.images[i].jpeg, slot->jobs[i], pixels); });
     lock.lock();
     if (!got.ok() && slot->error.ok()) slot->error = got.status().WithPrefix(std::string(view.key));
     if (--slot->pending == 0) changed_.notify_all();

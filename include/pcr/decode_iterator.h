@@ -13,6 +13,7 @@
 #include "pcr/decode.h"
 #include "pcr/export.h"
 #include "pcr/image_dataset.h"
+#include "pcr/io.h"
 #include "pcr/record_iterator.h"
 #include "pcr/status.h"
 
@@ -38,11 +39,12 @@ struct DecodedView {
   uint64_t row = 0;  // the image's row in source.fields (DecodeIteratorOptions::records.fields)
 };
 
-// One record's images, decoded. Buffers are reused by the next Next().
+// One record's images, decoded. Buffers are reused by the next Next(), and
+// never zero-filled: only the bytes images[i].pixels view are defined.
 struct DecodedBatch {
   uint64_t record = 0;
   std::vector<DecodedView> images;
-  std::vector<uint8_t> pixels;  // every image's rows, back to back
+  IoBuffer pixels;              // every image's rows, back to back
   RecordBatch source;           // the JPEG bytes the images came from, and their fields
 };
 
@@ -58,7 +60,7 @@ class PCR_EXPORT DecodeIterator {
 
   // Fills `batch` with the next record's decoded images; false after the
   // last record. A decode error names the image and ends the iteration.
-  // REQUIRES: batch != nullptr
+  // InvalidArgument when batch is null.
   Result<bool> Next(DecodedBatch* batch);
 
  private:

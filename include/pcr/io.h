@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include "pcr/export.h"
@@ -79,7 +80,7 @@ struct IoEngineOptions {
   unsigned queue_depth = 64;        // io_uring: reads in flight at most (1..4096)
   bool direct = false;              // open files with O_DIRECT; buffered where refused
   uint64_t max_io_bytes = 1 << 20;  // longer requests are split into I/Os this long, in flight together
-  double max_mbps = 0;              // bandwidth cap in MB/s (10^6 bytes); 0: none
+  double max_mbps = 0;              // bandwidth cap in MB/s (10^6 bytes), finite; 0: none
   RemoteOptions remote;
 };
 
@@ -100,6 +101,16 @@ class PCR_EXPORT IoBuffer {
  public:
   IoBuffer() = default;
   explicit IoBuffer(size_t size) { Resize(size); }
+  // Moving leaves the source empty.
+  IoBuffer(IoBuffer&& other) noexcept
+      : data_(std::move(other.data_)), size_(std::exchange(other.size_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  IoBuffer& operator=(IoBuffer&& other) noexcept {
+    data_ = std::move(other.data_);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    return *this;
+  }
   // Keeps the allocation when it is large enough; contents are undefined after growing.
   void Resize(size_t size);
   uint8_t* data() { return data_.get(); }
