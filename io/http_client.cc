@@ -39,6 +39,7 @@ struct Transfer {
   int64_t seen = 0;           // bytes of the answer's body by then
   std::chrono::milliseconds stall_limit{0};
   bool stalled = false;       // aborted: no byte for stall_limit
+  const std::atomic<bool>* cancel = nullptr;  // the client's, when set
 };
 
 }  // namespace http_internal
@@ -98,6 +99,7 @@ std::string HeaderValue(const Transfer& t, std::string_view name) {
 // Aborts a transfer that has moved no byte for its stall limit.
 int Progress(void* user, curl_off_t, curl_off_t now_bytes, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
+  if (t->cancel != nullptr && t->cancel->load()) return 1;
   const auto now = Clock::now();
   if (now_bytes != t->seen) {
     t->seen = now_bytes;
@@ -144,9 +146,11 @@ void InitCurl() {
   (void)done;
 }
 
-Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& options) {
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& options,
+                                                       std::shared_ptr<const std::atomic<bool>> cancel) {
   InitCurl();
   std::unique_ptr<HttpClient> c(new HttpClient(options));
+  c->cancel_ = std::move(cancel);
   c->multi_ = curl_multi_init();
   if (c->multi_ == nullptr) return Status::IOError("cannot start libcurl");
   curl_multi_setopt(static_cast<CURLM*>(c->multi_), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
@@ -239,6 +243,7 @@ void HttpClient::Run(std::span<Transfer> transfers) {
     std::lock_guard lock(mu_);
     for (Transfer& t : transfers) {
       t.pending = &pending;
+      t.cancel = cancel_.get();
       submitted_.push_back(&t);
     }
   }
@@ -335,6 +340,10 @@ void HttpClient::Complete(Transfer* t, int result, std::vector<Transfer*>* later
   t->handle = nullptr;
   const RemoteRead& r = t->read;
   const std::string path(r.path);
+  if (Cancelled()) {
+    Finish(t, Status::Cancelled(path + ": request cancelled"));
+    return;
+  }
   const std::string tries = t->attempt > 0 ? " after " + std::to_string(t->attempt + 1) + " attempts" : "";
   if (!t->answered) t->silent += std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t->attempt_start);
   auto retry = [&] {
@@ -422,6 +431,12 @@ void HttpClient::Loop() {
       if (stop_) return;
       queue.insert(queue.end(), submitted_.begin(), submitted_.end());
       submitted_.clear();
+    }
+    if (Cancelled()) {
+      for (Transfer* t : queue) Finish(t, Status::Cancelled(std::string(t->read.path) + ": request cancelled"));
+      for (Transfer* t : later) Finish(t, Status::Cancelled(std::string(t->read.path) + ": request cancelled"));
+      queue.clear();
+      later.clear();
     }
     const auto now = Clock::now();
     for (auto it = later.begin(); it != later.end();) {

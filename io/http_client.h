@@ -54,8 +54,11 @@ struct RemoteRead {
 // after RemoteOptions::answer_timeout_ms.
 class HttpClient {
  public:
-  // S3 credentials and region are read from the environment now.
-  static Result<std::unique_ptr<HttpClient>> Create(const RemoteOptions& options);
+  // S3 credentials and region are read from the environment now. Once
+  // `cancel` (when set) holds true, requests not finished fail Cancelled
+  // (IoEngineOptions::cancel).
+  static Result<std::unique_ptr<HttpClient>> Create(const RemoteOptions& options,
+                                                    std::shared_ptr<const std::atomic<bool>> cancel = nullptr);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -104,8 +107,10 @@ class HttpClient {
   // Handles a completed attempt: finished, or queued again after a backoff.
   void Complete(Transfer* t, int code, std::vector<Transfer*>* later);
   void Finish(Transfer* t, Status status);
+  bool Cancelled() const { return cancel_ && cancel_->load(); }
 
   const RemoteOptions options_;
+  std::shared_ptr<const std::atomic<bool>> cancel_;
   S3Signer signer_;
   std::atomic<uint64_t> requests_{0};
 

@@ -126,7 +126,7 @@ Result<HttpClient*> IoEngine::Http() {
   // parent's is left as it is.
   if (http_ && http_->forked()) (void)http_.release();
   if (!http_) {
-    PCR_ASSIGN_OR_RETURN(http_, HttpClient::Create(options_.remote));
+    PCR_ASSIGN_OR_RETURN(http_, HttpClient::Create(options_.remote, options_.cancel));
   }
   return http_.get();
 }
@@ -291,8 +291,8 @@ void IoEngine::AddNote(const std::string& note) {
   note_ += note;
 }
 
-void BandwidthCap::Acquire(uint64_t bytes) {
-  if (mbps_ <= 0) return;
+bool BandwidthCap::Acquire(uint64_t bytes, const std::atomic<bool>* cancel) {
+  if (mbps_ <= 0) return true;
   std::chrono::steady_clock::time_point until;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -303,10 +303,29 @@ void BandwidthCap::Acquire(uint64_t bytes) {
     until_ = std::max(until_, std::chrono::steady_clock::now() - kCapBurst) + cost;
     until = until_;
   }
-  std::this_thread::sleep_until(until);
+  if (cancel == nullptr) {
+    std::this_thread::sleep_until(until);
+    return true;
+  }
+  constexpr auto kCheck = std::chrono::milliseconds(50);
+  while (!cancel->load()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return true;
+    std::this_thread::sleep_until(std::min(until, now + kCheck));
+  }
+  return false;
 }
 
-void IoEngine::Throttle(uint64_t bytes) { cap_.Acquire(bytes); }
+bool IoEngine::Throttle(uint64_t bytes) {
+  const std::atomic<bool>* cancel = options_.cancel.get();
+  if (cancel != nullptr && cancel->load()) return false;
+  return cap_.Acquire(bytes, cancel);
+}
+
+Status IoEngine::CancelledRead(const IoOp& op) {
+  return Status::Cancelled(op.file->path() + ": read of " + std::to_string(op.length) + " bytes at offset " +
+                           std::to_string(op.offset) + " cancelled");
+}
 
 bool IoEngine::InjectEagain() {
   const uint32_t every = faults_.eagain_every;
@@ -356,7 +375,10 @@ class PreadEngine final : public IoEngine {
       uint64_t done = 0;
       while (true) {
         const uint64_t want = CallLength(op, done);
-        Throttle(want);
+        if (!Throttle(want)) {
+          *op.status = CancelledRead(op);
+          break;
+        }
         const ssize_t n = pread(op.file->fd(), op.out + done, want, static_cast<off_t>(op.offset + done));
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n >= 0 && InjectEagain()) continue;

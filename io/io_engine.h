@@ -95,12 +95,13 @@ struct IoFaults {
 };
 
 // A token bucket: Acquire(n) returns once n more bytes fit under `mbps` MB/s
-// (10^6 bytes), with a bucket of kCapBurst worth of bytes. Thread-safe.
+// (10^6 bytes), with a bucket of kCapBurst worth of bytes, or false as soon
+// as `cancel` holds true. Thread-safe.
 inline constexpr std::chrono::milliseconds kCapBurst{20};
 class BandwidthCap {
  public:
   explicit BandwidthCap(double mbps) : mbps_(mbps) {}
-  void Acquire(uint64_t bytes);
+  bool Acquire(uint64_t bytes, const std::atomic<bool>* cancel = nullptr);
 
  private:
   const double mbps_;  // <= 0: no cap
@@ -153,8 +154,11 @@ class IoEngine {
   // Applies a read call's result (bytes, or -errno) to `op`; true when the op
   // is finished, successfully or with its status set.
   bool Advance(IoOp& op, uint64_t* done, int64_t result);
-  // Blocks until `bytes` fit under the bandwidth cap.
-  void Throttle(uint64_t bytes);
+  // Blocks until `bytes` fit under the bandwidth cap; false, at once, when
+  // the caller cancelled (options_.cancel).
+  bool Throttle(uint64_t bytes);
+  // The status of a read that `Throttle` stopped.
+  static Status CancelledRead(const IoOp& op);
   // True when fault injection turns this completion into EAGAIN.
   bool InjectEagain();
   void AddNote(const std::string& note);

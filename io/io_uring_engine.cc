@@ -15,6 +15,9 @@ namespace pcr {
 
 namespace {
 
+// The user data of a no-op entry, which stands for no op.
+constexpr uint64_t kNoOp = UINT64_MAX;
+
 // One io_uring instance, used by one read call at a time.
 struct Ring {
   io_uring ring{};
@@ -124,7 +127,20 @@ class UringEngine final : public IoEngine {
         const size_t i = pending.front();
         pending.pop_front();
         const uint64_t want = CallLength(ops[i], done[i]);
-        Throttle(want);
+        if (!Throttle(want)) {
+          // Cancelled: this entry becomes a no-op, and no op not yet taken
+          // by the kernel goes out; those in flight are waited for.
+          io_uring_prep_nop(sqe);
+          io_uring_sqe_set_data64(sqe, kNoOp);
+          ++queued;
+          pending.push_front(i);
+          for (const size_t j : pending) {
+            if (ops[j].status->ok()) *ops[j].status = CancelledRead(ops[j]);
+            finished[j] = true;
+          }
+          pending.clear();
+          break;
+        }
         io_uring_prep_read(sqe, ops[i].file->fd(), ops[i].out + done[i], static_cast<unsigned>(want),
                            ops[i].offset + done[i]);
         io_uring_sqe_set_data64(sqe, i);
@@ -144,6 +160,7 @@ class UringEngine final : public IoEngine {
       io_uring_for_each_cqe(ring, head, cqe) {
         ++seen;
         --submitted;
+        if (io_uring_cqe_get_data64(cqe) == kNoOp) continue;
         const size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
         const int res = cqe->res;
         if (res == -EAGAIN || res == -EINTR || (res >= 0 && InjectEagain())) {

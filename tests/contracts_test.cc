@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -98,6 +99,10 @@ TEST_CASE("indices, positions and sizes out of range are InvalidArgument naming 
        },
        "max_mbps"},
   });
+  // A rate so low it would never finish is the caller's to stop.
+  auto cancel = std::make_shared<std::atomic<bool>>(true);
+  auto stopped = ImageDataset::Open(tmp / "ds", {.io = {.max_mbps = 1e-9, .cancel = cancel}});
+  CHECK(stopped.status().code() == StatusCode::kCancelled);
   // The same calls in range give values.
   CHECK(d.sample(n - 1).ok());
   CHECK(d.RecordBytes(records - 1, kFullFidelity).ok());

@@ -1,7 +1,14 @@
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -165,6 +172,96 @@ TEST_CASE("a bandwidth cap delivers the right bytes no faster than the cap") {
   }
   const auto elapsed = std::chrono::steady_clock::now() - start;
   CHECK(elapsed >= std::chrono::milliseconds(100) - kCapBurst);
+}
+
+TEST_CASE("a cancelled read returns Cancelled, also while it waits for the bandwidth cap") {
+  const IoEngineKind kind = GENERATE(IoEngineKind::kPread, IoEngineKind::kUring);
+  INFO(Name(kind));
+  Files files(2);
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  // 1e-9 MB/s: the first I/O alone would wait for years.
+  auto engine = Engine(kind, {.max_io_bytes = 4096, .max_mbps = 1e-9, .cancel = cancel});
+  std::vector<std::unique_ptr<RandomAccessFile>> open;
+  std::vector<Bytes> out;
+  std::vector<ReadRequest> reqs;
+  for (const std::string& path : files.paths) {
+    auto f = engine->Open(path);
+    REQUIRE(f.ok());
+    open.push_back(std::move(f).value());
+    out.emplace_back(open.back()->size());
+  }
+  for (size_t i = 0; i < open.size(); ++i) reqs.push_back({open[i].get(), 0, out[i].size(), out[i].data()});
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel->store(true);
+  });
+  const Status st = engine->Read(reqs);
+  canceller.join();
+  CHECK(st.code() == StatusCode::kCancelled);
+  CHECK_THAT(st.message(), Catch::Contains(files.paths[0]) && Catch::Contains("cancelled"));
+  for (const ReadRequest& r : reqs) CHECK(r.status.code() == StatusCode::kCancelled);
+  // Without a cap, a cancelled engine issues no I/O at all.
+  auto uncapped = Engine(kind, {.cancel = cancel});
+  auto f = uncapped->Open(files.paths[1]);
+  REQUIRE(f.ok());
+  std::fill(out[1].begin(), out[1].end(), uint8_t{0xEE});
+  ReadRequest one{f->get(), 0, out[1].size(), out[1].data()};
+  CHECK(uncapped->Read({&one, 1}).code() == StatusCode::kCancelled);
+  CHECK(std::all_of(out[1].begin(), out[1].end(), [](uint8_t v) { return v == 0xEE; }));
+}
+
+TEST_CASE("a cancelled remote read returns Cancelled from an endpoint that never answers") {
+  const std::string server = test::DataDir() + "/../fault_server.py";
+  TempDir root;
+  test::WriteFile(root / "obj", Bytes(1000, 7));
+  // A free loopback port, then the server on it, answering nothing.
+  int port = 0;
+  {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port = ntohs(addr.sin_port);
+    close(fd);
+  }
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::string port_text = std::to_string(port), dir = root.path().string();
+    execl("/usr/bin/python3", "python3", server.c_str(), dir.c_str(), port_text.c_str(), "hang", "1",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until it listens.
+  bool listening = false;
+  for (int i = 0; i < 200 && !listening; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    listening = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  auto engine = Engine(IoEngineKind::kPread, {.cancel = cancel});
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel->store(true);
+  });
+  // Opening asks for the size, which the server never gives.
+  auto f = engine->Open("http://127.0.0.1:" + std::to_string(port) + "/obj");
+  canceller.join();
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+  REQUIRE(listening);
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.status().code() == StatusCode::kCancelled);
+  CHECK_THAT(f.status().message(), Catch::Contains("/obj: request cancelled"));
 }
 
 TEST_CASE("threads sharing an engine read at the same time") {

@@ -4,6 +4,7 @@
 // Thread safety: plain values.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -82,6 +83,12 @@ struct IoEngineOptions {
   uint64_t max_io_bytes = 1 << 20;  // longer requests are split into I/Os this long, in flight together
   double max_mbps = 0;              // bandwidth cap in MB/s (10^6 bytes), finite; 0: none
   RemoteOptions remote;
+  // When set, once it holds true every read of the engine not yet done
+  // (and so every open, which reads) returns Cancelled: checked before each
+  // I/O, every 50 ms while a read waits for the bandwidth cap, and at least
+  // once a second while a remote request is in flight or waits for a retry.
+  // The engine (and the dataset or table it reads for) shares ownership.
+  std::shared_ptr<const std::atomic<bool>> cancel;
 };
 
 struct IoCounters {
