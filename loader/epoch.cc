@@ -39,6 +39,10 @@ Result<IterationState> IterationState::Parse(std::string_view text) {
 
 Status ValidateEpochOptions(const EpochOptions& options) {
   if (options.world_size == 0) return Status::InvalidArgument("world_size must be at least 1, not 0");
+  if (options.uneven != UnevenShares::kPad && options.uneven != UnevenShares::kDrop) {
+    return Status::InvalidArgument("uneven must be UnevenShares::kPad or kDrop, not " +
+                                   std::to_string(static_cast<int>(options.uneven)));
+  }
   if (options.rank >= options.world_size) {
     return Status::InvalidArgument("rank must be 0.." + std::to_string(options.world_size - 1) + " (world_size " +
                                    std::to_string(options.world_size) + "), not " + std::to_string(options.rank));

@@ -1,5 +1,6 @@
 #include "pcr/image_loader.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <optional>
@@ -55,6 +56,11 @@ struct [[gnu::visibility("hidden")]] ImageLoader::Rep {
   Result<bool> Refill(uint64_t planned, LoaderBatch* out);
   // The images skipped so far, by the iterator and by decoding.
   std::vector<SkippedImage> Skipped() const;
+  // Decodes `jpegs` into `out` as options.output says. An image's error sets
+  // *failed to its index; an error of the whole batch sets it to jpegs.size().
+  Status DecodeBatch(std::span<const ByteSpan> jpegs, uint64_t seed, LoaderBatch* out, size_t* failed);
+  // Output::kDecoded: each image whole, on up to `threads` threads.
+  Status DecodeWhole(std::span<const ByteSpan> jpegs, LoaderBatch* out, size_t* failed);
 
   ImageLoaderOptions options;
   uint64_t seed = 0, epoch = 0;
@@ -64,6 +70,8 @@ struct [[gnu::visibility("hidden")]] ImageLoader::Rep {
   std::atomic<uint64_t> taken;  // LoaderState::batches after the last batch Next() returned
   std::unique_ptr<SampleIterator> samples;
   std::unique_ptr<BatchDecoder> decoder;
+  int threads = 1;                                    // Output::kDecoded: decoding threads
+  std::vector<std::unique_ptr<JpegDecoder>> whole;    // Output::kDecoded: one per thread
   SampleBatch jpegs;        // used by the loading thread only
   LoaderBatch staged;       // the batch being loaded
   Status ended;             // the error Next() returned, returned again
@@ -108,7 +116,15 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
   if (options.read_ahead == 0) return Status::InvalidArgument("read_ahead must be at least 1, not 0");
   PCR_ASSIGN_OR_RETURN(auto decoder, BatchDecoder::Create(options.transform));
   const uint64_t image_bytes = decoder->image_bytes();
-  if (e.batch_size > options.max_batch_bytes / image_bytes) {
+  const bool decoded = options.output == ImageLoaderOptions::Output::kDecoded;
+  if (options.output != ImageLoaderOptions::Output::kResized && !decoded) {
+    return Status::InvalidArgument("output must be Output::kResized or kDecoded, not " +
+                                   std::to_string(static_cast<int>(options.output)));
+  }
+  if (decoded) {
+    PCR_RETURN_IF_ERROR(JpegDecoder::CheckOptions({.scale_denom = options.decoded_scale}).WithPrefix("decoded_scale"));
+  }
+  if (!decoded && e.batch_size > options.max_batch_bytes / image_bytes) {
     return Status::InvalidArgument("batch_size " + std::to_string(e.batch_size) + " of " +
                                    std::to_string(options.transform.size) + " x " +
                                    std::to_string(options.transform.size) + " images (" +
@@ -142,6 +158,8 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
   rep->position = position;
   rep->taken = start.batches;
   rep->decoder = std::move(decoder);
+  rep->threads = options.transform.threads > 0 ? options.transform.threads
+                                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   rep->thread = std::thread([r = rep.get()] { r->Run(); });
   return std::unique_ptr<ImageLoader>(new ImageLoader(std::move(rep)));
 }
@@ -206,10 +224,10 @@ Result<bool> ImageLoader::Rep::Load(LoaderBatch* out) {
       out->labels[i] = jpegs.images[i].label;
       spans[i] = jpegs.images[i].jpeg;
     }
-    out->images.resize(n * decoder->image_bytes());
     size_t failed = 0;
-    Status decoded = decoder->Decode(spans, batch_seed, out->images, &failed);
+    Status decoded = DecodeBatch(spans, batch_seed, out, &failed);
     if (decoded.ok()) return options.replace_skipped ? Refill(planned, out) : Result<bool>(true);
+    if (failed >= n) return decoded.WithPrefix("the rank's batch " + std::to_string(out->batch));
     decoded = decoded.WithPrefix("dataset image " + std::to_string(jpegs.indices[failed]) + " (key " +
                                  jpegs.images[failed].key + ")");
     if (!options.skip_corrupt) return decoded;
@@ -229,6 +247,63 @@ Result<bool> ImageLoader::Rep::Load(LoaderBatch* out) {
   }
 }
 
+Status ImageLoader::Rep::DecodeBatch(std::span<const ByteSpan> jpegs, uint64_t seed, LoaderBatch* out,
+                                     size_t* failed) {
+  if (options.output == ImageLoaderOptions::Output::kDecoded) return DecodeWhole(jpegs, out, failed);
+  out->shapes.clear();
+  out->offsets.clear();
+  out->images.resize(jpegs.size() * decoder->image_bytes());
+  return decoder->Decode(jpegs, seed, out->images, failed);
+}
+
+Status ImageLoader::Rep::DecodeWhole(std::span<const ByteSpan> jpegs, LoaderBatch* out, size_t* failed) {
+  const size_t n = jpegs.size();
+  const int used = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(n, 1)));
+  while (whole.size() < static_cast<size_t>(used)) whole.push_back(std::make_unique<JpegDecoder>());
+  const DecodeOptions o{.scale_denom = options.decoded_scale, .format = PixelFormat::kRgb,
+                        .decoder = options.transform.decoder};
+  // Every image's shape from its header, and the batch's bytes, before any
+  // pixel is allocated.
+  out->shapes.resize(n);
+  out->offsets.resize(n);
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto shape = whole[0]->Shape(jpegs[i], o);
+    if (!shape.ok()) {
+      *failed = i;
+      return shape.status();
+    }
+    out->shapes[i] = *shape;
+    out->offsets[i] = total;
+    total += shape->bytes();
+  }
+  if (total > options.max_batch_bytes) {
+    *failed = n;
+    return Status::InvalidArgument(std::to_string(n) + " images decoded whole take " + std::to_string(total) +
+                                   " bytes, more than max_batch_bytes (" + std::to_string(options.max_batch_bytes) +
+                                   "): use a larger decoded_scale, a smaller batch_size or a larger max_batch_bytes");
+  }
+  out->images.resize(total);
+  std::vector<Status> errors(n);
+  std::atomic<size_t> next{0};
+  auto work = [&](JpegDecoder& decoder) {
+    for (size_t i = next++; i < n; i = next++) {
+      const std::span<uint8_t> pixels(out->images.data() + out->offsets[i], out->shapes[i].bytes());
+      errors[i] = OutOfMemoryAsStatus("decoding", [&] { return decoder.Decode(jpegs[i], o, pixels).status(); });
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < used; ++t) pool.emplace_back(work, std::ref(*whole[static_cast<size_t>(t)]));
+  work(*whole[0]);
+  for (std::thread& t : pool) t.join();
+  for (size_t i = 0; i < n; ++i) {
+    if (errors[i].ok()) continue;
+    *failed = i;
+    return errors[i];
+  }
+  return Status::OK();
+}
+
 Result<bool> ImageLoader::Rep::Refill(uint64_t planned, LoaderBatch* out) {
   const size_t good = out->labels.size();
   if (good == planned) return true;
@@ -237,12 +312,22 @@ Result<bool> ImageLoader::Rep::Refill(uint64_t planned, LoaderBatch* out) {
     return all.back().error.WithPrefix("every image of the rank's batch " + std::to_string(out->batch) +
                                        " is unreadable, so none can take the others' places; the last one");
   }
+  const bool ragged = options.output == ImageLoaderOptions::Output::kDecoded;
   const size_t bytes = decoder->image_bytes();
-  out->images.resize(planned * bytes);
   for (size_t i = good; i < planned; ++i) {
     const size_t from = (i - good) % good;
-    std::copy_n(out->images.begin() + static_cast<std::ptrdiff_t>(from * bytes), bytes,
-                out->images.begin() + static_cast<std::ptrdiff_t>(i * bytes));
+    if (ragged) {
+      const uint64_t at = out->images.size(), length = out->shapes[from].bytes();
+      out->images.resize(at + length);
+      std::copy_n(out->images.begin() + static_cast<std::ptrdiff_t>(out->offsets[from]), length,
+                  out->images.begin() + static_cast<std::ptrdiff_t>(at));
+      out->shapes.push_back(out->shapes[from]);
+      out->offsets.push_back(at);
+    } else {
+      out->images.resize((i + 1) * bytes);
+      std::copy_n(out->images.begin() + static_cast<std::ptrdiff_t>(from * bytes), bytes,
+                  out->images.begin() + static_cast<std::ptrdiff_t>(i * bytes));
+    }
     out->labels.push_back(out->labels[from]);
     out->indices.push_back(out->indices[from]);
   }

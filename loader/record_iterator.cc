@@ -57,16 +57,7 @@ Result<std::unique_ptr<RecordIterator>> RecordIterator::Create(const ImageDatase
   auto rep = std::make_unique<Rep>(dataset, o);
   rep->selection_ = {.fidelity = o.fidelity, .fields = std::move(fields)};
   rep->per_record_ = StreamsPerRecord(dataset, rep->selection_);
-  rep->thread_ = std::thread([p = rep.get()] {
-    const Status failed = OutOfMemoryAsStatus("reading ahead", [p] {
-      p->ReadAhead();
-      return Status::OK();
-    });
-    if (failed.ok()) return;
-    std::lock_guard<std::mutex> lock(p->mu_);
-    p->error_ = failed;
-    p->changed_.notify_all();
-  });
+  rep->thread_ = ReadAheadThread(rep.get());
   return std::unique_ptr<RecordIterator>(new RecordIterator(std::move(rep)));
 }
 

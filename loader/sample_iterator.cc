@@ -67,16 +67,7 @@ Result<std::unique_ptr<SampleIterator>> SampleIterator::Create(const ImageDatase
   PCR_ASSIGN_OR_RETURN(std::vector<uint32_t> fields, dataset.ResolveFields(options.fields));
   auto rep = std::make_unique<Rep>(dataset, options, start);
   rep->fields_.fields = std::move(fields);
-  rep->thread_ = std::thread([p = rep.get()] {
-    const Status failed = OutOfMemoryAsStatus("reading ahead", [p] {
-      p->ReadAhead();
-      return Status::OK();
-    });
-    if (failed.ok()) return;
-    std::lock_guard<std::mutex> lock(p->mu_);
-    p->error_ = failed;
-    p->changed_.notify_all();
-  });
+  rep->thread_ = ReadAheadThread(rep.get());
   return std::unique_ptr<SampleIterator>(new SampleIterator(std::move(rep)));
 }
 

@@ -1,8 +1,10 @@
 // The decoding thread counts the loader's classes take.
 #pragma once
 
+#include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "pcr/status.h"
 
@@ -29,6 +31,23 @@ auto OutOfMemoryAsStatus(const char* what, F&& f) -> decltype(f()) {
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory(std::string(what) + ": out of memory");
   }
+}
+
+// A thread running rep->ReadAhead(), whose allocation failure becomes
+// rep->error_ (set under rep->mu_, waking rep->changed_'s waiters) rather
+// than an exception leaving the thread.
+template <typename Rep>
+std::thread ReadAheadThread(Rep* rep) {
+  return std::thread([rep] {
+    const Status failed = OutOfMemoryAsStatus("reading ahead", [rep] {
+      rep->ReadAhead();
+      return Status::OK();
+    });
+    if (failed.ok()) return;
+    std::lock_guard<std::mutex> lock(rep->mu_);
+    rep->error_ = failed;
+    rep->changed_.notify_all();
+  });
 }
 
 }  // namespace pcr

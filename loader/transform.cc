@@ -276,8 +276,17 @@ struct BatchDecoder::Rep {
 
 Result<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const BatchTransformOptions& options) {
   if (options.size < 1 || options.size > 65535) return Status::InvalidArgument("size must be 1..65535");
-  if (options.crop == BatchTransformOptions::Crop::kCenter && options.resize < options.size) {
-    return Status::InvalidArgument("resize must be at least the crop size");
+  if (options.crop != BatchTransformOptions::Crop::kRandomResized && options.crop != BatchTransformOptions::Crop::kCenter) {
+    return Status::InvalidArgument("crop must be Crop::kRandomResized or kCenter, not " +
+                                   std::to_string(static_cast<int>(options.crop)));
+  }
+  if (options.dtype != BatchTransformOptions::Dtype::kUInt8 && options.dtype != BatchTransformOptions::Dtype::kFloat32 &&
+      options.dtype != BatchTransformOptions::Dtype::kFloat16) {
+    return Status::InvalidArgument("dtype must be Dtype::kUInt8, kFloat32 or kFloat16, not " +
+                                   std::to_string(static_cast<int>(options.dtype)));
+  }
+  if (options.crop == BatchTransformOptions::Crop::kCenter && (options.resize < options.size || options.resize > 65535)) {
+    return Status::InvalidArgument("resize must be at least the crop size, and at most 65535");
   }
   PCR_RETURN_IF_ERROR(CheckRandomResized(options.random_resized));
   PCR_RETURN_IF_ERROR(CheckThreads(options.threads));

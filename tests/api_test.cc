@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <csignal>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include "pcr/decode.h"
 #include "pcr/decode_iterator.h"
 #include "pcr/image_dataset.h"
+#include "pcr/image_loader.h"
 #include "pcr/record_iterator.h"
 #include "pcr/sample_iterator.h"
 #include "pcr/status.h"
@@ -131,6 +133,11 @@ TEST_CASE("iterators and batches stay valid after the dataset handle is destroye
   auto records = RecordIterator::Create(*ds, {.records_in_flight = 2});
   auto samples = SampleIterator::Create(*ds, {.epoch = {.batch_size = 2}});
   auto decoded = DecodeIterator::Create(*ds, {.threads = 2});
+  ImageLoaderOptions whole{.epoch = {.batch_size = 5}};
+  whole.output = ImageLoaderOptions::Output::kDecoded;
+  whole.transform.threads = 2;
+  auto loader = ImageLoader::Create(*ds, whole);
+  REQUIRE(loader.ok());
   auto batches = ds->ReadRecordBatches(std::vector<uint64_t>{0, 1}, {.fidelity = kFullFidelity});
   REQUIRE(records.ok());
   REQUIRE(samples.ok());
@@ -169,6 +176,17 @@ TEST_CASE("iterators and batches stay valid after the dataset handle is destroye
     for (const DecodedView& v : db.images) {
       const DecodedImage whole = DecodeJpeg(by_key.at(std::string(v.key))).MoveValue();
       CHECK(std::vector<uint8_t>(v.pixels.begin(), v.pixels.end()) == whole.pixels);
+      ++seen;
+    }
+  }
+  CHECK(seen == images);
+  seen = 0;
+  LoaderBatch lb;
+  while ((*loader)->Next(&lb).MoveValue()) {
+    for (size_t j = 0; j < lb.indices.size(); ++j) {
+      const DecodedImage one = DecodeJpeg(want[lb.indices[j]].jpeg, {.format = PixelFormat::kRgb}).MoveValue();
+      CHECK(std::equal(one.pixels.begin(), one.pixels.end(),
+                       lb.images.begin() + static_cast<std::ptrdiff_t>(lb.offsets[j])));
       ++seen;
     }
   }

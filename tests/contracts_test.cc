@@ -86,6 +86,20 @@ TEST_CASE("indices, positions and sizes out of range are InvalidArgument naming 
       {"ResizeBilinear src", [&] { return ResizeBilinear(small, 2, 2, 3, out, 2, 2); }, "src holds 10 bytes"},
       {"ResizeBilinear channels", [&] { return ResizeBilinear(small, 2, 5, 1, out, 2, 2); }, "dst holds 12 bytes"},
       {"ResizeBilinear size", [&] { return ResizeBilinear(small, 0, 2, 3, out, 2, 2); }, "src_width"},
+      {"BatchDecoder crop", [&] { return BatchDecoder::Create({.crop = BatchTransformOptions::Crop(7)}).status(); },
+       "crop must be"},
+      {"BatchDecoder dtype", [&] { return BatchDecoder::Create({.dtype = BatchTransformOptions::Dtype(9)}).status(); },
+       "dtype must be"},
+      {"BatchDecoder resize",
+       [&] { return BatchDecoder::Create({.crop = BatchTransformOptions::Crop::kCenter, .resize = 1 << 30}).status(); },
+       "resize must be"},
+      {"uneven", [&] { return BatchesPerRank(100, {.uneven = UnevenShares(5)}).status(); }, "uneven must be"},
+      {"on_bad_value",
+       [&] {
+         return ConvertTable({.input = tmp / "rows.jsonl", .out_dir = tmp / "t2", .on_bad_value = BadValue(3)})
+             .status();
+       },
+       "on_bad_value must be"},
       {"max_mbps -1", [&] { return ImageDataset::Open(tmp / "ds", {.io = {.max_mbps = -1}}).status(); }, "max_mbps"},
       {"max_mbps NaN",
        [&] {

@@ -38,6 +38,64 @@ std::vector<LoaderBatch> Drain(ImageLoader& loader, size_t at_most = SIZE_MAX) {
   return out;
 }
 
+TEST_CASE("Output::kDecoded gives each image whole at its decoded size, a ragged batch, resumable") {
+  TempDir tmp;
+  auto ds = OpenSample(tmp);
+  ImageLoaderOptions o = Options(0, 1);
+  o.output = ImageLoaderOptions::Output::kDecoded;
+  o.decoded_scale = 2;
+  auto loader = ImageLoader::Create(*ds, o, {.seed = 3});
+  REQUIRE(loader.ok());
+  const std::vector<LoaderBatch> got = Drain(**loader);
+  CHECK(got.size() == (*loader)->num_batches());
+  std::set<uint64_t> seen;
+  std::set<std::pair<int, int>> sizes;
+  for (const LoaderBatch& b : got) {
+    REQUIRE(b.shapes.size() == b.indices.size());
+    REQUIRE(b.offsets.size() == b.indices.size());
+    for (size_t j = 0; j < b.indices.size(); ++j) {
+      INFO("image " << b.indices[j]);
+      seen.insert(b.indices[j]);
+      // The pixels of pcr's one-off decode of the image at fidelity 2, halved.
+      const Image img = ds->ReadImage(b.indices[j], 2).MoveValue();
+      auto want = DecodeJpeg(img.jpeg, {.scale_denom = 2, .format = PixelFormat::kRgb});
+      REQUIRE(want.ok());
+      CHECK(b.shapes[j].width == want->width);
+      CHECK(b.shapes[j].height == want->height);
+      sizes.insert({want->width, want->height});
+      REQUIRE(b.offsets[j] + want->pixels.size() <= b.images.size());
+      CHECK(std::equal(want->pixels.begin(), want->pixels.end(),
+                       b.images.begin() + static_cast<std::ptrdiff_t>(b.offsets[j])));
+      CHECK(b.labels[j] == img.label);
+    }
+  }
+  CHECK(seen.size() == ds->num_images());
+  CHECK(sizes.size() > 3);  // no square resize: the sample's sizes differ
+  // Resumed after batch 2, the rest is the same.
+  auto resumed = ImageLoader::Create(*ds, o, {.seed = 3, .batches = 2, .num_workers = 1});
+  REQUIRE(resumed.ok());
+  const std::vector<LoaderBatch> rest = Drain(**resumed);
+  REQUIRE(rest.size() + 2 == got.size());
+  for (size_t i = 0; i < rest.size(); ++i) {
+    CHECK(rest[i].indices == got[i + 2].indices);
+    CHECK(rest[i].images == got[i + 2].images);
+  }
+  // A batch beyond max_batch_bytes is refused from the headers, before decoding.
+  o.max_batch_bytes = 100;
+  auto small = ImageLoader::Create(*ds, o);
+  REQUIRE(small.ok());
+  LoaderBatch batch;
+  auto next = (*small)->Next(&batch);
+  REQUIRE_FALSE(next.ok());
+  CHECK(next.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(next.status().message(), Catch::Contains("more than max_batch_bytes (100)"));
+  o.decoded_scale = 3;
+  CHECK_THAT(ImageLoader::Create(*ds, o).status().message(), Catch::Contains("decoded_scale"));
+  o.decoded_scale = 1;
+  o.output = static_cast<ImageLoaderOptions::Output>(5);
+  CHECK_THAT(ImageLoader::Create(*ds, o).status().message(), Catch::Contains("output must be"));
+}
+
 uint64_t ChainedSeed(std::initializer_list<uint64_t> values) {
   uint64_t z = 0;
   for (const uint64_t v : values) z = SplitMix64(z ^ v).Next();

@@ -1297,6 +1297,10 @@ Result<TableInput> TableInputOf(const TableConvertOptions& options, bool open, b
   t.csv = format != TextFormat::kJsonl;
   PCR_RETURN_IF_ERROR(CsvDelimiter(options).status());
   if (options.split_bytes == 0) return Status::InvalidArgument("split_bytes must be positive");
+  if (options.on_bad_value != BadValue::kError && options.on_bad_value != BadValue::kMissing) {
+    return Status::InvalidArgument("on_bad_value must be BadValue::kError or kMissing, not " +
+                                   std::to_string(static_cast<int>(options.on_bad_value)));
+  }
   if (!options.schema_file.empty()) {
     PCR_ASSIGN_OR_RETURN(t.declared, ReadTableSchemaFile(options.schema_file));
   }

@@ -39,9 +39,19 @@ struct ImageLoaderOptions {
   // taken by the batch's first good images again, in order (a batch with
   // none ends the epoch with the last image's error).
   bool replace_skipped = false;
-  // Bytes one batch's images may take (batch_size x the transform's image
-  // bytes); Create refuses more. The loader holds two batches: the one the
-  // caller has and the next.
+  // kResized: every image as `transform` makes it (size x size). kDecoded:
+  // each image whole, decoded at 1/decoded_scale of its size (DCT scaling:
+  // 1, 2, 4 or 8), RGB, height x width x 3 bytes, the images back to back
+  // in LoaderBatch::images (a ragged batch: LoaderBatch::shapes and
+  // offsets). The transform's crop, flip, dtype and layout then do not
+  // apply; its threads and decoder do.
+  enum class Output { kResized, kDecoded } output = Output::kResized;
+  int decoded_scale = 1;
+  // Bytes one batch's images may take; the loader holds two batches (the
+  // one the caller has and the next). kResized: Create refuses a batch_size
+  // whose batches would take more. kDecoded: a batch whose images' headers
+  // say they would take more ends the iteration with InvalidArgument, before
+  // any is decoded.
   uint64_t max_batch_bytes = uint64_t{4} << 30;
 };
 
@@ -66,13 +76,18 @@ struct PCR_EXPORT LoaderState {
 // indices and fields.
 struct LoaderBatch {
   uint64_t batch = 0;           // the rank's batch number in the epoch, from 0
-  // N x 3 x size x size, or N x size x size x 3 (channels_last), values
-  // of the transform's dtype
+  // Output::kResized: N x 3 x size x size, or N x size x size x 3
+  // (channels_last), values of the transform's dtype. kDecoded: each image's
+  // height x width x 3 bytes at offsets[j].
   std::vector<uint8_t> images;
   std::vector<int64_t> labels;
   std::vector<uint64_t> indices;
   // One column per ImageLoaderOptions::fields; row j belongs to image j.
   std::vector<Column> fields;
+  // Output::kDecoded: image j's shape and the offset of its first byte in
+  // `images`. Empty for kResized.
+  std::vector<ImageShape> shapes;
+  std::vector<uint64_t> offsets;
 };
 
 // Thread safety: Next() may be called from one thread at a time; state(),
