@@ -178,7 +178,9 @@ void DecodeIterator::Rep::Decode() {
     const DecodedView& view = batch.images[i];
     const auto pixels = std::span<uint8_t>(batch.pixels.data(), batch.pixels.size()).subspan(
         static_cast<size_t>(view.pixels.data() - batch.pixels.data()), view.shape.bytes());
-    auto got = OutOfMemoryAsStatus("decoding", [&] { return decoder.Decode(batch.source.images[i].jpeg, slot->jobs[i], pixels); });
+    const ByteSpan jpeg = batch.source.images[i].jpeg;
+    const DecodeOptions& job = slot->jobs[i];
+    auto got = OutOfMemoryAsStatus("decoding", [&] { return decoder.Decode(jpeg, job, pixels); });
     lock.lock();
     if (!got.ok() && slot->error.ok()) slot->error = got.status().WithPrefix(std::string(view.key));
     if (--slot->pending == 0) changed_.notify_all();
