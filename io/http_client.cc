@@ -259,6 +259,10 @@ void HttpClient::Finish(Transfer* t, Status status) {
   if (--*t->pending == 0) finished_.notify_all();
 }
 
+void HttpClient::FinishCancelled(Transfer* t) {
+  Finish(t, Status::Cancelled(std::string(t->read.path) + ": request cancelled"));
+}
+
 bool HttpClient::Start(Transfer* t) {
   const std::string path(t->read.path);
   auto target = Prepare(path, t->range, t->head);
@@ -341,7 +345,7 @@ void HttpClient::Complete(Transfer* t, int result, std::vector<Transfer*>* later
   const RemoteRead& r = t->read;
   const std::string path(r.path);
   if (Cancelled()) {
-    Finish(t, Status::Cancelled(path + ": request cancelled"));
+    FinishCancelled(t);
     return;
   }
   const std::string tries = t->attempt > 0 ? " after " + std::to_string(t->attempt + 1) + " attempts" : "";
@@ -433,8 +437,8 @@ void HttpClient::Loop() {
       submitted_.clear();
     }
     if (Cancelled()) {
-      for (Transfer* t : queue) Finish(t, Status::Cancelled(std::string(t->read.path) + ": request cancelled"));
-      for (Transfer* t : later) Finish(t, Status::Cancelled(std::string(t->read.path) + ": request cancelled"));
+      for (Transfer* t : queue) FinishCancelled(t);
+      for (Transfer* t : later) FinishCancelled(t);
       queue.clear();
       later.clear();
     }

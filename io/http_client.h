@@ -107,6 +107,8 @@ class HttpClient {
   // Handles a completed attempt: finished, or queued again after a backoff.
   void Complete(Transfer* t, int code, std::vector<Transfer*>* later);
   void Finish(Transfer* t, Status status);
+  // Finish with Cancelled naming t's path.
+  void FinishCancelled(Transfer* t);
   bool Cancelled() const { return cancel_ && cancel_->load(); }
 
   const RemoteOptions options_;

@@ -79,8 +79,7 @@ Result<bool> DecodeIterator::Next(DecodedBatch* batch) {
 DecodeIterator::Rep::Rep(const DecodeIteratorOptions& options, std::unique_ptr<RecordIterator> records)
     : options_(options), records_(std::move(records)) {
   for (size_t i = 0; i < options_.records_ahead; ++i) free_.push_back(std::make_unique<Slot>());
-  const int n = options_.threads > 0 ? options_.threads
-                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int n = ResolveThreads(options_.threads);
   for (int t = 0; t < n; ++t) workers_.emplace_back([this] { Decode(); });
   feeder_ = std::thread([this] { Feed(); });
 }

@@ -158,8 +158,7 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
   rep->position = position;
   rep->taken = start.batches;
   rep->decoder = std::move(decoder);
-  rep->threads = options.transform.threads > 0 ? options.transform.threads
-                                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  rep->threads = ResolveThreads(options.transform.threads);
   rep->thread = std::thread([r = rep.get()] { r->Run(); });
   return std::unique_ptr<ImageLoader>(new ImageLoader(std::move(rep)));
 }
@@ -284,24 +283,13 @@ Status ImageLoader::Rep::DecodeWhole(std::span<const ByteSpan> jpegs, LoaderBatc
                                    "): use a larger decoded_scale, a smaller batch_size or a larger max_batch_bytes");
   }
   out->images.resize(total);
-  std::vector<Status> errors(n);
-  std::atomic<size_t> next{0};
-  auto work = [&](JpegDecoder& decoder) {
-    for (size_t i = next++; i < n; i = next++) {
-      const std::span<uint8_t> pixels(out->images.data() + out->offsets[i], out->shapes[i].bytes());
-      errors[i] = OutOfMemoryAsStatus("decoding", [&] { return decoder.Decode(jpegs[i], o, pixels).status(); });
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < used; ++t) pool.emplace_back(work, std::ref(*whole[static_cast<size_t>(t)]));
-  work(*whole[0]);
-  for (std::thread& t : pool) t.join();
-  for (size_t i = 0; i < n; ++i) {
-    if (errors[i].ok()) continue;
-    *failed = i;
-    return errors[i];
-  }
-  return Status::OK();
+  return ParallelFor(
+      n, whole,
+      [&](JpegDecoder& decoder, size_t i) {
+        const std::span<uint8_t> pixels(out->images.data() + out->offsets[i], out->shapes[i].bytes());
+        return decoder.Decode(jpegs[i], o, pixels).status();
+      },
+      failed);
 }
 
 Result<bool> ImageLoader::Rep::Refill(uint64_t planned, LoaderBatch* out) {

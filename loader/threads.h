@@ -1,10 +1,15 @@
 // The decoding thread counts the loader's classes take.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "pcr/status.h"
 
@@ -19,6 +24,11 @@ inline Status CheckThreads(int threads) {
                                    std::to_string(threads));
   }
   return Status::OK();
+}
+
+// The threads a checked `threads` option stands for: itself, or one per core for 0.
+inline int ResolveThreads(int threads) {
+  return threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 // f(), with an allocation failure inside it returned as OutOfMemory naming
@@ -48,6 +58,30 @@ std::thread ReadAheadThread(Rep* rep) {
     rep->error_ = failed;
     rep->changed_.notify_all();
   });
+}
+
+// f(state, i) for i in 0..n on up to threads.size() threads, the calling
+// one included, each with its own state (at least one); allocation failures
+// become OutOfMemory. The lowest i whose call failed goes to *failed, and its
+// Status is returned.
+template <typename State, typename F>
+Status ParallelFor(size_t n, std::vector<std::unique_ptr<State>>& states, F&& f, size_t* failed) {
+  std::vector<Status> errors(n);
+  std::atomic<size_t> next{0};
+  auto work = [&](State& state) {
+    for (size_t i = next++; i < n; i = next++) errors[i] = OutOfMemoryAsStatus("decoding", [&] { return f(state, i); });
+  };
+  const size_t used = std::max<size_t>(1, std::min(states.size(), n));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < used; ++t) pool.emplace_back(work, std::ref(*states[t]));
+  work(*states[0]);
+  for (std::thread& t : pool) t.join();
+  for (size_t i = 0; i < n; ++i) {
+    if (errors[i].ok()) continue;
+    if (failed != nullptr) *failed = i;
+    return errors[i];
+  }
+  return Status::OK();
 }
 
 }  // namespace pcr

@@ -309,7 +309,7 @@ Result<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const BatchTransformO
       rep->halves[c][v] = HalfOf(rep->floats[c][v]);
     }
   }
-  rep->threads = options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  rep->threads = ResolveThreads(options.threads);
   return std::unique_ptr<BatchDecoder>(new BatchDecoder(std::move(rep)));
 }
 
@@ -329,27 +329,16 @@ Status BatchDecoder::Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std:
     return Status::InvalidArgument("output holds " + std::to_string(out.size()) + " bytes, the batch needs " +
                                    std::to_string(jpegs.size() * image_bytes()));
   }
-  std::vector<Status> errors(jpegs.size());
-  std::atomic<size_t> next{0};
-  const int n = std::min<int>(rep_->threads, static_cast<int>(jpegs.size()));
-  while (rep_->scratch.size() < static_cast<size_t>(n)) rep_->scratch.push_back(std::make_unique<Rep::Scratch>());
-  auto work = [&](Rep::Scratch& scratch) {
-    for (size_t i = next++; i < jpegs.size(); i = next++) {
-      Status st = OutOfMemoryAsStatus(
-          "decoding", [&] { return rep_->One(scratch, jpegs[i], ImageSeed(seed, i), out.data() + i * image_bytes()); });
-      if (!st.ok()) errors[i] = st.WithPrefix("image " + std::to_string(i) + " of the batch");
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < n; ++t) threads.emplace_back(work, std::ref(*rep_->scratch[t]));
-  work(*rep_->scratch[0]);
-  for (std::thread& t : threads) t.join();
-  for (size_t i = 0; i < errors.size(); ++i) {
-    if (errors[i].ok()) continue;
-    if (failed != nullptr) *failed = i;
-    return errors[i];
-  }
-  return Status::OK();
+  const size_t used = std::min<size_t>(static_cast<size_t>(rep_->threads), std::max<size_t>(jpegs.size(), 1));
+  while (rep_->scratch.size() < used) rep_->scratch.push_back(std::make_unique<Rep::Scratch>());
+  return ParallelFor(
+      jpegs.size(), rep_->scratch,
+      [&](Rep::Scratch& scratch, size_t i) {
+        Status st = rep_->One(scratch, jpegs[i], ImageSeed(seed, i), out.data() + i * image_bytes());
+        if (!st.ok()) return st.WithPrefix("image " + std::to_string(i) + " of the batch");
+        return st;
+      },
+      failed);
 }
 
 }  // namespace pcr

@@ -106,15 +106,6 @@ TEST_CASE("a Result built from an OK status is an error, not an empty value") {
   CHECK(r.ValueOr(5) == 5);
 }
 
-// A dataset of the sample images in records of 3, opened.
-std::unique_ptr<ImageDataset> OpenSample(const test::TempDir& tmp) {
-  REQUIRE(ConvertImages({.src_dir = test::DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 3})
-              .ok());
-  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
-  REQUIRE(ds.ok());
-  return std::move(ds).MoveValue();
-}
-
 // Every image's key and JPEG, read while the dataset is open, by image index.
 std::vector<Image> Expected(const ImageDataset& ds) {
   std::vector<ImageRequest> all;
@@ -125,7 +116,7 @@ std::vector<Image> Expected(const ImageDataset& ds) {
 // Runs under the sanitizers in CI: a read of freed memory fails there.
 TEST_CASE("iterators and batches stay valid after the dataset handle is destroyed") {
   test::TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 3);
   const std::vector<Image> want = Expected(*ds);
   std::map<std::string, Bytes> by_key;
   for (const Image& img : want) by_key[img.key] = img.jpeg;
@@ -198,7 +189,7 @@ TEST_CASE("iterators and batches stay valid after the dataset handle is destroye
 
 TEST_CASE("decoding options are checked at Create, naming the option and its range") {
   test::TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 3);
   struct Case {
     DecodeIteratorOptions options;
     std::string want;

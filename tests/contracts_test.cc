@@ -21,14 +21,6 @@
 namespace pcr {
 namespace {
 
-std::unique_ptr<ImageDataset> OpenSample(const test::TempDir& tmp) {
-  REQUIRE(ConvertImages({.src_dir = test::DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 3})
-              .ok());
-  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
-  REQUIRE(ds.ok());
-  return std::move(ds).MoveValue();
-}
-
 std::unique_ptr<Table> OpenTable(const test::TempDir& tmp) {
   std::ofstream out(tmp / "rows.jsonl");
   for (int r = 0; r < 100; ++r) out << "{\"label\": " << r << "}\n";
@@ -58,7 +50,7 @@ void CheckAll(const std::vector<Case>& cases) {
 
 TEST_CASE("indices, positions and sizes out of range are InvalidArgument naming them") {
   test::TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 3);
   const ImageDataset& d = *ds;
   auto table = OpenTable(tmp);
   const Table& t = *table;
@@ -126,7 +118,7 @@ TEST_CASE("indices, positions and sizes out of range are InvalidArgument naming 
 
 TEST_CASE("every Next refuses a null batch") {
   test::TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 3);
   auto table = OpenTable(tmp);
   CheckAll({
       {"RecordIterator", [&] { return RecordIterator::Create(*ds).MoveValue()->Next(nullptr).status(); },
@@ -155,7 +147,7 @@ TEST_CASE("every Next refuses a null batch") {
 
 TEST_CASE("ImageLoader refuses a batch larger than max_batch_bytes before allocating it") {
   test::TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 3);
   ImageLoaderOptions o;
   o.epoch.batch_size = 1;
   o.transform.size = 65535;  // 12.9 GB per image
@@ -189,7 +181,7 @@ TEST_CASE("an allocation that fails on the loader's thread comes back from Next 
     return;
   }
   test::TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 3);
   ImageLoaderOptions o;
   o.epoch.batch_size = 1;
   o.transform.size = 30000;  // 2.7 GB per batch, beyond the limit below

@@ -15,15 +15,6 @@ namespace {
 
 using test::TempDir;
 
-// The sample images (24) in records of 5.
-std::unique_ptr<ImageDataset> OpenSample(const TempDir& tmp) {
-  REQUIRE(ConvertImages({.src_dir = test::DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 5})
-              .ok());
-  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
-  REQUIRE(ds.ok());
-  return std::move(ds).MoveValue();
-}
-
 ImageLoaderOptions Options(uint64_t rank, uint64_t world, uint64_t workers = 1, uint64_t worker = 0) {
   return {.epoch = {.rank = rank, .world_size = world, .batch_size = 4, .worker = worker, .num_workers = workers,
                     .shuffle_buffer = 8},
@@ -40,7 +31,7 @@ std::vector<LoaderBatch> Drain(ImageLoader& loader, size_t at_most = SIZE_MAX) {
 
 TEST_CASE("Output::kDecoded gives each image whole at its decoded size, a ragged batch, resumable") {
   TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 5);
   ImageLoaderOptions o = Options(0, 1);
   o.output = ImageLoaderOptions::Output::kDecoded;
   o.decoded_scale = 2;
@@ -104,7 +95,7 @@ uint64_t ChainedSeed(std::initializer_list<uint64_t> values) {
 
 TEST_CASE("the loader's batches are the rank's samples decoded with the batch's seed") {
   TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 5);
   const LoaderState start{.seed = 5, .epoch = 2};
   for (uint64_t rank = 0; rank < 2; ++rank) {
     const ImageLoaderOptions o = Options(rank, 2);
@@ -141,7 +132,7 @@ TEST_CASE("the loader's batches are the rank's samples decoded with the batch's 
 
 TEST_CASE("workers taken in turn give the rank's batches in order, the same images for any count") {
   TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 5);
   for (uint64_t rank = 0; rank < 3; ++rank) {
     std::multiset<uint64_t> alone;
     for (const LoaderBatch& b : Drain(**ImageLoader::Create(*ds, Options(rank, 3)))) {
@@ -170,7 +161,7 @@ TEST_CASE("workers taken in turn give the rank's batches in order, the same imag
 
 TEST_CASE("a loader made from a saved state delivers the batches after it, byte for byte") {
   TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 5);
   for (uint64_t workers : {1, 2}) {
     // Uninterrupted: the rank's batches in turn from its workers.
     auto run = [&](const LoaderState& start, size_t stop_after) {
@@ -210,7 +201,7 @@ TEST_CASE("a loader made from a saved state delivers the batches after it, byte 
 
 TEST_CASE("bad loader options and states are refused at Create, naming what is wrong") {
   TempDir tmp;
-  auto ds = OpenSample(tmp);
+  auto ds = test::OpenSample(tmp, 5);
   const uint64_t batches = BatchesPerRank(ds->num_images(), Options(0, 2).epoch).value();
   struct Case {
     ImageLoaderOptions options;

@@ -1,15 +1,19 @@
 // Helpers shared by the test suites.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "format/checksum.h"
 #include "format/coding.h"
 #include "format/file_format.h"
+#include "pcr/convert.h"
+#include "pcr/image_dataset.h"
 #include "pcr/io.h"
 
 namespace pcr::test {
@@ -78,5 +82,15 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The bundled sample (24 images) converted into tmp/ds with
+// `images_per_record` per record, and opened.
+inline std::unique_ptr<ImageDataset> OpenSample(const TempDir& tmp, uint64_t images_per_record) {
+  REQUIRE(ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = images_per_record})
+              .ok());
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = Io()});
+  REQUIRE(ds.ok());
+  return std::move(ds).MoveValue();
+}
 
 }  // namespace pcr::test
