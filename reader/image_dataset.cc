@@ -511,6 +511,43 @@ std::string ImageDataset::Rep::DescribeImage(uint64_t image) const {
          std::to_string(record) + ", key " + samples[image].key + ")";
 }
 
+Result<Bytes> ImageDataset::LowerFidelity(uint64_t image, ByteSpan jpeg, int jpeg_fidelity, int fidelity) const {
+  PCR_RETURN_IF_ERROR(rep_->CheckImage(image));
+  PCR_RETURN_IF_ERROR(rep_->CheckFidelity(jpeg_fidelity));
+  PCR_RETURN_IF_ERROR(rep_->CheckFidelity(fidelity));
+  const int from = ScanGroups(jpeg_fidelity), to = ScanGroups(fidelity);
+  if (to > from) {
+    return Status::InvalidArgument("fidelity " + std::to_string(to) + " is above jpeg_fidelity " +
+                                   std::to_string(from) + ": a JPEG holds no scan group it was read without");
+  }
+  const auto [record, row] = rep_->Locate(image);
+  const RecordLocation& loc = rep_->records[record];
+  const StripeInfo& stripe = rep_->files[loc.file]->index().stripes[loc.stripe];
+  auto wrong = [&](const std::string& why) {
+    return Status::Corruption(rep_->DescribeImage(image) + ": the " + std::to_string(jpeg.size()) +
+                              "-byte JPEG is not this image at fidelity " + std::to_string(from) + ": " + why);
+  };
+  const size_t eoi = kJpegEndOfImage.size();
+  if (jpeg.size() < 2 + eoi || !std::equal(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), jpeg.end() - eoi)) {
+    return wrong("it does not end with EOI");
+  }
+  // Groups 2..L stand in the JPEG as stored, each checked by its chunk's checksum.
+  size_t end = jpeg.size() - eoi;
+  for (int g = from; g > to; --g) {
+    const ChunkInfo& c = stripe.chunk(g, row);
+    if (end < 2 + c.length)
+      return wrong("scan group " + std::to_string(g) + " takes " + std::to_string(c.length) + " bytes");
+    end -= c.length;
+    if (Checksum32(jpeg.subspan(end, c.length)) != c.checksum) {
+      return wrong("its bytes " + std::to_string(end) + ".." + std::to_string(end + c.length) +
+                   " do not match scan group " + std::to_string(g) + "'s checksum");
+    }
+  }
+  Bytes out(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(end));
+  out.insert(out.end(), kJpegEndOfImage.begin(), kJpegEndOfImage.end());
+  return out;
+}
+
 Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {
   const ImageRequest request{image, fidelity};
   PCR_ASSIGN_OR_RETURN(std::vector<Image> images, ReadImages({&request, 1}));

@@ -69,6 +69,13 @@ TEST_CASE("a converted dataset reads back at every fidelity") {
         auto rec = (*ds)->ReadRecord(r, k);
         REQUIRE(rec.ok());
         CHECK(rec->at(image - DatasetRecord(**ds, r).first_image).jpeg == single->jpeg);
+        // Cut from any fidelity at or above k, with no read: the same bytes.
+        for (int from = k; from <= L; ++from) {
+          const Bytes above = (*ds)->ReadImage(image, from).value().jpeg;
+          auto cut = (*ds)->LowerFidelity(image, above, from, k);
+          REQUIRE(cut.ok());
+          CHECK(*cut == single->jpeg);
+        }
       }
       ++image;
     }
@@ -79,6 +86,45 @@ TEST_CASE("a converted dataset reads back at every fidelity") {
   const VerifyReport report = VerifyPath(tmp / "ds", test::Io());
   CHECK(report.errors.empty());
   CHECK(report.files == summary->files);
+}
+
+TEST_CASE("LowerFidelity refuses a JPEG that is not the image at the fidelity it names") {
+  TempDir tmp;
+  REQUIRE(ConvertImages(SampleOptions(tmp / "ds", 2)).ok());
+  auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()}).MoveValue();
+  const int L = ds->num_scan_groups();
+  // An image with bytes in every scan group, and another one.
+  auto every_group = [&](uint64_t i) {
+    for (int k = 1; k < L; ++k) {
+      if (ds->ReadImage(i, k).value().jpeg.size() >= ds->ReadImage(i, k + 1).value().jpeg.size()) return false;
+    }
+    return true;
+  };
+  uint64_t image = 0;
+  while (!every_group(image)) ++image;
+  const uint64_t another = image + 1;
+  const Bytes full = ds->ReadImage(image, L).value().jpeg;
+  const Bytes other = ds->ReadImage(another, L).value().jpeg;
+  CHECK(ds->LowerFidelity(image, full, kFullFidelity, 2).ok());
+  auto code = [&](uint64_t i, ByteSpan jpeg, int from, int to) {
+    return ds->LowerFidelity(i, jpeg, from, to).status().code();
+  };
+  CHECK(code(image, full, 2, 3) == StatusCode::kInvalidArgument);  // above the JPEG's fidelity
+  CHECK(code(image, full, L, 0) == StatusCode::kInvalidArgument);
+  CHECK(code(image, full, L + 1, 1) == StatusCode::kInvalidArgument);
+  CHECK(code(ds->num_images(), full, L, 1) == StatusCode::kInvalidArgument);
+  CHECK(code(another, full, L, 1) == StatusCode::kCorruption);  // another image's bytes
+  CHECK(code(image, other, L, 1) == StatusCode::kCorruption);
+  CHECK(code(image, full, L - 1, 1) == StatusCode::kCorruption);  // read at L, said to be L - 1
+  CHECK(code(image, ByteSpan(full).first(full.size() - 1), L, 1) == StatusCode::kCorruption);  // no EOI
+  CHECK(code(image, ByteSpan(full).first(40), L, 1) == StatusCode::kCorruption);
+  Bytes flipped = full;
+  flipped[flipped.size() - 3] ^= 0x01;  // the last byte of scan group L
+  const Status st = ds->LowerFidelity(image, flipped, L, 1).status();
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK_THAT(st.message(),
+             Catch::Contains("scan group " + std::to_string(L)) && Catch::Contains(ds->sample(image)->key));
+  CHECK(ds->LowerFidelity(image, flipped, L, L).ok());  // nothing cut, nothing to check
 }
 
 TEST_CASE("a single record file opens on its own") {

@@ -186,6 +186,13 @@ class PCR_EXPORT ImageDataset {
   // answers requests[i].
   Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests,
                                         const CoalesceOptions& coalesce = {}) const;
+  // Image `image` at `fidelity`, made with no read from `jpeg`, the same
+  // image at `jpeg_fidelity` (as ReadImage gives it, fidelity <=
+  // jpeg_fidelity): the prefix of `jpeg` up to scan group `fidelity`, then
+  // EOI, the bytes ReadImage(image, fidelity) gives. InvalidArgument for an
+  // image or fidelities out of range; Corruption when `jpeg` cannot be that
+  // image at that fidelity (its length or its ends).
+  Result<Bytes> LowerFidelity(uint64_t image, ByteSpan jpeg, int jpeg_fidelity, int fidelity) const;
   // InvalidArgument unless fidelity is 1..num_scan_groups() or kFullFidelity.
   Status CheckFidelity(int fidelity) const;
   // Bytes the caller asked for through Read* since Open.

@@ -156,6 +156,15 @@ auto Unlocked(F&& call) {
 
 py::bytes ToBytes(const pcr::Bytes& b) { return py::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
 
+py::dict CountersDict(const pcr::IoCounters& c) {
+  py::dict d;
+  d["reads"] = c.reads;
+  d["ios"] = c.ios;
+  d["bytes_read"] = c.bytes_read;
+  d["seconds"] = c.seconds;
+  return d;
+}
+
 // A 1-D array over `values`, which the array then owns.
 template <typename T, typename A>
 py::array_t<T> Own(std::vector<T, A>&& values) {
@@ -460,6 +469,17 @@ class PyImageDataset {
     for (const pcr::Image& image : images) out.append(ToBytes(image.jpeg));
     return out;
   }
+
+  py::bytes lower_fidelity(int64_t i, const py::bytes& jpeg, const py::object& fidelity,
+                           const py::object& jpeg_fidelity) const {
+    const uint64_t image = Index(i);
+    const int to = Fidelity(fidelity), from = Fidelity(jpeg_fidelity);
+    const std::string_view bytes = jpeg;
+    const pcr::ByteSpan span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    return ToBytes(Take(ds_->LowerFidelity(image, span, from, to)));
+  }
+
+  py::dict io_counters() const { return CountersDict(ds_->io_counters()); }
 
   const pcr::ImageDataset& dataset() const { return *ds_; }
 
@@ -1528,16 +1548,21 @@ PYBIND11_MODULE(_pcr, m) {
 
   py::class_<PyImageDataset>(m, "ImageDataset", Doc("ImageDataset"))
       .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&>(), py::arg("path"),
-           py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none(), Doc("ImageDataset.__init__"))
+           py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none(),
+           Doc("ImageDataset.__init__"))
       .def("__len__", &PyImageDataset::size, Doc("ImageDataset.__len__"))
       .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups, Doc("ImageDataset.num_scan_groups"))
       .def_property_readonly("classes", &PyImageDataset::classes, Doc("ImageDataset.classes"))
       .def_property_readonly("content_id", &PyImageDataset::content_id, Doc("ImageDataset.content_id"))
       .def_property_readonly("counts", &PyImageDataset::counts, Doc("ImageDataset.counts"))
       .def("sample", &PyImageDataset::sample, py::arg("index"), Doc("ImageDataset.sample"))
-      .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = "full",
-           py::arg("metadata") = false, Doc("ImageDataset.read"))
-      .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = "full", Doc("ImageDataset.read_many"))
+      .def("read", &PyImageDataset::read, py::arg("index"), py::arg("fidelity") = "full", py::arg("metadata") = false,
+           Doc("ImageDataset.read"))
+      .def("read_many", &PyImageDataset::read_many, py::arg("indices"), py::arg("fidelity") = "full",
+           Doc("ImageDataset.read_many"))
+      .def("lower_fidelity", &PyImageDataset::lower_fidelity, py::arg("index"), py::arg("jpeg"), py::arg("fidelity"),
+           py::arg("jpeg_fidelity") = "full", Doc("ImageDataset.lower_fidelity"))
+      .def_property_readonly("io_counters", &PyImageDataset::io_counters, Doc("ImageDataset.io_counters"))
       .def_property_readonly("num_records", &PyImageDataset::num_records, Doc("ImageDataset.num_records"))
       .def_property_readonly("field_schema", &PyImageDataset::field_schema, Doc("ImageDataset.field_schema"))
       .def("read_fields", &PyImageDataset::read_fields, py::arg("fields"), py::arg("first_record") = 0,

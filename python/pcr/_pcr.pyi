@@ -46,6 +46,14 @@ class ImageDataset:
         APPn and COM segments kept apart (EXIF, XMP, ...): at full fidelity the original's segments."""
     def read_many(self, indices: Sequence[int], fidelity: Fidelity = "full") -> list[bytes]:
         """read() of each index, in one coalesced set of reads, with the GIL released."""
+    def lower_fidelity(self, index: int, jpeg: bytes, fidelity: Fidelity, jpeg_fidelity: Fidelity = "full") -> bytes:
+        """Image `index` at `fidelity`, cut with no read from `jpeg`, the image as read at
+        `jpeg_fidelity`: the bytes read(index, fidelity) gives. ValueError for a fidelity out of
+        range or above jpeg_fidelity; CorruptionError when `jpeg` is not that image at that fidelity."""
+    @property
+    def io_counters(self) -> dict[str, float]:
+        """What storage did for this object's reads since it was opened: reads (requests
+        completed), ios (operations issued for them), bytes_read and seconds."""
     @property
     def num_records(self) -> int:
         """Records in the dataset."""

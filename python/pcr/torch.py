@@ -51,14 +51,30 @@ class Dataset(_data.Dataset):
         self.format = format
         self.decoder = decoder
         self.engine, self.direct = engine, direct
+        import multiprocessing
+
         probe = _pcr.ImageDataset(path, engine, direct, remote)
-        self.fidelity = _fidelity(fidelity, probe.num_scan_groups)
+        self.num_scan_groups = probe.num_scan_groups
+        # Shared with DataLoader workers, so set_fidelity reaches persistent ones.
+        self._fidelity = multiprocessing.RawArray("q", [_fidelity(fidelity, probe.num_scan_groups)])
         self._length = len(probe)
         self.classes = probe.classes
         if self.fields and len(probe):
             probe.fields(0, self.fields)  # refuses unknown names now
         self._ds = None
         self._pid = None
+
+    @property
+    def fidelity(self) -> int:
+        """The scan groups items are read with (1..num_scan_groups)."""
+        return self._fidelity[0]
+
+    def set_fidelity(self, fidelity) -> None:
+        """Reads the items asked for after this call at `fidelity` ("full" or
+        1..num_scan_groups), in this process and in its DataLoader workers,
+        persistent and spawned ones too: call it between epochs, as
+        set_epoch, before iterating the DataLoader again."""
+        self._fidelity[0] = _fidelity(fidelity, self.num_scan_groups)
 
     def _dataset(self) -> _pcr.ImageDataset:
         import os
@@ -83,10 +99,21 @@ class Dataset(_data.Dataset):
         return image, label
 
     def __getstate__(self):
+        import multiprocessing.context
+
         state = dict(self.__dict__)
         state["_ds"] = None
         state["_pid"] = None
+        if multiprocessing.context.get_spawning_popen() is None:
+            state["_fidelity"] = self._fidelity[0]  # a copy, not shared
         return state
+
+    def __setstate__(self, state):
+        import multiprocessing
+
+        if isinstance(state["_fidelity"], int):
+            state["_fidelity"] = multiprocessing.RawArray("q", [state["_fidelity"]])
+        self.__dict__.update(state)
 
 
 def _check_int(name: str, value, low: int, high: Optional[int] = None) -> int:
@@ -129,6 +156,17 @@ def _dtype(value, normalize) -> str:
     return names[value]
 
 
+def _decoder_options(train, size, scale, ratio, resize, flip, fast_scale, channels_last, normalize, dtype, threads,
+                     decoder) -> dict:
+    """pcr.BatchDecoder's arguments for ImageLoader's transform arguments."""
+    _check_int("size", size, 1)
+    _check_int("resize", resize, 1)
+    _check_int("threads", threads, 0)
+    return dict(size=size, crop="random_resized" if train else "center", scale=tuple(scale), ratio=tuple(ratio),
+                resize=resize, flip=flip and train, fast_scale=fast_scale, channels_last=channels_last,
+                normalize=_normalize(normalize), dtype=_dtype(dtype, normalize), threads=threads, decoder=decoder)
+
+
 def _fidelity(value, groups: int) -> int:
     """A loader's fidelity: "full" or 1..groups, as the scan groups to read."""
     if value == "full":
@@ -141,7 +179,7 @@ def _fidelity(value, groups: int) -> int:
 # Slots of ImageLoader's shared state, seen by its DataLoader workers: then
 # the number of parts of the epoch delivered before resumes on other world
 # sizes, and (world_size, num_workers, batches) of each.
-_EPOCH, _START, _WORKERS_EPOCH, _WORKERS, _RESUMES = range(5)
+_EPOCH, _START, _WORKERS_EPOCH, _WORKERS, _FIDELITY, _RESUMES = range(6)
 _MAX_RESUMES = 16
 
 _worker_exit_registered = False
@@ -520,9 +558,6 @@ class ImageLoader(_EpochLoader):
             raise TypeError(f"shuffle must be True, False or None, not {shuffle!r}")
         self._setup(batch_size, seed, train if shuffle is None else shuffle, ("shuffle_buffer", shuffle_buffer, 0),
                     uneven, rank, world_size)
-        _check_int("size", size, 1)
-        _check_int("resize", resize, 1)
-        _check_int("threads", threads, 0)
         _check_int("read_ahead", read_ahead, 1)
         self.fields = _names("fields", fields)
         self.remote = remote
@@ -534,29 +569,46 @@ class ImageLoader(_EpochLoader):
         if batch_transform is not None and not callable(batch_transform):
             raise TypeError(f"batch_transform must be callable, not {type(batch_transform).__name__}")
         self.batch_transform = batch_transform
-        self.decoder_options = dict(
-            size=size,
-            crop="random_resized" if train else "center",
-            scale=tuple(scale),
-            ratio=tuple(ratio),
-            resize=resize,
-            flip=flip and train,
-            fast_scale=fast_scale,
-            channels_last=channels_last,
-            normalize=_normalize(normalize),
-            dtype=_dtype(dtype, normalize),
-            threads=threads,
-            decoder=decoder,
-        )
+        self.decoder_options = _decoder_options(train, size, scale, ratio, resize, flip, fast_scale, channels_last,
+                                                normalize, dtype, threads, decoder)
         self.read_ahead, self.engine, self.direct = read_ahead, engine, direct
         probe = _pcr.ImageDataset(path, engine, direct, remote)
-        self.fidelity = _fidelity(fidelity, probe.num_scan_groups)
+        self.num_scan_groups = probe.num_scan_groups
+        self._shared[_FIDELITY] = _fidelity(fidelity, probe.num_scan_groups)
         self._num_items, self._content_id = len(probe), probe.content_id
         if self.fields and len(probe):
             probe.fields(0, self.fields)  # refuses unknown names now
         _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
 
     _elastic = True
+
+    @property
+    def fidelity(self) -> int:
+        """The scan groups (1..num_scan_groups) the next iteration reads."""
+        return self._shared[_FIDELITY]
+
+    def set_fidelity(self, fidelity) -> None:
+        """Reads at `fidelity` ("full" or 1..num_scan_groups) from the next
+        iteration (epoch) on: an iteration under way keeps its fidelity.
+        Reaches DataLoader workers, persistent and spawned ones too, as
+        set_epoch does. state_dict() records it."""
+        self._shared[_FIDELITY] = _fidelity(fidelity, self.num_scan_groups)
+
+    def state_dict(self, batches: Optional[int] = None) -> dict:
+        """As for every loader (see _EpochLoader.state_dict), and "fidelity":
+        the fidelity the next iteration reads, which a loader that loads
+        the state continues at."""
+        return {**super().state_dict(batches), "fidelity": self.fidelity}
+
+    def load_state_dict(self, state: dict) -> None:
+        fidelity = state.get("fidelity")  # states saved before pcr recorded it keep the loader's
+        if fidelity is not None:
+            fidelity = _fidelity(fidelity, self.num_scan_groups)
+        super().load_state_dict(state)
+        if fidelity is not None:
+            self._shared[_FIDELITY] = fidelity
+
+    load_state_dict.__doc__ = _EpochLoader.load_state_dict.__doc__
 
     @property
     def skipped(self) -> int:
@@ -844,3 +896,246 @@ def table_batch(table: _pcr.Table, features, first_stripe: int = 0, num_stripes:
             item["scores"] = _torch.from_numpy(col["scores"])
         out[name] = item
     return out
+
+
+def _probe_share(ds, images: int, seed: int, rank: int, world: int) -> list:
+    """This rank's part of the probe's images, as record_samples gives them
+    at full fidelity: whole records in an order drawn from `seed`, rank r
+    taking every world-th of them, until it has its share of `images`.
+    Each record is read once."""
+    want = images // world + (1 if rank < images % world else 0)
+    order = _np.random.default_rng(seed).permutation(ds.num_records)
+    taken = []
+    for record in order[rank::world]:
+        if len(taken) >= want:
+            break
+        taken += ds.record_samples(int(record), "full")
+    return taken[:want]
+
+
+def _seed(*parts: int) -> int:
+    """A 63-bit seed mixed from `parts`."""
+    return int(_np.random.SeedSequence(list(parts)).generate_state(1, _np.uint64)[0]) >> 1
+
+
+def gradient_similarity(
+    model: _torch.nn.Module,
+    loss_fn: Callable,
+    path: str,
+    fidelities: Optional[Sequence] = None,
+    images: int = 2560,
+    batch_size: int = 256,
+    seed: int = 0,
+    *,
+    train: bool = True,
+    size: int = 224,
+    scale: Tuple[float, float] = (0.08, 1.0),
+    ratio: Tuple[float, float] = (3 / 4, 4 / 3),
+    flip: bool = True,
+    resize: int = 256,
+    fast_scale: bool = False,
+    channels_last: bool = False,
+    normalize: Optional[Tuple[Sequence[float], Sequence[float]]] = None,
+    dtype: Optional[_torch.dtype] = None,
+    threads: int = 0,
+    decoder: str = "auto",
+    batch_transform: Optional[Callable] = None,
+    device=None,
+    engine: str = "auto",
+    direct: bool = False,
+    remote: Optional[dict] = None,
+) -> dict:
+    """How training at each fidelity would move `model`, against full fidelity.
+
+    Returns {k: cosine similarity of the loss gradient at fidelity k with the
+    gradient at full fidelity} for each k of `fidelities` (default: every
+    fidelity 1..num_scan_groups; "full" is num_scan_groups, whose score is
+    1.0), as in Kuchnik's PCR autotuning: a fidelity whose gradient points
+    where full fidelity's does trains about as well.
+
+    The gradient is that of loss_fn(model(images), labels) summed over
+    `images` images in batches of `batch_size`: whole records in an order
+    drawn from `seed`, each read once at full fidelity; each lower fidelity
+    is cut from those bytes (ImageDataset.lower_fidelity), never read again.
+    Every fidelity sees the same images with the same crop and flip, made as
+    ImageLoader makes them from the same transform arguments (and
+    `batch_transform`, called with (images, labels)), and the same random
+    draws inside the model (dropout). The model runs in training mode on
+    `device` (default: its parameters' device); gradients are computed with
+    torch.autograd.grad and never applied: parameters, their .grad, buffers
+    (batch-norm running statistics), the modules' training flags and torch's
+    random state are left as they were.
+
+    Under torch.distributed (initialised), each rank probes its own part of
+    the images, the ranks sum their gradients (all_reduce), and rank 0's
+    scores are broadcast, so every rank gets the same scores. A score is NaN
+    where a gradient is all zeros.
+    """
+    options = _decoder_options(train, size, scale, ratio, resize, flip, fast_scale, channels_last, normalize, dtype,
+                               threads, decoder)
+    if batch_transform is not None and not callable(batch_transform):
+        raise TypeError(f"batch_transform must be callable, not {type(batch_transform).__name__}")
+    ds = _pcr.ImageDataset(path, engine, direct, remote)
+    return _gradient_similarity(model, loss_fn, ds, fidelities, images, batch_size, seed, options, batch_transform,
+                                device)
+
+
+def _candidates(name: str, value, groups: int) -> list:
+    """Sorted distinct fidelities of `value` (None: 1..groups); ValueError naming `name`."""
+    if value is None:
+        return list(range(1, groups + 1))
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a list of fidelities (1..{groups} or 'full'), not {value!r}")
+    out = set()
+    for k in value:
+        try:
+            out.add(_fidelity(k, groups))
+        except ValueError:
+            raise ValueError(f"{name} must be fidelities 1..{groups} or 'full', not {k!r}") from None
+    if not out:
+        raise ValueError(f"{name} must name at least one fidelity")
+    return sorted(out)
+
+
+def _gradient_similarity(model, loss_fn, ds, fidelities, images, batch_size, seed, options, batch_transform,
+                         device) -> dict:
+    import torch.distributed as dist
+
+    if not isinstance(model, _torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, not {type(loss_fn).__name__}")
+    groups = ds.num_scan_groups
+    candidates = _candidates("fidelities", fidelities, groups)
+    _check_int("images", images, 1)
+    _check_int("batch_size", batch_size, 1)
+    _check_int("seed", seed, 0, (1 << 64) - 1)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no parameter that requires a gradient")
+    device = _torch.device(device) if device is not None else params[0].device
+    distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+
+    samples = _probe_share(ds, images, seed, rank, world)
+    batches = [samples[i:i + batch_size] for i in range(0, len(samples), batch_size)]
+    decoder = _pcr.BatchDecoder(**options)
+
+    def gradient(k: int) -> _torch.Tensor:
+        total = _torch.zeros(sum(p.numel() for p in params), dtype=_torch.float64, device=device)
+        for b, batch in enumerate(batches):
+            jpegs = [s["jpeg"] if k == groups else ds.lower_fidelity(s["index"], s["jpeg"], k) for s in batch]
+            x = _torch.from_numpy(decoder.decode(jpegs, seed=_seed(seed, rank, b)))
+            y = _torch.tensor([s["label"] for s in batch], dtype=_torch.int64)
+            if batch_transform is not None:
+                x, y = batch_transform((x, y))[:2]
+            _torch.manual_seed(_seed(seed, rank, b, 1))  # the same dropout at every fidelity
+            loss = loss_fn(model(x.to(device)), y.to(device))
+            grads = _torch.autograd.grad(loss, params, allow_unused=True)
+            total += _torch.cat([(g if g is not None else _torch.zeros_like(p)).reshape(-1).to(_torch.float64)
+                                 for g, p in zip(grads, params)])
+        if distributed:
+            dist.all_reduce(total)
+        return total
+
+    modes = [(m, m.training) for m in model.modules()]
+    saved = [b.detach().clone() for b in model.buffers()]
+    cuda = [device] if device.type == "cuda" else []
+    try:
+        model.train()
+        with _torch.random.fork_rng(devices=cuda):
+            full = gradient(groups)
+            scores = []
+            for k in candidates:
+                if k == groups:
+                    scores.append(1.0)  # the same gradient
+                    continue
+                g = gradient(k)
+                norms = float(full.norm()) * float(g.norm())
+                scores.append(float(_torch.dot(full, g)) / norms if norms > 0 else float("nan"))
+    finally:
+        with _torch.no_grad():
+            for b, value in zip(model.buffers(), saved):
+                b.copy_(value)
+        for m, mode in modes:
+            m.training = mode
+    if distributed:
+        shared = _torch.tensor(scores, dtype=_torch.float64, device=full.device)
+        dist.broadcast(shared, 0)
+        scores = shared.tolist()
+    return dict(zip(candidates, scores))
+
+
+class FidelityTuner:
+    """Picks an ImageLoader's fidelity while training, as Kuchnik's PCR
+    autotuning does: full fidelity for `warmup` epochs, then every `every`
+    epochs a gradient_similarity probe of `candidates` (default: every
+    fidelity) and the lowest fidelity whose score reaches `threshold` (full
+    fidelity when none does).
+
+    Call `step(epoch)` before each epoch: it sets the loader's fidelity for
+    that epoch (set_fidelity) and returns it. The probe takes the loader's
+    path, transform and batch_transform, `images` images in batches of
+    `batch_size` (default: the loader's), and a seed drawn from `seed` and
+    the epoch; on every rank of torch.distributed it gives the same scores,
+    so every rank picks the same fidelity. Each probe's scores and choice
+    go to the "pcr" logger (INFO) and to `history`. `state_dict()` and
+    `load_state_dict()` keep the choice and history across a resume.
+    """
+
+    def __init__(self, loader: ImageLoader, model: _torch.nn.Module, loss_fn: Callable, threshold: float = 0.8,
+                 every: int = 20, warmup: int = 5, candidates: Optional[Sequence] = None, *, images: int = 2560,
+                 batch_size: Optional[int] = None, seed: int = 0, device=None) -> None:
+        if not isinstance(loader, ImageLoader):
+            raise TypeError(f"loader must be a pcr.torch.ImageLoader, not {type(loader).__name__}")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 < threshold <= 1:
+            raise ValueError(f"threshold must be a number in (-1, 1], a cosine similarity, not {threshold!r}")
+        _check_int("every", every, 1)
+        _check_int("warmup", warmup, 0)
+        _check_int("images", images, 1)
+        _check_int("seed", seed, 0, (1 << 64) - 1)
+        self.loader, self.model, self.loss_fn = loader, model, loss_fn
+        self.threshold, self.every, self.warmup = float(threshold), every, warmup
+        self.candidates = _candidates("candidates", candidates, loader.num_scan_groups)
+        self.images = images
+        self.batch_size = loader.batch_size if batch_size is None else _check_int("batch_size", batch_size, 1)
+        self.seed, self.device = seed, device
+        self.fidelity = loader.num_scan_groups
+        self.history: list = []  # {"epoch", "scores": {k: score}, "fidelity"} per probe
+
+    def step(self, epoch: int) -> int:
+        """The fidelity of epoch `epoch`, set on the loader: full during
+        warmup, a new probe's choice at epochs warmup, warmup + every, ...,
+        else the last choice."""
+        import logging
+
+        _check_int("epoch", epoch, 0)
+        groups = self.loader.num_scan_groups
+        if epoch < self.warmup:
+            self.fidelity = groups
+        elif (epoch - self.warmup) % self.every == 0 and not any(h["epoch"] == epoch for h in self.history):
+            loader = self.loader
+            ds = _pcr.ImageDataset(loader.path, loader.engine, loader.direct, loader.remote)
+            scores = _gradient_similarity(self.model, self.loss_fn, ds, self.candidates, self.images, self.batch_size,
+                                          _seed(self.seed, epoch), loader.decoder_options, loader.batch_transform,
+                                          self.device)
+            passing = [k for k in sorted(scores) if scores[k] >= self.threshold]
+            self.fidelity = passing[0] if passing else groups
+            self.history.append({"epoch": epoch, "scores": scores, "fidelity": self.fidelity})
+            shown = ", ".join(f"{k}: {v:.4f}" for k, v in sorted(scores.items()))
+            logging.getLogger("pcr").info(
+                "pcr.torch.FidelityTuner: epoch %d: gradient similarity {%s}: fidelity %d of %d (threshold %g)",
+                epoch, shown, self.fidelity, groups, self.threshold)
+        self.loader.set_fidelity(self.fidelity)
+        return self.fidelity
+
+    def state_dict(self) -> dict:
+        return {"fidelity": self.fidelity, "history": [dict(h, scores=dict(h["scores"])) for h in self.history]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continues with the state's choice (set on the loader) and history."""
+        fidelity = _fidelity(state["fidelity"], self.loader.num_scan_groups)
+        self.history = [{"epoch": int(h["epoch"]), "fidelity": int(h["fidelity"]),
+                         "scores": {int(k): float(v) for k, v in h["scores"].items()}} for h in state["history"]]
+        self.fidelity = fidelity
+        self.loader.set_fidelity(fidelity)

@@ -618,3 +618,92 @@ def test_on_error_skip_replaces_an_unreadable_image_and_keeps_len(sample_dataset
         assert {int(m.split("skipped image ")[1].split()[0]) for m in said} == lost
     with pytest.raises(ValueError, match="on_error must be 'raise' or 'skip'"):
         make(on_error="ignore")
+
+
+def fidelity_signatures(path, fidelities):
+    """{evaluation crop: fidelities (of `fidelities`) at which an image looks
+    so}, to tell the fidelity of a loader's images."""
+    ds = pcr.ImageDataset(str(path))
+    dec = pcr.BatchDecoder(size=32, crop="center", resize=32)
+    sigs = {}
+    for i in range(len(ds)):
+        for k in fidelities:
+            sigs.setdefault(dec.decode([ds.read(i, k)])[0].tobytes(), set()).add(k)
+    return sigs
+
+
+def fidelities_of(batches, sigs):
+    """The fidelity of each batch: the one its images all look like."""
+    out = []
+    for images, _ in batches:
+        found = set.intersection(*(sigs[image.numpy().tobytes()] for image in images))
+        assert len(found) == 1, found
+        out.append(found.pop())
+    return out
+
+
+SET_FIDELITY_RUNS = [(0, None, False), (2, "fork", False), (2, "fork", True), (2, "spawn", False), (2, "spawn", True)]
+
+
+@pytest.mark.parametrize("workers,context,persistent", SET_FIDELITY_RUNS)
+def test_set_fidelity_applies_from_the_next_epoch(distinct_dataset, workers, context, persistent):
+    groups = pcr.ImageDataset(str(distinct_dataset)).num_scan_groups
+    sigs = fidelity_signatures(distinct_dataset, (1, 2, groups))
+    loader = pcr.torch.ImageLoader(str(distinct_dataset), batch_size=4, fidelity=1, train=False, size=32, resize=32,
+                                   threads=2)
+    kw = {} if workers == 0 else dict(multiprocessing_context=context, persistent_workers=persistent)
+    batches = pcr.torch.DataLoader(loader, num_workers=workers, **kw)
+    assert fidelities_of(batches, sigs) == [1] * len(loader)
+    for epoch, fidelity, want in ((1, "full", groups), (2, 2, 2)):
+        loader.set_fidelity(fidelity)
+        assert loader.fidelity == want
+        loader.set_epoch(epoch)
+        got = []
+        for n, batch in enumerate(batches):
+            if n == 1:
+                loader.set_fidelity(1)  # for the next epoch: this one keeps its fidelity
+            got += fidelities_of([batch], sigs)
+        assert got == [want] * len(loader)
+        assert loader.fidelity == 1
+    # The state records the fidelity; a new loader continues at it, with the
+    # epoch's next unseen batch.
+    loader.set_fidelity(2)
+    loader.set_epoch(3)
+    it = iter(batches)
+    first = fidelities_of([next(it)], sigs)
+    state = batches.state_dict()
+    del it
+    assert first == [2] and state["fidelity"] == 2
+    resumed = pcr.torch.ImageLoader(str(distinct_dataset), batch_size=4, train=False, size=32, resize=32, threads=2)
+    assert resumed.fidelity == groups
+    resumed.load_state_dict(state)
+    assert resumed.fidelity == 2
+    rest = fidelities_of(pcr.torch.DataLoader(resumed, num_workers=workers, **kw), sigs)
+    assert rest == [2] * (len(loader) - 1)
+
+
+def test_set_fidelity_checks_its_argument(distinct_dataset):
+    groups = pcr.ImageDataset(str(distinct_dataset)).num_scan_groups
+    loader = pcr.torch.ImageLoader(str(distinct_dataset), batch_size=4)
+    images = pcr.torch.Dataset(str(distinct_dataset))
+    for bad in (0, groups + 1, "all", 1.0, True):
+        for target in (loader, images):
+            with pytest.raises(ValueError, match=f"fidelity must be 1..{groups} or 'full', not"):
+                target.set_fidelity(bad)
+    state = loader.state_dict()
+    with pytest.raises(ValueError, match="fidelity must be"):
+        loader.load_state_dict({**state, "fidelity": groups + 1})
+    assert loader.fidelity == groups
+
+
+@pytest.mark.parametrize("workers,context,persistent", SET_FIDELITY_RUNS)
+def test_map_style_set_fidelity_reaches_workers(distinct_dataset, workers, context, persistent):
+    ds = pcr.ImageDataset(str(distinct_dataset))
+    images = pcr.torch.Dataset(str(distinct_dataset), fidelity=1)
+    kw = {} if workers == 0 else dict(multiprocessing_context=context, persistent_workers=persistent)
+    loader = torch.utils.data.DataLoader(images, batch_size=None, num_workers=workers, **kw)
+    for fidelity in (1, 3, "full", 2):
+        images.set_fidelity(fidelity)
+        k = ds.num_scan_groups if fidelity == "full" else fidelity
+        for i, (image, label) in enumerate(loader):
+            assert np.array_equal(image.permute(1, 2, 0).numpy(), pcr.decode(ds.read(i, k))), (i, k)
