@@ -1062,6 +1062,7 @@ class PyTable {
 
   py::list schema() const { return SchemaList(table_->schema()); }
   uint64_t num_rows() const { return table_->schema().row_count; }
+  py::dict io_counters() const { return CountersDict(table_->io_counters()); }
   const std::string& content_id() const { return table_->content_id(); }
   size_t num_stripes() const { return table_->stripe_count(); }
   std::vector<uint64_t> stripe_rows() const {
@@ -1655,6 +1656,7 @@ PYBIND11_MODULE(_pcr, m) {
       .def_property_readonly("schema", &PyTable::schema, Doc("Table.schema"))
       .def_property_readonly("content_id", &PyTable::content_id, Doc("Table.content_id"))
       .def_property_readonly("num_rows", &PyTable::num_rows, Doc("Table.num_rows"))
+      .def_property_readonly("io_counters", &PyTable::io_counters, Doc("Table.io_counters"))
       .def_property_readonly("num_stripes", &PyTable::num_stripes, Doc("Table.num_stripes"))
       .def_property_readonly("stripe_rows", &PyTable::stripe_rows, Doc("Table.stripe_rows"))
       .def("read", &PyTable::read, py::arg("features"), py::arg("first_stripe") = 0,

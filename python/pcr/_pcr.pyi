@@ -218,6 +218,10 @@ class Table:
     def num_rows(self) -> int:
         """Rows in the table."""
     @property
+    def io_counters(self) -> dict[str, float]:
+        """What storage did for this object's reads since it was opened: reads (requests
+        completed), ios (operations issued for them), bytes_read and seconds."""
+    @property
     def num_stripes(self) -> int:
         """Stripes in the table; read() takes a run of them."""
     @property

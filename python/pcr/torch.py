@@ -234,6 +234,39 @@ def _refuse_rebatching(loader) -> None:
                         f"pcr.torch.DataLoader(loader, num_workers=...)")
 
 
+class _Tally:
+    """A count over this process and its DataLoader workers. Each process
+    adds to its own slot of shared memory: no lock, as one made for forked
+    workers crashes spawned ones."""
+
+    _SLOTS = 257  # this process, then DataLoader worker w at 1 + w % 256
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        self._slots = multiprocessing.RawArray("q", self._SLOTS)
+
+    def add(self, n: int) -> None:
+        info = _data.get_worker_info()
+        self._slots[0 if info is None else 1 + info.id % (self._SLOTS - 1)] += n
+
+    @property
+    def value(self) -> int:
+        return sum(self._slots)
+
+    def __getstate__(self):
+        import multiprocessing.context
+
+        if multiprocessing.context.get_spawning_popen() is None:
+            return list(self._slots)  # a copy, not shared
+        return self._slots
+
+    def __setstate__(self, state) -> None:
+        import multiprocessing
+
+        self._slots = multiprocessing.RawArray("q", state) if isinstance(state, list) else state
+
+
 class _EpochLoader(_data.IterableDataset):
     """Shares, epochs, resume and DataLoader workers, for ImageLoader and
     TableLoader: subclasses give `_num_items` and `_batches`, and where they
@@ -266,7 +299,8 @@ class _EpochLoader(_data.IterableDataset):
         # of the last iteration by DataLoader workers: shared with the
         # workers, so set_epoch and load_state_dict reach persistent ones.
         self._shared = multiprocessing.RawArray("q", _RESUMES + 1 + 3 * _MAX_RESUMES)
-        self._skipped = multiprocessing.Value("q", 0)  # images skipped, by this process and its workers
+        self._skipped = _Tally()  # images skipped, by this process and its workers
+        self._bytes_read = _Tally()
         self._workers_saved = None  # workers of the loaded state
         self._counted = None  # (epoch, workers) of the batches counted in this process
         self._delivered = 0
@@ -274,6 +308,19 @@ class _EpochLoader(_data.IterableDataset):
     @property
     def epoch(self) -> int:
         return self._shared[_EPOCH]
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes storage read for this loader's iterations since it was made
+        (opening the data included), by this process and its DataLoader
+        workers, counted as each batch is made."""
+        return self._bytes_read.value
+
+    def _count_read(self, source, counted: int) -> int:
+        """Adds what `source` (a pcr dataset or table) read since `counted` bytes; returns its total."""
+        now = source.io_counters["bytes_read"]
+        self._bytes_read.add(now - counted)
+        return now
 
     def _share(self) -> Tuple[int, int]:
         """(rank, world size) of the calling process."""
@@ -422,7 +469,6 @@ class _EpochLoader(_data.IterableDataset):
         state = dict(self.__dict__)
         if multiprocessing.context.get_spawning_popen() is None:
             state["_shared"] = list(self._shared)  # a copy, not shared
-            state["_skipped"] = self._skipped.value
         elif self._rank is None:
             # For a spawned DataLoader worker, which has no process group of its own.
             state["_spawned_share"] = self._share()
@@ -433,7 +479,6 @@ class _EpochLoader(_data.IterableDataset):
 
         if isinstance(state["_shared"], list):
             state["_shared"] = multiprocessing.RawArray("q", state["_shared"])
-            state["_skipped"] = multiprocessing.Value("q", state["_skipped"])
         self.__dict__.update(state)
 
 
@@ -622,9 +667,8 @@ class ImageLoader(_EpochLoader):
         import warnings
 
         for index, key, why in skipped[reported:]:
-            with self._skipped.get_lock():
-                self._skipped.value += 1
-                total = self._skipped.value
+            self._skipped.add(1)
+            total = self._skipped.value
             message = (f"pcr.torch.ImageLoader: {self.path}: skipped image {index} ({key}), an image of its batch "
                        f"takes its place ({total} skipped so far): {why}")
             logging.getLogger("pcr").warning(message)
@@ -656,7 +700,9 @@ class ImageLoader(_EpochLoader):
         it = _pcr._ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
                                fields=self.fields, on_error=self.on_error, **share, **self.decoder_options)
         reported = 0
+        counted = 0
         for images, labels, indices, *fields in it:
+            counted = self._count_read(ds, counted)
             if self.on_error == "skip":
                 reported = self._report(it.skipped(), reported)
             batch = (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
@@ -789,7 +835,9 @@ class TableLoader(_EpochLoader):
                           f"when this TableLoader was made ({self._num_items} rows, content id "
                           f"{self._content_id}): make a new TableLoader")
         it = _pcr._TableLoader(table, batch_size=self.batch_size, features=self.features + self.dense, **share)
+        counted = 0
         for rows, columns in it:
+            counted = self._count_read(table, counted)
             batch = {"rows": _torch.from_numpy(rows)}
             for name in self.features:
                 batch[name] = _tensors(columns[name], self._types[name])
@@ -1052,7 +1100,7 @@ def _gradient_similarity(model, loss_fn, ds, fidelities, images, batch_size, see
                     continue
                 g = gradient(k)
                 norms = float(full.norm()) * float(g.norm())
-                scores.append(float(_torch.dot(full, g)) / norms if norms > 0 else float("nan"))
+                scores.append(min(1.0, max(-1.0, float(_torch.dot(full, g)) / norms)) if norms > 0 else float("nan"))
     finally:
         with _torch.no_grad():
             for b, value in zip(model.buffers(), saved):

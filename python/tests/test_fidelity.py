@@ -260,3 +260,44 @@ def test_bad_arguments_are_refused_naming_them(sample_dataset):
         pcr.torch.gradient_similarity(model, loss, str(sample_dataset), **dict(PROBE, images=0))
     with pytest.raises(TypeError, match="loader must be a pcr.torch.ImageLoader"):
         pcr.torch.FidelityTuner(model, model, loss)
+
+
+def test_the_docs_example_runs_and_tunes(sample_dataset, capsys):
+    from conftest import DOCS, python_block
+
+    code = python_block("import torch, torchvision, pcr.torch  # choosing a fidelity\n")
+    for old, new in [('"train-pcr"', repr(str(sample_dataset))), ("batch_size=256", "batch_size=8"),
+                     ("num_classes=1000", "num_classes=3"), ("range(90)", "range(3)"), ("every=20", "every=1"),
+                     ("warmup=5", "warmup=1")]:
+        assert old in code, old
+        code = code.replace(old, new)
+    scope = {}
+    exec(compile(code, str(DOCS[0]), "exec"), scope)
+    groups = pcr.ImageDataset(str(sample_dataset)).num_scan_groups
+    printed = eval(capsys.readouterr().out)
+    assert sorted(printed) == list(range(1, groups + 1)) and printed[groups] == 1.0
+    tuner, loader = scope["tuner"], scope["loader"]
+    assert [h["epoch"] for h in tuner.history] == [1, 2]
+    for h in tuner.history:
+        assert h["fidelity"] == min([k for k, s in h["scores"].items() if s >= 0.8] or [groups])
+    assert loader.fidelity == tuner.fidelity == scope["checkpoint"]["loader"]["fidelity"]
+    assert scope["checkpoint"]["tuner"]["fidelity"] == tuner.fidelity
+
+
+def test_the_accuracy_benchmark_runs_on_any_image_folder(data_dir, tmp_path):
+    """bench/fidelity_accuracy.py, shrunk to seconds on the bundled sample."""
+    build = pathlib.Path(pcr.__file__).resolve().parents[2]
+    script = pathlib.Path(__file__).resolve().parents[2] / "bench" / "fidelity_accuracy.py"
+    out = subprocess.run([sys.executable, str(script), str(build), "--data", str(data_dir / "sample"), "--work",
+                          str(tmp_path), "--seeds", "2", "--epochs", "2", "--batch-size", "4", "--warmup", "0",
+                          "--every", "1", "--probe-images", "8", "--thresholds", "0.8", "--threads", "1"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| ")]
+    groups = pcr.ImageDataset(str(next(p for p in tmp_path.glob("train-*") if p.is_dir()))).num_scan_groups
+    assert rows[0].startswith("| fidelity | test accuracy | bytes read |")
+    names = [row.split(" | ")[0][2:] for row in rows[1:]]
+    assert names[-1] == "tuner, threshold 0.8" and names[0] == "1" and names[-2] == str(groups)
+    assert "gradient similarity" in out.stderr  # the tuner's probes, logged
+    shares = [float(row.split(" | ")[3]) for row in rows[1:-1]]
+    assert shares == sorted(shares) and shares[-1] == 1.0

@@ -312,3 +312,23 @@ def test_readme_example(tmp_path, monkeypatch):
     assert scope["x"].shape == (len(scope["batch"]["rows"]), 17)
     assert scope["y"].tolist() == [r % 2 for r in scope["batch"]["rows"].tolist()]
     assert scope["x"][:, 0].tolist() == [r * 0.5 for r in scope["batch"]["rows"].tolist()]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_bytes_read_counts_the_projection(table, workers):
+    """A projection of one small feature reads less than the whole table; the
+    count includes the workers' reads (a stripe split between two workers is
+    read by both)."""
+    t = pcr.Table(table)
+    opening = t.io_counters["bytes_read"]
+    whole = t.read([f["name"] for f in t.schema])  # every stream once
+    every = t.io_counters["bytes_read"] - opening
+    got = {}
+    for features in (["label"], None):
+        loader = pcr.torch.TableLoader(table, batch_size=64, features=features, shuffle=False)
+        assert loader.bytes_read == 0
+        batches = loader if workers == 0 else pcr.torch.DataLoader(loader, num_workers=workers)
+        assert sum(len(b["rows"]) for b in batches) == ROWS
+        got[str(features)] = loader.bytes_read - opening * max(1, workers)
+    assert whole and 0 < got["['label']"] < got["None"]
+    assert every <= got["None"] <= every * max(1, workers)

@@ -592,19 +592,20 @@ def test_a_dataloader_that_batches_again_is_refused(sample_dataset, workers):
     assert images.shape == (6, 3, 16, 16)
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-def test_on_error_skip_replaces_an_unreadable_image_and_keeps_len(sample_dataset, tmp_path, workers):
+@pytest.mark.parametrize("workers,context", [(0, None), (2, "fork"), (2, "spawn")])
+def test_on_error_skip_replaces_an_unreadable_image_and_keeps_len(sample_dataset, tmp_path, workers, context):
     damaged_copy(sample_dataset, tmp_path / "ds", record_file=1, mask=0x40)
+    kw = {} if workers == 0 else dict(multiprocessing_context=context)
 
     def make(**kw):
         return pcr.torch.ImageLoader(str(tmp_path / "ds"), 5, size=16, threads=1, seed=2, return_index=True, **kw)
 
     with pytest.raises(pcr.CorruptionError, match="records-"):
-        list(pcr.torch.DataLoader(make(), num_workers=workers))
+        list(pcr.torch.DataLoader(make(), num_workers=workers, **kw))
     loader = make(on_error="skip")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        batches = list(pcr.torch.DataLoader(loader, num_workers=workers))
+        batches = list(pcr.torch.DataLoader(loader, num_workers=workers, **kw))
     assert len(batches) == len(loader) == 5
     assert [len(labels) for _, labels, _ in batches] == [5, 5, 5, 5, 4]  # the sizes of an undamaged epoch
     indices = [i for _, _, index in batches for i in index.tolist()]
@@ -707,3 +708,24 @@ def test_map_style_set_fidelity_reaches_workers(distinct_dataset, workers, conte
         k = ds.num_scan_groups if fidelity == "full" else fidelity
         for i, (image, label) in enumerate(loader):
             assert np.array_equal(image.permute(1, 2, 0).numpy(), pcr.decode(ds.read(i, k))), (i, k)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_bytes_read_counts_each_fidelitys_reads(distinct_dataset, workers):
+    ds = pcr.ImageDataset(str(distinct_dataset))
+    opening = ds.io_counters["bytes_read"]  # manifest, headers and indexes
+    at = ds.counts["bytes_at_fidelity"]
+    groups = ds.num_scan_groups
+    got = {}
+    for k in (1, groups):
+        loader = eval_loader(distinct_dataset, fidelity=k)
+        assert loader.bytes_read == 0
+        delivered(loader, workers)
+        got[k] = loader.bytes_read
+        # Every worker opens the dataset (reading the sample metadata), then
+        # reads the groups of its records; a record split between two
+        # workers is read by both.
+        assert opening * max(1, workers) < got[k] <= opening * max(1, workers) + 2 * at[k - 1]
+    if workers == 0:
+        assert got[groups] - got[1] == at[groups - 1] - at[0]
+    assert got[1] < got[groups]
