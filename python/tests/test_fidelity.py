@@ -268,7 +268,7 @@ def test_the_docs_example_runs_and_tunes(sample_dataset, capsys):
     code = python_block("import torch, torchvision, pcr.torch  # choosing a fidelity\n")
     for old, new in [('"train-pcr"', repr(str(sample_dataset))), ("batch_size=256", "batch_size=8"),
                      ("num_classes=1000", "num_classes=3"), ("range(90)", "range(3)"), ("every=20", "every=1"),
-                     ("warmup=5", "warmup=1")]:
+                     ("warmup=5", "warmup=1"), ("normalize=imagenet)", "normalize=imagenet, size=64)")]:
         assert old in code, old
         code = code.replace(old, new)
     scope = {}
