@@ -232,8 +232,9 @@ struct ProgressiveCoefficientDecoder::State {
   std::vector<Scan> scans;
   size_t num_scans = 0;
   std::vector<uint8_t> data;  // destuffed entropy-coded bytes of every scan
-  std::vector<int16_t> rows[4];  // one iMCU row of blocks per component
+  std::vector<int16_t> rows[4];  // `keep` + 1 iMCU rows of blocks per component
   int padded_width[4] = {};      // blocks per row in rows[c]
+  int16_t* current[4] = {};      // the iMCU row being decoded in rows[c]
 
   CoefficientOutcome NotHandled(const std::string& why) { return {CoefficientOutcome::kNotHandled, why}; }
   CoefficientOutcome Open(ByteSpan jpeg);
@@ -551,7 +552,7 @@ bool ProgressiveCoefficientDecoder::State::DecodeDcMcus(Scan& sc, int x0, int n,
     p.bh = interleaved ? comp.h : 1;
     p.bv = interleaved ? comp.v : 1;
     p.row_step = static_cast<size_t>(padded_width[c]) * 64;
-    p.out = rows[c].data() + static_cast<size_t>(interleaved ? 0 : mcu_row) * p.row_step +
+    p.out = current[c] + static_cast<size_t>(interleaved ? 0 : mcu_row) * p.row_step +
             static_cast<size_t>(x0) * static_cast<size_t>(p.bh) * 64;
   }
   BitReader br = sc.br;  // a local copy stays in registers
@@ -640,8 +641,8 @@ bool ProgressiveCoefficientDecoder::State::DecodeAcBlocks(Scan& sc, int16_t* blo
   return good;
 }
 
-CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, unsigned components,
-                                                         unsigned dc_only) {
+CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, unsigned components, unsigned dc_only,
+                                                         int keep) {
   State& st = *s_;
   const CoefficientFrame& f = st.frame;
   const size_t num_scans = st.num_scans;
@@ -666,8 +667,15 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, 
                   static_cast<unsigned long long>(nbytes), marker);
     return std::string(buf);
   };
+  const int slots = std::max(keep, 0) + 1;
+  auto slot = [&](int c, int m) {
+    const size_t blocks = static_cast<size_t>(st.padded_width[c]) * f.components[static_cast<size_t>(c)].v * 64;
+    return st.rows[c].data() + static_cast<size_t>(m % slots) * blocks;
+  };
   for (int c = 0; c < f.num_components; ++c) {
-    st.rows[c].assign(static_cast<size_t>(st.padded_width[c]) * f.components[static_cast<size_t>(c)].v * 64, 0);
+    st.rows[c].assign(static_cast<size_t>(st.padded_width[c]) * f.components[static_cast<size_t>(c)].v * 64 *
+                          static_cast<size_t>(slots),
+                      0);
   }
   for (size_t s = 0; s < num_scans; ++s) {
     Scan& sc = st.scans[s];
@@ -721,6 +729,7 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, 
     }
   };
   for (int m = 0; m < st.imcu_rows && problem_scan > 0; ++m) {
+    for (int c = 0; c < f.num_components; ++c) st.current[c] = slot(c, m);
     for (size_t s = 0; s < std::min(num_scans, problem_scan); ++s) {
       Scan& sc = st.scans[s];
       if (sc.done) continue;
@@ -734,23 +743,25 @@ CoefficientOutcome ProgressiveCoefficientDecoder::Decode(const BlockRowFn& row, 
       const int r_end = std::min((m + 1) * comp.v, comp.height_in_blocks);
       for (int r = m * comp.v; r < r_end && !sc.done; ++r) {
         const int y = r - m * comp.v;
-        int16_t* base = st.rows[c].data() + static_cast<size_t>(y) * st.padded_width[c] * 64;
+        int16_t* base = st.current[c] + static_cast<size_t>(y) * st.padded_width[c] * 64;
         decode_mcus(s, comp.width_in_blocks, [&](int x0, int n, int* overflow) {
           return sc.ss != 0 ? st.DecodeAcBlocks(sc, base + static_cast<size_t>(x0) * 64, n)
                             : st.DecodeDcMcus(sc, x0, n, y, overflow);
         });
       }
     }
-    for (int c = 0; c < f.num_components; ++c) {
+    for (int c = 0; c < f.num_components && problem_scan == num_scans && row; ++c) {
       const auto& comp = f.components[static_cast<size_t>(c)];
       const int r_end = std::min((m + 1) * comp.v, comp.height_in_blocks);
-      int16_t* base = st.rows[c].data();
-      if (problem_scan == num_scans && row) {
-        for (int r = m * comp.v; r < r_end; ++r) {
-          row(c, r, base + static_cast<size_t>(r - m * comp.v) * st.padded_width[c] * 64);
-        }
+      for (int r = m * comp.v; r < r_end; ++r) {
+        row(c, r, st.current[c] + static_cast<size_t>(r - m * comp.v) * st.padded_width[c] * 64);
       }
-      std::memset(base, 0, st.rows[c].size() * sizeof(int16_t));
+    }
+    // The slot the next iMCU row takes: its blocks delivered `keep` rows ago.
+    for (int c = 0; c < f.num_components; ++c) {
+      std::memset(
+          slot(c, m + 1), 0,
+          static_cast<size_t>(st.padded_width[c]) * f.components[static_cast<size_t>(c)].v * 64 * sizeof(int16_t));
     }
   }
   // The end of each scan: what libjpeg finds after the data.
@@ -817,7 +828,7 @@ CoefficientOutcome LibjpegCoefficientReader::Read(ByteSpan jpeg, bool warnings_a
       for (JDIMENSION r = 0; r < ci.height_in_blocks; ++r) {
         JBLOCKARRAY b = (*cinfo.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&cinfo), arrays[c], r, 1,
                                                          FALSE);
-        row(c, static_cast<int>(r), reinterpret_cast<const int16_t*>(b[0][0]));
+        row(c, static_cast<int>(r), b[0][0]);
       }
     }
   }

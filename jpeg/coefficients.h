@@ -50,9 +50,9 @@ struct CoefficientOutcome {
 };
 
 // Receives block row `row` of `component`: width_in_blocks blocks of 64
-// coefficients in natural (row-major) order, as libjpeg's JBLOCK. The pointer
-// is valid during the call only.
-using BlockRowFn = std::function<void(int component, int row, const int16_t* blocks)>;
+// coefficients in natural (row-major) order, as libjpeg's JBLOCK. How long
+// the pointer stays valid: ProgressiveCoefficientDecoder::Decode.
+using BlockRowFn = std::function<void(int component, int row, int16_t* blocks)>;
 
 // Decodes SOF2 (progressive, Huffman, 8-bit) JPEGs whose scans use spectral
 // selection only (Ah = Al = 0), each coefficient of a component in at most one
@@ -84,9 +84,11 @@ class ProgressiveCoefficientDecoder {
   // Delivers every block row of every component in order of rows. Scans
   // that hold no component of `components` (bit c: component c), and the AC
   // scans of the components in `dc_only`, are not decoded, so their errors
-  // go unseen and their coefficients stay 0.
+  // go unseen and their coefficients stay 0. The blocks `row` receives stay
+  // valid, and may be changed by it, until `keep` more iMCU rows have been
+  // delivered.
   // REQUIRES: the last Open() returned kOk.
-  CoefficientOutcome Decode(const BlockRowFn& row, unsigned components = 0xf, unsigned dc_only = 0);
+  CoefficientOutcome Decode(const BlockRowFn& row, unsigned components = 0xf, unsigned dc_only = 0, int keep = 0);
 
  private:
   struct State;

@@ -109,9 +109,11 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
     return true;
   }
   // libjpeg-turbo upsamples chroma at a cropped region's edges as at the
-  // image's edges, so the region asked for extends one iMCU (at most 32
-  // pixels) left and right of the crop, where the image allows.
-  constexpr int kMargin = 32;
+  // image's edges, and smooths blocks there with the region's first column
+  // of DC values standing in for those left of it; so the region asked for
+  // extends one iMCU and two blocks of chroma (at most 64 pixels) left and
+  // right of the crop, where the image allows.
+  constexpr int kMargin = 64;
   const int left = std::max(0, c.x - kMargin);
   JDIMENSION x = static_cast<JDIMENSION>(left);
   JDIMENSION w = static_cast<JDIMENSION>(std::min(width, c.x + c.width + kMargin) - left);

@@ -86,6 +86,67 @@ int MinScaledSize(int scale_denom) { return 8 / scale_denom; }
 
 inline int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
+// floor(n / d) for 0 <= n < 2^41 by a multiply: m = ceil(2^s / d) with
+// 2^s >= 2^41 d keeps the error below 1 / d.
+__extension__ using Uint128 = unsigned __int128;
+struct Divider {
+  uint64_t m = 1;
+  int s = 0;
+  Divider() = default;
+  explicit Divider(uint64_t d) : s(41 + (64 - __builtin_clzll(d))) {
+    m = static_cast<uint64_t>(((Uint128{1} << s) + d - 1) / d);
+  }
+  uint64_t Divide(uint64_t n) const { return static_cast<uint64_t>((Uint128{n} * m) >> s); }
+};
+
+// libjpeg-turbo's block smoothing (jdcoefct.c, decompress_smooth_data): the
+// natural positions of zigzag coefficients 0 to 9 it may estimate, and for
+// each the weights of the 5 x 5 DC values around the block (rows and columns
+// -2..2), first where the component has no coefficient 1..9 at all (then DC
+// and all nine are estimated), then where it has some.
+constexpr int kSmoothedPosition[10] = {0, 1, 8, 16, 9, 2, 3, 10, 17, 24};
+using Kernel = std::array<int16_t, 25>;
+constexpr Kernel kDcOnlyKernels[10] = {
+    {-2, -6, -8, -6, -2, -6, 6, 42, 6, -6, -8, 42, 152, 42, -8, -6, 6, 42, 6, -6, -2, -6, -8, -6, -2},
+    {-1, -1, 0, 1, 1, -3, 13, 0, -13, 3, -3, 38, 0, -38, 3, -3, 13, 0, -13, 3, -1, -1, 0, 1, 1},
+    {-1, -3, -3, -3, -1, -1, 13, 38, 13, -1, 0, 0, 0, 0, 0, 1, -13, -38, -13, 1, 1, 3, 3, 3, 1},
+    {0, 0, 1, 0, 0, 0, 2, 7, 2, 0, 0, -5, -14, -5, 0, 0, 2, 7, 2, 0, 0, 0, 1, 0, 0},
+    {-1, 0, 0, 0, 1, 0, 9, 0, -9, 0, 0, 0, 0, 0, 0, 0, -9, 0, 9, 0, 1, 0, 0, 0, -1},
+    {0, 0, 0, 0, 0, 0, 2, -5, 2, 0, 1, 7, -14, 7, 1, 0, 2, -5, 2, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 1, 0, -1, 0, 0, 2, 0, -2, 0, 0, 1, 0, -1, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 1, -3, 1, 0, 0, 0, 0, 0, 0, 0, -1, 3, -1, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 1, 0, -1, 0, 0, -3, 0, 3, 0, 0, 1, 0, -1, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, -1, -2, -1, 0, 0, 0, 0, 0, 0},
+};
+constexpr Kernel kKernels[6] = {
+    {},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -7, 50, 0, -50, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 0, -7, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 0, 0, -50, 0, 0, 0, 0, 7, 0, 0},
+    {0, 0, -1, 0, 0, 0, 0, 13, 0, 0, 0, 0, -24, 0, 0, 0, 0, 13, 0, 0, 0, 0, -1, 0, 0},
+    {0, -1, 0, 1, 0, -1, 10, 0, -10, 1, 0, 0, 0, 0, 0, 1, -10, 0, 10, -1, 0, 1, 0, -1, 0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 13, -24, 13, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+};
+constexpr int KernelBound(const Kernel* kernels, int n) {
+  int most = 0;
+  for (int i = 0; i < n; ++i) {
+    int sum = 0;
+    for (int w : kernels[i]) sum += w < 0 ? -w : w;
+    most = std::max(most, sum);
+  }
+  return most;
+}
+// |weighted sum| * a 16-bit step stays below 2^40, Divider's range less
+// the rounding term.
+static_assert(KernelBound(kDcOnlyKernels, 10) <= 512 && KernelBound(kKernels, 6) <= 512);
+
+// The column of the DC value a block's smoothing takes `d` columns away,
+// in a row of last + 1 blocks: the nearest edge block beyond the row, except
+// in a row of two, where libjpeg-turbo's sliding window gives block 0 for
+// both blocks' far right neighbours and block 1's near one.
+inline int NeighbourColumn(int b, int d, int last) {
+  if (last == 1 && ((b == 0 && d == 2) || (b == 1 && d > 0))) return 0;
+  return std::clamp(b + d, 0, last);
+}
 
 #if defined(__x86_64__)
 
@@ -196,6 +257,15 @@ struct PixelDecoder::State {
     int x0 = 0, x1 = 0, y0 = 0, y1 = 0;
     std::vector<uint8_t> row;   // one upsampled row of the crop
     std::vector<int16_t> cols;  // the SIMD path's column values for it
+    // Block smoothing: which of zigzag coefficients 1..9 no scan sends (bit
+    // k), whether DC and all nine are estimated, each estimate's rounding
+    // term, multiplier of the weighted DC sum, and divisor.
+    unsigned missing = 0;
+    bool dc_only = false;
+    std::array<uint64_t, 10> round{}, times{};
+    std::array<Divider, 10> divide{};
+    std::vector<int16_t*> block_rows;  // the last rows delivered, by row % size
+    std::vector<int16_t> dcs;          // DC of the last 8 block rows, by row % 8
     const uint8_t* Row(int r) const {
       r = std::clamp(r, 0, height - 1);
       return ring.data() + static_cast<size_t>(r % (3 * rows_per_imcu)) * static_cast<size_t>(stride);
@@ -206,6 +276,12 @@ struct PixelDecoder::State {
   std::vector<uint8_t> pixel;  // one row in the decoded colour space, when a CMYK conversion follows
   uint8_t* out = nullptr;
   SimdLevel simd = BestSimdLevel();
+  bool smooth = false;  // libjpeg-turbo would smooth blocks
+  bool in_range = true;
+
+  bool IdctRow(Plane& p, int r, const int16_t* blocks);
+  void SmoothRow(Plane& p, int c, int t, int16_t* blocks);
+  void SmoothImcu(int j);
 
   // Row y of plane p upsampled: its first sample in the crop. Upsample is
   // the reference, UpsampleFast the same samples with SIMD.
@@ -236,18 +312,18 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
   if (!opened.ok()) return opened;
   const CoefficientFrame& f = s.coefficients.frame();
   s.options = options;
-  // libjpeg-turbo smooths blocks of files whose first coefficients are
-  // missing somewhere (jdcoefct.c's smoothing_ok); pcr does not.
+  // libjpeg-turbo smooths the blocks of every component when each has its
+  // DC, a table with nonzero steps for zigzag coefficients 0..9, and some
+  // component lacks one of 1..9 (jdcoefct.c's smoothing_ok).
   bool smooths = true, useful = false;
   for (int c = 0; c < f.num_components; ++c) {
     const auto& comp = f.components[static_cast<size_t>(c)];
-    static constexpr int kFirstTen[] = {0, 1, 8, 16, 9, 2, 3, 10, 17, 24};
     bool zero_step = false;
-    for (int k : kFirstTen) zero_step |= comp.quant[static_cast<size_t>(k)] == 0;
+    for (int k : kSmoothedPosition) zero_step |= comp.quant[static_cast<size_t>(k)] == 0;
     if (!comp.quant_latched || zero_step || !(comp.sent & 1)) smooths = false;
     if ((comp.sent & 0x3fe) != 0x3fe) useful = true;
   }
-  if (smooths && useful) return {CoefficientOutcome::kNotHandled, "libjpeg-turbo would smooth its blocks"};
+  s.smooth = smooths && useful;
   s.max_h = s.max_v = 1;
   for (int c = 0; c < f.num_components; ++c) {
     s.max_h = std::max(s.max_h, f.components[static_cast<size_t>(c)].h);
@@ -299,8 +375,65 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
     }
     p.rows_per_imcu = comp.v * size;
     p.stride = comp.width_in_blocks * size;
+    p.missing = ~static_cast<unsigned>(comp.sent) & 0x3fe;
+    p.dc_only = p.missing == 0x3fe;
+    if (s.smooth) {
+      for (int k = 0; k < 10; ++k) {
+        const uint64_t q = comp.quant[static_cast<size_t>(kSmoothedPosition[k])];
+        p.round[static_cast<size_t>(k)] = q << 7;
+        p.times[static_cast<size_t>(k)] = comp.quant[0];
+        p.divide[static_cast<size_t>(k)] = Divider(q << 8);
+      }
+      p.block_rows.assign(static_cast<size_t>(3 * comp.v), nullptr);
+      p.dcs.assign(static_cast<size_t>(8 * comp.width_in_blocks), 0);
+    }
   }
   return {};
+}
+
+// Estimates the missing low coefficients of block row t of component c in
+// place, from the DC values around each block, as libjpeg-turbo does.
+void PixelDecoder::State::SmoothRow(Plane& p, int c, int t, int16_t* blocks) {
+  if (p.missing == 0) return;
+  const CoefficientFrame& f = coefficients.frame();
+  const auto& comp = f.components[static_cast<size_t>(c)];
+  const int v = comp.v, j = t / v, block_row = t - j * v;
+  const int rows = std::min((j + 1) * v, comp.height_in_blocks) - j * v;
+  const int last_imcu = CeilDiv(f.height, 8 * max_v) - 1;
+  // The rows above and below as jdcoefct.c picks them: within the image,
+  // and two rows away only past the image's second iMCU row and before its
+  // second to last.
+  const int prev = block_row > 0 || j > 0 ? t - 1 : t;
+  const int prev2 = block_row > 1 || j > 1 ? t - 2 : prev;
+  const int next = block_row < rows - 1 || j < last_imcu ? t + 1 : t;
+  const int next2 = block_row < rows - 2 || j + 1 < last_imcu ? t + 2 : next;
+  const int w = comp.width_in_blocks;
+  const int16_t* dc_rows[5];
+  const int picks[5] = {prev2, prev, t, next, next2};
+  for (int i = 0; i < 5; ++i) dc_rows[i] = p.dcs.data() + static_cast<size_t>(picks[i] & 7) * static_cast<size_t>(w);
+  const int size = p.size;
+  const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size, last = w - 1;
+  const Kernel* kernels = p.dc_only ? kDcOnlyKernels : kKernels;
+  const int estimates = p.dc_only ? 10 : 6;
+  for (int b = bx0; b < bx1; ++b) {
+    int dc[25];
+    for (int dx = -2; dx <= 2; ++dx) {
+      const int col = NeighbourColumn(b, dx, last);
+      for (int i = 0; i < 5; ++i) dc[i * 5 + dx + 2] = dc_rows[i][col];
+    }
+    int16_t* block = blocks + static_cast<size_t>(b) * 64;
+    for (int k = p.dc_only ? 0 : 1; k < estimates; ++k) {
+      const int pos = kSmoothedPosition[k];
+      // DC is replaced; a coefficient only where no scan sent it and it is 0.
+      if (k > 0 && (!((p.missing >> k) & 1) || block[pos] != 0)) continue;
+      int sum = 0;
+      for (int i = 0; i < 25; ++i) sum += kernels[k][static_cast<size_t>(i)] * dc[i];
+      const size_t kk = static_cast<size_t>(k);
+      const uint64_t magnitude = static_cast<uint64_t>(sum < 0 ? -int64_t{sum} : int64_t{sum});
+      const uint64_t q = p.divide[kk].Divide(p.round[kk] + p.times[kk] * magnitude);
+      block[pos] = static_cast<int16_t>(static_cast<uint16_t>(sum < 0 ? 0 - q : q));
+    }
+  }
 }
 
 // The reference: one row of plane p's samples for output row y, upsampled,
@@ -495,6 +628,71 @@ void PixelDecoder::State::EmitImcu(int m) {
   for (int y = std::max(m * rows, crop_y); y < y_end; ++y) ConvertRow(y);
 }
 
+// Block row r of plane p, when the crop needs it, into the sample ring;
+// false when a block leaves the range of an 8-bit image.
+bool PixelDecoder::State::IdctRow(Plane& p, int r, const int16_t* blocks) {
+  const int size = p.size;
+  if (r * size >= p.y1 || (r + 1) * size <= p.y0) return true;
+  const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size;
+  uint8_t* dst =
+      p.ring.data() + static_cast<size_t>((r * size) % (3 * p.rows_per_imcu)) * static_cast<size_t>(p.stride);
+  bool ok = true;
+  if (size == 8 && simd != SimdLevel::kNone) {
+    int bx = bx0;
+#if defined(__x86_64__)
+    if (simd == SimdLevel::kAvx2) {
+      for (; bx + 1 < bx1; bx += 2) {
+        ok &= IdctIslow8x8PairAvx2(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8,
+                                   p.stride);
+      }
+    }
+#endif
+    for (; bx < bx1; ++bx) {
+      ok &=
+          IdctIslow8x8Simd(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8, p.stride);
+    }
+    return ok;
+  }
+#if defined(__x86_64__)
+  if ((size == 4 || size == 2) && simd != SimdLevel::kNone) {
+    const auto idct = size == 4 ? Idct4x4Sse2 : Idct2x2Sse2;
+    int bx = bx0;
+    if (size == 4 && simd == SimdLevel::kAvx2) {
+      for (; bx + 1 < bx1; bx += 2) {
+        ok &= Idct4x4PairAvx2(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 4,
+                              p.stride);
+      }
+    }
+    for (; bx < bx1; ++bx) {
+      ok &= idct(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * size, p.stride);
+    }
+    return ok;
+  }
+#endif
+  for (int bx = bx0; bx < bx1; ++bx) {
+    ok &= p.idct(blocks + static_cast<size_t>(bx) * 64, p.quant.data(), dst + static_cast<size_t>(bx) * size, p.stride);
+  }
+  return ok;
+}
+
+// Smooths and transforms iMCU row j of every needed component: its blocks
+// and the DC values two block rows around them have all been delivered.
+void PixelDecoder::State::SmoothImcu(int j) {
+  const CoefficientFrame& f = coefficients.frame();
+  for (int c = 0; c < f.num_components; ++c) {
+    Plane& p = planes[static_cast<size_t>(c)];
+    if (!p.needed) continue;
+    const auto& comp = f.components[static_cast<size_t>(c)];
+    const int v = comp.v, end = std::min((j + 1) * v, comp.height_in_blocks);
+    for (int t = j * v; t < end; ++t) {
+      if (t * p.size >= p.y1 || (t + 1) * p.size <= p.y0) continue;
+      int16_t* blocks = p.block_rows[static_cast<size_t>(t % (3 * v))];
+      SmoothRow(p, c, t, blocks);
+      in_range &= IdctRow(p, t, blocks);
+    }
+  }
+}
+
 CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
   State& s = *s_;
   const CoefficientFrame& f = s.coefficients.frame();
@@ -505,6 +703,7 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
   s.crop_w = cropped ? crop.width : s.whole.width;
   s.crop_h = cropped ? crop.height : s.whole.height;
   s.out = out;
+  s.in_range = true;
   unsigned mask = 0;
   for (int c = 0; c < f.num_components; ++c) {
     State::Plane& p = s.planes[static_cast<size_t>(c)];
@@ -520,66 +719,44 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
     std::tie(p.x0, p.x1) = span(s.crop_x, s.crop_x + s.crop_w, p.fh, p.width);
     std::tie(p.y0, p.y1) = span(s.crop_y, s.crop_y + s.crop_h, p.fv, p.height);
   }
+  const int imcu_rows = CeilDiv(f.height, 8 * s.max_v);
   int current = -1;  // the iMCU row being delivered
-  bool in_range = true;
-  auto row = [&](int c, int r, const int16_t* blocks) {
+  // Without smoothing a block row is transformed as it arrives; with it,
+  // iMCU row m is transformed once row m + 2 has arrived.
+  const int delay = s.smooth ? 2 : 0;
+  const int last_c = f.num_components - 1;
+  auto row = [&](int c, int r, int16_t* blocks) {
     State::Plane& p = s.planes[static_cast<size_t>(c)];
-    const int v = f.components[static_cast<size_t>(c)].v;
-    if (c == 0 && r % v == 0) {
-      // iMCU row r / v begins, so the one before it is whole: the row
-      // before that has every sample its pixels need.
-      current = r / v;
-      if (current >= 2) s.EmitImcu(current - 2);
+    const auto& comp = f.components[static_cast<size_t>(c)];
+    if (c == 0 && r % comp.v == 0) current = r / comp.v;
+    if (p.needed) {
+      if (!s.smooth) {
+        s.in_range &= s.IdctRow(p, r, blocks);
+      } else {
+        p.block_rows[static_cast<size_t>(r % (3 * comp.v))] = blocks;
+        int16_t* dcs = p.dcs.data() + static_cast<size_t>(r & 7) * static_cast<size_t>(comp.width_in_blocks);
+        for (int b = 0; b < comp.width_in_blocks; ++b) dcs[b] = blocks[static_cast<size_t>(b) * 64];
+      }
     }
-    if (!p.needed) return;
-    const int size = p.size;
-    if (r * size >= p.y1 || (r + 1) * size <= p.y0) return;
-    const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size;
-    uint8_t* dst = p.ring.data() + static_cast<size_t>((r * size) % (3 * p.rows_per_imcu)) * static_cast<size_t>(p.stride);
-    if (size == 8 && s.simd != SimdLevel::kNone) {
-      int bx = bx0;
-#if defined(__x86_64__)
-      if (s.simd == SimdLevel::kAvx2) {
-        for (; bx + 1 < bx1; bx += 2) {
-          in_range &= IdctIslow8x8PairAvx2(blocks + static_cast<size_t>(bx) * 64, p.steps,
-                                           dst + static_cast<size_t>(bx) * 8, p.stride);
-        }
-      }
-#endif
-      for (; bx < bx1; ++bx) {
-        in_range &= IdctIslow8x8Simd(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8,
-                                     p.stride);
-      }
-      return;
-    }
-#if defined(__x86_64__)
-    if ((size == 4 || size == 2) && s.simd != SimdLevel::kNone) {
-      const auto idct = size == 4 ? Idct4x4Sse2 : Idct2x2Sse2;
-      int bx = bx0;
-      if (size == 4 && s.simd == SimdLevel::kAvx2) {
-        for (; bx + 1 < bx1; bx += 2) {
-          in_range &= Idct4x4PairAvx2(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 4,
-                                      p.stride);
-        }
-      }
-      for (; bx < bx1; ++bx) {
-        in_range &= idct(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * size, p.stride);
-      }
-      return;
-    }
-#endif
-    for (int bx = bx0; bx < bx1; ++bx) {
-      in_range &= p.idct(blocks + static_cast<size_t>(bx) * 64, p.quant.data(), dst + static_cast<size_t>(bx) * size,
-                         p.stride);
+    // Once iMCU row m has arrived whole, row m - delay is transformed and
+    // the row before that has every sample its pixels need.
+    if (c == last_c && r + 1 == std::min((current + 1) * comp.v, comp.height_in_blocks)) {
+      const int m = current - delay;
+      if (m >= 0 && s.smooth) s.SmoothImcu(m);
+      if (m >= 1) s.EmitImcu(m - 1);
     }
   };
   // A component whose blocks become single samples needs their DC alone.
   unsigned dc_only = 0;
   for (int c = 0; c < f.num_components; ++c) dc_only |= s.planes[static_cast<size_t>(c)].size == 1 ? 1u << c : 0;
-  CoefficientOutcome outcome = s.coefficients.Decode(row, mask, dc_only);
+  CoefficientOutcome outcome = s.coefficients.Decode(row, mask, dc_only, delay);
   if (!outcome.ok()) return outcome;
-  if (!in_range) return {CoefficientOutcome::kNotHandled, "coefficients outside the range of an 8-bit image"};
-  for (int m = std::max(0, current - 1); m <= current; ++m) s.EmitImcu(m);
+  for (int m = std::max(0, imcu_rows - delay); m < imcu_rows; ++m) {
+    s.SmoothImcu(m);
+    if (m >= 1) s.EmitImcu(m - 1);
+  }
+  if (!s.in_range) return {CoefficientOutcome::kNotHandled, "coefficients outside the range of an 8-bit image"};
+  s.EmitImcu(imcu_rows - 1);
   return outcome;
 }
 

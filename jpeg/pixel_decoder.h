@@ -26,10 +26,11 @@ std::string BufferTooSmallMessage(size_t have, size_t need);
 
 // Decodes what ProgressiveCoefficientDecoder reads, at any scale_denom,
 // pixel format and crop, to the pixels JpegDecoder's libjpeg-turbo path
-// gives; everything else is kNotHandled: frames outside the coefficient
-// decoder, and files libjpeg-turbo would block-smooth (some component lacks
-// one of the first 10 coefficients in zigzag order while every component has
-// its DC). For YCbCr to gray, scans of only chroma are not decoded at all.
+// gives, block smoothing included (where every component has its DC and
+// some lacks one of the first 10 coefficients in zigzag order); everything
+// else is kNotHandled: frames outside the coefficient decoder, and blocks
+// outside the range of an 8-bit image. For YCbCr to gray, scans of only
+// chroma are not decoded at all.
 // Not thread-safe; reuse one per thread to keep its buffers.
 enum class SimdLevel { kNone, kSse2, kAvx2 };
 

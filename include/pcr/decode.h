@@ -80,10 +80,9 @@ struct ImageShape {
 // progressive Huffman 8-bit JPEGs
 // whose scans use spectral selection only, as pcr-convert writes them, with
 // 1, 3 or 4 components sampled 1x1 but for the first (1x1, 2x1, 1x2 or
-// 2x2): the full-fidelity records of every image so sampled, and partial
-// fidelities where every component has its first 10 coefficients
-// (libjpeg-turbo smooths the blocks of the others). It gives exactly
-// libjpeg-turbo 2.1's pixels; any other image,
+// 2x2): every fidelity of the records of every image so sampled. It gives
+// exactly libjpeg-turbo 2.1's pixels, block smoothing of partial fidelities
+// included; any other image,
 // and any image with corrupt data libjpeg-turbo only warns about when
 // warnings are not errors, it hands to libjpeg-turbo, counted in counts().
 // Its errors carry the scan and the byte offset where the data went wrong.
