@@ -181,4 +181,39 @@ size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, u
   return x;
 }
 
+int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate& e, int16_t* out) {
+  int b = 0;
+  alignas(32) int32_t q[8];
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256d times = _mm256_set1_pd(e.times), add = _mm256_set1_pd(e.round + 0.5);
+  const __m256d inverse = _mm256_set1_pd(e.inverse), limit = _mm256_set1_pd(2147483647.0);
+  for (; b + 8 <= n; b += 8) {
+    __m256 sum = _mm256_setzero_ps();
+    for (int t = 0; t < e.num_taps; ++t) {
+      const SmoothTap& tap = e.taps[t];
+      sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_set1_ps(tap.weight), _mm256_loadu_ps(rows[tap.row] + b + tap.dx)));
+    }
+    const __m256 magnitude = _mm256_andnot_ps(sign, sum);
+    __m256i value;
+    if (e.k == 0) {
+      value = _mm256_srai_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(magnitude), _mm256_set1_epi32(128)), 8);
+    } else {
+      const __m256d lo = _mm256_mul_pd(
+          _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(magnitude)), times), add), inverse);
+      const __m256d hi = _mm256_mul_pd(
+          _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(magnitude, 1)), times), add), inverse);
+      // Quotients past 31 bits: the caller's exact path.
+      if (_mm256_movemask_pd(_mm256_or_pd(_mm256_cmp_pd(lo, limit, _CMP_GE_OQ), _mm256_cmp_pd(hi, limit, _CMP_GE_OQ))))
+        break;
+      value = _mm256_set_m128i(_mm256_cvttpd_epi32(hi), _mm256_cvttpd_epi32(lo));
+    }
+    // The sign of the sum, then the low 16 bits.
+    const __m256i negative = _mm256_castps_si256(_mm256_cmp_ps(sum, _mm256_setzero_ps(), _CMP_LT_OQ));
+    value = _mm256_sub_epi32(_mm256_xor_si256(value, negative), negative);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(q), value);
+    for (int i = 0; i < 8; ++i) out[b + i] = static_cast<int16_t>(q[i]);
+  }
+  return b;
+}
+
 }  // namespace pcr

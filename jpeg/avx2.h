@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "jpeg/idct.h"
+#include "jpeg/smooth.h"
 
 namespace pcr {
 
@@ -21,5 +22,10 @@ bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, 
 // YCbCr rows to packed RGB, n pixels: returns how many it converted (a
 // multiple of 16), the rest left to the caller.
 size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n);
+
+// Estimate e of blocks [0, n): out[b] = SmoothValue(e, sum over the taps of
+// weight * rows[row][b + dx]). Returns how many it did (a multiple of 8),
+// the rest left to the caller.
+int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate& e, int16_t* out);
 
 }  // namespace pcr

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include "jpeg/idct.h"
+#include "jpeg/smooth.h"
 
 namespace pcr {
 
@@ -86,19 +88,6 @@ int MinScaledSize(int scale_denom) { return 8 / scale_denom; }
 
 inline int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
-// floor(n / d) for 0 <= n < 2^41 by a multiply: m = ceil(2^s / d) with
-// 2^s >= 2^41 d keeps the error below 1 / d.
-__extension__ using Uint128 = unsigned __int128;
-struct Divider {
-  uint64_t m = 1;
-  int s = 0;
-  Divider() = default;
-  explicit Divider(uint64_t d) : s(41 + (64 - __builtin_clzll(d))) {
-    m = static_cast<uint64_t>(((Uint128{1} << s) + d - 1) / d);
-  }
-  uint64_t Divide(uint64_t n) const { return static_cast<uint64_t>((Uint128{n} * m) >> s); }
-};
-
 // libjpeg-turbo's block smoothing (jdcoefct.c, decompress_smooth_data): the
 // natural positions of zigzag coefficients 0 to 9 it may estimate, and for
 // each the weights of the 5 x 5 DC values around the block (rows and columns
@@ -135,8 +124,7 @@ constexpr int KernelBound(const Kernel* kernels, int n) {
   }
   return most;
 }
-// |weighted sum| * a 16-bit step stays below 2^40, Divider's range less
-// the rounding term.
+// SmoothValue's bounds.
 static_assert(KernelBound(kDcOnlyKernels, 10) <= 512 && KernelBound(kKernels, 6) <= 512);
 
 // The column of the DC value a block's smoothing takes `d` columns away,
@@ -258,14 +246,16 @@ struct PixelDecoder::State {
     std::vector<uint8_t> row;   // one upsampled row of the crop
     std::vector<int16_t> cols;  // the SIMD path's column values for it
     // Block smoothing: which of zigzag coefficients 1..9 no scan sends (bit
-    // k), whether DC and all nine are estimated, each estimate's rounding
-    // term, multiplier of the weighted DC sum, and divisor.
+    // k), whether DC and all nine are estimated, and the estimates made.
     unsigned missing = 0;
     bool dc_only = false;
-    std::array<uint64_t, 10> round{}, times{};
-    std::array<Divider, 10> divide{};
+    std::vector<SmoothEstimate> estimates;
     std::vector<int16_t*> block_rows;  // the last rows delivered, by row % size
-    std::vector<int16_t> dcs;          // DC of the last 8 block rows, by row % 8
+    // DC of the last 8 block rows, by row % 8, each as floats with two
+    // copies of its first and last value either side.
+    std::vector<float> dcs;
+    std::vector<int16_t> values;  // one row's estimates, by estimate
+    float* DcRow(int r) { return dcs.data() + static_cast<size_t>(r & 7) * (static_cast<size_t>(stride / size) + 16); }
     const uint8_t* Row(int r) const {
       r = std::clamp(r, 0, height - 1);
       return ring.data() + static_cast<size_t>(r % (3 * rows_per_imcu)) * static_cast<size_t>(stride);
@@ -377,15 +367,27 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
     p.stride = comp.width_in_blocks * size;
     p.missing = ~static_cast<unsigned>(comp.sent) & 0x3fe;
     p.dc_only = p.missing == 0x3fe;
+    p.estimates.clear();
     if (s.smooth) {
       for (int k = 0; k < 10; ++k) {
-        const uint64_t q = comp.quant[static_cast<size_t>(kSmoothedPosition[k])];
-        p.round[static_cast<size_t>(k)] = q << 7;
-        p.times[static_cast<size_t>(k)] = comp.quant[0];
-        p.divide[static_cast<size_t>(k)] = Divider(q << 8);
+        if (k == 0 ? !p.dc_only : (!((p.missing >> k) & 1) || (!p.dc_only && k > 5))) continue;
+        SmoothEstimate e;
+        e.k = k;
+        const double q = comp.quant[static_cast<size_t>(kSmoothedPosition[k])];
+        e.times = comp.quant[0];
+        e.round = q * 128;
+        e.inverse = 1 / (q * 256);
+        const Kernel& kernel = p.dc_only ? kDcOnlyKernels[k] : kKernels[k];
+        for (int i = 0; i < 25; ++i) {
+          if (kernel[static_cast<size_t>(i)] != 0) {
+            e.taps[e.num_taps++] = {i / 5, i % 5 - 2, static_cast<float>(kernel[static_cast<size_t>(i)])};
+          }
+        }
+        p.estimates.push_back(e);
       }
       p.block_rows.assign(static_cast<size_t>(3 * comp.v), nullptr);
-      p.dcs.assign(static_cast<size_t>(8 * comp.width_in_blocks), 0);
+      // Rows padded for 8 blocks at a time past the last.
+      p.dcs.assign(static_cast<size_t>(8 * (comp.width_in_blocks + 16)), 0);
     }
   }
   return {};
@@ -407,31 +409,38 @@ void PixelDecoder::State::SmoothRow(Plane& p, int c, int t, int16_t* blocks) {
   const int prev2 = block_row > 1 || j > 1 ? t - 2 : prev;
   const int next = block_row < rows - 1 || j < last_imcu ? t + 1 : t;
   const int next2 = block_row < rows - 2 || j + 1 < last_imcu ? t + 2 : next;
-  const int w = comp.width_in_blocks;
-  const int16_t* dc_rows[5];
   const int picks[5] = {prev2, prev, t, next, next2};
-  for (int i = 0; i < 5; ++i) dc_rows[i] = p.dcs.data() + static_cast<size_t>(picks[i] & 7) * static_cast<size_t>(w);
   const int size = p.size;
-  const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size, last = w - 1;
-  const Kernel* kernels = p.dc_only ? kDcOnlyKernels : kKernels;
-  const int estimates = p.dc_only ? 10 : 6;
-  for (int b = bx0; b < bx1; ++b) {
-    int dc[25];
-    for (int dx = -2; dx <= 2; ++dx) {
-      const int col = NeighbourColumn(b, dx, last);
-      for (int i = 0; i < 5; ++i) dc[i * 5 + dx + 2] = dc_rows[i][col];
+  const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size, n = bx1 - bx0, last = comp.width_in_blocks - 1;
+  const int padded = (n + 7) & ~7;
+  p.values.resize(p.estimates.size() * static_cast<size_t>(padded));
+  const float* dc_rows[5];
+  for (int i = 0; i < 5; ++i) dc_rows[i] = p.DcRow(picks[i]) + 2 + bx0;
+  for (size_t i = 0; i < p.estimates.size(); ++i) {
+    const SmoothEstimate& e = p.estimates[i];
+    int16_t* values = p.values.data() + i * static_cast<size_t>(padded);
+    int b = 0;
+#if defined(__x86_64__)
+    // Columns past the edges repeat the edge's value, as the padding does,
+    // but for rows of two blocks. Blocks past the last are padding.
+    if (simd == SimdLevel::kAvx2 && last != 1) b = std::min(n, SmoothRowAvx2(dc_rows, padded, e, values));
+#endif
+    for (; b < n; ++b) {
+      float sum = 0;
+      for (int t = 0; t < e.num_taps; ++t) {
+        const SmoothTap& tap = e.taps[t];
+        sum += tap.weight * dc_rows[tap.row][NeighbourColumn(bx0 + b, tap.dx, last) - bx0];
+      }
+      values[b] = static_cast<int16_t>(SmoothValue(e, sum));
     }
-    int16_t* block = blocks + static_cast<size_t>(b) * 64;
-    for (int k = p.dc_only ? 0 : 1; k < estimates; ++k) {
-      const int pos = kSmoothedPosition[k];
-      // DC is replaced; a coefficient only where no scan sent it and it is 0.
-      if (k > 0 && (!((p.missing >> k) & 1) || block[pos] != 0)) continue;
-      int sum = 0;
-      for (int i = 0; i < 25; ++i) sum += kernels[k][static_cast<size_t>(i)] * dc[i];
-      const size_t kk = static_cast<size_t>(k);
-      const uint64_t magnitude = static_cast<uint64_t>(sum < 0 ? -int64_t{sum} : int64_t{sum});
-      const uint64_t q = p.divide[kk].Divide(p.round[kk] + p.times[kk] * magnitude);
-      block[pos] = static_cast<int16_t>(static_cast<uint16_t>(sum < 0 ? 0 - q : q));
+  }
+  for (size_t i = 0; i < p.estimates.size(); ++i) {
+    const int pos = kSmoothedPosition[p.estimates[i].k];
+    const int16_t* values = p.values.data() + i * static_cast<size_t>(padded);
+    int16_t* block = blocks + static_cast<size_t>(bx0) * 64 + pos;
+    // DC is replaced; a coefficient only where it is 0 (no scan sent it).
+    for (int b = 0; b < n; ++b, block += 64) {
+      if (pos == 0 || *block == 0) *block = values[b];
     }
   }
 }
@@ -734,8 +743,11 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
         s.in_range &= s.IdctRow(p, r, blocks);
       } else {
         p.block_rows[static_cast<size_t>(r % (3 * comp.v))] = blocks;
-        int16_t* dcs = p.dcs.data() + static_cast<size_t>(r & 7) * static_cast<size_t>(comp.width_in_blocks);
-        for (int b = 0; b < comp.width_in_blocks; ++b) dcs[b] = blocks[static_cast<size_t>(b) * 64];
+        float* dcs = p.DcRow(r);
+        const int w = comp.width_in_blocks;
+        for (int b = 0; b < w; ++b) dcs[b + 2] = blocks[static_cast<size_t>(b) * 64];
+        dcs[0] = dcs[1] = dcs[2];
+        dcs[w + 2] = dcs[w + 3] = dcs[w + 1];
       }
     }
     // Once iMCU row m has arrived whole, row m - delay is transformed and

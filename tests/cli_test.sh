@@ -186,6 +186,21 @@ expect 1 "decode bench with a bad original" "$tools/pcr-bench" decode "$tmp/ds" 
   --min-seconds 0 --rounds 1
 check "bad original named" "^pcr-bench: (Corruption|Not supported): .*src-bad/textures/ring.jpg: " "$tmp/err"
 
+# Every fidelity decoded by each decoder and checked against the other.
+for d in pcr libjpeg; do
+  expect 0 "decode bench, --decoder $d" "$tools/pcr-bench" decode "$tmp/ds" --decoder $d --min-seconds 0 --rounds 1
+  groups=$(grep -o '"mismatches":0[,}]' "$tmp/out" | wc -l)
+  if [ "$groups" -eq 5 ] && ! grep -q '"mismatches":[1-9]' "$tmp/out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: decode bench --decoder $d: want 5 fidelities without mismatches, got:"
+    sed 's/^/  /' "$tmp/out"
+  fi
+  # The sample's 4:1:1 and 4:1:0 frames are outside pcr's decoder.
+  [ $d = pcr ] && check "frames outside pcr's decoder counted" '"fidelity":1,[^}]*"fallbacks":[1-9]' "$tmp/out"
+done
+
 # pcr's entropy decoder against libjpeg-turbo on every image of a dataset.
 expect 0 "coefficients bench" "$tools/pcr-bench" coefficients "$tmp/ds" --src "$data/sample" --min-seconds 0 --rounds 1
 check "coefficients compared" '"images":24,.*"mismatches":0,"not_handled":[1-9]' "$tmp/out"

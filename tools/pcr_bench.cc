@@ -40,7 +40,9 @@ constexpr char kUsage[] =
     "         original JPEGs (SRC_DIR/<key>) with libjpeg-turbo in the same run on as\n"
     "         many threads; R rounds (default 3) each decode every set in turn and the\n"
     "         best round counts. Prints images/s, the ratio to the originals and, per\n"
-    "         fidelity, how many images pcr's decoder handed to libjpeg-turbo.\n"
+    "         fidelity, how many images pcr's decoder handed to libjpeg-turbo and how\n"
+    "         many decode differently with the other decoder (pcr's or libjpeg-turbo);\n"
+    "         exits 1 if any do.\n"
     "       pcr-bench coefficients PATH --src SRC_DIR [--threads N] [--rounds R] [--min-seconds S]\n"
     "         Decodes the coefficients of every image of PATH at full fidelity with\n"
     "         pcr's entropy decoder and with libjpeg-turbo's jpeg_read_coefficients,\n"
@@ -206,29 +208,53 @@ int Decode(const DecodeArgs& a) {
   }
   if (!sets[0].empty()) j.Key("baseline_bytes").Uint(bytes[0]).Key("baseline_images_per_s").Double(best[0]);
   j.Key("groups").BeginArray();
+  uint64_t total_mismatches = 0;
   for (size_t i = 1; i < sets.size(); ++i) {
-    // One pass of the set: the images pcr's decoder hands to libjpeg-turbo.
-    pcr::JpegDecoder counter;
-    std::vector<uint8_t> buffer;
+    // One pass of the set: the images pcr's decoder hands to libjpeg-turbo,
+    // and those whose outcome or pixels differ from the other decoder's.
+    pcr::JpegDecoder counter, other;
+    std::vector<uint8_t> buffer, check;
     const pcr::DecodeOptions options{.scale_denom = a.scale, .warnings_are_errors = false, .decoder = a.decoder_choice};
-    for (const pcr::Bytes& jpeg : sets[i]) {
+    pcr::DecodeOptions other_options = options;
+    other_options.decoder =
+        a.decoder_choice == pcr::DecoderChoice::kLibjpeg ? pcr::DecoderChoice::kPcr : pcr::DecoderChoice::kLibjpeg;
+    uint64_t mismatches = 0;
+    for (size_t n = 0; n < sets[i].size(); ++n) {
+      const pcr::Bytes& jpeg = sets[i][n];
       auto shape = counter.Shape(jpeg, options);
       if (!shape.ok()) continue;
-      buffer.resize(shape->bytes());
-      (void)counter.Decode(jpeg, options, buffer);
+      buffer.assign(shape->bytes(), 0);
+      check.assign(shape->bytes(), 1);
+      const auto got = counter.Decode(jpeg, options, buffer);
+      const auto want = other.Decode(jpeg, other_options, check);
+      if (got.ok() != want.ok() || (got.ok() && buffer != check)) {
+        if (mismatches++ == 0) {
+          std::fprintf(stderr, "pcr-bench: %s: pcr's decoder and libjpeg-turbo disagree (%s / %s)\n",
+                       names[i][n].c_str(), got.status().ToString().c_str(), want.status().ToString().c_str());
+        }
+      }
     }
+    total_mismatches += mismatches;
+    const uint64_t fallbacks = a.decoder_choice == pcr::DecoderChoice::kLibjpeg ? 0 : counter.counts().libjpeg;
     j.BeginObject()
-        .Key("fidelity").Uint(first + static_cast<int>(i) - 1)
-        .Key("bytes").Uint(bytes[i])
-        .Key("seconds").Double(seconds[i])
-        .Key("images_per_s").Double(best[i])
-        .Key("fallbacks").Uint(counter.counts().fallbacks);
+        .Key("fidelity")
+        .Uint(first + static_cast<int>(i) - 1)
+        .Key("bytes")
+        .Uint(bytes[i])
+        .Key("seconds")
+        .Double(seconds[i])
+        .Key("images_per_s")
+        .Double(best[i])
+        .Key("fallbacks")
+        .Uint(fallbacks)
+        .Key("mismatches")
+        .Uint(mismatches);
     if (best[0] > 0) j.Key("vs_baseline").Double(best[i] / best[0]);
     j.EndObject();
   }
   j.EndArray().EndObject();
   std::printf("%s\n", j.str().c_str());
-  return pcr::cli::kExitOk;
+  return total_mismatches > 0 ? pcr::cli::kExitBadInput : pcr::cli::kExitOk;
 }
 
 int Coefficients(const DecodeArgs& a) {
