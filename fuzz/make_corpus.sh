@@ -149,4 +149,10 @@ md '\x11\x10\x00\x00\xff\xff' "$data/sample/video/video-001.cmyk.jpeg" spectral5
 md '\x11\x34\x40\x40\x40\x40' "$data/sample/misc/testimggray.jpg" spectral5-gray-rgb-crop.jpg
 md '\x01\x14\x00\x00\xff\xff' "$data/sample/misc/jpg-size-1x1.jpg" spectral5-1x1.jpg
 md '\x00\x04\x00\x00\xff\xff' "$tmp/cfull/c/video-001.q50.444.jpeg" pcr-444-as-is.jpg
+# Partial fidelities, which libjpeg-turbo block-smooths: spectral5 groups 1,
+# 2 and 4 (DC alone, then some coefficients), whole and cropped.
+md '\x01\x14\x00\x00\xff\xff' "$data/sample/video/video-001.jpeg" spectral5-420-fidelity1.jpg
+md '\x05\x25\x31\x47\x80\x60' "$data/sample/video/video-001.q50.422.jpeg" spectral5-422-fidelity2-crop.jpg
+md '\x0d\x34\x30\x20\x40\x40' "$data/sample/video/video-001.jpeg" spectral5-420-fidelity4-crop.jpg
+md '\x01\x18\x00\x00\xff\xff' "$data/sample/misc/testimggray.jpg" spectral5-gray-fidelity1.jpg
 echo "seed corpora written to $out"

@@ -73,15 +73,14 @@ bool SplitPair(int dc, const int16_t* coef, const IdctSteps& steps, int size,
   return a && b;
 }
 
-}  // namespace
-
-bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+template <bool kLow>
+bool Islow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m256i x[8];
   __m256i bad = _mm256_setzero_si256();
   if (const int dc = LoadPair(coef, steps, x, &bad); dc != 0) {
-    return SplitPair(dc, coef, steps, 8, IdctIslow8x8Sse2, out, stride);
+    return SplitPair(dc, coef, steps, 8, kLow ? IdctIslow8x8LowSse2 : IdctIslow8x8Sse2, out, stride);
   }
-  IslowSimd<Avx2>::Transform(x, &bad);
+  IslowSimd<Avx2>::Transform<kLow>(x, &bad);
   const __m256i center = _mm256_set1_epi16(128);
   for (int r = 0; r < 8; r += 2) {
     // Each half: block rows r and r + 1.
@@ -93,6 +92,16 @@ bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* 
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 8 + (r + 1) * stride), _mm_srli_si128(b, 8));
   }
   return _mm256_movemask_epi8(bad) == 0;
+}
+
+}  // namespace
+
+bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  return Islow8x8PairAvx2<false>(coef, steps, out, stride);
+}
+
+bool IdctIslow8x8LowPairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  return Islow8x8PairAvx2<true>(coef, steps, out, stride);
 }
 
 bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {

@@ -14,6 +14,9 @@ namespace pcr {
 // IdctIslow8x8Simd on two blocks side by side: coef[0, 64) written at out
 // and coef[64, 128) at out + 8. True when both are.
 bool IdctIslow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
+// IdctIslow8x8PairAvx2 for blocks whose coefficients outside rows and
+// columns 0..3 are 0, as IdctIslow8x8LowSse2.
+bool IdctIslow8x8LowPairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
 
 // Idct4x4Sse2 on two blocks side by side: coef[0, 64) written at out and
 // coef[64, 128) at out + 4. True when both are.

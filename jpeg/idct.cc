@@ -287,12 +287,15 @@ inline bool DcAlone(const int16_t* coef, const IdctSteps& steps, __m128i ac, int
 
 }  // namespace
 
-bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+namespace {
+
+template <bool kLow>
+bool Islow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
   const __m128i ac = LoadBlock(coef, steps, x, &bad);
   if (bool in_range; DcAlone(coef, steps, ac, 8, out, stride, &in_range)) return in_range;
-  IslowSimd<Sse2>::Transform(x, &bad);
+  IslowSimd<Sse2>::Transform<kLow>(x, &bad);
   const __m128i center = _mm_set1_epi16(128);
   for (int r = 0; r < 8; r += 2) {
     const __m128i two = _mm_packus_epi16(_mm_add_epi16(x[r], center), _mm_add_epi16(x[r + 1], center));
@@ -300,6 +303,16 @@ bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (r + 1) * stride), _mm_srli_si128(two, 8));
   }
   return _mm_movemask_epi8(bad) == 0;
+}
+
+}  // namespace
+
+bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  return Islow8x8Sse2<false>(coef, steps, out, stride);
+}
+
+bool IdctIslow8x8LowSse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
+  return Islow8x8Sse2<true>(coef, steps, out, stride);
 }
 
 bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {

@@ -40,6 +40,9 @@ bool IdctIslow8x8Simd(const int16_t* coef, const IdctSteps& steps, uint8_t* out,
 #if defined(__x86_64__)
 // IdctIslow8x8Simd in SSE2.
 bool IdctIslow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
+// IdctIslow8x8Sse2 for a block whose coefficients outside rows and columns
+// 0..3 are 0 (a block-smoothed block of DC alone), with less work.
+bool IdctIslow8x8LowSse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);
 // Idct4x4 in SSE2: its samples wherever it returns true, and false wherever
 // it does (as IdctIslow8x8Simd).
 bool Idct4x4Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride);

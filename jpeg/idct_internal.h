@@ -74,12 +74,13 @@ struct IslowSimd {
   // packed to 16 bits with saturation. The multiplications are C's,
   // regrouped into pairs: exact while the inputs and their pairwise sums fit
   // 16 bits.
-  template <int kShift>
-  static void Pass(const V* x, V* out) {
+  // kLow: lanes 4..7 of every x are 0, so are those of every output.
+  template <int kShift, bool kLow = false>
+  __attribute__((always_inline)) static void Pass(const V* x, V* out) {
     const V round = Ops::Set32(1 << (kShift - 1));
     const V zero = Ops::Zero();
     V even[4][2], odd[4][2];  // [tmp10, tmp11, tmp12, tmp13] and [tmp0..tmp3], low and high halves
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < (kLow ? 1 : 2); ++h) {
       auto unpack = [h](V a, V b) { return h == 0 ? Ops::UnpackLo16(a, b) : Ops::UnpackHi16(a, b); };
       const V z23 = unpack(x[2], x[6]);
       const V tmp3 = Ops::Madd(z23, Pair(k0_541196100 + k0_765366865, k0_541196100));
@@ -101,8 +102,8 @@ struct IslowSimd {
       odd[2][h] = Ops::Add32(Ops::Madd(x53, Pair(-k2_562915447, k3_072711026 - k2_562915447)), z3);
     }
     auto emit = [&](int i, int e, int o, bool plus) {
-      V half[2];
-      for (int h = 0; h < 2; ++h) {
+      V half[2] = {zero, zero};
+      for (int h = 0; h < (kLow ? 1 : 2); ++h) {
         const V sum = plus ? Ops::Add32(even[e][h], odd[o][h]) : Ops::Sub32(even[e][h], odd[o][h]);
         half[h] = Ops::template Sra32<kShift>(Ops::Add32(sum, round));
       }
@@ -198,9 +199,12 @@ struct IslowSimd {
 
   // Both passes over dequantised rows x (in place, rows again after), with
   // the lanes outside the agreement range added to `bad`; x[r] then holds
-  // row r of samples before the +128 level shift.
+  // row r of samples before the +128 level shift. kLow: only rows and
+  // columns 0..3 of x hold nonzero coefficients, and the first pass works
+  // on those columns alone.
+  template <bool kLow = false>
   static void Transform(V* x, V* bad) {
-    Pass<kConstBits - kPass1Bits>(x, x);
+    Pass<kConstBits - kPass1Bits, kLow>(x, x);
     for (int r = 0; r < 8; ++r) *bad = Ops::Or(*bad, Outside(x[r], -kLaneLimit, kLaneLimit));
     Transpose8x8(x);
     Pass<kConstBits + kPass1Bits + 3>(x, x);

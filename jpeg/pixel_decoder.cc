@@ -92,7 +92,8 @@ inline int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) /
 // natural positions of zigzag coefficients 0 to 9 it may estimate, and for
 // each the weights of the 5 x 5 DC values around the block (rows and columns
 // -2..2), first where the component has no coefficient 1..9 at all (then DC
-// and all nine are estimated), then where it has some.
+// and all nine are estimated), then, by zigzag index 1 to 5, where it has
+// some.
 constexpr int kSmoothedPosition[10] = {0, 1, 8, 16, 9, 2, 3, 10, 17, 24};
 using Kernel = std::array<int16_t, 25>;
 constexpr Kernel kDcOnlyKernels[10] = {
@@ -249,10 +250,12 @@ struct PixelDecoder::State {
     // k), whether DC and all nine are estimated, and the estimates made.
     unsigned missing = 0;
     bool dc_only = false;
+    bool low = false;  // smoothed from DC alone: coefficients in rows and columns 0..3
     std::vector<SmoothEstimate> estimates;
     std::vector<int16_t*> block_rows;  // the last rows delivered, by row % size
     // DC of the last 8 block rows, by row % 8, each as floats with two
-    // copies of its first and last value either side.
+    // copies of its first and last value either side, then room to read
+    // eight blocks past the last.
     std::vector<float> dcs;
     std::vector<int16_t> values;  // one row's estimates, by estimate
     float* DcRow(int r) { return dcs.data() + static_cast<size_t>(r & 7) * (static_cast<size_t>(stride / size) + 16); }
@@ -367,6 +370,7 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
     p.stride = comp.width_in_blocks * size;
     p.missing = ~static_cast<unsigned>(comp.sent) & 0x3fe;
     p.dc_only = p.missing == 0x3fe;
+    p.low = s.smooth && comp.sent == 1;
     p.estimates.clear();
     if (s.smooth) {
       for (int k = 0; k < 10; ++k) {
@@ -650,15 +654,17 @@ bool PixelDecoder::State::IdctRow(Plane& p, int r, const int16_t* blocks) {
     int bx = bx0;
 #if defined(__x86_64__)
     if (simd == SimdLevel::kAvx2) {
+      const auto pair = p.low ? IdctIslow8x8LowPairAvx2 : IdctIslow8x8PairAvx2;
       for (; bx + 1 < bx1; bx += 2) {
-        ok &= IdctIslow8x8PairAvx2(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8,
-                                   p.stride);
+        ok &= pair(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8, p.stride);
       }
     }
+    const auto single = p.low ? IdctIslow8x8LowSse2 : IdctIslow8x8Sse2;
+#else
+    const auto single = IdctIslow8x8Simd;
 #endif
     for (; bx < bx1; ++bx) {
-      ok &=
-          IdctIslow8x8Simd(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8, p.stride);
+      ok &= single(blocks + static_cast<size_t>(bx) * 64, p.steps, dst + static_cast<size_t>(bx) * 8, p.stride);
     }
     return ok;
   }
