@@ -767,6 +767,12 @@ CoefficientOutcome PixelDecoder::Decode(uint8_t* out) {
   // A component whose blocks become single samples needs their DC alone.
   unsigned dc_only = 0;
   for (int c = 0; c < f.num_components; ++c) dc_only |= s.planes[static_cast<size_t>(c)].size == 1 ? 1u << c : 0;
+  if (s.smooth) {
+    // Every scan is read: where one ends early, libjpeg-turbo smooths the
+    // rows past that point with the coefficients known before that scan.
+    mask = (1u << f.num_components) - 1;
+    dc_only = 0;
+  }
   CoefficientOutcome outcome = s.coefficients.Decode(row, mask, dc_only, delay);
   if (!outcome.ok()) return outcome;
   for (int m = std::max(0, imcu_rows - delay); m < imcu_rows; ++m) {

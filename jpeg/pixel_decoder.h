@@ -30,7 +30,7 @@ std::string BufferTooSmallMessage(size_t have, size_t need);
 // some lacks one of the first 10 coefficients in zigzag order); everything
 // else is kNotHandled: frames outside the coefficient decoder, and blocks
 // outside the range of an 8-bit image. For YCbCr to gray, scans of only
-// chroma are not decoded at all.
+// chroma are not decoded at all, unless blocks are smoothed.
 // Not thread-safe; reuse one per thread to keep its buffers.
 enum class SimdLevel { kNone, kSse2, kAvx2 };
 

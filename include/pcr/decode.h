@@ -86,10 +86,10 @@ struct ImageShape {
 // and any image with corrupt data libjpeg-turbo only warns about when
 // warnings are not errors, it hands to libjpeg-turbo, counted in counts().
 // Its errors carry the scan and the byte offset where the data went wrong.
-// Decoding YCbCr to kGray, it does not read the chroma scans, and at scale
-// 1/8 not the AC scans of components whose blocks become single samples
-// (every component but the chroma of 4:2:0 and 1x2 images), so corruption
-// there goes unseen.
+// At full fidelity, decoding YCbCr to kGray, it does not read the chroma
+// scans, and at scale 1/8 not the AC scans of components whose blocks
+// become single samples (every component but the chroma of 4:2:0 and 1x2
+// images), so corruption there goes unseen.
 // Thread safety: not thread-safe; use one decoder per thread.
 class PCR_EXPORT JpegDecoder {
  public:
