@@ -69,10 +69,11 @@ std::vector<Crop> CropsOf(int w, int h) {
 
 // Decodes `jpeg` both ways under every option; returns how many decodes pcr
 // took on itself and how many it handed to libjpeg-turbo.
-std::pair<int, int> CompareAll(ByteSpan jpeg, const std::string& what) {
+std::pair<int, int> CompareAll(ByteSpan jpeg, const std::string& what, bool native = true) {
   JpegDecoder pcr_decoder, libjpeg, reference;
   for (int scale : {1, 2, 4, 8}) {
     for (PixelFormat format : {PixelFormat::kNative, PixelFormat::kRgb, PixelFormat::kGray}) {
+      if (!native && format == PixelFormat::kNative) continue;
       auto whole = libjpeg.Shape(jpeg, {.scale_denom = scale, .warnings_are_errors = false});
       REQUIRE(whole.ok());
       const Decoded uncropped =
@@ -234,7 +235,8 @@ TEST_CASE("every fidelity of every sample decodes through pcr's decoder to libjp
       REQUIRE(t.ok());
       for (int k = 1; k < script.group_count(); ++k) {
         const Bytes jpeg = t->AtFidelity(k);
-        const auto [pcr, fallbacks] = CompareAll(jpeg, file.string() + " " + name + " " + std::to_string(k));
+        // RGB and gray: native is RGB's path but for CMYK, which full fidelity covers.
+        const auto [pcr, fallbacks] = CompareAll(jpeg, file.string() + " " + name + " " + std::to_string(k), false);
         INFO(file.string() << " " << name << " at fidelity " << k);
         CHECK(fallbacks == (Outside(file) ? pcr + fallbacks : 0));
         smoothed += Smooths(jpeg);
