@@ -259,6 +259,8 @@ struct PixelDecoder::State {
     std::vector<float> dcs;
     std::vector<int16_t> values;  // one row's estimates, by estimate
     float* DcRow(int r) { return dcs.data() + static_cast<size_t>(r & 7) * (static_cast<size_t>(stride / size) + 16); }
+    // Whether block row r holds samples the crop needs.
+    bool InCrop(int r) const { return r * size < y1 && (r + 1) * size > y0; }
     const uint8_t* Row(int r) const {
       r = std::clamp(r, 0, height - 1);
       return ring.data() + static_cast<size_t>(r % (3 * rows_per_imcu)) * static_cast<size_t>(stride);
@@ -645,7 +647,7 @@ void PixelDecoder::State::EmitImcu(int m) {
 // false when a block leaves the range of an 8-bit image.
 bool PixelDecoder::State::IdctRow(Plane& p, int r, const int16_t* blocks) {
   const int size = p.size;
-  if (r * size >= p.y1 || (r + 1) * size <= p.y0) return true;
+  if (!p.InCrop(r)) return true;
   const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size;
   uint8_t* dst =
       p.ring.data() + static_cast<size_t>((r * size) % (3 * p.rows_per_imcu)) * static_cast<size_t>(p.stride);
@@ -700,7 +702,7 @@ void PixelDecoder::State::SmoothImcu(int j) {
     const auto& comp = f.components[static_cast<size_t>(c)];
     const int v = comp.v, end = std::min((j + 1) * v, comp.height_in_blocks);
     for (int t = j * v; t < end; ++t) {
-      if (t * p.size >= p.y1 || (t + 1) * p.size <= p.y0) continue;
+      if (!p.InCrop(t)) continue;
       int16_t* blocks = p.block_rows[static_cast<size_t>(t % (3 * v))];
       SmoothRow(p, c, t, blocks);
       in_range &= IdctRow(p, t, blocks);
