@@ -42,13 +42,15 @@ struct Avx2 {
   }
 };
 
-// Two blocks' dequantised rows into x (the first block in the low halves),
-// the coefficients outside the lanes marked in *bad; bit 0 set when the
-// first block is DC alone, bit 1 when the second is.
-inline __attribute__((always_inline)) int LoadPair(const int16_t* coef, const IdctSteps& steps, __m256i* x, __m256i* bad) {
+// Two blocks' dequantised rows 0..kRows-1 into x (the first block in the
+// low halves), the coefficients outside the lanes marked in *bad; bit 0
+// set when the first block is DC alone, bit 1 when the second is.
+template <int kRows = 8>
+inline __attribute__((always_inline)) int LoadPair(const int16_t* coef, const IdctSteps& steps, __m256i* x,
+                                                   __m256i* bad) {
   __m256i ac = _mm256_setzero_si256();
   const __m256i first_ac = _mm256_setr_epi16(0, -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1);
-  for (int r = 0; r < 8; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     const __m256i c = _mm256_inserti128_si256(
         _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 8 * r))),
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 64 + 8 * r)), 1);
@@ -77,7 +79,7 @@ template <bool kLow>
 bool Islow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m256i x[8];
   __m256i bad = _mm256_setzero_si256();
-  if (const int dc = LoadPair(coef, steps, x, &bad); dc != 0) {
+  if (const int dc = LoadPair < kLow ? 4 : 8 > (coef, steps, x, &bad); dc != 0) {
     return SplitPair(dc, coef, steps, 8, kLow ? IdctIslow8x8LowSse2 : IdctIslow8x8Sse2, out, stride);
   }
   IslowSimd<Avx2>::Transform<kLow>(x, &bad);
@@ -190,39 +192,117 @@ size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, u
   return x;
 }
 
-int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate& e, int16_t* out) {
-  int b = 0;
-  alignas(32) int32_t q[8];
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256d times = _mm256_set1_pd(e.times), add = _mm256_set1_pd(e.round + 0.5);
-  const __m256d inverse = _mm256_set1_pd(e.inverse), limit = _mm256_set1_pd(2147483647.0);
-  for (; b + 8 <= n; b += 8) {
-    __m256 sum = _mm256_setzero_ps();
-    for (int t = 0; t < e.num_taps; ++t) {
-      const SmoothTap& tap = e.taps[t];
-      sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_set1_ps(tap.weight), _mm256_loadu_ps(rows[tap.row] + b + tap.dx)));
-    }
-    const __m256 magnitude = _mm256_andnot_ps(sign, sum);
-    __m256i value;
-    if (e.k == 0) {
-      value = _mm256_srai_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(magnitude), _mm256_set1_epi32(128)), 8);
-    } else {
-      const __m256d lo = _mm256_mul_pd(
-          _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(magnitude)), times), add), inverse);
-      const __m256d hi = _mm256_mul_pd(
-          _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(magnitude, 1)), times), add), inverse);
-      // Quotients past 31 bits: the caller's exact path.
-      if (_mm256_movemask_pd(_mm256_or_pd(_mm256_cmp_pd(lo, limit, _CMP_GE_OQ), _mm256_cmp_pd(hi, limit, _CMP_GE_OQ))))
-        break;
-      value = _mm256_set_m128i(_mm256_cvttpd_epi32(hi), _mm256_cvttpd_epi32(lo));
-    }
-    // The sign of the sum, then the low 16 bits.
-    const __m256i negative = _mm256_castps_si256(_mm256_cmp_ps(sum, _mm256_setzero_ps(), _CMP_LT_OQ));
-    value = _mm256_sub_epi32(_mm256_xor_si256(value, negative), negative);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(q), value);
-    for (int i = 0; i < 8; ++i) out[b + i] = static_cast<int16_t>(q[i]);
+size_t Fancy2xAvx2(const int16_t* c, size_t n, int even, int odd, int shift, uint8_t* out) {
+  const __m256i ke = _mm256_set1_epi16(static_cast<int16_t>(even)), ko = _mm256_set1_epi16(static_cast<int16_t>(odd));
+  const __m128i sh = _mm_cvtsi32_si128(shift);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i mid = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + i));
+    const __m256i left = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + i - 1));
+    const __m256i right = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + i + 1));
+    const __m256i three = _mm256_add_epi16(mid, _mm256_add_epi16(mid, mid));
+    const __m256i e = _mm256_srl_epi16(_mm256_add_epi16(_mm256_add_epi16(three, left), ke), sh);
+    const __m256i o = _mm256_srl_epi16(_mm256_add_epi16(_mm256_add_epi16(three, right), ko), sh);
+    // Within each 16-byte half: columns 0..3, then 4..7, each even then odd.
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i),
+                        _mm256_packus_epi16(_mm256_unpacklo_epi16(e, o), _mm256_unpackhi_epi16(e, o)));
   }
-  return b;
+  return i;
+}
+
+size_t FancyColumnsAvx2(const uint8_t* a, const uint8_t* b, size_t n, int16_t* c) {
+  size_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    __m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + k)));
+    if (b != nullptr) {
+      const __m256i vb = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + k)));
+      v = _mm256_add_epi16(_mm256_add_epi16(v, _mm256_add_epi16(v, v)), vb);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + k), v);
+  }
+  return k;
+}
+
+int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, int count, int16_t* blocks) {
+  // The rows and columns the terms take: 1 and 2 the neighbours, 3 and 4
+  // those two away.
+  bool near_v = false, far_v = false, near_h = false, far_h = false;
+  for (int i = 0; i < count; ++i) {
+    for (int t = 0; t < e[i].num_terms; ++t) {
+      const int v = e[i].terms[t].basis / 5, h = e[i].terms[t].basis % 5;
+      near_v |= v == 1 || v == 2;
+      far_v |= v >= 3;
+      near_h |= h == 1 || h == 2;
+      far_h |= h >= 3;
+    }
+  }
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256d limit = _mm256_set1_pd(2147483647.0);
+  alignas(32) int32_t q[kMaxSmoothEstimates][8];
+  int b = 0;
+  for (; b < n; b += 8) {
+    __m256 cols[5][5], basis[25];
+    for (int r = 0; r < 5; ++r) {
+      if (r != 2 && !((r == 1 || r == 3) ? near_v : far_v)) continue;
+      const float* d = rows[r] + b;
+      cols[r][0] = _mm256_loadu_ps(d);
+      if (near_h) {
+        const __m256 left = _mm256_loadu_ps(d - 1), right = _mm256_loadu_ps(d + 1);
+        cols[r][1] = _mm256_add_ps(left, right);
+        cols[r][2] = _mm256_sub_ps(left, right);
+      }
+      if (far_h) {
+        const __m256 left = _mm256_loadu_ps(d - 2), right = _mm256_loadu_ps(d + 2);
+        cols[r][3] = _mm256_add_ps(left, right);
+        cols[r][4] = _mm256_sub_ps(left, right);
+      }
+    }
+    for (int h = 0; h < 5; ++h) {
+      if ((h == 1 || h == 2) ? !near_h : (h >= 3 && !far_h)) continue;
+      basis[h] = cols[2][h];
+      if (near_v) {
+        basis[5 + h] = _mm256_add_ps(cols[1][h], cols[3][h]);
+        basis[10 + h] = _mm256_sub_ps(cols[1][h], cols[3][h]);
+      }
+      if (far_v) {
+        basis[15 + h] = _mm256_add_ps(cols[0][h], cols[4][h]);
+        basis[20 + h] = _mm256_sub_ps(cols[0][h], cols[4][h]);
+      }
+    }
+    for (int i = 0; i < count; ++i) {
+      const SmoothEstimate& est = e[i];
+      __m256 sum = _mm256_setzero_ps();
+      for (int t = 0; t < est.num_terms; ++t) {
+        sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_set1_ps(est.terms[t].weight), basis[est.terms[t].basis]));
+      }
+      const __m256 magnitude = _mm256_andnot_ps(sign, sum);
+      __m256i value;
+      if (est.k == 0) {
+        value = _mm256_srai_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(magnitude), _mm256_set1_epi32(128)), 8);
+      } else {
+        const __m256d times = _mm256_set1_pd(est.times), add = _mm256_set1_pd(est.round + 0.5);
+        const __m256d inverse = _mm256_set1_pd(est.inverse);
+        const __m256d lo = _mm256_mul_pd(
+            _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(magnitude)), times), add), inverse);
+        const __m256d hi = _mm256_mul_pd(
+            _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(magnitude, 1)), times), add), inverse);
+        // Quotients past 31 bits: the caller's exact path, from these blocks on.
+        if (_mm256_movemask_pd(
+                _mm256_or_pd(_mm256_cmp_pd(lo, limit, _CMP_GE_OQ), _mm256_cmp_pd(hi, limit, _CMP_GE_OQ))))
+          return b;
+        value = _mm256_set_m128i(_mm256_cvttpd_epi32(hi), _mm256_cvttpd_epi32(lo));
+      }
+      // The sign of the sum, then the low 16 bits.
+      const __m256i negative = _mm256_castps_si256(_mm256_cmp_ps(sum, _mm256_setzero_ps(), _CMP_LT_OQ));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q[i]),
+                         _mm256_sub_epi32(_mm256_xor_si256(value, negative), negative));
+    }
+    int16_t* block = blocks + static_cast<size_t>(b) * 64;
+    for (int j = 0; j < std::min(8, n - b); ++j, block += 64) {
+      for (int i = 0; i < count; ++i) block[e[i].position] = static_cast<int16_t>(q[i][j]);
+    }
+  }
+  return n;
 }
 
 }  // namespace pcr

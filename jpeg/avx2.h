@@ -26,9 +26,21 @@ bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, 
 // multiple of 16), the rest left to the caller.
 size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n);
 
-// Estimate e of blocks [0, n): out[b] = SmoothValue(e, sum over the taps of
-// weight * rows[row][b + dx]). Returns how many it did (a multiple of 8),
-// the rest left to the caller.
-int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate& e, int16_t* out);
+// Fancy upsampling by 2 across (Fancy2xSse2 in pixel_decoder.cc), 16
+// columns at a time: from 16-bit column values c[-1..n], out[2 i] =
+// (3 c[i] + c[i - 1] + even) >> shift and out[2 i + 1] with c[i + 1] and
+// odd. Returns how many columns it did (a multiple of 16).
+size_t Fancy2xAvx2(const int16_t* c, size_t n, int even, int odd, int shift, uint8_t* out);
+
+// The column values of n samples for Fancy2xAvx2: 3 a[i] + b[i] where b is
+// given, else a[i]. Returns how many it did (a multiple of 16).
+size_t FancyColumnsAvx2(const uint8_t* a, const uint8_t* b, size_t n, int16_t* c);
+
+// Estimates e[0, count) of blocks [0, n) (64 coefficients each), written
+// at e[i].position in each: SmoothValue(e[i], sum over the taps of
+// weight * rows[row][b + dx]), from the folded terms. rows hold 2 values
+// more on the left and 10 on the right. Returns n, or how many blocks it
+// did (a multiple of 8) where it left the rest to the caller's exact path.
+int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, int count, int16_t* blocks);
 
 }  // namespace pcr

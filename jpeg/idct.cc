@@ -261,11 +261,13 @@ struct Sse2 {
   }
 };
 
-// The dequantised rows of a block into x, the coefficients outside the
-// lanes marked in *bad; returns the AC coefficients ORed together.
+// The dequantised rows 0..kRows-1 of a block into x, the coefficients
+// outside the lanes marked in *bad; returns the AC coefficients ORed
+// together.
+template <int kRows = 8>
 inline __m128i LoadBlock(const int16_t* coef, const IdctSteps& steps, __m128i* x, __m128i* bad) {
   __m128i ac = _mm_setzero_si128();
-  for (int r = 0; r < 8; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(coef + 8 * r));
     const __m128i limit = _mm_load_si128(reinterpret_cast<const __m128i*>(steps.limit + 8 * r));
     *bad = _mm_or_si128(*bad, _mm_or_si128(_mm_cmpgt_epi16(c, limit),
@@ -293,7 +295,7 @@ template <bool kLow>
 bool Islow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
-  const __m128i ac = LoadBlock(coef, steps, x, &bad);
+  const __m128i ac = LoadBlock < kLow ? 4 : 8 > (coef, steps, x, &bad);
   if (bool in_range; DcAlone(coef, steps, ac, 8, out, stride, &in_range)) return in_range;
   IslowSimd<Sse2>::Transform<kLow>(x, &bad);
   const __m128i center = _mm_set1_epi16(128);

@@ -74,17 +74,35 @@ struct IslowSimd {
   // packed to 16 bits with saturation. The multiplications are C's,
   // regrouped into pairs: exact while the inputs and their pairwise sums fit
   // 16 bits.
-  // kLow: lanes 4..7 of every x are 0, so are those of every output.
-  template <int kShift, bool kLow = false>
+  // kHalf: lanes 4..7 of every x are 0, so are those of every output.
+  // kFew: x[4..7] are 0, and each output takes one product per pair of
+  // x[0..3] (the same sums, regrouped).
+  template <int kShift, bool kHalf = false, bool kFew = false>
   __attribute__((always_inline)) static void Pass(const V* x, V* out) {
     const V round = Ops::Set32(1 << (kShift - 1));
     const V zero = Ops::Zero();
     V even[4][2], odd[4][2];  // [tmp10, tmp11, tmp12, tmp13] and [tmp0..tmp3], low and high halves
-    for (int h = 0; h < (kLow ? 1 : 2); ++h) {
+    for (int h = 0; h < (kHalf ? 1 : 2); ++h) {
       auto unpack = [h](V a, V b) { return h == 0 ? Ops::UnpackLo16(a, b) : Ops::UnpackHi16(a, b); };
-      const V z23 = unpack(x[2], x[6]);
+      const V z23 = unpack(x[2], kFew ? zero : x[6]);
       const V tmp3 = Ops::Madd(z23, Pair(k0_541196100 + k0_765366865, k0_541196100));
       const V tmp2 = Ops::Madd(z23, Pair(k0_541196100, k0_541196100 - k1_847759065));
+      if constexpr (kFew) {
+        const V tmp0 = Ops::template Sra32<16 - kConstBits>(unpack(zero, x[0]));
+        even[0][h] = Ops::Add32(tmp0, tmp3);
+        even[3][h] = Ops::Sub32(tmp0, tmp3);
+        even[1][h] = Ops::Add32(tmp0, tmp2);
+        even[2][h] = Ops::Sub32(tmp0, tmp2);
+        // z3 and z4 with x[5] and x[7] 0, folded into each product.
+        const V x31 = unpack(x[3], x[1]);
+        constexpr int64_t z3_3 = k1_175875602 - k1_961570560, z3_1 = k1_175875602;
+        constexpr int64_t z4_3 = k1_175875602, z4_1 = k1_175875602 - k0_390180644;
+        odd[0][h] = Ops::Madd(x31, Pair(z3_3, z3_1 - k0_899976223));
+        odd[3][h] = Ops::Madd(x31, Pair(z4_3, z4_1 + k1_501321110 - k0_899976223));
+        odd[1][h] = Ops::Madd(x31, Pair(z4_3 - k2_562915447, z4_1));
+        odd[2][h] = Ops::Madd(x31, Pair(z3_3 + k3_072711026 - k2_562915447, z3_1));
+        continue;
+      }
       // (x0 +- x4) << 13, sign-extended from the high half of each 32-bit lane.
       const V tmp0 = Ops::template Sra32<16 - kConstBits>(unpack(zero, Ops::Add16(x[0], x[4])));
       const V tmp1 = Ops::template Sra32<16 - kConstBits>(unpack(zero, Ops::Sub16(x[0], x[4])));
@@ -103,7 +121,7 @@ struct IslowSimd {
     }
     auto emit = [&](int i, int e, int o, bool plus) {
       V half[2] = {zero, zero};
-      for (int h = 0; h < (kLow ? 1 : 2); ++h) {
+      for (int h = 0; h < (kHalf ? 1 : 2); ++h) {
         const V sum = plus ? Ops::Add32(even[e][h], odd[o][h]) : Ops::Sub32(even[e][h], odd[o][h]);
         half[h] = Ops::template Sra32<kShift>(Ops::Add32(sum, round));
       }
@@ -200,14 +218,14 @@ struct IslowSimd {
   // Both passes over dequantised rows x (in place, rows again after), with
   // the lanes outside the agreement range added to `bad`; x[r] then holds
   // row r of samples before the +128 level shift. kLow: only rows and
-  // columns 0..3 of x hold nonzero coefficients, and the first pass works
-  // on those columns alone.
+  // columns 0..3 of x hold nonzero coefficients (x[4..7] may be left
+  // unset), and each pass takes those alone.
   template <bool kLow = false>
   static void Transform(V* x, V* bad) {
-    Pass<kConstBits - kPass1Bits, kLow>(x, x);
+    Pass<kConstBits - kPass1Bits, kLow, kLow>(x, x);
     for (int r = 0; r < 8; ++r) *bad = Ops::Or(*bad, Outside(x[r], -kLaneLimit, kLaneLimit));
     Transpose8x8(x);
-    Pass<kConstBits + kPass1Bits + 3>(x, x);
+    Pass<kConstBits + kPass1Bits + 3, false, kLow>(x, x);
     for (int r = 0; r < 8; ++r) *bad = Ops::Or(*bad, Outside(x[r], -512, 511));
     Transpose8x8(x);
   }

@@ -128,6 +128,40 @@ constexpr int KernelBound(const Kernel* kernels, int n) {
 // SmoothValue's bounds.
 static_assert(KernelBound(kDcOnlyKernels, 10) <= 512 && KernelBound(kKernels, 6) <= 512);
 
+// 1 when a kernel is even across its rows (or columns), -1 when odd, 0
+// when neither.
+constexpr int Parity(const Kernel& w, bool rows) {
+  bool even = true, odd = true;
+  for (int r = 0; r < 5; ++r) {
+    for (int c = 0; c < 5; ++c) {
+      const int mirror = rows ? w[static_cast<size_t>(5 * (4 - r) + c)] : w[static_cast<size_t>(5 * r + 4 - c)];
+      even &= w[static_cast<size_t>(5 * r + c)] == mirror;
+      odd &= w[static_cast<size_t>(5 * r + c)] == -mirror;
+    }
+  }
+  return even ? 1 : odd ? -1 : 0;
+}
+constexpr bool Folds(const Kernel* kernels, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (Parity(kernels[i], true) == 0 || Parity(kernels[i], false) == 0) return false;
+  }
+  return true;
+}
+static_assert(Folds(kDcOnlyKernels, 10) && Folds(kKernels, 6));
+
+// The terms of SmoothTerm's folding of kernel w into e.
+void Fold(const Kernel& w, SmoothEstimate& e) {
+  const int odd_v = Parity(w, true) < 0 ? 1 : 0, odd_h = Parity(w, false) < 0 ? 1 : 0;
+  // Row or column 2 is the block's; 1 and 0 pair with 3 and 4.
+  auto base = [](int i, int odd) { return i == 2 ? 0 : (i == 1 ? 1 : 3) + odd; };
+  for (int r = 2; r >= 0; --r) {
+    for (int c = 2; c >= 0; --c) {
+      const int weight = w[static_cast<size_t>(5 * r + c)];
+      if (weight != 0) e.terms[e.num_terms++] = {5 * base(r, odd_v) + base(c, odd_h), static_cast<float>(weight)};
+    }
+  }
+}
+
 // The column of the DC value a block's smoothing takes `d` columns away,
 // in a row of last + 1 blocks: the nearest edge block beyond the row, except
 // in a row of two, where libjpeg-turbo's sliding window gives block 0 for
@@ -257,7 +291,6 @@ struct PixelDecoder::State {
     // copies of its first and last value either side, then room to read
     // eight blocks past the last.
     std::vector<float> dcs;
-    std::vector<int16_t> values;  // one row's estimates, by estimate
     float* DcRow(int r) { return dcs.data() + static_cast<size_t>(r & 7) * (static_cast<size_t>(stride / size) + 16); }
     // Whether block row r holds samples the crop needs.
     bool InCrop(int r) const { return r * size < y1 && (r + 1) * size > y0; }
@@ -379,6 +412,7 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
         if (k == 0 ? !p.dc_only : (!((p.missing >> k) & 1) || (!p.dc_only && k > 5))) continue;
         SmoothEstimate e;
         e.k = k;
+        e.position = kSmoothedPosition[k];
         const double q = comp.quant[static_cast<size_t>(kSmoothedPosition[k])];
         e.times = comp.quant[0];
         e.round = q * 128;
@@ -389,6 +423,7 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
             e.taps[e.num_taps++] = {i / 5, i % 5 - 2, static_cast<float>(kernel[static_cast<size_t>(i)])};
           }
         }
+        Fold(kernel, e);
         p.estimates.push_back(e);
       }
       p.block_rows.assign(static_cast<size_t>(3 * comp.v), nullptr);
@@ -418,35 +453,26 @@ void PixelDecoder::State::SmoothRow(Plane& p, int c, int t, int16_t* blocks) {
   const int picks[5] = {prev2, prev, t, next, next2};
   const int size = p.size;
   const int bx0 = p.x0 / size, bx1 = (p.x1 + size - 1) / size, n = bx1 - bx0, last = comp.width_in_blocks - 1;
-  const int padded = (n + 7) & ~7;
-  p.values.resize(p.estimates.size() * static_cast<size_t>(padded));
   const float* dc_rows[5];
   for (int i = 0; i < 5; ++i) dc_rows[i] = p.DcRow(picks[i]) + 2 + bx0;
-  for (size_t i = 0; i < p.estimates.size(); ++i) {
-    const SmoothEstimate& e = p.estimates[i];
-    int16_t* values = p.values.data() + i * static_cast<size_t>(padded);
-    int b = 0;
+  int16_t* row = blocks + static_cast<size_t>(bx0) * 64;
+  int done = 0;
 #if defined(__x86_64__)
-    // Columns past the edges repeat the edge's value, as the padding does,
-    // but for rows of two blocks. Blocks past the last are padding.
-    if (simd == SimdLevel::kAvx2 && last != 1) b = std::min(n, SmoothRowAvx2(dc_rows, padded, e, values));
+  // Columns past the edges repeat the edge's value, as the padding does,
+  // but for rows of two blocks. The padding also covers 8 blocks at a time
+  // past the last.
+  if (simd == SimdLevel::kAvx2 && last != 1) {
+    done = SmoothRowAvx2(dc_rows, n, p.estimates.data(), static_cast<int>(p.estimates.size()), row);
+  }
 #endif
-    for (; b < n; ++b) {
+  for (const SmoothEstimate& e : p.estimates) {
+    for (int b = done; b < n; ++b) {
       float sum = 0;
       for (int t = 0; t < e.num_taps; ++t) {
         const SmoothTap& tap = e.taps[t];
         sum += tap.weight * dc_rows[tap.row][NeighbourColumn(bx0 + b, tap.dx, last) - bx0];
       }
-      values[b] = static_cast<int16_t>(SmoothValue(e, sum));
-    }
-  }
-  for (size_t i = 0; i < p.estimates.size(); ++i) {
-    const int pos = kSmoothedPosition[p.estimates[i].k];
-    const int16_t* values = p.values.data() + i * static_cast<size_t>(padded);
-    int16_t* block = blocks + static_cast<size_t>(bx0) * 64 + pos;
-    // DC is replaced; a coefficient only where it is 0 (no scan sent it).
-    for (int b = 0; b < n; ++b, block += 64) {
-      if (pos == 0 || *block == 0) *block = values[b];
+      row[static_cast<size_t>(b) * 64 + static_cast<size_t>(e.position)] = static_cast<int16_t>(SmoothValue(e, sum));
     }
   }
 }
@@ -538,7 +564,9 @@ const uint8_t* PixelDecoder::State::UpsampleFast(Plane& p, int y) {
   p.cols.resize(static_cast<size_t>(n) + 2);
   int16_t* c = p.cols.data() + 1;
   auto value = [&](int i) { return static_cast<int16_t>(p.fancy_v ? 3 * a[i] + b[i] : a[i]); };
-  int k = 0;
+  int k = simd == SimdLevel::kAvx2
+              ? static_cast<int>(FancyColumnsAvx2(a + i0, p.fancy_v ? b + i0 : nullptr, static_cast<size_t>(n), c))
+              : 0;
   for (; k + 8 <= n; k += 8) {
     const __m128i ma = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i0 + k)), zero);
     __m128i v = ma;
@@ -554,7 +582,9 @@ const uint8_t* PixelDecoder::State::UpsampleFast(Plane& p, int y) {
   const int even = p.fancy_v ? 8 : 1, odd = p.fancy_v ? 7 : 2, shift = p.fancy_v ? 4 : 2;
   p.row.resize(2 * static_cast<size_t>(n));
   uint8_t* out = p.row.data();
-  for (int i = static_cast<int>(Fancy2xSse2(c, static_cast<size_t>(n), even, odd, shift, out)); i < n; ++i) {
+  size_t done = simd == SimdLevel::kAvx2 ? Fancy2xAvx2(c, static_cast<size_t>(n), even, odd, shift, out) : 0;
+  done += Fancy2xSse2(c + done, static_cast<size_t>(n) - done, even, odd, shift, out + 2 * done);
+  for (int i = static_cast<int>(done); i < n; ++i) {
     out[2 * i] = static_cast<uint8_t>((3 * c[i] + c[i - 1] + even) >> shift);
     out[2 * i + 1] = static_cast<uint8_t>((3 * c[i] + c[i + 1] + odd) >> shift);
   }

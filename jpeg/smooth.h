@@ -13,13 +13,31 @@ struct SmoothTap {
   float weight;
 };
 
-// Estimate k (zigzag index, 0 the DC) of a component: sum its taps, then
+// Estimates per component at most: the DC and zigzag 1..9.
+constexpr int kMaxSmoothEstimates = 10;
+
+// A term of a kernel folded by its symmetry: weight times basis value
+// 5 v + h of the DC values around a block. v: 0 the block's row; 1 and 2
+// the rows above and below added and subtracted (above minus below); 3 and 4
+// the rows two away. h likewise for the columns (left minus right). Each
+// kernel is even or odd in each direction, so a term's weight is one tap's
+// and the folded sum is the taps' sum, exactly.
+struct SmoothTerm {
+  int basis;
+  float weight;
+};
+
+// Estimate k (zigzag index, 0 the DC) of a component, which no scan sent
+// (so it is 0 in every block): sum its taps, then
 // DC: (128 + |sum|) >> 8; coefficient: (times * |sum| + round) / (2 round);
 // each with the sign of sum and truncated to 16 bits.
 struct SmoothEstimate {
   int k = 0;
+  int position = 0;  // k's natural (row-major) index in a block
   int num_taps = 0;
   SmoothTap taps[25];
+  int num_terms = 0;
+  SmoothTerm terms[9];                       // the taps folded
   double times = 0, round = 0, inverse = 0;  // inverse = 1 / (2 round)
 };
 
