@@ -123,8 +123,9 @@ bool Idct4x4PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, 
   return _mm256_movemask_epi8(bad) == 0;
 }
 
-// jdcolor.c's YCbCr to RGB with the regrouped products of the SSE2 path
-// (YccToRgb8 in pixel_decoder.cc).
+// jdcolor.c's YCbCr to RGB, its products regrouped to fit 16 bits as in the
+// SSE2 path (YccToRgb8 in pixel_decoder.cc); R's and B's from 16-bit
+// products alone.
 size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, uint8_t* out, size_t n) {
   // Byte i of each 16-byte output chunk takes channel i % 3 of pixel i / 3
   // (of the pixels in the same 16-byte half).
@@ -141,24 +142,27 @@ size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, u
     for (int channel = 0; channel < 3; ++channel) masks[chunk][channel] = mask(chunk, channel);
   }
   const __m256i center = _mm256_set1_epi16(128), two = _mm256_set1_epi16(2), half = _mm256_set1_epi32(1 << 15);
-  const __m256i kr = _mm256_set1_epi32((16384 << 16) | 26345), kb = _mm256_set1_epi32((16384 << 16) | (-14942 & 0xffff));
   const __m256i kg = _mm256_set1_epi32((18734 << 16) | (-22554 & 0xffff));
   auto shr16 = [](__m256i lo, __m256i hi) {
     return _mm256_packs_epi32(_mm256_srai_epi32(lo, 16), _mm256_srai_epi32(hi, 16));
   };
+  // (k x + 2^15) >> 16 for -128 <= x < 128: the high half of 4 x times k
+  // is floor(k x / 2^14), and (that + 2) >> 2 the same floor as the whole.
+  auto product = [two](__m256i x, int16_t k) {
+    return _mm256_srai_epi16(_mm256_add_epi16(_mm256_mulhi_epi16(_mm256_slli_epi16(x, 2), _mm256_set1_epi16(k)), two),
+                             2);
+  };
   // R, G and B of pixels x..x+15 as 16-bit lanes, before the clamp.
   auto channels = [&](size_t x, __m256i* rgb) {
-    // Unpacks and packs pair up within each 16-byte half, so the order holds.
     const __m256i vy = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + x)));
     const __m256i vb = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cb + x))), center);
     const __m256i vr = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cr + x))), center);
-    const __m256i rr = shr16(_mm256_madd_epi16(_mm256_unpacklo_epi16(vr, two), kr),
-                             _mm256_madd_epi16(_mm256_unpackhi_epi16(vr, two), kr));
+    const __m256i rr = product(vr, 26345);
+    // Unpacks and packs pair up within each 16-byte half, so the order holds.
     const __m256i gg = _mm256_sub_epi16(shr16(_mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi16(vb, vr), kg), half),
                                               _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpackhi_epi16(vb, vr), kg), half)),
                                         vr);
-    const __m256i bb = shr16(_mm256_madd_epi16(_mm256_unpacklo_epi16(vb, two), kb),
-                             _mm256_madd_epi16(_mm256_unpackhi_epi16(vb, two), kb));
+    const __m256i bb = product(vb, -14942);
     rgb[0] = _mm256_add_epi16(vy, _mm256_add_epi16(vr, rr));
     rgb[1] = _mm256_add_epi16(vy, gg);
     rgb[2] = _mm256_add_epi16(vy, _mm256_add_epi16(_mm256_add_epi16(vb, vb), bb));

@@ -5,6 +5,7 @@
 
 #include <jpeglib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 
@@ -503,6 +504,44 @@ TEST_CASE("the SIMD 8x8 inverse DCTs give the reference's samples, and refuse wh
   CHECK(agreed > 20000);
   CHECK(refused > 1000);
 }
+
+#if defined(__x86_64__)
+TEST_CASE("YCbCr to RGB in AVX2 equals jdcolor.c's tables for every Cb, Cr and Y") {
+  if (BestSimdLevel() != SimdLevel::kAvx2) {
+    WARN("SKIP: no AVX2 on this CPU");
+    return;
+  }
+  // build_ycc_rgb_table: FIX(x) at 16 bits, ONE_HALF rounding.
+  auto shift = [](int64_t v) { return static_cast<int>((v + (1 << 15)) >> 16); };
+  std::vector<uint8_t> y(256), cb(256), cr(256), rgb(3 * 256);
+  int checked = 0;
+  for (int luma = 0; luma < 256; ++luma) {
+    for (int red = 0; red < 256; ++red) {
+      for (int i = 0; i < 256; ++i) {
+        y[static_cast<size_t>(i)] = static_cast<uint8_t>(luma);
+        cb[static_cast<size_t>(i)] = static_cast<uint8_t>(i);
+        cr[static_cast<size_t>(i)] = static_cast<uint8_t>(red);
+      }
+      REQUIRE(YccToRgbRowAvx2(y.data(), cb.data(), cr.data(), rgb.data(), 256) == 256);
+      const int r_x = red - 128;
+      for (int i = 0; i < 256; ++i) {
+        const int b_x = i - 128;
+        const int want[3] = {luma + shift(91881 * r_x), luma + shift(-22554 * b_x - 46802 * r_x),
+                             luma + shift(116130 * b_x)};
+        for (int c = 0; c < 3; ++c) {
+          const int got = rgb[static_cast<size_t>(3 * i + c)];
+          if (got != std::clamp(want[c], 0, 255)) {
+            INFO("y " << luma << " cb " << i << " cr " << red << " channel " << c);
+            REQUIRE(got == std::clamp(want[c], 0, 255));
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked == 3 * 256 * 256 * 256);
+}
+#endif
 
 }  // namespace
 }  // namespace pcr
