@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "jpeg/idct_internal.h"
 
@@ -173,14 +174,20 @@ size_t YccToRgbRowAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, u
     channels(x, a);
     channels(x + 16, b);
     // Pixels 0..15 in the low half, 16..31 in the high half.
-    for (int c = 0; c < 3; ++c) bytes[c] = _mm256_permute4x64_epi64(_mm256_packus_epi16(a[c], b[c]), 0xd8);
-    for (int chunk = 0; chunk < 3; ++chunk) {
-      __m256i v = _mm256_setzero_si256();
-      for (int c = 0; c < 3; ++c) v = _mm256_or_si256(v, _mm256_shuffle_epi8(bytes[c], masks[chunk][c]));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 16 * static_cast<size_t>(chunk)), _mm256_castsi256_si128(v));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 48 + 16 * static_cast<size_t>(chunk)),
-                       _mm256_extracti128_si256(v, 1));
-    }
+    bytes[0] = _mm256_permute4x64_epi64(_mm256_packus_epi16(a[0], b[0]), 0xd8);
+    bytes[1] = _mm256_permute4x64_epi64(_mm256_packus_epi16(a[1], b[1]), 0xd8);
+    bytes[2] = _mm256_permute4x64_epi64(_mm256_packus_epi16(a[2], b[2]), 0xd8);
+    auto chunk = [&](int k) {
+      return _mm256_or_si256(
+          _mm256_or_si256(_mm256_shuffle_epi8(bytes[0], masks[k][0]), _mm256_shuffle_epi8(bytes[1], masks[k][1])),
+          _mm256_shuffle_epi8(bytes[2], masks[k][2]));
+    };
+    const __m256i v[3] = {chunk(0), chunk(1), chunk(2)};
+    // Each v: output bytes 16 chunk.. in the low half, 48 + 16 chunk.. in the high.
+    uint8_t* o = out + 3 * x;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_permute2x128_si256(v[0], v[1], 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32), _mm256_permute2x128_si256(v[2], v[0], 0x30));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64), _mm256_permute2x128_si256(v[1], v[2], 0x31));
   }
   for (; x + 16 <= n; x += 16) {
     __m256i a[3];
@@ -302,7 +309,34 @@ int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, in
                          _mm256_sub_epi32(_mm256_xor_si256(value, negative), negative));
     }
     int16_t* block = blocks + static_cast<size_t>(b) * 64;
-    for (int j = 0; j < std::min(8, n - b); ++j, block += 64) {
+    const int m = std::min(8, n - b);
+    if (count == kMaxSmoothEstimates) {
+      // DC and all nine, so no other coefficient is sent: rows 0..3 of each
+      // block, columns 0..3, as four 64-bit stores. Zigzag 0, 1, 5, 6 in
+      // row 0; 2, 4, 7 in row 1; 3, 8 in row 2; 9 in row 3.
+      const __m256i low = _mm256_set1_epi32(0xffff);
+      auto at = [&](int k) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q[k])); };
+      auto pair = [&](int k0, int k1) {
+        return _mm256_or_si256(_mm256_and_si256(at(k0), low), _mm256_slli_epi32(at(k1), 16));
+      };
+      const __m256i halves[4][2] = {{pair(0, 1), pair(5, 6)},
+                                    {pair(2, 4), _mm256_and_si256(at(7), low)},
+                                    {pair(3, 8), _mm256_setzero_si256()},
+                                    {_mm256_and_si256(at(9), low), _mm256_setzero_si256()}};
+      alignas(32) uint64_t rows[4][8];
+      for (int r = 0; r < 4; ++r) {
+        // Blocks 0, 1, 4, 5, then 2, 3, 6, 7.
+        const __m256i lo = _mm256_unpacklo_epi32(halves[r][0], halves[r][1]);
+        const __m256i hi = _mm256_unpackhi_epi32(halves[r][0], halves[r][1]);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(rows[r]), _mm256_permute2x128_si256(lo, hi, 0x20));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(rows[r] + 4), _mm256_permute2x128_si256(lo, hi, 0x31));
+      }
+      for (int j = 0; j < m; ++j, block += 64) {
+        for (int r = 0; r < 4; ++r) std::memcpy(block + 8 * r, &rows[r][j], 8);
+      }
+      continue;
+    }
+    for (int j = 0; j < m; ++j, block += 64) {
       for (int i = 0; i < count; ++i) block[e[i].position] = static_cast<int16_t>(q[i][j]);
     }
   }
