@@ -234,7 +234,7 @@ size_t FancyColumnsAvx2(const uint8_t* a, const uint8_t* b, size_t n, int16_t* c
   return k;
 }
 
-int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, int count, int16_t* blocks) {
+void SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, int count, int16_t* blocks) {
   // The rows and columns the terms take: 1 and 2 the neighbours, 3 and 4
   // those two away.
   bool near_v = false, far_v = false, near_h = false, far_h = false;
@@ -248,7 +248,6 @@ int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, in
     }
   }
   const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256d limit = _mm256_set1_pd(2147483647.0);
   alignas(32) int32_t q[kMaxSmoothEstimates][8];
   int b = 0;
   for (; b < n; b += 8) {
@@ -290,6 +289,11 @@ int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, in
       __m256i value;
       if (est.k == 0) {
         value = _mm256_srai_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(magnitude), _mm256_set1_epi32(128)), 8);
+      } else if (const __m256 nf =
+                     _mm256_add_ps(_mm256_mul_ps(magnitude, _mm256_set1_ps(static_cast<float>(est.times))),
+                                   _mm256_set1_ps(static_cast<float>(est.round + 0.5)));
+                 _mm256_movemask_ps(_mm256_cmp_ps(nf, _mm256_set1_ps(kSmoothFloatLimit), _CMP_GE_OQ)) == 0) {
+        value = _mm256_cvttps_epi32(_mm256_mul_ps(nf, _mm256_set1_ps(static_cast<float>(est.inverse))));
       } else {
         const __m256d times = _mm256_set1_pd(est.times), add = _mm256_set1_pd(est.round + 0.5);
         const __m256d inverse = _mm256_set1_pd(est.inverse);
@@ -297,10 +301,6 @@ int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, in
             _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(magnitude)), times), add), inverse);
         const __m256d hi = _mm256_mul_pd(
             _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(magnitude, 1)), times), add), inverse);
-        // Quotients past 31 bits: the caller's exact path, from these blocks on.
-        if (_mm256_movemask_pd(
-                _mm256_or_pd(_mm256_cmp_pd(lo, limit, _CMP_GE_OQ), _mm256_cmp_pd(hi, limit, _CMP_GE_OQ))))
-          return b;
         value = _mm256_set_m128i(_mm256_cvttpd_epi32(hi), _mm256_cvttpd_epi32(lo));
       }
       // The sign of the sum, then the low 16 bits.
@@ -340,7 +340,6 @@ int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, in
       for (int i = 0; i < count; ++i) block[e[i].position] = static_cast<int16_t>(q[i][j]);
     }
   }
-  return n;
 }
 
 }  // namespace pcr

@@ -41,8 +41,6 @@ size_t FancyColumnsAvx2(const uint8_t* a, const uint8_t* b, size_t n, int16_t* c
 // taps of weight * rows[row][b + dx]), from the folded terms. With all ten
 // (no coefficient but the DC sent), the rest of rows and columns 0..3 is
 // written 0 too. rows hold 2 values more on the left and 10 on the right.
-// Returns n, or how many blocks it did (a multiple of 8) where it left the
-// rest to the caller's exact path.
-int SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, int count, int16_t* blocks);
+void SmoothRowAvx2(const float* const rows[5], int n, const SmoothEstimate* e, int count, int16_t* blocks);
 
 }  // namespace pcr

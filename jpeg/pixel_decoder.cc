@@ -88,80 +88,6 @@ int MinScaledSize(int scale_denom) { return 8 / scale_denom; }
 
 inline int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
-// libjpeg-turbo's block smoothing (jdcoefct.c, decompress_smooth_data): the
-// natural positions of zigzag coefficients 0 to 9 it may estimate, and for
-// each the weights of the 5 x 5 DC values around the block (rows and columns
-// -2..2), first where the component has no coefficient 1..9 at all (then DC
-// and all nine are estimated), then, by zigzag index 1 to 5, where it has
-// some.
-constexpr int kSmoothedPosition[10] = {0, 1, 8, 16, 9, 2, 3, 10, 17, 24};
-using Kernel = std::array<int16_t, 25>;
-constexpr Kernel kDcOnlyKernels[10] = {
-    {-2, -6, -8, -6, -2, -6, 6, 42, 6, -6, -8, 42, 152, 42, -8, -6, 6, 42, 6, -6, -2, -6, -8, -6, -2},
-    {-1, -1, 0, 1, 1, -3, 13, 0, -13, 3, -3, 38, 0, -38, 3, -3, 13, 0, -13, 3, -1, -1, 0, 1, 1},
-    {-1, -3, -3, -3, -1, -1, 13, 38, 13, -1, 0, 0, 0, 0, 0, 1, -13, -38, -13, 1, 1, 3, 3, 3, 1},
-    {0, 0, 1, 0, 0, 0, 2, 7, 2, 0, 0, -5, -14, -5, 0, 0, 2, 7, 2, 0, 0, 0, 1, 0, 0},
-    {-1, 0, 0, 0, 1, 0, 9, 0, -9, 0, 0, 0, 0, 0, 0, 0, -9, 0, 9, 0, 1, 0, 0, 0, -1},
-    {0, 0, 0, 0, 0, 0, 2, -5, 2, 0, 1, 7, -14, 7, 1, 0, 2, -5, 2, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 0, 0, 0, 1, 0, -1, 0, 0, 2, 0, -2, 0, 0, 1, 0, -1, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 0, 0, 0, 1, -3, 1, 0, 0, 0, 0, 0, 0, 0, -1, 3, -1, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 0, 0, 0, 1, 0, -1, 0, 0, -3, 0, 3, 0, 0, 1, 0, -1, 0, 0, 0, 0, 0, 0},
-    {0, 0, 0, 0, 0, 0, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, -1, -2, -1, 0, 0, 0, 0, 0, 0},
-};
-constexpr Kernel kKernels[6] = {
-    {},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -7, 50, 0, -50, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {0, 0, -7, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 0, 0, -50, 0, 0, 0, 0, 7, 0, 0},
-    {0, 0, -1, 0, 0, 0, 0, 13, 0, 0, 0, 0, -24, 0, 0, 0, 0, 13, 0, 0, 0, 0, -1, 0, 0},
-    {0, -1, 0, 1, 0, -1, 10, 0, -10, 1, 0, 0, 0, 0, 0, 1, -10, 0, 10, -1, 0, 1, 0, -1, 0},
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 13, -24, 13, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-};
-constexpr int KernelBound(const Kernel* kernels, int n) {
-  int most = 0;
-  for (int i = 0; i < n; ++i) {
-    int sum = 0;
-    for (int w : kernels[i]) sum += w < 0 ? -w : w;
-    most = std::max(most, sum);
-  }
-  return most;
-}
-// SmoothValue's bounds.
-static_assert(KernelBound(kDcOnlyKernels, 10) <= 512 && KernelBound(kKernels, 6) <= 512);
-
-// 1 when a kernel is even across its rows (or columns), -1 when odd, 0
-// when neither.
-constexpr int Parity(const Kernel& w, bool rows) {
-  bool even = true, odd = true;
-  for (int r = 0; r < 5; ++r) {
-    for (int c = 0; c < 5; ++c) {
-      const int mirror = rows ? w[static_cast<size_t>(5 * (4 - r) + c)] : w[static_cast<size_t>(5 * r + 4 - c)];
-      even &= w[static_cast<size_t>(5 * r + c)] == mirror;
-      odd &= w[static_cast<size_t>(5 * r + c)] == -mirror;
-    }
-  }
-  return even ? 1 : odd ? -1 : 0;
-}
-constexpr bool Folds(const Kernel* kernels, int n) {
-  for (int i = 0; i < n; ++i) {
-    if (Parity(kernels[i], true) == 0 || Parity(kernels[i], false) == 0) return false;
-  }
-  return true;
-}
-static_assert(Folds(kDcOnlyKernels, 10) && Folds(kKernels, 6));
-
-// The terms of SmoothTerm's folding of kernel w into e.
-void Fold(const Kernel& w, SmoothEstimate& e) {
-  const int odd_v = Parity(w, true) < 0 ? 1 : 0, odd_h = Parity(w, false) < 0 ? 1 : 0;
-  // Row or column 2 is the block's; 1 and 0 pair with 3 and 4.
-  auto base = [](int i, int odd) { return i == 2 ? 0 : (i == 1 ? 1 : 3) + odd; };
-  for (int r = 2; r >= 0; --r) {
-    for (int c = 2; c >= 0; --c) {
-      const int weight = w[static_cast<size_t>(5 * r + c)];
-      if (weight != 0) e.terms[e.num_terms++] = {5 * base(r, odd_v) + base(c, odd_h), static_cast<float>(weight)};
-    }
-  }
-}
-
 // The column of the DC value a block's smoothing takes `d` columns away,
 // in a row of last + 1 blocks: the nearest edge block beyond the row, except
 // in a row of two, where libjpeg-turbo's sliding window gives block 0 for
@@ -410,21 +336,7 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
     if (s.smooth) {
       for (int k = 0; k < 10; ++k) {
         if (k == 0 ? !p.dc_only : (!((p.missing >> k) & 1) || (!p.dc_only && k > 5))) continue;
-        SmoothEstimate e;
-        e.k = k;
-        e.position = kSmoothedPosition[k];
-        const double q = comp.quant[static_cast<size_t>(kSmoothedPosition[k])];
-        e.times = comp.quant[0];
-        e.round = q * 128;
-        e.inverse = 1 / (q * 256);
-        const Kernel& kernel = p.dc_only ? kDcOnlyKernels[k] : kKernels[k];
-        for (int i = 0; i < 25; ++i) {
-          if (kernel[static_cast<size_t>(i)] != 0) {
-            e.taps[e.num_taps++] = {i / 5, i % 5 - 2, static_cast<float>(kernel[static_cast<size_t>(i)])};
-          }
-        }
-        Fold(kernel, e);
-        p.estimates.push_back(e);
+        p.estimates.push_back(MakeSmoothEstimate(k, p.dc_only, comp.quant.data()));
       }
       p.block_rows.assign(static_cast<size_t>(3 * comp.v), nullptr);
       // Rows padded for 8 blocks at a time past the last.
@@ -456,17 +368,17 @@ void PixelDecoder::State::SmoothRow(Plane& p, int c, int t, int16_t* blocks) {
   const float* dc_rows[5];
   for (int i = 0; i < 5; ++i) dc_rows[i] = p.DcRow(picks[i]) + 2 + bx0;
   int16_t* row = blocks + static_cast<size_t>(bx0) * 64;
-  int done = 0;
 #if defined(__x86_64__)
   // Columns past the edges repeat the edge's value, as the padding does,
   // but for rows of two blocks. The padding also covers 8 blocks at a time
   // past the last.
   if (simd == SimdLevel::kAvx2 && last != 1) {
-    done = SmoothRowAvx2(dc_rows, n, p.estimates.data(), static_cast<int>(p.estimates.size()), row);
+    SmoothRowAvx2(dc_rows, n, p.estimates.data(), static_cast<int>(p.estimates.size()), row);
+    return;
   }
 #endif
   for (const SmoothEstimate& e : p.estimates) {
-    for (int b = done; b < n; ++b) {
+    for (int b = 0; b < n; ++b) {
       float sum = 0;
       for (int t = 0; t < e.num_taps; ++t) {
         const SmoothTap& tap = e.taps[t];

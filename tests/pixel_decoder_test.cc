@@ -1,18 +1,20 @@
 // pcr's decoder to pixels against libjpeg-turbo: identical pixels for every
 // sample image, scale, pixel format and a set of crops, at every fidelity of
 // pcr's scan scripts, and the same outcome on damaged data.
-#include <catch2/catch.hpp>
+#include "jpeg/pixel_decoder.h"
 
 #include <jpeglib.h>
 
 #include <algorithm>
+#include <array>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
 
-#include "jpeg/error_manager.h"
 #include "jpeg/avx2.h"
+#include "jpeg/error_manager.h"
 #include "jpeg/idct.h"
-#include "jpeg/pixel_decoder.h"
+#include "jpeg/smooth.h"
 #include "pcr/decode.h"
 #include "tests/image_util.h"
 #include "tests/simd_levels.h"
@@ -504,6 +506,68 @@ TEST_CASE("the SIMD 8x8 inverse DCTs give the reference's samples, and refuse wh
   CHECK(agreed > 20000);
   CHECK(refused > 1000);
 }
+
+#if defined(__x86_64__)
+TEST_CASE("block smoothing in AVX2 equals the taps' sums, in float and in double") {
+  if (BestSimdLevel() != SimdLevel::kAvx2) {
+    WARN("SKIP: no AVX2 on this CPU");
+    return;
+  }
+  std::mt19937 rng(11);
+  int compared = 0, float_path = 0, double_path = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    // DC values as images have them, then up to 16 bits; steps of 8-bit
+    // tables, of 16-bit ones, and a DC step far above the others, for the
+    // largest quotients.
+    const int kind = trial % 5;
+    const int span = kind < 2 ? 2047 : 32767, qmax = kind == 4 ? 3 : kind % 2 == 0 ? 255 : 65535;
+    const int n = std::uniform_int_distribution<int>(3, 40)(rng);
+    std::array<uint16_t, 64> quant{};
+    for (auto& q : quant) q = static_cast<uint16_t>(std::uniform_int_distribution<int>(1, qmax)(rng));
+    if (kind == 4) quant[0] = 65535;
+    // All ten estimates, or those of a component with some of 1..5.
+    const bool dc_only = trial % 3 != 0;
+    std::vector<SmoothEstimate> estimates;
+    for (int k = dc_only ? 0 : 1; k < (dc_only ? 10 : 6); ++k) {
+      if (dc_only || std::uniform_int_distribution<int>(0, 1)(rng) == 1) {
+        estimates.push_back(MakeSmoothEstimate(k, dc_only, quant.data()));
+      }
+    }
+    if (estimates.empty()) continue;
+    // Rows padded as the decoder pads them: edges repeated, 8 more blocks.
+    std::vector<std::vector<float>> rows(5, std::vector<float>(static_cast<size_t>(n) + 12));
+    const float* row_ptrs[5];
+    for (int r = 0; r < 5; ++r) {
+      auto& row = rows[static_cast<size_t>(r)];
+      for (int b = 0; b < n; ++b)
+        row[static_cast<size_t>(b) + 2] = static_cast<float>(std::uniform_int_distribution<int>(-span, span)(rng));
+      row[0] = row[1] = row[2];
+      row[static_cast<size_t>(n) + 2] = row[static_cast<size_t>(n) + 3] = row[static_cast<size_t>(n) + 1];
+      row_ptrs[r] = row.data() + 2;
+    }
+    std::vector<int16_t> blocks(static_cast<size_t>(n) * 64, 0);
+    SmoothRowAvx2(row_ptrs, n, estimates.data(), static_cast<int>(estimates.size()), blocks.data());
+    for (const SmoothEstimate& e : estimates) {
+      for (int b = 0; b < n; ++b) {
+        float sum = 0;
+        for (int t = 0; t < e.num_taps; ++t) {
+          const SmoothTap& tap = e.taps[t];
+          sum += tap.weight * row_ptrs[tap.row][std::clamp(b + tap.dx, 0, n - 1)];
+        }
+        const double scaled = e.times * std::fabs(static_cast<double>(sum)) + e.round;
+        if (e.k != 0) ++(scaled < kSmoothFloatLimit ? float_path : double_path);
+        INFO("trial " << trial << " k " << e.k << " block " << b);
+        REQUIRE(blocks[static_cast<size_t>(b) * 64 + static_cast<size_t>(e.position)] ==
+                static_cast<int16_t>(SmoothValue(e, sum)));
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 100000);
+  CHECK(float_path > 10000);
+  CHECK(double_path > 10000);
+}
+#endif
 
 #if defined(__x86_64__)
 TEST_CASE("YCbCr to RGB in AVX2 equals jdcolor.c's tables for every Cb, Cr and Y") {
