@@ -349,7 +349,7 @@ CoefficientOutcome PixelDecoder::Open(ByteSpan jpeg, const DecodeOptions& option
 // Estimates the missing low coefficients of block row t of component c in
 // place, from the DC values around each block, as libjpeg-turbo does.
 void PixelDecoder::State::SmoothRow(Plane& p, int c, int t, int16_t* blocks) {
-  if (p.missing == 0) return;
+  if (p.estimates.empty()) return;
   const CoefficientFrame& f = coefficients.frame();
   const auto& comp = f.components[static_cast<size_t>(c)];
   const int v = comp.v, j = t / v, block_row = t - j * v;
