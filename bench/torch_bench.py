@@ -79,12 +79,13 @@ def run_one(kind, args):
         loader = pcr.torch.ImageLoader(args.pcr, batch_size=args.batch, fidelity=int(kind), threads=args.threads,
                                        seed=1, engine=engine, direct=args.direct, **normalize)
     images = 0
-    for batch, labels in loader:
-        assert batch.dtype == (torch.float16 if args.normalize else torch.uint8)
-        assert batch.shape[1:] == (3, 224, 224)
-        images += len(labels)
-        if images >= args.images:
-            break
+    while images < args.images:  # epoch after epoch
+        for batch, labels in loader:
+            assert batch.dtype == (torch.float16 if args.normalize else torch.uint8)
+            assert batch.shape[1:] == (3, 224, 224)
+            images += len(labels)
+            if images >= args.images:
+                break
     seconds = time.perf_counter() - start
     del loader
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
