@@ -80,7 +80,7 @@ template <bool kLow>
 bool Islow8x8PairAvx2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m256i x[8];
   __m256i bad = _mm256_setzero_si256();
-  if (const int dc = LoadPair < kLow ? 4 : 8 > (coef, steps, x, &bad); dc != 0) {
+  if (const int dc = LoadPair<(kLow ? 4 : 8)>(coef, steps, x, &bad); dc != 0) {
     return SplitPair(dc, coef, steps, 8, kLow ? IdctIslow8x8LowSse2 : IdctIslow8x8Sse2, out, stride);
   }
   IslowSimd<Avx2>::Transform<kLow>(x, &bad);

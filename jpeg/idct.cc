@@ -295,7 +295,7 @@ template <bool kLow>
 bool Islow8x8Sse2(const int16_t* coef, const IdctSteps& steps, uint8_t* out, ptrdiff_t stride) {
   __m128i x[8];
   __m128i bad = _mm_setzero_si128();
-  const __m128i ac = LoadBlock < kLow ? 4 : 8 > (coef, steps, x, &bad);
+  const __m128i ac = LoadBlock<(kLow ? 4 : 8)>(coef, steps, x, &bad);
   if (bool in_range; DcAlone(coef, steps, ac, 8, out, stride, &in_range)) return in_range;
   IslowSimd<Sse2>::Transform<kLow>(x, &bad);
   const __m128i center = _mm_set1_epi16(128);
