@@ -1,6 +1,7 @@
 #include "format/file_format.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 #include "format/checksum.h"
@@ -464,9 +465,12 @@ void DatasetManifest::EncodeTo(Bytes* out) const {
     PutVarint64(out, f.stripe_count);
     PutFixed64(out, f.index_checksum);
   }
+  if (!records) return;
+  EncodeTableSchema(fields, out);
+  for (const uint64_t n : record_sizes) PutVarint64(out, n);
 }
 
-Result<DatasetManifest> DatasetManifest::DecodeFrom(ByteSpan in) {
+Result<DatasetManifest> DatasetManifest::DecodeFrom(ByteSpan in, bool records) {
   Decoder d(in);
   DatasetManifest m;
   auto corrupt = [&](const std::string& what) {
@@ -494,6 +498,37 @@ Result<DatasetManifest> DatasetManifest::DecodeFrom(ByteSpan in) {
     if (!ValidFileName(f.name)) return corrupt("invalid file name '" + f.name + "'");
     if (!names.insert(f.name).second) return corrupt("file '" + f.name + "' is listed twice");
   }
+  if (records) {
+    m.records = true;
+    std::string error;
+    if (!DecodeTableSchema(&d, kMaxFeatureType05, false, &m.fields, &error)) return corrupt("field schema: " + error);
+    uint64_t images = 0;
+    for (const DatasetFileEntry& f : m.files) {
+      if (f.image_count > std::numeric_limits<uint64_t>::max() - images) return corrupt("image count overflows");
+      images += f.image_count;
+      // Every record size takes at least one byte.
+      if (f.stripe_count > d.remaining()) return corrupt("file '" + f.name + "': truncated record sizes");
+      uint64_t sum = 0;
+      for (uint64_t s = 0; s < f.stripe_count; ++s) {
+        uint64_t n;
+        if (!d.GetVarintAtMost(f.image_count - sum, &n)) {
+          return corrupt("file '" + f.name + "': record " + std::to_string(s) +
+                         "'s size is cut short or over its "
+                         "entry's image count");
+        }
+        sum += n;
+        m.record_sizes.push_back(n);
+      }
+      if (sum != f.image_count) {
+        return corrupt("file '" + f.name + "': its records hold " + std::to_string(sum) + " images, its entry " +
+                       std::to_string(f.image_count));
+      }
+    }
+    if (m.fields.row_count != images) {
+      return corrupt("the field schema counts " + std::to_string(m.fields.row_count) + " rows for " +
+                     std::to_string(images) + " images");
+    }
+  }
   if (!d.done()) return corrupt("trailing bytes");
   return m;
 }
@@ -517,7 +552,7 @@ Result<PartManifest> PartManifest::DecodeFrom(ByteSpan in) {
                               " of " + std::to_string(p.shard_count) + " is not a part");
   }
   const size_t start = d.position();
-  auto m = DatasetManifest::DecodeFrom(in.subspan(start));
+  auto m = DatasetManifest::DecodeFrom(in.subspan(start), false);
   if (!m.ok()) return m.status().WithPrefix("part manifest after " + std::to_string(start) + " shard bytes");
   p.dataset = std::move(m).value();
   return p;

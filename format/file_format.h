@@ -33,7 +33,7 @@ enum class FileKind : uint8_t {
 
 inline constexpr std::array<uint8_t, 8> kFileMagic = {0x89, 'P', 'C', 'R', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint8_t kVersionMajor = 0;
-inline constexpr uint8_t kVersionMinor = 8;  // the newest minor version this code reads
+inline constexpr uint8_t kVersionMinor = 9;  // the newest minor version this code reads
 // Files are stamped with the version that defined their kind: images and
 // dataset manifests 0.1, tables 0.2, part manifests 0.3; image files with
 // fields and table files using the feature types of 0.4 are stamped 0.4;
@@ -41,10 +41,12 @@ inline constexpr uint8_t kVersionMinor = 8;  // the newest minor version this co
 // (every TableStream then records its encoding) are stamped 0.5; table
 // files with types of 0.6 and 0.7 (FeatureTypeVersion) are stamped so;
 // part manifests of conversions sharded by record, whose parts may hold
-// pieces of a file, 0.8.
+// pieces of a file, 0.8; dataset manifests that number every record's
+// images and carry the fields, 0.9.
 inline constexpr uint8_t kTableVersionMinor = 2;
 inline constexpr uint8_t kPartVersionMinor = 3;
 inline constexpr uint8_t kPiecesVersionMinor = 8;
+inline constexpr uint8_t kRecordsVersionMinor = 9;
 inline constexpr uint8_t kFieldsVersionMinor = 4;
 inline constexpr uint8_t kEncodingsVersionMinor = 5;
 inline constexpr size_t kFileHeaderSize = 16;
@@ -171,10 +173,19 @@ struct DatasetManifest {
   ScanScript script;
   std::vector<std::string> class_names;  // label i names class_names[i]
   std::vector<DatasetFileEntry> files;   // in image order
+  // Since 0.9 (kRecordsVersionMinor), so that a reader numbers the records
+  // and knows the fields without opening a file: with `records`,
+  // record_sizes[r] is record r's image count (records in FileEntry, then
+  // stripe order) and `fields` the files' field schema, its counts summed.
+  bool records = false;
+  std::vector<uint64_t> record_sizes;
+  TableSchema fields;
 
   bool operator==(const DatasetManifest&) const = default;
+  // The 0.9 part only with `records`.
   void EncodeTo(Bytes* out) const;
-  static Result<DatasetManifest> DecodeFrom(ByteSpan in);
+  // `records`: the manifest is stamped 0.9 or later and has the 0.9 part.
+  static Result<DatasetManifest> DecodeFrom(ByteSpan in, bool records);
 };
 
 // The FileIndex of a kDatasetPart file: shard `shard_index` of a conversion

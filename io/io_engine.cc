@@ -263,7 +263,7 @@ Status IoEngine::Read(std::span<ReadRequest> requests) {
       if (first.ok()) first = r.status;
       continue;
     }
-    if (r.length == 0) continue;
+    if (r.length == 0 || r.file->in_memory()) continue;  // storage reads only
     if (bounce[i].size() > 0) std::memcpy(r.out, bounce[i].data() + bounce_offset[i], r.length);
     reads_.fetch_add(1, std::memory_order_relaxed);
     bytes_read_.fetch_add(r.length, std::memory_order_relaxed);

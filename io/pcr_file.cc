@@ -97,6 +97,18 @@ Result<std::vector<std::unique_ptr<PcrFile>>> PcrFile::OpenAll(std::vector<std::
   return out;
 }
 
+uint64_t PcrFile::MemoryBytes() const {
+  uint64_t n = sizeof(*this) + path().capacity();
+  for (const FeatureInfo& f : index_.schema.features) n += sizeof(f) + f.name.capacity();
+  for (size_t s = 0; s < index_.stripes.size(); ++s) {
+    const StripeInfo& stripe = index_.stripes[s];
+    n += sizeof(stripe) + stripe.streams.capacity() * sizeof(StreamInfo) +
+         stripe.chunks.capacity() * sizeof(ChunkInfo) + stripe.table_streams.capacity() * sizeof(TableStream);
+  }
+  for (const auto& offsets : chunk_offsets_) n += sizeof(offsets) + offsets.capacity() * sizeof(uint64_t);
+  return n;
+}
+
 Status PcrFile::LoadHead(ByteSpan head, ByteSpan foot) {
   auto header = FileHeader::DecodeFrom(head);
   if (!header.ok()) return header.status().WithPrefix(path());
@@ -126,7 +138,7 @@ Status PcrFile::LoadIndex(ByteSpan index) {
       part_ = std::move(p).value();
       return Status::OK();
     }
-    auto m = DatasetManifest::DecodeFrom(index);
+    auto m = DatasetManifest::DecodeFrom(index, header_.version_minor >= kRecordsVersionMinor);
     if (!m.ok()) return m.status().WithPrefix(path);
     manifest_ = std::move(m).value();
     return Status::OK();

@@ -53,6 +53,8 @@ class PcrFile {
   // Valid for kDatasetPart files.
   const PartManifest& part() const { return part_; }
   const RandomAccessFile& file() const { return *file_; }
+  // Memory the open file takes, its index most of it.
+  uint64_t MemoryBytes() const;
 
   // `failed` (a read's error), or IOError "changed while open" when the file
   // was rewritten in place since it was opened: its size or modification

@@ -89,7 +89,9 @@ RecordIterator::Rep::~Rep() {
 }
 
 uint64_t RecordIterator::Rep::RecordCost(uint64_t record) const {
-  return dataset_.SelectedBytes(record, selection_).value();  // both checked by Create
+  // A file that fails to open costs nothing here: its read fails, naming it.
+  const Result<uint64_t> bytes = dataset_.SelectedBytes(record, selection_);
+  return bytes.ok() ? *bytes : 0;
 }
 
 bool RecordIterator::Rep::CanSchedule() const {

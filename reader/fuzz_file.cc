@@ -96,7 +96,7 @@ void FuzzPcrFile(const uint8_t* data, size_t size) {
     Require(apart.ok(), "a table opens once but not twice");
     ReadTable(**whole, **apart);
   } else if ((*file)->header().kind == FileKind::kImages) {
-    auto ds = ReaderInternals::DatasetRep::FromFile(std::move(*file), engine->get());
+    auto ds = ReaderInternals::DatasetRep::FromFile(std::move(*file), {}, engine->get());
     if (ds.ok()) ReadImages(**ds);
   }
 }

@@ -8,13 +8,39 @@
 
 #include "format/checksum.h"
 #include "format/segments.h"
-#include "io/location.h"
 #include "format/table_stripe.h"
-
+#include "io/location.h"
 
 namespace pcr {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Cache keys: file f's index, record r's sample metadata.
+uint64_t FileKey(size_t file) { return uint64_t{file} << 1; }
+uint64_t SamplesKey(uint64_t record) { return record << 1 | 1; }
+
+uint64_t SamplesBytes(const std::vector<SampleMetadata>& samples) {
+  uint64_t n = sizeof(samples) + samples.size() * sizeof(SampleMetadata);
+  for (const SampleMetadata& s : samples) n += s.key.capacity();
+  return n;
+}
+
+// The manifest at `path` read whole in one read, then checked. Remote bytes
+// that fail the checks are read again the usual way, which tells damage on
+// the way from damage stored.
+Result<std::unique_ptr<PcrFile>> OpenManifest(const std::string& path, IoEngine* engine) {
+  PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));
+  Bytes bytes(raf->size());
+  ReadRequest whole{raf.get(), 0, bytes.size(), bytes.data()};
+  PCR_RETURN_IF_ERROR(engine->Read({&whole, 1}));
+  auto file = PcrFile::Open(IoEngine::OpenMemory(path, std::move(bytes)), engine);
+  if (file.ok() || !raf->remote() || file.status().code() != StatusCode::kCorruption) return file;
+  return PcrFile::Open(std::move(raf), engine);
+}
+
+}  // namespace
 
 ImageDataset::ImageDataset(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
 ImageDataset::~ImageDataset() = default;
@@ -25,28 +51,31 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Open(const std::string& path
 }
 
 Result<DatasetCounts> ImageDataset::Count(const std::string& path, const ImageReaderOptions& options) {
-  PCR_ASSIGN_OR_RETURN(auto ds, Rep::Open(path, options, nullptr, false));
+  PCR_ASSIGN_OR_RETURN(auto ds, Rep::Open(path, options, nullptr));
   return ds->counts();
 }
 
-DatasetCounts ImageDataset::counts() const { return rep_->counts(); }
-uint64_t ImageDataset::num_images() const { return rep_->samples.size(); }
+Result<DatasetCounts> ImageDataset::counts() const { return rep_->counts(); }
+uint64_t ImageDataset::num_images() const { return rep_->num_images; }
 uint64_t ImageDataset::num_records() const { return rep_->records.size(); }
 int ImageDataset::num_scan_groups() const { return rep_->script.group_count(); }
 const ScanScript& ImageDataset::scan_script() const { return rep_->script; }
 const std::vector<std::string>& ImageDataset::class_names() const { return rep_->class_names; }
 std::string ImageDataset::content_id() const {
   Bytes encoded;
-  for (const auto& file : rep_->files) {
-    PutVarint64(&encoded, file->size());
-    PutFixed64(&encoded, file->footer().index_checksum);
+  for (const Rep::FileSlot& file : rep_->files) {
+    PutVarint64(&encoded, file.entry.size);
+    PutFixed64(&encoded, file.entry.index_checksum);
   }
   for (const std::string& name : rep_->class_names) PutLengthPrefixed(&encoded, name);
   return ContentId(encoded);
 }
 Result<SampleMetadata> ImageDataset::sample(uint64_t image) const {
   PCR_RETURN_IF_ERROR(rep_->CheckImage(image));
-  return rep_->samples[image];
+  const auto [record, row] = rep_->Locate(image);
+  std::vector<std::shared_ptr<const std::vector<SampleMetadata>>> samples;
+  PCR_RETURN_IF_ERROR(rep_->Samples({&record, 1}, &samples));
+  return (*samples[0])[row];
 }
 const TableSchema& ImageDataset::field_schema() const { return rep_->fields; }
 Result<std::pair<uint64_t, uint64_t>> ImageDataset::LocateImage(uint64_t image) const {
@@ -77,7 +106,7 @@ Result<std::vector<uint32_t>> ImageDataset::ResolveFields(const std::vector<std:
   }
   return out;
 }
-std::vector<uint64_t> ImageDataset::StreamBytes() const { return rep_->StreamBytes(); }
+Result<std::vector<uint64_t>> ImageDataset::StreamBytes() const { return rep_->StreamBytes(); }
 Result<uint64_t> ImageDataset::RecordBytes(uint64_t record, int fidelity) const {
   PCR_RETURN_IF_ERROR(rep_->CheckRecord(record));
   PCR_RETURN_IF_ERROR(rep_->CheckSelection({.fidelity = fidelity}));
@@ -88,36 +117,49 @@ Status ImageDataset::CheckFidelity(int fidelity) const { return rep_->CheckFidel
 uint64_t ImageDataset::bytes_requested() const { return rep_->bytes_requested.load(); }
 IoCounters ImageDataset::io_counters() const { return rep_->engine->counters(); }
 
-
-DatasetCounts ImageDataset::Rep::counts() const {
-  DatasetCounts c{.records = records.size(), .files = files.size(), .script = script,
-                  .class_names = class_names, .stream_bytes = StreamBytes(), .fields = fields};
+Result<DatasetCounts> ImageDataset::Rep::counts() const {
+  DatasetCounts c{
+      .records = records.size(), .files = files.size(), .script = script, .class_names = class_names, .fields = fields};
+  c.images = num_images;
+  c.stream_bytes.resize(script.group_count() + 1);
   c.field_bytes.resize(fields.features.size());
-  for (const RecordLocation& r : records) {
-    c.images += r.image_count;
-    const StripeInfo& stripe = files[r.file]->index().stripes[r.stripe];
-    if (stripe.has_segments) c.segment_bytes += stripe.streams[stripe.group_stream(script.group_count() + 1)].length;
-    for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
-      c.field_bytes[stripe.table_streams[k].feature] += stripe.streams[stripe.first_table_stream + k].length;
+  PCR_RETURN_IF_ERROR(ForEachFile([&](size_t, const PcrFile& file) {
+    for (const StripeInfo& stripe : file.index().stripes) {
+      c.stream_bytes[0] += stripe.streams[0].length;
+      for (int g = 1; g <= script.group_count(); ++g) {
+        c.stream_bytes[g] += stripe.streams[stripe.group_stream(g)].length;
+      }
+      if (stripe.has_segments) c.segment_bytes += stripe.streams[stripe.group_stream(script.group_count() + 1)].length;
+      for (size_t k = 0; k < stripe.table_streams.size(); ++k) {
+        c.field_bytes[stripe.table_streams[k].feature] += stripe.streams[stripe.first_table_stream + k].length;
+      }
     }
-  }
-  for (const auto& f : files) c.file_bytes += f->size();
+    return Status::OK();
+  }));
+  for (const FileSlot& f : files) c.file_bytes += f.entry.size;
   return c;
 }
 
-std::unique_ptr<ImageDataset> ImageDataset::Rep::Start(const std::string& path, IoEngine* engine,
-                                                      std::unique_ptr<IoEngine> owned, Rep** rep) {
+Result<std::vector<uint64_t>> ImageDataset::Rep::StreamBytes() const {
+  PCR_ASSIGN_OR_RETURN(DatasetCounts c, counts());
+  return std::move(c.stream_bytes);
+}
+
+std::unique_ptr<ImageDataset> ImageDataset::Rep::Start(const std::string& path, const ImageReaderOptions& options,
+                                                       IoEngine* engine, std::unique_ptr<IoEngine> owned, Rep** rep) {
   auto inside = std::make_unique<Rep>();
   *rep = inside.get();
   std::unique_ptr<ImageDataset> dataset(new ImageDataset(std::move(inside)));
   (*rep)->path = path;
   (*rep)->engine = engine;
   (*rep)->owned_engine = std::move(owned);
+  (*rep)->cache = std::make_unique<LoadCache>(options.index_cache_bytes);
   return dataset;
 }
 
-Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::FromFile(std::unique_ptr<PcrFile> file, IoEngine* engine,
-                                                                  std::unique_ptr<IoEngine> owned, bool samples) {
+Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::FromFile(std::unique_ptr<PcrFile> file,
+                                                                  const ImageReaderOptions& options, IoEngine* engine,
+                                                                  std::unique_ptr<IoEngine> owned) {
   const std::string& path = file->path();
   if (file->header().kind == FileKind::kTable) {
     return Status::InvalidArgument(path + ": a table, not an image dataset: open it as a table (pcr::Table, "
@@ -131,17 +173,30 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::FromFile(std::unique_pt
                                    std::to_string(static_cast<int>(file->header().kind)) + ")");
   }
   Rep* ds = nullptr;
-  std::unique_ptr<ImageDataset> dataset = Start(path, engine, std::move(owned), &ds);
-  ds->script = file->index().script;
-  ds->AddFile(std::move(file));
-  PCR_RETURN_IF_ERROR(ds->JoinFieldSchemas());
-  if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
+  std::unique_ptr<ImageDataset> dataset = Start(path, options, engine, std::move(owned), &ds);
+  const FileIndex& index = file->index();
+  ds->script = index.script;
+  ds->fields = index.schema;
+  ds->fields.row_count = 0;
+  FileSlot slot{
+      .path = path,
+      .entry = {
+          .size = file->size(), .stripe_count = index.stripes.size(), .index_checksum = file->footer().index_checksum}};
+  for (size_t s = 0; s < index.stripes.size(); ++s) {
+    ds->records.push_back({0, s, ds->num_images, index.stripes[s].image_count});
+    ds->num_images += index.stripes[s].image_count;
+  }
+  slot.entry.image_count = ds->num_images;
+  ds->fields.row_count = ds->num_images;
+  ds->files.push_back(std::move(slot));
+  ds->numbered = true;
+  ds->files_loaded.fetch_add(1);
+  ds->single = std::move(file);
   return dataset;
 }
 
 Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string& path,
-                                                              const ImageReaderOptions& options, IoEngine* engine,
-                                                              bool samples) {
+                                                              const ImageReaderOptions& options, IoEngine* engine) {
   std::unique_ptr<IoEngine> owned;
   if (engine == nullptr) {
     PCR_ASSIGN_OR_RETURN(owned, MakeIoEngine(options.io));
@@ -150,10 +205,10 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
   PCR_ASSIGN_OR_RETURN(const Location where, pcr::Locate(path));
   if (!where.directory) {
     PCR_ASSIGN_OR_RETURN(auto file, PcrFile::Open(path, engine));
-    return FromFile(std::move(file), engine, std::move(owned), samples);
+    return FromFile(std::move(file), options, engine, std::move(owned));
   }
   Rep* ds = nullptr;
-  std::unique_ptr<ImageDataset> dataset = Start(path, engine, std::move(owned), &ds);
+  std::unique_ptr<ImageDataset> dataset = Start(path, options, engine, std::move(owned), &ds);
   const bool remote = where.remote;
   const std::string manifest_path = where.Join(kDatasetManifestName);
   if (!where.dataset_manifest && !remote) {
@@ -172,7 +227,7 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
     return Status::NotFound(path + ": not a pcr dataset: no " + std::string(kDatasetManifestName) +
                             " (or its conversion did not finish)");
   }
-  auto opened = PcrFile::Open(manifest_path, ds->engine);
+  auto opened = OpenManifest(manifest_path, ds->engine);
   if (!opened.ok() && remote && opened.status().code() == StatusCode::kNotFound) {
     return Status::NotFound(path + ": not a pcr dataset: no " + std::string(kDatasetManifestName) + " (" +
                             opened.status().message() + ")");
@@ -185,97 +240,195 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
   const DatasetManifest& m = mfile->manifest();
   ds->script = m.script;
   ds->class_names = m.class_names;
-  // Every file's header, footer and index are read together: remote files
-  // at the manifest's sizes, with no request of their own to open them.
-  std::vector<std::unique_ptr<RandomAccessFile>> rafs;
+  ds->manifest_path = manifest_path;
+  ds->remote = remote;
   for (const DatasetFileEntry& entry : m.files) {
-    const std::string fpath = where.Join(entry.name);
-    PCR_ASSIGN_OR_RETURN(auto raf, remote ? ds->engine->OpenKnownSize(fpath, entry.size) : ds->engine->Open(fpath));
-    rafs.push_back(std::move(raf));
+    ds->files.push_back({.path = where.Join(entry.name), .entry = entry, .first_record = ds->records.size()});
+    for (uint64_t s = 0; s < entry.stripe_count && m.records; ++s) {
+      const uint64_t n = m.record_sizes[ds->records.size()];
+      ds->records.push_back({ds->files.size() - 1, s, ds->num_images, n});
+      ds->num_images += n;
+    }
+    if (!m.records) ds->num_images += entry.image_count;
   }
-  PCR_ASSIGN_OR_RETURN(auto opened_files, PcrFile::OpenAll(std::move(rafs), ds->engine));
-  for (size_t e = 0; e < m.files.size(); ++e) {
-    const DatasetFileEntry& entry = m.files[e];
-    std::unique_ptr<PcrFile> file = std::move(opened_files[e]);
-    auto mismatch = [&](const std::string& what) {
-      return Status::Corruption(manifest_path + ": " + entry.name + ": " + what +
-                                " differs from the manifest");
-    };
-    if (file->header().kind != FileKind::kImages) return mismatch("file kind");
-    if (file->size() != entry.size) return mismatch("size " + std::to_string(file->size()));
-    if (file->footer().index_checksum != entry.index_checksum) return mismatch("index checksum");
-    if (file->index().stripes.size() != entry.stripe_count) return mismatch("record count");
-    if (!(file->index().script == m.script)) return mismatch("scan script");
-    uint64_t images = 0;
-    for (const StripeInfo& stripe : file->index().stripes) images += stripe.image_count;
-    if (images != entry.image_count) return mismatch("image count");
-    ds->AddFile(std::move(file));
+  if (m.records) {
+    ds->fields = m.fields;
+    ds->numbered = true;
+    return dataset;
   }
-  PCR_RETURN_IF_ERROR(ds->JoinFieldSchemas());
-  if (samples) PCR_RETURN_IF_ERROR(ds->LoadSamples());
+  // Before 0.9 the manifest numbers no record and has no fields: every
+  // file's index gives them, so every file is opened now.
+  ds->num_images = 0;
+  PCR_RETURN_IF_ERROR(ds->ForEachFile([&](size_t f, const PcrFile& file) {
+    const FileIndex& index = file.index();
+    ds->files[f].first_record = ds->records.size();
+    for (size_t s = 0; s < index.stripes.size(); ++s) {
+      ds->records.push_back({f, s, ds->num_images, index.stripes[s].image_count});
+      ds->num_images += index.stripes[s].image_count;
+    }
+    const TableSchema& s = index.schema;
+    if (f == 0) {
+      ds->fields = s;
+      ds->fields.row_count = ds->files[0].entry.image_count;
+      return Status::OK();
+    }
+    bool same = s.features.size() == ds->fields.features.size();
+    for (size_t k = 0; same && k < s.features.size(); ++k) {
+      same = s.features[k].name == ds->fields.features[k].name && s.features[k].type == ds->fields.features[k].type;
+    }
+    if (!same) return Status::Corruption(file.path() + ": its fields differ from those of " + ds->files[0].path);
+    ds->fields.row_count += ds->files[f].entry.image_count;
+    for (size_t k = 0; k < s.features.size(); ++k) {
+      ds->fields.features[k].present_count += s.features[k].present_count;
+      ds->fields.features[k].value_count += s.features[k].value_count;
+    }
+    return Status::OK();
+  }));
+  ds->numbered = true;
   return dataset;
 }
 
-Status ImageDataset::Rep::JoinFieldSchemas() {
-  fields = {};
-  for (size_t i = 0; i < files.size(); ++i) {
-    const TableSchema& s = files[i]->index().schema;
-    if (i == 0) {
-      fields = s;
-      continue;
+Status ImageDataset::Rep::CheckFile(size_t f, const PcrFile& file) const {
+  const DatasetFileEntry& entry = files[f].entry;
+  auto mismatch = [&](const std::string& what) {
+    return Status::Corruption((manifest_path.empty() ? path : manifest_path) + ": " + entry.name + ": " + what +
+                              " differs from the manifest");
+  };
+  if (file.header().kind != FileKind::kImages) return mismatch("file kind");
+  if (file.size() != entry.size) return mismatch("size " + std::to_string(file.size()));
+  if (file.footer().index_checksum != entry.index_checksum) return mismatch("index checksum");
+  const FileIndex& index = file.index();
+  if (index.stripes.size() != entry.stripe_count) return mismatch("record count");
+  if (!(index.script == script)) return mismatch("scan script");
+  uint64_t images = 0;
+  for (const StripeInfo& stripe : index.stripes) images += stripe.image_count;
+  if (images != entry.image_count) return mismatch("image count");
+  if (!numbered) return Status::OK();
+  for (size_t s = 0; s < index.stripes.size(); ++s) {
+    if (records[files[f].first_record + s].image_count != index.stripes[s].image_count) {
+      return mismatch("image count of record " + std::to_string(s));
     }
-    bool same = s.features.size() == fields.features.size();
-    for (size_t f = 0; same && f < s.features.size(); ++f) {
-      same = s.features[f].name == fields.features[f].name && s.features[f].type == fields.features[f].type;
+  }
+  const TableSchema& s = index.schema;
+  bool same = s.features.size() == fields.features.size();
+  for (size_t k = 0; same && k < s.features.size(); ++k) {
+    same = s.features[k].name == fields.features[k].name && s.features[k].type == fields.features[k].type;
+  }
+  if (!same) return mismatch("field schema (names, types or order)");
+  return Status::OK();
+}
+
+Status ImageDataset::Rep::Files(std::span<const size_t> wanted,
+                                std::vector<std::shared_ptr<const PcrFile>>* out) const {
+  if (single != nullptr) {
+    out->assign(wanted.size(), single);
+    return Status::OK();
+  }
+  std::vector<uint64_t> keys;
+  for (const size_t f : wanted) keys.push_back(FileKey(f));
+  out->clear();
+  const std::vector<uint64_t> missing = cache->FindAll(keys, out);
+  if (missing.empty()) return Status::OK();
+  const auto locks = cache->LockLoads(missing);
+  // What another thread did not load while this one waited.
+  std::vector<size_t> load;
+  for (const uint64_t key : cache->FindAll(keys, out)) load.push_back(key >> 1);
+  for (size_t first = 0; first < load.size(); first += PcrFile::kOpenBatch) {
+    const size_t end = std::min(load.size(), first + PcrFile::kOpenBatch);
+    std::vector<std::unique_ptr<RandomAccessFile>> rafs;
+    for (size_t j = first; j < end; ++j) {
+      const FileSlot& slot = files[load[j]];
+      // Remote files at the manifest's sizes: no request of their own to open them.
+      PCR_ASSIGN_OR_RETURN(auto raf,
+                           remote ? engine->OpenKnownSize(slot.path, slot.entry.size) : engine->Open(slot.path));
+      rafs.push_back(std::move(raf));
     }
-    if (!same) {
-      return Status::Corruption(files[i]->path() + ": its fields differ from those of " + files[0]->path());
-    }
-    fields.row_count += s.row_count;
-    for (size_t f = 0; f < s.features.size(); ++f) {
-      fields.features[f].present_count += s.features[f].present_count;
-      fields.features[f].value_count += s.features[f].value_count;
+    PCR_ASSIGN_OR_RETURN(auto opened, PcrFile::OpenAll(std::move(rafs), engine));
+    for (size_t j = first; j < end; ++j) {
+      std::shared_ptr<const PcrFile> file = std::move(opened[j - first]);
+      PCR_RETURN_IF_ERROR(CheckFile(load[j], *file));
+      files_loaded.fetch_add(1, std::memory_order_relaxed);
+      cache->Insert(FileKey(load[j]), file, file->MemoryBytes());
+      for (size_t i = 0; i < wanted.size(); ++i) {
+        if (wanted[i] == load[j]) (*out)[i] = file;
+      }
     }
   }
   return Status::OK();
 }
 
-void ImageDataset::Rep::AddFile(std::unique_ptr<PcrFile> file) {
-  uint64_t first_image = records.empty() ? 0 : records.back().first_image + records.back().image_count;
-  const FileIndex& index = file->index();
-  for (size_t s = 0; s < index.stripes.size(); ++s) {
-    records.push_back({files.size(), s, first_image, index.stripes[s].image_count});
-    first_image += index.stripes[s].image_count;
-  }
-  files.push_back(std::move(file));
+Result<std::shared_ptr<const PcrFile>> ImageDataset::Rep::File(size_t file) const {
+  std::vector<std::shared_ptr<const PcrFile>> out;
+  PCR_RETURN_IF_ERROR(Files({&file, 1}, &out));
+  return std::move(out[0]);
 }
 
-Status ImageDataset::Rep::LoadSamples() {
+Status ImageDataset::Rep::ForEachFile(const std::function<Status(size_t, const PcrFile&)>& visit) const {
+  constexpr size_t kBatch = PcrFile::kOpenBatch;  // two round trips each
+  std::vector<size_t> batch;
+  std::vector<std::shared_ptr<const PcrFile>> opened;
+  for (size_t first = 0; first < files.size(); first += kBatch) {
+    batch.clear();
+    for (size_t f = first; f < std::min(files.size(), first + kBatch); ++f) batch.push_back(f);
+    PCR_RETURN_IF_ERROR(Files(batch, &opened));
+    for (size_t i = 0; i < batch.size(); ++i) PCR_RETURN_IF_ERROR(visit(batch[i], *opened[i]));
+  }
+  return Status::OK();
+}
+
+Result<std::vector<SampleMetadata>> ImageDataset::Rep::DecodeSamples(uint64_t record, const PcrFile& file,
+                                                                     ByteSpan stream) const {
+  const RecordLocation& loc = records[record];
+  auto where = [&] {
+    return file.path() + ": stripe " + std::to_string(loc.stripe) + " at offset " +
+           std::to_string(file.index().stripes[loc.stripe].offset);
+  };
+  auto decoded = DecodeSampleMetadata(stream, loc.image_count);
+  if (!decoded.ok()) return decoded.status().WithPrefix(where());
+  for (uint64_t i = 0; i < decoded->size(); ++i) {
+    const int64_t label = (*decoded)[i].label;
+    // A dataset's labels name its classes; a single file has no class list.
+    if (!class_names.empty() && (label < -1 || label >= static_cast<int64_t>(class_names.size()))) {
+      return Status::Corruption(where() + " image " + std::to_string(i) + ": label " + std::to_string(label) +
+                                " names no class (the manifest lists " + std::to_string(class_names.size()) + ")");
+    }
+  }
+  return decoded;
+}
+
+Status ImageDataset::Rep::Samples(std::span<const uint64_t> wanted,
+                                  std::vector<std::shared_ptr<const std::vector<SampleMetadata>>>* out) const {
+  using Samples = std::vector<SampleMetadata>;
+  std::vector<uint64_t> keys;
+  for (const uint64_t r : wanted) keys.push_back(SamplesKey(r));
+  out->clear();
+  const std::vector<uint64_t> missing = cache->FindAll(keys, out);
+  if (missing.empty()) return Status::OK();
+  // The files first: their loads take locks of their own.
+  std::vector<size_t> file_of;
+  for (const uint64_t key : missing) file_of.push_back(records[key >> 1].file);
+  std::vector<std::shared_ptr<const PcrFile>> pinned;
+  PCR_RETURN_IF_ERROR(Files(file_of, &pinned));
+  const auto locks = cache->LockLoads(missing);
+  std::vector<uint64_t> load;  // what another thread did not load while this one waited
+  for (const uint64_t key : cache->FindAll(keys, out)) load.push_back(key >> 1);
+  if (load.empty()) return Status::OK();
   std::vector<ReadRange> ranges;
-  for (const RecordLocation& loc : records) ranges.push_back(StreamRange(*files[loc.file], loc.stripe, 0));
+  for (size_t j = 0; j < load.size(); ++j) {
+    const size_t pin = std::find(missing.begin(), missing.end(), SamplesKey(load[j])) - missing.begin();
+    ranges.push_back(StreamRange(*pinned[pin], records[load[j]].stripe, 0, j));
+  }
   ReadBatch streams;
   PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, {}, &streams));
-  for (size_t r = 0; r < records.size(); ++r) {
-    const RecordLocation& loc = records[r];
-    auto decoded = DecodeSampleMetadata(streams[r], loc.image_count);
-    if (!decoded.ok()) {
-      const PcrFile& file = *files[loc.file];
-      return decoded.status().WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) +
-                                         " at offset " + std::to_string(file.index().stripes[loc.stripe].offset));
+  for (size_t j = 0; j < load.size(); ++j) {
+    const size_t pin = std::find(missing.begin(), missing.end(), SamplesKey(load[j])) - missing.begin();
+    PCR_ASSIGN_OR_RETURN(Samples decoded, DecodeSamples(load[j], *pinned[pin], streams[j]));
+    const uint64_t bytes = SamplesBytes(decoded);
+    auto samples = std::make_shared<const Samples>(std::move(decoded));
+    cache->Insert(SamplesKey(load[j]), samples, bytes);
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      if (wanted[i] == load[j]) (*out)[i] = samples;
     }
-    for (uint64_t i = 0; i < decoded->size(); ++i) {
-      const int64_t label = (*decoded)[i].label;
-      // A dataset's labels name its classes; a single file has no class list.
-      if (!class_names.empty() && (label < -1 || label >= static_cast<int64_t>(class_names.size()))) {
-        const PcrFile& file = *files[loc.file];
-        return Status::Corruption(file.path() + ": stripe " + std::to_string(loc.stripe) + " image " +
-                                  std::to_string(i) + " at offset " +
-                                  std::to_string(file.index().stripes[loc.stripe].offset) + ": label " +
-                                  std::to_string(label) + " names no class (the manifest lists " +
-                                  std::to_string(class_names.size()) + ")");
-      }
-    }
-    for (auto& sample : *decoded) samples.push_back(std::move(sample));
   }
   return Status::OK();
 }
@@ -288,17 +441,7 @@ Status ImageDataset::Rep::CheckFidelity(int fidelity) const {
   return Status::OK();
 }
 
-std::vector<uint64_t> ImageDataset::Rep::StreamBytes() const {
-  std::vector<uint64_t> bytes(script.group_count() + 1);
-  for (const RecordLocation& loc : records) {
-    const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
-    bytes[0] += stripe.streams[0].length;
-    for (int g = 1; g <= script.group_count(); ++g) bytes[g] += stripe.streams[stripe.group_stream(g)].length;
-  }
-  return bytes;
-}
-
-uint64_t ImageDataset::Rep::RecordBytes(uint64_t record, int fidelity) const {
+Result<uint64_t> ImageDataset::Rep::RecordBytes(uint64_t record, int fidelity) const {
   return SelectedBytes(record, {.fidelity = fidelity});
 }
 
@@ -311,9 +454,9 @@ Status ImageDataset::Rep::CheckRecord(uint64_t record) const {
 }
 
 Status ImageDataset::Rep::CheckImage(uint64_t image) const {
-  if (image >= samples.size()) {
+  if (image >= num_images) {
     return Status::InvalidArgument(path + ": image " + std::to_string(image) + " out of range (" +
-                                   std::to_string(samples.size()) + " images)");
+                                   std::to_string(num_images) + " images)");
   }
   return Status::OK();
 }
@@ -364,9 +507,10 @@ std::vector<size_t> SelectedStreams(const StripeInfo& stripe, const TableSchema&
 
 }  // namespace
 
-uint64_t ImageDataset::Rep::SelectedBytes(uint64_t record, const RecordSelection& selection) const {
+Result<uint64_t> ImageDataset::Rep::SelectedBytes(uint64_t record, const RecordSelection& selection) const {
   const RecordLocation& loc = records[record];
-  const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
+  PCR_ASSIGN_OR_RETURN(const auto file, File(loc.file));
+  const StripeInfo& stripe = file->index().stripes[loc.stripe];
   uint64_t n = 0;
   for (const size_t s : SelectedStreams(stripe, fields, selection, script.group_count())) {
     if (s != SIZE_MAX) n += stripe.streams[s].length;
@@ -403,7 +547,6 @@ Result<std::vector<RecordBatch>> ImageDataset::ReadRecordBatches(std::span<const
   const size_t per_record = rep_->StreamsPerRecord(selection);
   for (size_t i = 0; i < records.size(); ++i) {
     PCR_RETURN_IF_ERROR(rep_->ParseRecord(records[i], selection, streams.spans(i * per_record, per_record), &out[i]));
-    out[i].metadata = rep_;
   }
   return out;
 }
@@ -411,15 +554,21 @@ Result<std::vector<RecordBatch>> ImageDataset::ReadRecordBatches(std::span<const
 Status ImageDataset::Rep::ReadRecordStreams(std::span<const uint64_t> wanted, const RecordSelection& selection,
                                             ReadBatch* out) const {
   PCR_RETURN_IF_ERROR(CheckSelection(selection));
-  std::vector<ReadRange> ranges;
+  std::vector<size_t> file_of(wanted.size());
   for (size_t i = 0; i < wanted.size(); ++i) {
     PCR_RETURN_IF_ERROR(CheckRecord(wanted[i]));
+    file_of[i] = records[wanted[i]].file;
+  }
+  std::vector<std::shared_ptr<const PcrFile>> opened;
+  PCR_RETURN_IF_ERROR(Files(file_of, &opened));
+  std::vector<ReadRange> ranges;
+  for (size_t i = 0; i < wanted.size(); ++i) {
     const RecordLocation& loc = records[wanted[i]];
-    const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
+    const PcrFile& file = *opened[i];
+    const StripeInfo& stripe = file.index().stripes[loc.stripe];
     for (const size_t s : SelectedStreams(stripe, fields, selection, script.group_count())) {
       // No segments stream: nothing to read in its place.
-      ranges.push_back(s != SIZE_MAX ? StreamRange(*files[loc.file], loc.stripe, s, i)
-                                     : ReadRange{files[loc.file].get(), stripe.offset, 0, {}, i});
+      ranges.push_back(s != SIZE_MAX ? StreamRange(file, loc.stripe, s, i) : ReadRange{&file, stripe.offset, 0, {}, i});
     }
   }
   // Adjacent streams of a record are one read however long. The streams of
@@ -438,8 +587,12 @@ Status ImageDataset::Rep::ParseRecord(uint64_t record, const RecordSelection& se
     return Status::InvalidArgument("record " + std::to_string(record) + ": not the streams of its selection");
   }
   const RecordLocation& loc = records[record];
-  const PcrFile& file = *files[loc.file];
+  PCR_ASSIGN_OR_RETURN(const auto opened, File(loc.file));
+  const PcrFile& file = *opened;
   const StripeInfo& stripe = file.index().stripes[loc.stripe];
+  PCR_ASSIGN_OR_RETURN(auto decoded, DecodeSamples(record, file, streams[0]));
+  const auto samples = std::make_shared<const std::vector<SampleMetadata>>(std::move(decoded));
+  batch->metadata = samples;
   batch->record = record;
   batch->fields.clear();
   size_t next = 1;
@@ -483,8 +636,9 @@ Status ImageDataset::Rep::ParseRecord(uint64_t record, const RecordSelection& se
         if (slen > 0) {
           merged.clear();
           const Status put = InsertSegments(chunk, kept, &merged);
-          if (!put.ok()) return put.WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) + " image " +
-                                               std::to_string(i) + " (key " + samples[loc.first_image + i].key + ")");
+          if (!put.ok())
+            return put.WithPrefix(file.path() + ": stripe " + std::to_string(loc.stripe) + " image " +
+                                  std::to_string(i) + " (key " + (*samples)[i].key + ")");
           chunk = merged;
         }
       }
@@ -492,7 +646,7 @@ Status ImageDataset::Rep::ParseRecord(uint64_t record, const RecordSelection& se
       out += chunk.size();
     }
     if (fidelity > 0) out = std::copy(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), out);
-    const SampleMetadata& sample = samples[loc.first_image + i];
+    const SampleMetadata& sample = (*samples)[i];
     batch->images[i] = {sample.label, sample.key, ByteSpan(start, static_cast<size_t>(out - start)), i};
   }
   return Status::OK();
@@ -506,9 +660,11 @@ std::pair<uint64_t, uint64_t> ImageDataset::Rep::Locate(uint64_t image) const {
 }
 
 std::string ImageDataset::Rep::DescribeImage(uint64_t image) const {
-  const uint64_t record = Locate(image).first;
-  return files[records[record].file]->path() + ": image " + std::to_string(image) + " (record " +
-         std::to_string(record) + ", key " + samples[image].key + ")";
+  const auto [record, row] = Locate(image);
+  std::vector<std::shared_ptr<const std::vector<SampleMetadata>>> samples;
+  const bool keyed = Samples({&record, 1}, &samples).ok();
+  return files[records[record].file].path + ": image " + std::to_string(image) + " (record " + std::to_string(record) +
+         (keyed ? ", key " + (*samples[0])[row].key : "") + ")";
 }
 
 Result<Bytes> ImageDataset::LowerFidelity(uint64_t image, ByteSpan jpeg, int jpeg_fidelity, int fidelity) const {
@@ -522,7 +678,8 @@ Result<Bytes> ImageDataset::LowerFidelity(uint64_t image, ByteSpan jpeg, int jpe
   }
   const auto [record, row] = rep_->Locate(image);
   const RecordLocation& loc = rep_->records[record];
-  const StripeInfo& stripe = rep_->files[loc.file]->index().stripes[loc.stripe];
+  PCR_ASSIGN_OR_RETURN(const auto file, rep_->File(loc.file));
+  const StripeInfo& stripe = file->index().stripes[loc.stripe];
   auto wrong = [&](const std::string& why) {
     return Status::Corruption(rep_->DescribeImage(image) + ": the " + std::to_string(jpeg.size()) +
                               "-byte JPEG is not this image at fidelity " + std::to_string(from) + ": " + why);
@@ -563,32 +720,68 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
                                                          const CoalesceOptions& coalesce,
                                                          std::vector<Status>* failed) const {
   // One range per (request, group); ranges[first_range[i] + g - 1] is group g of request i.
+  std::vector<uint64_t> record_of(requests.size());
+  std::vector<size_t> file_of(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    PCR_RETURN_IF_ERROR(CheckFidelity(requests[i].fidelity));
+    PCR_RETURN_IF_ERROR(CheckImage(requests[i].image));
+    record_of[i] = Locate(requests[i].image).first;
+    file_of[i] = records[record_of[i]].file;
+  }
+  std::vector<std::shared_ptr<const PcrFile>> opened;
+  PCR_RETURN_IF_ERROR(Files(file_of, &opened));
+  // Labels and keys of records not in memory come in the same call as the
+  // chunks: metadata_of[j] is request `unkeyed[j]`'s record, read as range
+  // first_metadata + j.
+  using Samples = std::vector<SampleMetadata>;
+  std::vector<std::shared_ptr<const Samples>> samples(requests.size());
+  std::vector<size_t> unkeyed;
+  std::vector<uint64_t> metadata_of;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    samples[i] = std::static_pointer_cast<const Samples>(cache->Find(SamplesKey(record_of[i])));
+    if (samples[i] == nullptr && std::find(metadata_of.begin(), metadata_of.end(), record_of[i]) == metadata_of.end()) {
+      unkeyed.push_back(i);
+      metadata_of.push_back(record_of[i]);
+    }
+  }
   std::vector<ReadRange> ranges;
   std::vector<size_t> first_range(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const ImageRequest& r = requests[i];
-    PCR_RETURN_IF_ERROR(CheckFidelity(r.fidelity));
-    PCR_RETURN_IF_ERROR(CheckImage(r.image));
     const auto [record, in_record] = Locate(r.image);
     const RecordLocation& loc = records[record];
+    const PcrFile& file = *opened[i];
     first_range[i] = ranges.size();
     const int groups = ScanGroups(r.fidelity);
-    for (int g = 1; g <= groups; ++g) ranges.push_back(ChunkRange(*files[loc.file], loc.stripe, g, in_record));
-    const StripeInfo& stripe = files[loc.file]->index().stripes[loc.stripe];
-    if (r.segments && stripe.has_segments) {
-      ranges.push_back(ChunkRange(*files[loc.file], loc.stripe, script.group_count() + 1, in_record));
+    for (int g = 1; g <= groups; ++g) ranges.push_back(ChunkRange(file, loc.stripe, g, in_record));
+    if (r.segments && file.index().stripes[loc.stripe].has_segments) {
+      ranges.push_back(ChunkRange(file, loc.stripe, script.group_count() + 1, in_record));
     }
   }
+  const size_t first_metadata = ranges.size();
+  for (const size_t i : unkeyed) ranges.push_back(StreamRange(*opened[i], records[record_of[i]].stripe, 0));
   ReadBatch chunks;
   PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, coalesce, &chunks, true));
   bytes_requested.fetch_add(chunks.bytes_requested(), std::memory_order_relaxed);
+  for (size_t j = 0; j < metadata_of.size(); ++j) {
+    PCR_RETURN_IF_ERROR(chunks.check(first_metadata + j));
+    PCR_ASSIGN_OR_RETURN(Samples decoded,
+                         DecodeSamples(metadata_of[j], *opened[unkeyed[j]], chunks[first_metadata + j]));
+    const uint64_t bytes = SamplesBytes(decoded);
+    auto shared = std::make_shared<const Samples>(std::move(decoded));
+    cache->Insert(SamplesKey(metadata_of[j]), shared, bytes);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (record_of[i] == metadata_of[j]) samples[i] = shared;
+    }
+  }
   std::vector<Image> images(requests.size());
   if (failed != nullptr) failed->assign(requests.size(), Status::OK());
   for (size_t i = 0; i < requests.size(); ++i) {
     Image& img = images[i];
-    img.label = samples[requests[i].image].label;
-    img.key = samples[requests[i].image].key;
-    const size_t end = i + 1 < requests.size() ? first_range[i + 1] : ranges.size();
+    const SampleMetadata& sample = (*samples[i])[Locate(requests[i].image).second];
+    img.label = sample.label;
+    img.key = sample.key;
+    const size_t end = i + 1 < requests.size() ? first_range[i + 1] : first_metadata;
     Status check;
     for (size_t r = first_range[i]; r < end && check.ok(); ++r) check = chunks.check(r);
     if (!check.ok()) {

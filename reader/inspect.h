@@ -24,18 +24,25 @@ struct RecordLocation {
 };
 
 // Opens `path` reading through `engine` (not owned, and it must outlive the
-// result; nullptr: an engine of its own from options.io). Without `samples`,
-// no record is read.
+// result; nullptr: an engine of its own from options.io).
 Result<std::unique_ptr<ImageDataset>> OpenImageDataset(const std::string& path, const ImageReaderOptions& options,
-                                                       IoEngine* engine, bool samples = true);
+                                                       IoEngine* engine);
 Result<std::unique_ptr<Table>> OpenTable(const std::string& path, const TableReaderOptions& options,
                                          IoEngine* engine);
 
-// The dataset's files in record order, its engine and record `record`'s
-// place. REQUIRES: record < dataset.num_records()
-const std::vector<std::unique_ptr<PcrFile>>& DatasetFiles(const ImageDataset& dataset);
+// The number of the dataset's files; file `file` (in record order), opened
+// and checked on first touch; its engine; record `record`'s place.
+// REQUIRES: file < DatasetFileCount(dataset), record < dataset.num_records()
+size_t DatasetFileCount(const ImageDataset& dataset);
+Result<std::shared_ptr<const PcrFile>> DatasetFile(const ImageDataset& dataset, size_t file);
+// Every file, opened and checked.
+Result<std::vector<std::shared_ptr<const PcrFile>>> DatasetAllFiles(const ImageDataset& dataset);
 IoEngine& DatasetEngine(const ImageDataset& dataset);
 const RecordLocation& DatasetRecord(const ImageDataset& dataset, uint64_t record);
+// Files whose index the dataset has read since it was opened (again after
+// being dropped from memory), and the bytes of what it keeps in memory.
+uint64_t DatasetFilesLoaded(const ImageDataset& dataset);
+uint64_t DatasetCacheBytes(const ImageDataset& dataset);
 // How errors about an image name it: "<file>: image <image> (record <r>, key
 // <key>)". REQUIRES: image < dataset.num_images()
 std::string DescribeImage(const ImageDataset& dataset, uint64_t image);

@@ -15,9 +15,7 @@ Status ReadRecordStreams(const ImageDataset& dataset, std::span<const uint64_t> 
 
 Status ParseRecord(const ImageDataset& dataset, uint64_t record, const RecordSelection& selection,
                    std::span<const ByteSpan> streams, RecordBatch* batch) {
-  PCR_RETURN_IF_ERROR(ReaderInternals::Of(dataset).ParseRecord(record, selection, streams, batch));
-  batch->metadata = ReaderInternals::Share(dataset);
-  return Status::OK();
+  return ReaderInternals::Of(dataset).ParseRecord(record, selection, streams, batch);
 }
 
 Result<std::vector<Image>> ReadImagesOrFailures(const ImageDataset& dataset, std::span<const ImageRequest> requests,

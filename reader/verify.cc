@@ -70,19 +70,45 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
     VerifyTable(path, io, &report);
     return report;
   }
-  // Opening checks header, footer, index and manifest, and reads every
-  // record's sample metadata.
+  // Opening checks the manifest; each file is checked against it on touch.
   auto ds = ImageDataset::Open(path, {.io = io});
   if (!ds.ok()) {
     report.errors.push_back(ds.status().ToString());
     return report;
   }
-  for (const auto& file : DatasetFiles(**ds)) VerifyFile(DatasetEngine(**ds), *file, &report);
-  // Every field of every record is decoded, and every image's segments put
-  // back, as a reader does.
-  RecordSelection all{.fidelity = 1, .segments = (*ds)->counts().segment_bytes > 0};
+  const TableSchema& fields = (*ds)->field_schema();
+  std::vector<std::pair<uint64_t, uint64_t>> sums(fields.features.size());  // present, values
+  for (size_t f = 0; f < DatasetFileCount(**ds); ++f) {
+    const auto file = DatasetFile(**ds, f);
+    if (!file.ok()) {
+      report.errors.push_back(file.status().ToString());
+      continue;
+    }
+    VerifyFile(DatasetEngine(**ds), **file, &report);
+    const auto& features = (*file)->index().schema.features;
+    for (size_t k = 0; k < features.size() && k < sums.size(); ++k) {
+      sums[k].first += features[k].present_count;
+      sums[k].second += features[k].value_count;
+    }
+  }
+  // The manifest's field counts against the files' sums.
+  for (size_t k = 0; report.errors.empty() && k < sums.size(); ++k) {
+    const FeatureInfo& want = fields.features[k];
+    if (sums[k] != std::make_pair(want.present_count, want.value_count)) {
+      report.errors.push_back(path + ": field '" + want.name + "': the manifest counts " +
+                              std::to_string(want.present_count) + " present and " + std::to_string(want.value_count) +
+                              " values, its files " + std::to_string(sums[k].first) + " and " +
+                              std::to_string(sums[k].second));
+    }
+  }
+  const Result<DatasetCounts> counts = (*ds)->counts();
+  if (!counts.ok()) return report;  // a file that failed, reported above
+  // Every record's sample metadata and fields are decoded, and every
+  // image's segments put back, as a reader does.
+  const bool segments = counts->segment_bytes > 0;
+  RecordSelection all{.fidelity = segments ? 1 : kFieldsOnly, .segments = segments};
   for (uint32_t f = 0; f < (*ds)->field_schema().features.size(); ++f) all.fields.push_back(f);
-  for (uint64_t r = 0; (!all.fields.empty() || all.segments) && r < (*ds)->num_records(); ++r) {
+  for (uint64_t r = 0; r < (*ds)->num_records(); ++r) {
     auto batch = (*ds)->ReadRecordBatches({&r, 1}, all);
     if (!batch.ok()) report.errors.push_back(batch.status().ToString());
   }

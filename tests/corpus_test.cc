@@ -265,7 +265,7 @@ TEST_CASE("real photos: smaller than the originals, scan group 1 at most 15 perc
     REQUIRE(summary.ok());
     auto ds = ImageDataset::Open(out, {.io = test::Io()});
     REQUIRE(ds.ok());
-    const std::vector<uint64_t> bytes = (*ds)->StreamBytes();
+    const std::vector<uint64_t> bytes = (*ds)->StreamBytes().value();
     uint64_t total = 0;
     for (uint64_t b : bytes) total += b;
     CHECK(summary->output_bytes <= original_bytes);

@@ -390,22 +390,29 @@ TEST_CASE("a job stopped anywhere resumes with the next unseen image, each image
   }
 }
 
-TEST_CASE("counts come from the manifest and indexes without reading a record") {
+TEST_CASE("open reads the manifest alone; counts read each file's index and no record") {
   TempDir tmp;
   REQUIRE(ConvertImages({.src_dir = DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 5,
                          .records_per_file = 2, .jobs = 1})
               .ok());
   auto engine = MakeIoEngine({});
   REQUIRE(engine.ok());
-  auto indexes = OpenImageDataset(tmp / "ds", {}, engine->get(), false);
+  auto indexes = OpenImageDataset(tmp / "ds", {}, engine->get());
   REQUIRE(indexes.ok());
-  const DatasetCounts counts_value = (*indexes)->counts();
-  const DatasetCounts* counts = &counts_value;
-  // Reads: the manifest whole, then each file's header, footer and index.
-  uint64_t expected = std::filesystem::file_size(tmp.path() / "ds" / kDatasetManifestName);
+  const uint64_t manifest = std::filesystem::file_size(tmp.path() / "ds" / kDatasetManifestName);
+  CHECK((*engine)->counters().bytes_read == manifest);
+  CHECK(DatasetFilesLoaded(**indexes) == 0);
+  CHECK((*indexes)->num_images() == 24);
+  CHECK((*indexes)->num_records() == 5);
+  const Result<DatasetCounts> counts = (*indexes)->counts();
+  REQUIRE(counts.ok());
+  CHECK(DatasetFilesLoaded(**indexes) == 3);
+  // Then each file's header, footer and index.
+  uint64_t expected = manifest;
   auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
   REQUIRE(ds.ok());
-  for (const auto& f : DatasetFiles(**ds)) expected += kFileHeaderSize + kFooterSize + f->footer().index_length;
+  const auto files = DatasetAllFiles(**ds).MoveValue();
+  for (const auto& f : files) expected += kFileHeaderSize + kFooterSize + f->footer().index_length;
   CHECK((*engine)->counters().bytes_read == expected);
 
   CHECK(counts->images == 24);
@@ -421,7 +428,7 @@ TEST_CASE("counts come from the manifest and indexes without reading a record") 
     CHECK(counts->BytesAtFidelity(k) == bytes);
   }
   uint64_t file_bytes = 0;
-  for (const auto& f : DatasetFiles(**ds)) file_bytes += f->size();
+  for (const auto& f : files) file_bytes += f->size();
   CHECK(counts->file_bytes == file_bytes);
 }
 

@@ -280,7 +280,8 @@ TEST_CASE("a read of fields and a fidelity reads only their streams") {
     // What is read beyond the streams asked for is only field streams in between.
     uint64_t gaps = 0;  // the bytes from each record's start to the end of what it reads
     for (const uint64_t r : records) {
-      const StripeInfo& stripe = DatasetFiles(*ds)[DatasetRecord(*ds, r).file]->index().stripes[DatasetRecord(*ds, r).stripe];
+      const auto file = DatasetFile(*ds, DatasetRecord(*ds, r).file).value();
+      const StripeInfo& stripe = file->index().stripes[DatasetRecord(*ds, r).stripe];
       const uint64_t first = stripe.offset;
       const uint64_t last = c.fidelity > 0 ? stripe.stream_offset(stripe.group_stream(c.fidelity) + 1)
                                            : stripe.stream_offset(stripe.group_stream(1));
@@ -291,7 +292,7 @@ TEST_CASE("a read of fields and a fidelity reads only their streams") {
     CHECK(after.reads - before.reads == c.reads_per_record * records.size());
     uint64_t whole = 0;
     for (const uint64_t r : records) whole += ds->RecordBytes(r, c.fidelity).value();
-    if (!c.fields.empty()) CHECK(selected < whole + ds->counts().field_bytes[0] * 2);
+    if (!c.fields.empty()) CHECK(selected < whole + ds->counts()->field_bytes[0] * 2);
   }
   // Fields alone never touch image bytes.
   auto caption = ds->ResolveFields({"caption"});
@@ -434,7 +435,7 @@ TEST_CASE("segments decoding does not need are kept apart, read only when asked 
   REQUIRE(original.size() == 4);
   CHECK(test::MetadataSegments(without->jpeg) == decltype(original){original[0]});
   test::RequireSamePixels(camera, without->jpeg);
-  const uint64_t segment_bytes = ds->counts().segment_bytes;
+  const uint64_t segment_bytes = ds->counts()->segment_bytes;
   CHECK(segment_bytes > 500);
   // Asked for, they are back in place: the original's segments exactly.
   for (const int k : {1, 3, full}) {
@@ -455,7 +456,8 @@ TEST_CASE("segments decoding does not need are kept apart, read only when asked 
   // A record read without segments does not read the segments stream.
   const IoCounters before = ds->io_counters();
   REQUIRE(ds->ReadRecordBatches(std::vector<uint64_t>{0}, {.fidelity = full}).ok());
-  const StripeInfo& first = DatasetFiles(*ds)[0]->index().stripes[0];
+  const auto opened = DatasetFile(*ds, 0).value();
+  const StripeInfo& first = opened->index().stripes[0];
   CHECK(ds->io_counters().bytes_read - before.bytes_read == first.length() - first.streams.back().length);
   CHECK_FALSE(ds->ReadRecordBatches(std::vector<uint64_t>{0}, {.fidelity = 0, .segments = true}).ok());
   // The EXIF orientation is a field.
@@ -468,7 +470,7 @@ TEST_CASE("segments decoding does not need are kept apart, read only when asked 
   CHECK(VerifyPath(tmp / "ds", test::Io()).errors.empty());
   // Damage behind re-fixed checksums in the segments is refused, naming the file.
   const fs::path file = tmp.path() / "ds/records-00000.pcr";
-  const StripeInfo stripe = DatasetFiles(*ds)[0]->index().stripes[0];
+  const StripeInfo stripe = DatasetFile(*ds, 0).value()->index().stripes[0];
   const uint64_t at = stripe.stream_offset(stripe.group_stream(full + 1));
   Bytes bad = ReadFile(file);
   bad[at] ^= 0x80;  // the first entry's position varint now runs on
@@ -571,7 +573,8 @@ TEST_CASE("reordering a dataset's fields copies every stream and changes only th
   auto fa = a->ResolveFields(kAll);
   auto fb = b->ResolveFields(kAll);
   for (uint64_t r = 0; r < a->num_records(); ++r) {
-    const StripeInfo& stripe = DatasetFiles(*b)[DatasetRecord(*b, r).file]->index().stripes[DatasetRecord(*b, r).stripe];
+    const auto file = DatasetFile(*b, DatasetRecord(*b, r).file).value();
+    const StripeInfo& stripe = file->index().stripes[DatasetRecord(*b, r).stripe];
     CHECK(b->field_schema().features[stripe.table_streams[0].feature].name == "box64");
     auto x = a->ReadRecordBatches(std::vector<uint64_t>{r}, {.fidelity = a->num_scan_groups(), .fields = *fa});
     auto y = b->ReadRecordBatches(std::vector<uint64_t>{r}, {.fidelity = b->num_scan_groups(), .fields = *fb});
@@ -679,7 +682,7 @@ TEST_CASE("every flipped byte of a file with fields is caught, and reads never r
 TEST_CASE("field streams damaged behind re-fixed checksums are refused naming the field, or decode") {
   FieldFile f;
   auto ds = Open(f.path);
-  const StripeInfo stripe = DatasetFiles(*ds)[0]->index().stripes[0];
+  const StripeInfo stripe = DatasetFile(*ds, 0).value()->index().stripes[0];
   const std::string bad_path = f.tmp / "refixed.pcr";
   size_t refused = 0, decoded = 0;
   for (size_t s = 1; s < stripe.group_stream(1); ++s) {

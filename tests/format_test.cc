@@ -257,18 +257,18 @@ TEST_CASE("dataset manifest round-trips and rejects path-like and repeated file 
   m.files = {{"records-00000.pcr", 1000, 10, 1, 42}, {"records-00001.pcr", 900, 9, 1, 43}};
   Bytes b;
   m.EncodeTo(&b);
-  auto back = DatasetManifest::DecodeFrom(b);
+  auto back = DatasetManifest::DecodeFrom(b, false);
   REQUIRE(back.ok());
   CHECK(*back == m);
   m.files[0].name = "../etc/passwd";
   b.clear();
   m.EncodeTo(&b);
-  CHECK_FALSE(DatasetManifest::DecodeFrom(b).ok());
+  CHECK_FALSE(DatasetManifest::DecodeFrom(b, false).ok());
   // One file listed twice would give its images twice.
   m.files[0].name = m.files[1].name;
   b.clear();
   m.EncodeTo(&b);
-  auto twice = DatasetManifest::DecodeFrom(b);
+  auto twice = DatasetManifest::DecodeFrom(b, false);
   REQUIRE_FALSE(twice.ok());
   CHECK_THAT(twice.status().message(), Catch::Contains("listed twice"));
 }

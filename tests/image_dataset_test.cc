@@ -150,6 +150,7 @@ struct CountedSample {
     auto opened = OpenImageDataset(tmp / "ds", {}, engine.get());
     REQUIRE(opened.ok());
     ds = std::move(opened).value();
+    REQUIRE(DatasetAllFiles(*ds).ok());  // the files' indexes, read once
   }
 };
 
@@ -166,6 +167,7 @@ TEST_CASE("a record at fidelity k is one read of its prefix; an image costs at m
       CHECK(after.bytes_read - before.bytes_read == (*ds)->RecordBytes(r, k).value());
     }
     for (uint64_t i = 0; i < (*ds)->num_images(); ++i) {
+      REQUIRE((*ds)->sample(i).ok());  // the record's labels and keys, read once
       const IoCounters before = engine->counters();
       const uint64_t requested = (*ds)->bytes_requested();
       auto img = (*ds)->ReadImage(i, k);
@@ -200,8 +202,9 @@ TEST_CASE("batched image reads coalesce, and match single reads") {
     auto images = (*ds)->ReadImages(whole);
     REQUIRE(images.ok());
     CHECK(engine->counters().reads - before.reads == 1);
+    // The first takes the record's labels and keys (stream 0) in the same read.
     CHECK(engine->counters().bytes_read - before.bytes_read ==
-          (*ds)->RecordBytes(1, k).value() - (*ds)->RecordBytes(1, 0).value());
+          (*ds)->RecordBytes(1, k).value() - (k == 1 ? 0 : (*ds)->RecordBytes(1, 0).value()));
     auto record = (*ds)->ReadRecord(1, k);
     REQUIRE(record.ok());
     for (size_t j = 0; j < whole.size(); ++j) {
@@ -238,10 +241,20 @@ TEST_CASE("a label that names no class of the manifest is refused") {
   file->reset();
   fs::remove(manifest);
   REQUIRE(WriteDatasetManifest(manifest.string(), m).ok());
+  // Labels are read with their records: the first read of one with label 1 refuses it.
   auto ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()});
-  REQUIRE_FALSE(ds.ok());
-  CHECK(ds.status().code() == StatusCode::kCorruption);
-  CHECK_THAT(ds.status().message(), Catch::Contains("label 1 names no class (the manifest lists 1)"));
+  REQUIRE(ds.ok());
+  uint64_t labelled = 0;
+  while (labelled < (*ds)->num_images() && (*ds)->sample(labelled).ok()) ++labelled;
+  REQUIRE(labelled < (*ds)->num_images());
+  const Result<SampleMetadata> refused = (*ds)->sample(labelled);
+  CHECK(refused.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(refused.status().message(), Catch::Contains("label 1 names no class (the manifest lists 1)"));
+  const uint64_t record = (*ds)->LocateImage(labelled)->first;
+  const auto read = (*ds)->ReadRecordBatches({&record, 1}, {.fidelity = 1});
+  REQUIRE_FALSE(read.ok());
+  CHECK_THAT(read.status().message(), Catch::Contains("label 1 names no class"));
+  CHECK_FALSE((*ds)->ReadImage(labelled, 1).ok());
 }
 
 }  // namespace

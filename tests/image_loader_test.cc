@@ -244,7 +244,7 @@ std::string Damage(const std::string& path, uint64_t image, size_t at, uint8_t b
   auto ds = ImageDataset::Open(path).MoveValue();
   const auto [record, row] = ds->LocateImage(image).value();
   const RecordLocation& loc = DatasetRecord(*ds, record);
-  const uint64_t offset = DatasetFiles(*ds)[loc.file]->ChunkOffset(loc.stripe, 1, row);
+  const uint64_t offset = DatasetFile(*ds, loc.file).MoveValue()->ChunkOffset(loc.stripe, 1, row);
   const std::string key = ds->sample(image)->key;
   ds.reset();
   Bytes bytes = test::ReadFile(path);
@@ -260,7 +260,7 @@ TEST_CASE("a corrupt image is named by its key and index, or with skip_corrupt l
     REQUIRE(ConvertImages({.src_dir = test::DataDir() + "/sample", .out_dir = tmp / "ds", .images_per_record = 5,
                            .records_per_file = 100})
                 .ok());
-    const std::string path = DatasetFiles(*ImageDataset::Open(tmp / "ds").MoveValue())[0]->path();
+    const std::string path = DatasetFile(*ImageDataset::Open(tmp / "ds").MoveValue(), 0).MoveValue()->path();
     const uint64_t images = ImageDataset::Open(path).MoveValue()->num_images();
     // Byte 0 of the chunk is the SOI marker's 0xFF: no JPEG without it.
     const std::string key = Damage(path, 7, 0, 0x00, decoder_sees_it);

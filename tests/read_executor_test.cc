@@ -28,8 +28,12 @@ struct Opened {
     auto opened = OpenImageDataset(tmp / "ds", {}, engine.get());
     REQUIRE(opened.ok());
     ds = std::move(opened).value();
+    auto all = DatasetAllFiles(*ds);
+    REQUIRE(all.ok());
+    files_ = std::move(all).value();
   }
-  const std::vector<std::unique_ptr<PcrFile>>& files() const { return DatasetFiles(*ds); }
+  std::vector<std::shared_ptr<const PcrFile>> files_;
+  const std::vector<std::shared_ptr<const PcrFile>>& files() const { return files_; }
 };
 
 ByteSpan BytesOf(const Bytes& file, const ReadRange& r) { return ByteSpan(file).subspan(r.offset, r.length); }
@@ -88,7 +92,7 @@ TEST_CASE("a corrupt stream read in a batch names its file, stripe and stream") 
   }
   auto ds = OpenImageDataset(o.tmp / "ds", {}, o.engine.get());
   REQUIRE(ds.ok());
-  const auto& files = DatasetFiles(**ds);
+  const auto files = DatasetAllFiles(**ds).MoveValue();
   const std::vector<ReadRange> ranges = {StreamRange(*files[0], 0, 3), StreamRange(*files[1], 0, 3),
                                          StreamRange(*files[1], 0, 4)};
   ReadBatch batch;

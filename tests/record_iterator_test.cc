@@ -107,7 +107,8 @@ TEST_CASE("a seed shuffles records and the images inside them, reproducibly") {
 TEST_CASE("a read error ends the iteration with the error") {
   Sample s;
   // Damage record 4's group-1 stream on disk after opening.
-  const PcrFile& file = *DatasetFiles(*s.ds)[DatasetRecord(*s.ds, 4).file];
+  const auto opened = DatasetFile(*s.ds, DatasetRecord(*s.ds, 4).file).MoveValue();
+  const PcrFile& file = *opened;
   const uint64_t at = file.index().stripes[DatasetRecord(*s.ds, 4).stripe].stream_offset(1);
   Bytes bytes = test::ReadFile(file.path());
   bytes[at] ^= 0xff;
@@ -132,6 +133,7 @@ TEST_CASE("a read error ends the iteration with the error") {
 TEST_CASE("an iterator dropped early stops its reader") {
   Sample s;
   REQUIRE(s.ds->num_records() == 8);
+  REQUIRE(DatasetAllFiles(*s.ds).ok());  // the files' indexes, read once
   const IoCounters before = s.ds->io_counters();
   auto it = RecordIterator::Create(*s.ds, {.records_in_flight = 2});
   REQUIRE(it.ok());
@@ -179,8 +181,9 @@ TEST_CASE("iterating through an O_DIRECT engine gives the same records") {
     }
   }
   // Bytes read beyond those requested are alignment padding only.
-  CHECK((*engine)->counters().bytes_read <= (*direct)->bytes_requested() + 2 * kDirectAlignment *
-                                                 (2 * s.ds->num_records() + 1 + DatasetFiles(*s.ds).size() * 3));
+  CHECK((*engine)->counters().bytes_read <=
+        (*direct)->bytes_requested() +
+            2 * kDirectAlignment * (2 * s.ds->num_records() + 1 + DatasetFileCount(*s.ds) * 3));
 }
 
 }  // namespace

@@ -171,7 +171,9 @@ int Decode(const DecodeArgs& a) {
   std::vector<uint64_t> bytes(1, 0);
   if (!a.src.empty()) {
     for (uint64_t i = 0; i < ds.num_images(); ++i) {
-      const std::string path = (fs::path(a.src) / ds.sample(i)->key).string();
+      const auto sample = ds.sample(i);
+      if (!sample.ok()) return pcr::cli::ReportError("pcr-bench", sample.status());
+      const std::string path = (fs::path(a.src) / sample->key).string();
       auto original = pcr::ReadRegularFile(path);
       if (!original.ok()) return pcr::cli::ReportError("pcr-bench", original.status());
       bytes[0] += original->size();

@@ -283,12 +283,13 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
     if (!q.ok()) return Fail(q.status().WithPrefix(path));
     quality = *std::move(q);
   }
-  const std::vector<uint64_t> bytes = ds.StreamBytes();
-  const pcr::DatasetCounts counts = ds.counts();
+  auto counted = ds.counts();
+  if (!counted.ok()) return Fail(counted.status());
+  const pcr::DatasetCounts& counts = *counted;
+  const std::vector<uint64_t>& bytes = counts.stream_bytes;
   uint64_t total = 0;
   for (uint64_t b : bytes) total += b;
-  uint64_t file_bytes = 0;
-  for (const auto& f : pcr::DatasetFiles(ds)) file_bytes += f->size();
+  const uint64_t file_bytes = counts.file_bytes;
   const uint64_t n = ds.num_images();
 
   if (json) {
@@ -297,7 +298,7 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
         .Key("path").String(path)
         .Key("images").Uint(n)
         .Key("records").Uint(ds.num_records())
-        .Key("files").Uint(pcr::DatasetFiles(ds).size())
+        .Key("files").Uint(counts.files)
         .Key("scan_groups").Uint(ds.num_scan_groups())
         .Key("scan_script").String(ds.scan_script().name)
         .Key("classes").Uint(ds.class_names().size())
@@ -346,7 +347,7 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
   std::printf("%s\n", path.c_str());
   std::printf("  images       %llu\n", static_cast<unsigned long long>(n));
   std::printf("  records      %llu in %zu files, %llu bytes\n",
-              static_cast<unsigned long long>(ds.num_records()), pcr::DatasetFiles(ds).size(),
+              static_cast<unsigned long long>(ds.num_records()), static_cast<size_t>(counts.files),
               static_cast<unsigned long long>(file_bytes));
   std::printf("  classes      %zu\n", ds.class_names().size());
   std::printf("  scan groups  %d (script %s)\n\n", ds.num_scan_groups(), ds.scan_script().name.c_str());
@@ -374,11 +375,16 @@ int Summary(const std::string& path, const pcr::IoEngineOptions& io, bool json,
     }
   }
   if (quality) PrintQuality(*quality);
-  if (pcr::DatasetFiles(ds).size() == 1) {
-    PrintStructure(*pcr::DatasetFiles(ds)[0]);
+  if (counts.files == 1) {
+    auto file = pcr::DatasetFile(ds, 0);
+    if (!file.ok()) return Fail(file.status());
+    PrintStructure(**file);
   } else {
     std::printf("\n  %-24s %12s %8s %8s\n", "file", "bytes", "images", "records");
-    for (const auto& f : pcr::DatasetFiles(ds)) {
+    for (size_t i = 0; i < counts.files; ++i) {
+      auto opened = pcr::DatasetFile(ds, i);
+      if (!opened.ok()) return Fail(opened.status());
+      const auto& f = *opened;
       uint64_t images = 0;
       for (const auto& s : f->index().stripes) images += s.image_count;
       std::printf("  %-24s %12llu %8llu %8zu\n", fs::path(f->path()).filename().c_str(),

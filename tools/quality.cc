@@ -233,7 +233,7 @@ Result<QualityReport> MeasureFidelityQuality(const ImageDataset& dataset, uint64
   report.images = dataset.num_images();
   report.sampled = std::min(sample, report.images);
   const int groups = dataset.num_scan_groups();
-  const std::vector<uint64_t> stream_bytes = dataset.StreamBytes();
+  PCR_ASSIGN_OR_RETURN(const std::vector<uint64_t> stream_bytes, dataset.StreamBytes());
   double cumulative = 0;
   for (int k = 1; k <= groups; ++k) {
     cumulative += static_cast<double>(stream_bytes[k]);

@@ -5,6 +5,8 @@
 
 #include "format/checksum.h"
 #include "format/popularity.h"
+#include "io/pcr_file.h"
+#include "io/remote_path.h"
 
 namespace pcr {
 
@@ -137,10 +139,81 @@ Status WriteIndexOnlyFile(const std::string& path, const FileHeader& header, Byt
 
 }  // namespace
 
-Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest) {
+namespace {
+
+// Fills the 0.9 part of `manifest` from its files in `dir`, else in
+// `files_dir`; leaves it out when a file is in neither.
+Status NumberRecords(const std::filesystem::path& dir, const std::string& files_dir, IoEngine* given,
+                     DatasetManifest* manifest) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const DatasetFileEntry& entry : manifest->files) {
+    if (std::filesystem::exists(dir / entry.name, ec)) {
+      paths.push_back((dir / entry.name).string());
+    } else if (!files_dir.empty()) {
+      paths.push_back(JoinRemotePath(files_dir, entry.name));
+    } else {
+      manifest->records = false;
+      return Status::OK();
+    }
+  }
+  std::unique_ptr<IoEngine> owned;
+  if (given == nullptr) {
+    PCR_ASSIGN_OR_RETURN(owned, MakeIoEngine({.kind = IoEngineKind::kPread}));
+  }
+  IoEngine* const engine = given != nullptr ? given : owned.get();
+  manifest->records = true;
+  manifest->record_sizes.clear();
+  manifest->fields = {};
+  for (size_t first = 0; first < manifest->files.size(); first += PcrFile::kOpenBatch) {
+    const size_t end = std::min(manifest->files.size(), first + PcrFile::kOpenBatch);
+    std::vector<std::unique_ptr<RandomAccessFile>> rafs;
+    for (size_t f = first; f < end; ++f) {
+      PCR_ASSIGN_OR_RETURN(auto raf, engine->OpenKnownSize(paths[f], manifest->files[f].size));
+      rafs.push_back(std::move(raf));
+    }
+    PCR_ASSIGN_OR_RETURN(auto files, PcrFile::OpenAll(std::move(rafs), engine));
+    for (size_t f = first; f < end; ++f) {
+      const PcrFile& file = *files[f - first];
+      const DatasetFileEntry& entry = manifest->files[f];
+      if (file.size() != entry.size || file.footer().index_checksum != entry.index_checksum ||
+          file.index().stripes.size() != entry.stripe_count) {
+        return Status::IOError(file.path() +
+                               ": changed while its dataset was written: it differs from its manifest entry");
+      }
+      for (const StripeInfo& stripe : file.index().stripes) manifest->record_sizes.push_back(stripe.image_count);
+      const TableSchema& s = file.index().schema;
+      TableSchema& joined = manifest->fields;
+      if (f == 0) {
+        joined.features = s.features;
+      } else {
+        bool same = s.features.size() == joined.features.size();
+        for (size_t k = 0; same && k < s.features.size(); ++k) {
+          same = s.features[k].name == joined.features[k].name && s.features[k].type == joined.features[k].type;
+        }
+        if (!same)
+          return Status::Corruption(file.path() + ": its fields differ from those of the dataset's first file");
+        for (size_t k = 0; k < s.features.size(); ++k) {
+          joined.features[k].present_count += s.features[k].present_count;
+          joined.features[k].value_count += s.features[k].value_count;
+        }
+      }
+      joined.row_count += entry.image_count;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status WriteDatasetManifest(const std::string& path, const DatasetManifest& given, const std::string& files_dir,
+                            IoEngine* engine) {
+  DatasetManifest manifest = given;
+  PCR_RETURN_IF_ERROR(NumberRecords(std::filesystem::path(path).parent_path(), files_dir, engine, &manifest));
   Bytes index;
   manifest.EncodeTo(&index);
-  return WriteIndexOnlyFile(path, {.kind = FileKind::kDataset}, index);
+  const uint8_t stamp = manifest.records ? kRecordsVersionMinor : 1;
+  return WriteIndexOnlyFile(path, {.kind = FileKind::kDataset, .version_minor = stamp}, index);
 }
 
 Status WritePartManifest(const std::string& path, const PartManifest& part) {

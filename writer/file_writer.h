@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "format/file_format.h"
+#include "io/io_engine.h"
 #include "pcr/status.h"
 #include "writer/atomic_file.h"
 #include "writer/fields.h"
@@ -57,8 +58,13 @@ class ImageFileWriter {
   bool any_encoded_ = false;
 };
 
-// Writes a kDataset manifest file atomically.
-Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest);
+// Writes a kDataset manifest file atomically, stamped 0.9: its record sizes
+// and fields are read from the files it lists, each of which must match its
+// entry: beside it, else (when given) in `files_dir` through `engine`, which
+// may be remote. A file in neither place leaves them out: the manifest is
+// then stamped 0.1.
+Status WriteDatasetManifest(const std::string& path, const DatasetManifest& manifest,
+                            const std::string& files_dir = "", IoEngine* engine = nullptr);
 // Writes a kDatasetPart manifest file atomically.
 Status WritePartManifest(const std::string& path, const PartManifest& part);
 

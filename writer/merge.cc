@@ -277,9 +277,11 @@ Status Join(MergedFile& merged, const std::string& to, IoEngine& engine) {
 }
 
 // Writes the dataset manifest of `files` (in shard order, of `parts`) and,
-// when not empty, the concatenated `skip_list` into the local `out_dir`.
+// when not empty, the concatenated `skip_list` into the local `out_dir`;
+// files not in `out_dir` are read in `files_dir` through `engine`.
 Result<MergeSummary> WriteMerged(const fs::path& out, const std::vector<Part>& parts,
-                                 const std::vector<MergedFile>& files, const std::string& skip_list) {
+                                 const std::vector<MergedFile>& files, const std::string& skip_list,
+                                 const std::string& files_dir = "", IoEngine* engine = nullptr) {
   std::error_code ec;
   if (fs::exists(out / kDatasetManifestName, ec)) {
     return Status::InvalidArgument(out.string() + " already holds a pcr dataset (" + kDatasetManifestName + ")");
@@ -297,7 +299,7 @@ Result<MergeSummary> WriteMerged(const fs::path& out, const std::vector<Part>& p
   summary.skipped = static_cast<uint64_t>(std::count(skip_list.begin(), skip_list.end(), '\n'));
   if (summary.images == 0) return Status::InvalidArgument("the parts hold no images");
   if (!skip_list.empty()) PCR_RETURN_IF_ERROR(WriteTextFile(out / kSkippedListName, skip_list));
-  PCR_RETURN_IF_ERROR(WriteDatasetManifest((out / kDatasetManifestName).string(), manifest));
+  PCR_RETURN_IF_ERROR(WriteDatasetManifest((out / kDatasetManifestName).string(), manifest, files_dir, engine));
   return summary;
 }
 
@@ -445,7 +447,8 @@ Result<MergeSummary> MergeInStore(const MergeOptions& options, const std::string
     PCR_RETURN_IF_ERROR(text.status());
     skip_list.append(text->begin(), text->end());
   }
-  return WriteMerged(out, parts, files, skip_list);
+  // The copies are read in the store, the joined files here.
+  return WriteMerged(out, parts, files, skip_list, options.out_dir, engine.get());
 }
 
 }  // namespace

@@ -20,6 +20,10 @@ namespace pcr {
 
 struct ImageReaderOptions {
   IoEngineOptions io;  // the dataset's own engine
+  // Memory for the files' indexes and the records' sample metadata read so
+  // far, least recently used dropped first. What reads in progress hold
+  // stays until they end, however small the bound.
+  uint64_t index_cache_bytes = 64 << 20;
 };
 
 // Fidelity, wherever pcr takes one: k in 1..num_scan_groups() reads scan
@@ -62,8 +66,7 @@ struct RecordBatch {
   // One column per field asked for, in the order asked; row r is the
   // record's image r (ImageView::row).
   std::vector<Column> fields;
-  // Keeps the dataset's sample metadata, which the images' keys view, alive
-  // when the dataset is destroyed before the batch.
+  // The record's sample metadata, read with it, which the images' keys view.
   std::shared_ptr<const void> metadata;
 };
 
@@ -80,7 +83,7 @@ struct RecordSelection {
   bool segments = false;  // as ImageRequest::segments; needs fidelity >= 1
 };
 
-// What a dataset holds, from its manifest and its files' indexes alone.
+// What a dataset holds, from its manifest and its files' indexes.
 struct DatasetCounts {
   uint64_t images = 0;
   uint64_t records = 0;
@@ -114,20 +117,26 @@ struct DatasetCounts {
 // value out of range gives InvalidArgument naming it.
 class PCR_EXPORT ImageDataset {
  public:
-  // Checks every file's header, footer and index, and reads each record's
-  // sample metadata (labels and keys).
+  // Reads and checks the manifest alone (one file's header, footer and
+  // index when `path` is a .pcr file). A file's header, footer and index
+  // are read and checked against the manifest when a call first needs them,
+  // and a record's labels and keys with the record (spec 10): errors about
+  // a file come from the call that touched it. A manifest written before
+  // 0.9 numbers no record, so every file is opened here, as before.
   static Result<std::unique_ptr<ImageDataset>> Open(const std::string& path,
                                                     const ImageReaderOptions& options = {});
 
-  // The counts of the dataset at `path`, with no record read: the same
-  // checks of manifest, headers, footers and indexes as Open.
+  // The counts of the dataset at `path`, with no record read: the manifest
+  // and every file's header, footer and index, checked.
   static Result<DatasetCounts> Count(const std::string& path, const ImageReaderOptions& options = {});
 
   ~ImageDataset();
   ImageDataset(const ImageDataset&) = delete;
   ImageDataset& operator=(const ImageDataset&) = delete;
 
-  DatasetCounts counts() const;
+  // Reads every file's index not in memory; an error names the first file
+  // that fails its checks.
+  Result<DatasetCounts> counts() const;
   uint64_t num_images() const;
   uint64_t num_records() const;
   // L: fidelity k ranges over 1..L; L is full fidelity.
@@ -143,7 +152,10 @@ class PCR_EXPORT ImageDataset {
   // names, whatever path it was opened by. Another dataset, or this one
   // written again with other contents, has another id.
   std::string content_id() const;
-  // Label and key of `image`; InvalidArgument unless image < num_images().
+  // Label and key of `image`: reads its record's sample metadata unless in
+  // memory, and nothing else. InvalidArgument unless image < num_images().
+  // To take every label (a class histogram, say), read the records with
+  // kFieldsOnly: that reads their metadata alone.
   Result<SampleMetadata> sample(uint64_t image) const;
   // The record holding `image` and the image's place (row) in it;
   // InvalidArgument unless image < num_images().
@@ -154,8 +166,9 @@ class PCR_EXPORT ImageDataset {
   // Field indices of `names`; InvalidArgument naming the first unknown one.
   Result<std::vector<uint32_t>> ResolveFields(const std::vector<std::string>& names) const;
 
-  // Dataset-wide bytes of each stream: [0] sample metadata, [k] scan group k.
-  std::vector<uint64_t> StreamBytes() const;
+  // Dataset-wide bytes of each stream: [0] sample metadata, [k] scan group
+  // k. Reads every file's index not in memory, as counts() does.
+  Result<std::vector<uint64_t>> StreamBytes() const;
   // Bytes of record `record` up to scan group `fidelity` (kFieldsOnly: sample
   // metadata only); InvalidArgument unless record < num_records() and the
   // fidelity is kFieldsOnly or passes CheckFidelity.

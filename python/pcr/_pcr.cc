@@ -436,7 +436,7 @@ class PyImageDataset {
   std::string content_id() const { return ds_->content_id(); }
 
   py::dict counts() const {
-    const pcr::DatasetCounts c = ds_->counts();
+    const pcr::DatasetCounts c = Take(ds_->counts());
     py::dict d;
     d["images"] = c.images;
     d["records"] = c.records;

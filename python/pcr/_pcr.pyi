@@ -22,7 +22,8 @@ class ImageDataset:
     ) -> None:
         """path may be local (str or os.PathLike), http(s):// or s3://. remote sets how remote paths are read: concurrency, max_bytes_in_flight,
         retries, timeout_ms, answer_timeout_ms, hole_limit, max_read, list_page_size, s3_endpoint, s3_region, anonymous,
-        etag_is_md5 (RemoteOptions)."""
+        etag_is_md5 (RemoteOptions). Opening reads the manifest alone; each file is read and checked when a
+        call first needs it, so an error about a file comes from that call."""
     def __len__(self) -> int:
         """Images in the dataset."""
     @property
@@ -38,9 +39,11 @@ class ImageDataset:
     @property
     def counts(self) -> dict[str, object]:
         """images, records, files, file_bytes, bytes_at_fidelity (the record
-        bytes read at each fidelity 1..num_scan_groups) and segment_bytes."""
+        bytes read at each fidelity 1..num_scan_groups) and segment_bytes:
+        reads every file's index."""
     def sample(self, index: int) -> Tuple[int, str]:
-        """(label, key) of image `index`; the key is its source's relative path."""
+        """(label, key) of image `index`; the key is its source's relative path.
+        Reads the labels and keys of image `index`'s record alone, kept for later calls."""
     def read(self, index: int, fidelity: Fidelity = "full", metadata: bool = False) -> bytes:
         """Image `index` at `fidelity` as a standalone JPEG; with metadata, also the
         APPn and COM segments kept apart (EXIF, XMP, ...): at full fidelity the original's segments."""

@@ -701,14 +701,20 @@ class ImageLoader(_EpochLoader):
                                fields=self.fields, on_error=self.on_error, **share, **self.decoder_options)
         reported = 0
         counted = 0
-        for images, labels, indices, *fields in it:
-            counted = self._count_read(ds, counted)
-            if self.on_error == "skip":
-                reported = self._report(it.skipped(), reported)
-            batch = (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
-            if self.return_index:
-                batch += (_torch.from_numpy(indices),)
-            yield batch if self.batch_transform is None else self.batch_transform(batch)
+        try:
+            for images, labels, indices, *fields in it:
+                counted = self._count_read(ds, counted)
+                if self.on_error == "skip":
+                    reported = self._report(it.skipped(), reported)
+                batch = (_torch.from_numpy(images), _torch.from_numpy(labels), *fields)
+                if self.return_index:
+                    batch += (_torch.from_numpy(indices),)
+                yield batch if self.batch_transform is None else self.batch_transform(batch)
+        except CorruptionError as e:
+            # A file is checked against the manifest when first read.
+            if "differs from the manifest" not in str(e):
+                raise
+            raise OSError(f"{changed} ({e}): make a new ImageLoader once it is whole") from e
 
 
 class TableLoader(_EpochLoader):

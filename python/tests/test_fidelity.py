@@ -83,7 +83,8 @@ class CountingDataset(pcr.ImageDataset):
     def __init__(self, *args):
         super().__init__(*args)
         self.calls = []
-        self.opening = self.io_counters  # the reads of the headers and indexes
+        self.counts  # reads every file's header, footer and index: what follows reads records only
+        self.opening = self.io_counters
         CountingDataset.opened.append(self)
 
     def record_samples(self, record, fidelity="full", fields=()):
