@@ -78,10 +78,12 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
   }
   const TableSchema& fields = (*ds)->field_schema();
   std::vector<std::pair<uint64_t, uint64_t>> sums(fields.features.size());  // present, values
+  bool all_open = true;
   for (size_t f = 0; f < DatasetFileCount(**ds); ++f) {
     const auto file = DatasetFile(**ds, f);
     if (!file.ok()) {
       report.errors.push_back(file.status().ToString());
+      all_open = false;
       continue;
     }
     VerifyFile(DatasetEngine(**ds), **file, &report);
@@ -92,7 +94,7 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
     }
   }
   // The manifest's field counts against the files' sums.
-  for (size_t k = 0; report.errors.empty() && k < sums.size(); ++k) {
+  for (size_t k = 0; all_open && k < sums.size(); ++k) {
     const FeatureInfo& want = fields.features[k];
     if (sums[k] != std::make_pair(want.present_count, want.value_count)) {
       report.errors.push_back(path + ": field '" + want.name + "': the manifest counts " +
@@ -102,7 +104,10 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
     }
   }
   const Result<DatasetCounts> counts = (*ds)->counts();
-  if (!counts.ok()) return report;  // a file that failed, reported above
+  if (!counts.ok()) {
+    if (all_open) report.errors.push_back(counts.status().ToString());  // else reported above
+    return report;
+  }
   // Every record's sample metadata and fields are decoded, and every
   // image's segments put back, as a reader does.
   const bool segments = counts->segment_bytes > 0;

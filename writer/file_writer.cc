@@ -169,7 +169,9 @@ Status NumberRecords(const std::filesystem::path& dir, const std::string& files_
     const size_t end = std::min(manifest->files.size(), first + PcrFile::kOpenBatch);
     std::vector<std::unique_ptr<RandomAccessFile>> rafs;
     for (size_t f = first; f < end; ++f) {
-      PCR_ASSIGN_OR_RETURN(auto raf, engine->OpenKnownSize(paths[f], manifest->files[f].size));
+      // A local file's size is its own, checked below; an object's the entry's.
+      PCR_ASSIGN_OR_RETURN(auto raf, IsRemotePath(paths[f]) ? engine->OpenKnownSize(paths[f], manifest->files[f].size)
+                                                            : engine->Open(paths[f]));
       rafs.push_back(std::move(raf));
     }
     PCR_ASSIGN_OR_RETURN(auto files, PcrFile::OpenAll(std::move(rafs), engine));
