@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,7 @@ struct Transfer {
   RemoteRead read;
   bool head = false;
   HttpClient::ObjectInfo* info = nullptr;  // HEAD: the object's size and digest, on success
+  uint64_t* prefix_of = nullptr;           // a prefix of an object of unknown size: that size, on success
   size_t* pending = nullptr;  // of the call that asked, guarded by the client's mu_
   CURL* handle = nullptr;
   curl_slist* headers = nullptr;
@@ -218,6 +220,19 @@ Result<uint64_t> HttpClient::Size(const std::string& path) {
   return info.size;
 }
 
+Result<uint64_t> HttpClient::FetchPrefix(const std::string& path, uint64_t length, uint8_t* out) {
+  if (length == 0) return Status::InvalidArgument(path + ": a prefix of 0 bytes");
+  Status status;
+  uint64_t size = 0;
+  Transfer t;
+  t.read = {path, 0, length, out, &status, 0};
+  t.range = "0-" + std::to_string(length - 1);
+  t.prefix_of = &size;
+  Run({&t, 1});
+  if (!status.ok()) return status;
+  return size;
+}
+
 void HttpClient::Fetch(std::span<RemoteRead> reads) {
   std::vector<Transfer> transfers;
   transfers.reserve(reads.size());
@@ -392,15 +407,33 @@ void HttpClient::Complete(Transfer* t, int result, std::vector<Transfer*>* later
     return;
   }
   const bool whole = r.offset == 0 && status == 200;  // a server may answer a range of all bytes with 200
-  const std::string want = "bytes " + t->range + "/" + std::to_string(r.object_size);
   const std::string content_range = HeaderValue(*t, "content-range");
+  // A prefix's answer says the object's size: "bytes 0-E/SIZE", E + 1 the
+  // bytes it holds, min(length, SIZE); or 200 with the whole object.
+  uint64_t prefix_size = t->received;
+  if (t->prefix_of != nullptr && code == CURLE_OK && status == 206) {
+    const size_t slash = content_range.rfind('/');
+    const char* end = content_range.data() + content_range.size();
+    const bool parsed =
+        slash != std::string::npos && std::from_chars(content_range.data() + slash + 1, end, prefix_size).ptr == end;
+    const uint64_t expect = parsed ? std::min(r.length, prefix_size) : 0;
+    if (!parsed || expect == 0 ||
+        content_range != "bytes 0-" + std::to_string(expect - 1) + "/" + std::to_string(prefix_size)) {
+      Finish(t, Status::IOError(path + ": bytes " + t->range + ": answered with Content-Range '" + content_range +
+                                "', not a prefix of the object"));
+      return;
+    }
+  }
+  const uint64_t expected = t->prefix_of != nullptr ? std::min(r.length, prefix_size) : r.length;
+  const std::string want = "bytes " + t->range + "/" + std::to_string(r.object_size);
   const bool right_range = whole || r.object_size == 0 ? true : content_range == want;
   const std::string where = path + ": bytes " + t->range;
-  if (code == CURLE_OK && (status == 206 || whole) && t->received == r.length && right_range) {
+  if (code == CURLE_OK && (status == 206 || whole) && t->received == expected && right_range) {
     // An answer with a digest of its body is checked against it.
     const ObjectDigest body = BodyDigestFromHeaders(t->answer_headers);
     std::string got;
-    if (DigestMatches(body, {reinterpret_cast<const char*>(r.out), r.length}, &got)) {
+    if (DigestMatches(body, {reinterpret_cast<const char*>(r.out), expected}, &got)) {
+      if (t->prefix_of != nullptr) *t->prefix_of = prefix_size;
       Finish(t, Status::OK());
     } else if (!retry()) {
       Finish(t, Status::DataLoss(where + ": the body does not match its " + body.Describe() + " (it has " + got +
@@ -417,7 +450,7 @@ void HttpClient::Complete(Transfer* t, int result, std::vector<Transfer*>* later
     Finish(t, Status::IOError(where + ": the server ignores byte ranges (HTTP " + std::to_string(status) + ")"));
     return;
   }
-  const bool short_body = code == CURLE_OK && status == 206 && t->received != r.length;
+  const bool short_body = code == CURLE_OK && status == 206 && t->received != expected;
   if ((short_body || Retryable(code, status)) && retry()) return;
   Finish(t, failure(where, short_body ? "body of " + std::to_string(t->received) + " bytes" : Describe(code, status, *t)));
 }

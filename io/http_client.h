@@ -79,6 +79,10 @@ class HttpClient {
   // Performs every read; each failed read gets a status naming the object,
   // range and cause. Returns when all have finished.
   void Fetch(std::span<RemoteRead> reads);
+  // One GET of the object's first `length` bytes (fewer when it is shorter)
+  // into `out`: returns the object's size, from the answer's Content-Range
+  // (or its body, when a server answers 200 with the whole object).
+  Result<uint64_t> FetchPrefix(const std::string& path, uint64_t length, uint8_t* out);
 
   const RemoteOptions& options() const { return options_; }
   // Requests sent so far, retries included.

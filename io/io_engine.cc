@@ -140,6 +140,38 @@ uint64_t IoEngine::remote_requests() const {
   return http != nullptr ? http->requests() : 0;
 }
 
+Result<Bytes> IoEngine::ReadWhole(const std::string& path, uint64_t first_bytes) {
+  if (!IsRemotePath(path)) {
+    PCR_ASSIGN_OR_RETURN(auto file, Open(path));
+    Bytes bytes(file->size());
+    ReadRequest whole{file.get(), 0, bytes.size(), bytes.data()};
+    PCR_RETURN_IF_ERROR(Read({&whole, 1}));
+    return bytes;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  PCR_ASSIGN_OR_RETURN(HttpClient * http, Http());
+  Bytes bytes(std::max<uint64_t>(first_bytes, 1));
+  PCR_ASSIGN_OR_RETURN(const uint64_t size, http->FetchPrefix(path, bytes.size(), bytes.data()));
+  uint64_t requests = 1;
+  if (size > bytes.size()) {
+    const uint64_t have = bytes.size();
+    bytes.resize(size);
+    Status status;
+    RemoteRead rest{path, have, size - have, bytes.data() + have, &status, size};
+    http->Fetch({&rest, 1});
+    PCR_RETURN_IF_ERROR(status);
+    ++requests;
+  }
+  bytes.resize(size);
+  reads_.fetch_add(requests, std::memory_order_relaxed);
+  ios_.fetch_add(requests, std::memory_order_relaxed);
+  bytes_read_.fetch_add(size, std::memory_order_relaxed);
+  nanos_.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+      std::memory_order_relaxed);
+  return bytes;
+}
+
 Result<std::unique_ptr<RandomAccessFile>> IoEngine::OpenKnownSize(const std::string& path, uint64_t size) {
   if (IsRemotePath(path)) return std::unique_ptr<RandomAccessFile>(new RandomAccessFile(path, size));
   PCR_ASSIGN_OR_RETURN(auto file, Open(path));

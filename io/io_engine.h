@@ -132,6 +132,10 @@ class IoEngine {
   Result<std::unique_ptr<RandomAccessFile>> OpenKnownSize(const std::string& path, uint64_t size);
   // A file of `bytes` in memory, named `name` in errors.
   static std::unique_ptr<RandomAccessFile> OpenMemory(std::string name, Bytes bytes);
+  // The whole file at `path`. A remote object is one GET of its first
+  // `first_bytes` (the answer gives its size), and one more for the rest of a
+  // longer object: no request for its size first.
+  Result<Bytes> ReadWhole(const std::string& path, uint64_t first_bytes = 1 << 20);
 
   // Fills every request. Each request gets its own status (a short read at
   // end of file, a closed file and I/O errors name the file and range); the

@@ -10,6 +10,7 @@
 #include "format/segments.h"
 #include "format/table_stripe.h"
 #include "io/location.h"
+#include "io/remote_path.h"
 
 namespace pcr {
 
@@ -27,17 +28,14 @@ uint64_t SamplesBytes(const std::vector<SampleMetadata>& samples) {
   return n;
 }
 
-// The manifest at `path` read whole in one read, then checked. Remote bytes
+// The manifest at `path` read whole (remotely one GET), then checked. Remote bytes
 // that fail the checks are read again the usual way, which tells damage on
 // the way from damage stored.
 Result<std::unique_ptr<PcrFile>> OpenManifest(const std::string& path, IoEngine* engine) {
-  PCR_ASSIGN_OR_RETURN(auto raf, engine->Open(path));
-  Bytes bytes(raf->size());
-  ReadRequest whole{raf.get(), 0, bytes.size(), bytes.data()};
-  PCR_RETURN_IF_ERROR(engine->Read({&whole, 1}));
+  PCR_ASSIGN_OR_RETURN(Bytes bytes, engine->ReadWhole(path));
   auto file = PcrFile::Open(IoEngine::OpenMemory(path, std::move(bytes)), engine);
-  if (file.ok() || !raf->remote() || file.status().code() != StatusCode::kCorruption) return file;
-  return PcrFile::Open(std::move(raf), engine);
+  if (file.ok() || !IsRemotePath(path) || file.status().code() != StatusCode::kCorruption) return file;
+  return PcrFile::Open(path, engine);
 }
 
 }  // namespace

@@ -210,43 +210,60 @@ TEST_CASE("a cancelled read returns Cancelled, also while it waits for the bandw
   CHECK(std::all_of(out[1].begin(), out[1].end(), [](uint8_t v) { return v == 0xEE; }));
 }
 
+// tests/fault_server.py serving `root` on a free loopback port, failing as
+// `fault` says every `every`th GET; stopped when destroyed.
+class FaultServer {
+ public:
+  FaultServer(const std::string& root, const std::string& fault, int every) {
+    {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      socklen_t len = sizeof addr;
+      REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+      REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+      port_ = ntohs(addr.sin_port);
+      close(fd);
+    }
+    const std::string server = test::DataDir() + "/../fault_server.py";
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      const std::string port_text = std::to_string(port_), every_text = std::to_string(every);
+      execl("/usr/bin/python3", "python3", server.c_str(), root.c_str(), port_text.c_str(), fault.c_str(),
+            every_text.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && !listening_; ++i) {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(static_cast<uint16_t>(port_));
+      listening_ = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+      close(fd);
+      if (!listening_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~FaultServer() {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+  std::string url(const std::string& name) const { return "http://127.0.0.1:" + std::to_string(port_) + "/" + name; }
+  bool listening() const { return listening_; }
+
+ private:
+  int port_ = 0;
+  pid_t pid_ = -1;
+  bool listening_ = false;
+};
+
 TEST_CASE("a cancelled remote read returns Cancelled from an endpoint that never answers") {
-  const std::string server = test::DataDir() + "/../fault_server.py";
   TempDir root;
   test::WriteFile(root / "obj", Bytes(1000, 7));
-  // A free loopback port, then the server on it, answering nothing.
-  int port = 0;
-  {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port = ntohs(addr.sin_port);
-    close(fd);
-  }
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const std::string port_text = std::to_string(port), dir = root.path().string();
-    execl("/usr/bin/python3", "python3", server.c_str(), dir.c_str(), port_text.c_str(), "hang", "1",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  // Wait until it listens.
-  bool listening = false;
-  for (int i = 0; i < 200 && !listening; ++i) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    listening = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    close(fd);
-    if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  FaultServer server(root.path().string(), "hang", 1);
+  REQUIRE(server.listening());
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   auto engine = Engine(IoEngineKind::kPread, {.cancel = cancel});
   std::thread canceller([&] {
@@ -254,14 +271,47 @@ TEST_CASE("a cancelled remote read returns Cancelled from an endpoint that never
     cancel->store(true);
   });
   // Opening asks for the size, which the server never gives.
-  auto f = engine->Open("http://127.0.0.1:" + std::to_string(port) + "/obj");
+  auto f = engine->Open(server.url("obj"));
   canceller.join();
-  kill(pid, SIGTERM);
-  waitpid(pid, nullptr, 0);
-  REQUIRE(listening);
   REQUIRE_FALSE(f.ok());
   CHECK(f.status().code() == StatusCode::kCancelled);
   CHECK_THAT(f.status().message(), Catch::Contains("/obj: request cancelled"));
+}
+
+TEST_CASE("a whole remote object is one GET of a prefix, and one more for the rest of a longer one") {
+  TempDir root;
+  Bytes object(3000);
+  for (size_t i = 0; i < object.size(); ++i) object[i] = static_cast<uint8_t>(i * 7 + i / 256);
+  test::WriteFile(root / "obj", object);
+  FaultServer server(root.path().string(), "none", 1);
+  REQUIRE(server.listening());
+  auto engine = Engine(IoEngineKind::kPread, {});
+  struct Case {
+    uint64_t first_bytes, requests;
+  };
+  uint64_t sent = 0;
+  for (const Case c : {Case{1 << 20, 1}, Case{3000, 1}, Case{2999, 2}, Case{1, 2}}) {
+    CAPTURE(c.first_bytes);
+    const IoCounters before = engine->counters();
+    auto bytes = engine->ReadWhole(server.url("obj"), c.first_bytes);
+    REQUIRE(bytes.ok());
+    CHECK(*bytes == object);
+    CHECK(engine->remote_requests() - sent == c.requests);
+    CHECK(engine->counters().reads - before.reads == c.requests);
+    CHECK(engine->counters().bytes_read - before.bytes_read == object.size());
+    sent = engine->remote_requests();
+  }
+  auto missing = engine->ReadWhole(server.url("missing"));
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK_THAT(missing.status().message(), Catch::Contains("/missing"));
+  // A server answering for another range than the prefix is refused.
+  FaultServer shifted(root.path().string(), "shift", 1);
+  REQUIRE(shifted.listening());
+  auto wrong = engine->ReadWhole(shifted.url("obj"), 100);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK_THAT(wrong.status().message(),
+             Catch::Contains("/obj: bytes 0-99: answered with Content-Range 'bytes 1-100/3000'"));
 }
 
 TEST_CASE("threads sharing an engine read at the same time") {

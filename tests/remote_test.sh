@@ -104,7 +104,7 @@ start_fault hang 1
 started=$(date +%s)
 if ! PCR_REMOTE_ANSWER_TIMEOUT_MS=3000 PCR_REMOTE_TIMEOUT_MS=30000 PCR_REMOTE_RETRIES=20 \
      "$tools/pcr-dump" "http://127.0.0.1:$fport/ds" >"$tmp/fault.out" 2>&1 &&
-   grep -q "http://127.0.0.1:$fport/ds/dataset.pcrd: no answer in [0-9]* ms" "$tmp/fault.out" &&
+   grep -q "http://127.0.0.1:$fport/ds/dataset.pcrd: bytes 0-[0-9]*: no answer in [0-9]* ms" "$tmp/fault.out" &&
    [ $(($(date +%s) - started)) -lt 20 ]; then ok; else bad "a hung endpoint fails after the answer timeout"; cat "$tmp/fault.out"; fi
 stop_fault
 if ! PCR_REMOTE_CONCURRENCY=0 "$tools/pcr-dump" "$url/ds" >"$tmp/out" 2>&1 && grep -q "PCR_REMOTE_CONCURRENCY='0': expected 1..1024" "$tmp/out"; then
@@ -140,6 +140,14 @@ assert os.waitpid(pid, 0)[1] == 0
 assert remote.read(4, 1) == local.read(4, 1)
 PY
   then ok; else bad "Python over HTTP"; cat "$tmp/out"; fi
+  # Opening a dataset is one GET of its manifest: its size comes with it.
+  : >"$tmp/logs/access.log"
+  if PYTHONPATH="$tools/../python" "$python" -c '
+import sys, pcr
+ds = pcr.ImageDataset(sys.argv[1])
+assert (len(ds), ds.num_records, ds.classes) == (24, 5, ["misc", "textures", "video"]), (len(ds), ds.num_records, ds.classes)' "$url/ds" >"$tmp/out" 2>&1 &&
+     [ "$(wc -l <"$tmp/logs/access.log")" -eq 1 ] && grep -q '"GET /ds/dataset.pcrd HTTP/1.1" 206 ' "$tmp/logs/access.log"; then
+    ok; else bad "opening is one GET"; cat "$tmp/out" "$tmp/logs/access.log"; fi
 fi
 
 echo "$passed passed, $failed failed"
