@@ -421,10 +421,12 @@ void AppendColumn(const pcr::Column& from, pcr::Column* into) {
 
 class PyImageDataset {
  public:
-  PyImageDataset(const std::filesystem::path& path_arg, const std::string& engine, bool direct, const py::object& remote) {
+  PyImageDataset(const std::filesystem::path& path_arg, const std::string& engine, bool direct, const py::object& remote,
+                 int64_t index_cache_bytes) {
     const std::string path = path_arg.string();
     io_ = IoOptions(engine, direct, remote);
-    const pcr::ImageReaderOptions options{.io = io_};
+    const pcr::ImageReaderOptions options{
+        .io = io_, .index_cache_bytes = NonNegative(index_cache_bytes, "index_cache_bytes")};
     ds_ = Unlocked([&] { return pcr::ImageDataset::Open(path, options); });
     path_ = path;
   }
@@ -1548,8 +1550,9 @@ PYBIND11_MODULE(_pcr, m) {
       py::reinterpret_borrow<py::object>(py::module_::import("pcr._errors").attr("NotSupportedError"));
 
   py::class_<PyImageDataset>(m, "ImageDataset", Doc("ImageDataset"))
-      .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&>(), py::arg("path"),
-           py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none(),
+      .def(py::init<const std::filesystem::path&, const std::string&, bool, const py::object&, int64_t>(),
+           py::arg("path"), py::arg("engine") = "auto", py::arg("direct") = false, py::arg("remote") = py::none(),
+           py::arg("index_cache_bytes") = static_cast<int64_t>(pcr::ImageReaderOptions{}.index_cache_bytes),
            Doc("ImageDataset.__init__"))
       .def("__len__", &PyImageDataset::size, Doc("ImageDataset.__len__"))
       .def_property_readonly("num_scan_groups", &PyImageDataset::num_scan_groups, Doc("ImageDataset.num_scan_groups"))

@@ -18,12 +18,19 @@ class ImageDataset:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], engine: str = "auto", direct: bool = False, remote: Optional[dict[str, object]] = None
+        self,
+        path: str | os.PathLike[str],
+        engine: str = "auto",
+        direct: bool = False,
+        remote: Optional[dict[str, object]] = None,
+        index_cache_bytes: int = 64 << 20,
     ) -> None:
         """path may be local (str or os.PathLike), http(s):// or s3://. remote sets how remote paths are read: concurrency, max_bytes_in_flight,
         retries, timeout_ms, answer_timeout_ms, hole_limit, max_read, list_page_size, s3_endpoint, s3_region, anonymous,
         etag_is_md5 (RemoteOptions). Opening reads the manifest alone; each file is read and checked when a
-        call first needs it, so an error about a file comes from that call."""
+        call first needs it, so an error about a file comes from that call. The files' indexes and the
+        labels and keys read so far are kept in at most index_cache_bytes (least recently used dropped
+        first; what reads in progress hold stays until they end)."""
     def __len__(self) -> int:
         """Images in the dataset."""
     @property

@@ -28,6 +28,8 @@ class Dataset(_data.Dataset):
     `path` may be http(s):// or s3://, read as `remote` (a dict of
     RemoteOptions: concurrency, hole_limit, ...) says. `decoder` is as in
     pcr.decode: "auto", "pcr" or "libjpeg", all giving the same pixels.
+    `index_cache_bytes` bounds each process's memory for the indexes of the
+    files it read and their labels and keys, as in pcr.ImageDataset.
     """
 
     def __init__(
@@ -41,6 +43,7 @@ class Dataset(_data.Dataset):
         fields: Sequence[str] = (),
         remote: Optional[dict] = None,
         decoder: str = "auto",
+        index_cache_bytes: int = 64 << 20,
     ) -> None:
         if decoder not in ("auto", "pcr", "libjpeg"):
             raise ValueError(f"decoder must be 'auto', 'pcr' or 'libjpeg', not {decoder!r}")
@@ -51,9 +54,10 @@ class Dataset(_data.Dataset):
         self.format = format
         self.decoder = decoder
         self.engine, self.direct = engine, direct
+        self.index_cache_bytes = _check_int("index_cache_bytes", index_cache_bytes, 0)
         import multiprocessing
 
-        probe = _pcr.ImageDataset(path, engine, direct, remote)
+        probe = self._open()
         self.num_scan_groups = probe.num_scan_groups
         # Shared with DataLoader workers, so set_fidelity reaches persistent ones.
         self._fidelity = multiprocessing.RawArray("q", [_fidelity(fidelity, probe.num_scan_groups)])
@@ -80,9 +84,12 @@ class Dataset(_data.Dataset):
         import os
 
         if self._ds is None or self._pid != os.getpid():
-            self._ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
+            self._ds = self._open()
             self._pid = os.getpid()
         return self._ds
+
+    def _open(self) -> _pcr.ImageDataset:
+        return _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote, self.index_cache_bytes)
 
     def __len__(self) -> int:
         return self._length
@@ -555,6 +562,10 @@ class ImageLoader(_EpochLoader):
     reads of scan groups 1..k fetch those bytes alone, with no kernel
     read-ahead into the groups after them and no page cache. `path` may be
     http(s):// or s3://, read as `remote` (a dict of RemoteOptions) says.
+    Each process opens the dataset by its manifest alone and reads the index
+    of a file when its share first needs it, keeping at most
+    `index_cache_bytes` of indexes, labels and keys (least recently used
+    dropped first), so a rank's worker touches only the files of its part.
     `decoder` is as in pcr.decode: "auto", "pcr" or "libjpeg", all giving
     the same pixels. Arguments are checked here, in the calling process. The
     dataset is opened again each epoch: one whose contents changed meanwhile
@@ -593,6 +604,7 @@ class ImageLoader(_EpochLoader):
         return_index: bool = False,
         batch_transform: Optional[Callable] = None,
         on_error: str = "raise",
+        index_cache_bytes: int = 64 << 20,
     ) -> None:
         super().__init__()
         for name, value in (("train", train), ("flip", flip), ("fast_scale", fast_scale),
@@ -617,13 +629,17 @@ class ImageLoader(_EpochLoader):
         self.decoder_options = _decoder_options(train, size, scale, ratio, resize, flip, fast_scale, channels_last,
                                                 normalize, dtype, threads, decoder)
         self.read_ahead, self.engine, self.direct = read_ahead, engine, direct
-        probe = _pcr.ImageDataset(path, engine, direct, remote)
+        self.index_cache_bytes = _check_int("index_cache_bytes", index_cache_bytes, 0)
+        probe = self._open()
         self.num_scan_groups = probe.num_scan_groups
         self._shared[_FIDELITY] = _fidelity(fidelity, probe.num_scan_groups)
         self._num_items, self._content_id = len(probe), probe.content_id
         if self.fields and len(probe):
             probe.fields(0, self.fields)  # refuses unknown names now
         _pcr.BatchDecoder(**self.decoder_options)  # refuses bad options now
+
+    def _open(self) -> _pcr.ImageDataset:
+        return _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote, self.index_cache_bytes)
 
     _elastic = True
 
@@ -678,7 +694,7 @@ class ImageLoader(_EpochLoader):
     def _resumed_len(self, world: int, resumed: list) -> int:
         key = (world, self.seed, self.epoch, str(resumed))
         if getattr(self, "_resumed_len_cache", (None,))[0] != key:
-            ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
+            ds = self._open()
             n = _pcr._resumed_batches_per_rank(ds, world_size=world, batch_size=self.batch_size, uneven=self.uneven,
                                               shuffle=self.shuffle, **self._mixing, seed=self.seed, epoch=self.epoch,
                                               delivered=[tuple(part) for part in resumed])
@@ -690,7 +706,7 @@ class ImageLoader(_EpochLoader):
 
         changed = f"{self.path}: the dataset changed while open"
         try:
-            ds = _pcr.ImageDataset(self.path, self.engine, self.direct, self.remote)
+            ds = self._open()
         except CorruptionError as e:
             raise OSError(f"{changed} ({e}): make a new ImageLoader once it is whole") from e
         if ds.content_id != self._content_id:
@@ -1169,7 +1185,7 @@ class FidelityTuner:
             self.fidelity = groups
         elif (epoch - self.warmup) % self.every == 0 and not any(h["epoch"] == epoch for h in self.history):
             loader = self.loader
-            ds = _pcr.ImageDataset(loader.path, loader.engine, loader.direct, loader.remote)
+            ds = loader._open()
             scores = _gradient_similarity(self.model, self.loss_fn, ds, self.candidates, self.images, self.batch_size,
                                           _seed(self.seed, epoch), loader.decoder_options, loader.batch_transform,
                                           self.device)

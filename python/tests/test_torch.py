@@ -3,6 +3,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import collections  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import pathlib  # noqa: E402
@@ -525,6 +526,50 @@ def test_leaving_epochs_early_never_aborts_a_process(distinct_dataset, ranks, fo
 def with_pid(batch):
     """A batch_transform that tells which process ran it."""
     return (*batch, os.getpid())
+
+
+def open_record_files(batch=()):
+    """A batch_transform adding its process and the .pcr files open in it."""
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.endswith(".pcr"):
+            names.append(os.path.basename(target))
+    return (*batch, os.getpid(), tuple(sorted(names)))
+
+
+def test_each_rank_and_worker_opens_only_the_files_of_its_share(data_dir, tmp_path):
+    out = tmp_path / "ds"
+    pcr.convert_images(str(data_dir / "sample"), str(out), images_per_record=2)
+    files = sorted(p.name for p in out.glob("*.pcr"))
+    ds = pcr.ImageDataset(str(out))
+    assert len(files) == ds.num_records == 12
+    for r in range(ds.num_records):  # image i lies in files[i // 2]
+        assert ds.read_record(r, 1)["keys"] == [ds.sample(2 * r)[1], ds.sample(2 * r + 1)[1]]
+    del ds
+    assert open_record_files()[1] == ()  # workers inherit none
+    touched = set()
+    for rank in range(2):
+        loader = pcr.torch.ImageLoader(str(out), 2, size=16, threads=1, rank=rank, world_size=2, return_index=True,
+                                       batch_transform=open_record_files)
+        opened, read = collections.defaultdict(set), collections.defaultdict(set)
+        for _, _, index, pid, names in pcr.torch.DataLoader(loader, num_workers=2):
+            opened[pid] |= set(names)
+            read[pid] |= {files[i // 2] for i in index.tolist()}
+        assert len(opened) == 2
+        for pid in opened:
+            # A worker's 6 images lie in 3 or 4 files: it opens those alone.
+            assert opened[pid] == read[pid] and len(opened[pid]) <= 4, (rank, sorted(opened[pid]))
+            touched |= opened[pid]
+    assert touched == set(files)
+    # The index cache's bound is checked where the dataset is opened.
+    with pytest.raises(ValueError, match="index_cache_bytes must be at least 0, not -1"):
+        pcr.torch.ImageLoader(str(out), 2, index_cache_bytes=-1)
+    with pytest.raises(ValueError, match="index_cache_bytes"):
+        pcr.ImageDataset(str(out), index_cache_bytes=-1)
 
 
 @pytest.mark.parametrize("train", [False, True])
