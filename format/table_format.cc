@@ -174,6 +174,18 @@ std::span<const StreamRole> RolesOf(FeatureType type) {
   return kScalarRoles;
 }
 
+bool SameFeatures(const TableSchema& a, const TableSchema& b) {
+  return std::equal(a.features.begin(), a.features.end(), b.features.begin(), b.features.end(),
+                    [](const FeatureInfo& x, const FeatureInfo& y) { return x.name == y.name && x.type == y.type; });
+}
+
+void AddFeatureCounts(const TableSchema& from, TableSchema* into) {
+  for (size_t k = 0; k < from.features.size(); ++k) {
+    into->features[k].present_count += from.features[k].present_count;
+    into->features[k].value_count += from.features[k].value_count;
+  }
+}
+
 void EncodeTableSchema(const TableSchema& schema, Bytes* out) {
   PutVarint64(out, schema.row_count);
   PutVarint64(out, schema.features.size());

@@ -63,6 +63,12 @@ uint8_t MaxFeatureType(uint8_t version_minor);
 void EncodeTableSchema(const TableSchema& schema, Bytes* out);
 bool DecodeTableSchema(Decoder* d, uint8_t max_type, bool allow_map, TableSchema* schema, std::string* error);
 
+// Whether `a` and `b` have the same features: names and types, in order.
+bool SameFeatures(const TableSchema& a, const TableSchema& b);
+// Adds each of `from`'s features' present and value counts to `into`'s.
+// REQUIRES: SameFeatures(from, *into).
+void AddFeatureCounts(const TableSchema& from, TableSchema* into);
+
 // What a table stripe's stream holds; parallel to StripeInfo::streams.
 struct TableStream {
   uint32_t feature = 0;  // index into TableSchema::features

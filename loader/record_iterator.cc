@@ -17,10 +17,12 @@ struct [[gnu::visibility("hidden")]] RecordIterator::Rep {
   Rep(const ImageDataset& dataset, const RecordIteratorOptions& options);
   ~Rep();
   void ReadAhead();
+  // The bytes a record's read holds; may open its file, so never under mu_.
   uint64_t RecordCost(uint64_t record) const;
-  // Whether record order_[scheduled_] fits the count and byte bounds; always
-  // true when nothing is in flight. REQUIRES: mu_ held, scheduled_ < order_.size()
-  bool CanSchedule() const;
+  // Whether record order_[scheduled_], of `cost` bytes, fits the count and
+  // byte bounds; always true when nothing is in flight.
+  // REQUIRES: mu_ held, scheduled_ < order_.size()
+  bool CanSchedule(uint64_t cost) const;
   Result<bool> Next(RecordBatch* batch);
 
   const std::shared_ptr<const ImageDataset> open_;  // keeps the dataset open
@@ -36,10 +38,11 @@ struct [[gnu::visibility("hidden")]] RecordIterator::Rep {
     uint64_t record = 0;
     std::shared_ptr<ReadBatch> streams;  // shared by the records read together
     size_t first = 0;                    // the record's stream 0 in `streams`
+    uint64_t cost = 0;                   // its share of bytes_in_flight_
   };
   std::deque<Ready> ready_;
   std::vector<std::shared_ptr<ReadBatch>> spare_;  // batches whose records were all taken, reused
-  size_t scheduled_ = 0;            // records handed to the reader so far
+  size_t scheduled_ = 0;            // records handed to the reader so far (moved by it alone)
   size_t delivered_ = 0;            // records returned by Next()
   uint64_t bytes_in_flight_ = 0;    // of records scheduled and not yet delivered
   Status error_;
@@ -94,17 +97,18 @@ uint64_t RecordIterator::Rep::RecordCost(uint64_t record) const {
   return bytes.ok() ? *bytes : 0;
 }
 
-bool RecordIterator::Rep::CanSchedule() const {
+bool RecordIterator::Rep::CanSchedule(uint64_t cost) const {
   const size_t in_flight = scheduled_ - delivered_;
   return in_flight == 0 ||
-         (in_flight < options_.records_in_flight &&
-          bytes_in_flight_ + RecordCost(order_[scheduled_]) <= options_.max_bytes_in_flight);
+         (in_flight < options_.records_in_flight && bytes_in_flight_ + cost <= options_.max_bytes_in_flight);
 }
 
 void RecordIterator::Rep::ReadAhead() {
   while (true) {
-    std::vector<uint64_t> batch;
+    std::vector<uint64_t> batch, costs;
     {
+      // This thread alone moves scheduled_, so it reads it without the lock.
+      uint64_t cost = scheduled_ < order_.size() ? RecordCost(order_[scheduled_]) : 0;
       std::unique_lock<std::mutex> lock(mu_);
       // Wait until half the slots are free (or nothing is in flight), so each
       // batch is large and one half is read while the caller drains the
@@ -114,12 +118,17 @@ void RecordIterator::Rep::ReadAhead() {
       changed_.wait(lock, [&] {
         if (stop_ || !error_.ok() || scheduled_ == order_.size()) return true;
         const size_t free = options_.records_in_flight - (scheduled_ - delivered_);
-        return CanSchedule() && (scheduled_ == delivered_ || free >= low_water);
+        return CanSchedule(cost) && (scheduled_ == delivered_ || free >= low_water);
       });
       if (stop_ || !error_.ok() || scheduled_ == order_.size()) return;
-      while (scheduled_ < order_.size() && CanSchedule()) {
-        bytes_in_flight_ += RecordCost(order_[scheduled_]);
+      while (CanSchedule(cost)) {
+        bytes_in_flight_ += cost;
+        costs.push_back(cost);
         batch.push_back(order_[scheduled_++]);
+        if (scheduled_ == order_.size()) break;
+        lock.unlock();
+        cost = RecordCost(order_[scheduled_]);
+        lock.lock();
       }
     }
     std::shared_ptr<ReadBatch> streams;
@@ -136,7 +145,7 @@ void RecordIterator::Rep::ReadAhead() {
     if (!read.ok()) {
       error_ = read;
     } else {
-      for (size_t i = 0; i < batch.size(); ++i) ready_.push_back({batch[i], streams, i * per_record_});
+      for (size_t i = 0; i < batch.size(); ++i) ready_.push_back({batch[i], streams, i * per_record_, costs[i]});
     }
     changed_.notify_all();
   }
@@ -156,7 +165,7 @@ Result<bool> RecordIterator::Rep::Next(RecordBatch* batch) {
                                                    ready.streams->spans(ready.first, per_record_), batch);
   lock.lock();
   ++delivered_;
-  bytes_in_flight_ -= RecordCost(ready.record);
+  bytes_in_flight_ -= ready.cost;
   if (!parsed.ok() && error_.ok()) error_ = parsed;  // an error ends the iteration
   if (ready.streams.use_count() == 1) spare_.push_back(std::move(ready.streams));
   changed_.notify_all();

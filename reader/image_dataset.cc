@@ -5,9 +5,11 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <unordered_map>
 
 #include "format/checksum.h"
 #include "format/segments.h"
+#include "format/table_format.h"
 #include "format/table_stripe.h"
 #include "io/location.h"
 #include "io/remote_path.h"
@@ -270,16 +272,11 @@ Result<std::unique_ptr<ImageDataset>> ImageDataset::Rep::Open(const std::string&
       ds->fields.row_count = ds->files[0].entry.image_count;
       return Status::OK();
     }
-    bool same = s.features.size() == ds->fields.features.size();
-    for (size_t k = 0; same && k < s.features.size(); ++k) {
-      same = s.features[k].name == ds->fields.features[k].name && s.features[k].type == ds->fields.features[k].type;
+    if (!SameFeatures(s, ds->fields)) {
+      return Status::Corruption(file.path() + ": its fields differ from those of " + ds->files[0].path);
     }
-    if (!same) return Status::Corruption(file.path() + ": its fields differ from those of " + ds->files[0].path);
     ds->fields.row_count += ds->files[f].entry.image_count;
-    for (size_t k = 0; k < s.features.size(); ++k) {
-      ds->fields.features[k].present_count += s.features[k].present_count;
-      ds->fields.features[k].value_count += s.features[k].value_count;
-    }
+    AddFeatureCounts(s, &ds->fields);
     return Status::OK();
   }));
   ds->numbered = true;
@@ -307,12 +304,7 @@ Status ImageDataset::Rep::CheckFile(size_t f, const PcrFile& file) const {
       return mismatch("image count of record " + std::to_string(s));
     }
   }
-  const TableSchema& s = index.schema;
-  bool same = s.features.size() == fields.features.size();
-  for (size_t k = 0; same && k < s.features.size(); ++k) {
-    same = s.features[k].name == fields.features[k].name && s.features[k].type == fields.features[k].type;
-  }
-  if (!same) return mismatch("field schema (names, types or order)");
+  if (!SameFeatures(index.schema, fields)) return mismatch("field schema (names, types or order)");
   return Status::OK();
 }
 
@@ -411,22 +403,24 @@ Status ImageDataset::Rep::Samples(std::span<const uint64_t> wanted,
   std::vector<uint64_t> load;  // what another thread did not load while this one waited
   for (const uint64_t key : cache->FindAll(keys, out)) load.push_back(key >> 1);
   if (load.empty()) return Status::OK();
+  std::unordered_map<uint64_t, const PcrFile*> file_of_key;
+  for (size_t m = 0; m < missing.size(); ++m) file_of_key.emplace(missing[m], pinned[m].get());
   std::vector<ReadRange> ranges;
   for (size_t j = 0; j < load.size(); ++j) {
-    const size_t pin = std::find(missing.begin(), missing.end(), SamplesKey(load[j])) - missing.begin();
-    ranges.push_back(StreamRange(*pinned[pin], records[load[j]].stripe, 0, j));
+    ranges.push_back(StreamRange(*file_of_key.at(SamplesKey(load[j])), records[load[j]].stripe, 0, j));
   }
   ReadBatch streams;
   PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, {}, &streams));
+  std::unordered_map<uint64_t, std::shared_ptr<const Samples>> loaded;
   for (size_t j = 0; j < load.size(); ++j) {
-    const size_t pin = std::find(missing.begin(), missing.end(), SamplesKey(load[j])) - missing.begin();
-    PCR_ASSIGN_OR_RETURN(Samples decoded, DecodeSamples(load[j], *pinned[pin], streams[j]));
+    PCR_ASSIGN_OR_RETURN(Samples decoded, DecodeSamples(load[j], *file_of_key.at(SamplesKey(load[j])), streams[j]));
     const uint64_t bytes = SamplesBytes(decoded);
     auto samples = std::make_shared<const Samples>(std::move(decoded));
     cache->Insert(SamplesKey(load[j]), samples, bytes);
-    for (size_t i = 0; i < wanted.size(); ++i) {
-      if (wanted[i] == load[j]) (*out)[i] = samples;
-    }
+    loaded.emplace(load[j], std::move(samples));
+  }
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if ((*out)[i] == nullptr) (*out)[i] = loaded.at(wanted[i]);
   }
   return Status::OK();
 }
@@ -661,8 +655,13 @@ std::string ImageDataset::Rep::DescribeImage(uint64_t image) const {
   const auto [record, row] = Locate(image);
   std::vector<std::shared_ptr<const std::vector<SampleMetadata>>> samples;
   const bool keyed = Samples({&record, 1}, &samples).ok();
+  return DescribeImage(image, keyed ? &(*samples[0])[row] : nullptr);
+}
+
+std::string ImageDataset::Rep::DescribeImage(uint64_t image, const SampleMetadata* sample) const {
+  const uint64_t record = Locate(image).first;
   return files[records[record].file].path + ": image " + std::to_string(image) + " (record " + std::to_string(record) +
-         (keyed ? ", key " + (*samples[0])[row].key : "") + ")";
+         (sample != nullptr ? ", key " + sample->key : "") + ")";
 }
 
 Result<Bytes> ImageDataset::LowerFidelity(uint64_t image, ByteSpan jpeg, int jpeg_fidelity, int fidelity) const {
@@ -718,12 +717,12 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
                                                          const CoalesceOptions& coalesce,
                                                          std::vector<Status>* failed) const {
   // One range per (request, group); ranges[first_range[i] + g - 1] is group g of request i.
-  std::vector<uint64_t> record_of(requests.size());
+  std::vector<uint64_t> record_of(requests.size()), row_of(requests.size());
   std::vector<size_t> file_of(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     PCR_RETURN_IF_ERROR(CheckFidelity(requests[i].fidelity));
     PCR_RETURN_IF_ERROR(CheckImage(requests[i].image));
-    record_of[i] = Locate(requests[i].image).first;
+    std::tie(record_of[i], row_of[i]) = Locate(requests[i].image);
     file_of[i] = records[record_of[i]].file;
   }
   std::vector<std::shared_ptr<const PcrFile>> opened;
@@ -732,28 +731,29 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
   // chunks: metadata_of[j] is request `unkeyed[j]`'s record, read as range
   // first_metadata + j.
   using Samples = std::vector<SampleMetadata>;
-  std::vector<std::shared_ptr<const Samples>> samples(requests.size());
+  std::unordered_map<uint64_t, std::shared_ptr<const Samples>> samples;  // by record
   std::vector<size_t> unkeyed;
   std::vector<uint64_t> metadata_of;
   for (size_t i = 0; i < requests.size(); ++i) {
-    samples[i] = std::static_pointer_cast<const Samples>(cache->Find(SamplesKey(record_of[i])));
-    if (samples[i] == nullptr && std::find(metadata_of.begin(), metadata_of.end(), record_of[i]) == metadata_of.end()) {
+    if (samples.contains(record_of[i])) continue;
+    auto found = std::static_pointer_cast<const Samples>(cache->Find(SamplesKey(record_of[i])));
+    if (found == nullptr) {
       unkeyed.push_back(i);
       metadata_of.push_back(record_of[i]);
     }
+    samples.emplace(record_of[i], std::move(found));
   }
   std::vector<ReadRange> ranges;
   std::vector<size_t> first_range(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const ImageRequest& r = requests[i];
-    const auto [record, in_record] = Locate(r.image);
-    const RecordLocation& loc = records[record];
+    const RecordLocation& loc = records[record_of[i]];
     const PcrFile& file = *opened[i];
     first_range[i] = ranges.size();
     const int groups = ScanGroups(r.fidelity);
-    for (int g = 1; g <= groups; ++g) ranges.push_back(ChunkRange(file, loc.stripe, g, in_record));
+    for (int g = 1; g <= groups; ++g) ranges.push_back(ChunkRange(file, loc.stripe, g, row_of[i]));
     if (r.segments && file.index().stripes[loc.stripe].has_segments) {
-      ranges.push_back(ChunkRange(file, loc.stripe, script.group_count() + 1, in_record));
+      ranges.push_back(ChunkRange(file, loc.stripe, script.group_count() + 1, row_of[i]));
     }
   }
   const size_t first_metadata = ranges.size();
@@ -761,29 +761,39 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
   ReadBatch chunks;
   PCR_RETURN_IF_ERROR(ExecuteReads(*engine, ranges, coalesce, &chunks, true));
   bytes_requested.fetch_add(chunks.bytes_requested(), std::memory_order_relaxed);
+  std::unordered_map<uint64_t, Status> unreadable;  // records whose metadata failed, by record
   for (size_t j = 0; j < metadata_of.size(); ++j) {
-    PCR_RETURN_IF_ERROR(chunks.check(first_metadata + j));
-    PCR_ASSIGN_OR_RETURN(Samples decoded,
-                         DecodeSamples(metadata_of[j], *opened[unkeyed[j]], chunks[first_metadata + j]));
-    const uint64_t bytes = SamplesBytes(decoded);
-    auto shared = std::make_shared<const Samples>(std::move(decoded));
-    cache->Insert(SamplesKey(metadata_of[j]), shared, bytes);
-    for (size_t i = 0; i < requests.size(); ++i) {
-      if (record_of[i] == metadata_of[j]) samples[i] = shared;
+    Status check = chunks.check(first_metadata + j);
+    Result<Samples> decoded = check.ok()
+                                  ? DecodeSamples(metadata_of[j], *opened[unkeyed[j]], chunks[first_metadata + j])
+                                  : Result<Samples>(check);
+    if (!decoded.ok()) {
+      if (failed == nullptr) return decoded.status();
+      unreadable.emplace(metadata_of[j], decoded.status());
+      continue;
     }
+    const uint64_t bytes = SamplesBytes(*decoded);
+    auto shared = std::make_shared<const Samples>(std::move(decoded).value());
+    cache->Insert(SamplesKey(metadata_of[j]), shared, bytes);
+    samples[metadata_of[j]] = std::move(shared);
   }
   std::vector<Image> images(requests.size());
   if (failed != nullptr) failed->assign(requests.size(), Status::OK());
   for (size_t i = 0; i < requests.size(); ++i) {
     Image& img = images[i];
-    const SampleMetadata& sample = (*samples[i])[Locate(requests[i].image).second];
+    const std::shared_ptr<const Samples>& record_samples = samples[record_of[i]];
+    if (record_samples == nullptr) {
+      (*failed)[i] = unreadable.at(record_of[i]);
+      continue;
+    }
+    const SampleMetadata& sample = (*record_samples)[row_of[i]];
     img.label = sample.label;
     img.key = sample.key;
     const size_t end = i + 1 < requests.size() ? first_range[i + 1] : first_metadata;
     Status check;
     for (size_t r = first_range[i]; r < end && check.ok(); ++r) check = chunks.check(r);
     if (!check.ok()) {
-      check = check.WithPrefix(DescribeImage(requests[i].image));
+      check = check.WithPrefix(DescribeImage(requests[i].image, &sample));
       if (failed == nullptr) return check;
       (*failed)[i] = std::move(check);
       continue;
@@ -796,8 +806,8 @@ Result<std::vector<Image>> ImageDataset::Rep::ReadImages(std::span<const ImageRe
       if (g == 1 && merge) {
         const Status put = InsertSegments(chunks[first_range[i]], chunks[segments], &img.jpeg);
         if (put.ok()) continue;
-        if (failed == nullptr) return put.WithPrefix(DescribeImage(requests[i].image));
-        (*failed)[i] = put.WithPrefix(DescribeImage(requests[i].image));
+        if (failed == nullptr) return put.WithPrefix(DescribeImage(requests[i].image, &sample));
+        (*failed)[i] = put.WithPrefix(DescribeImage(requests[i].image, &sample));
         img.jpeg.clear();
         break;
       }

@@ -87,9 +87,12 @@ struct [[gnu::visibility("hidden")]] ImageDataset::Rep {
   // key <key>)", the key when its record's metadata reads.
   // REQUIRES: image < num_images
   std::string DescribeImage(uint64_t image) const;
+  // The same with `sample`'s key, when given; reads nothing.
+  std::string DescribeImage(uint64_t image, const SampleMetadata* sample) const;
   // A chunk that fails its checksum is an error naming the image
-  // (DescribeImage); with `failed`, (*failed)[i] holds request i's error
-  // instead and its image is left empty. I/O errors end the read.
+  // (DescribeImage), as is metadata of its record that does not decode;
+  // with `failed`, (*failed)[i] holds request i's error instead and its
+  // image is left empty. I/O errors end the read.
   Result<std::vector<Image>> ReadImages(std::span<const ImageRequest> requests, const CoalesceOptions& coalesce,
                                         std::vector<Status>* failed = nullptr) const;
   Result<std::vector<uint64_t>> StreamBytes() const;

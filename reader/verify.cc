@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "format/file_format.h"
+#include "format/table_format.h"
 #include "io/read_executor.h"
 #include "reader/inspect.h"
 
@@ -77,7 +78,8 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
     return report;
   }
   const TableSchema& fields = (*ds)->field_schema();
-  std::vector<std::pair<uint64_t, uint64_t>> sums(fields.features.size());  // present, values
+  TableSchema sums = fields;  // the files' counts
+  for (FeatureInfo& f : sums.features) f.present_count = f.value_count = 0;
   bool all_open = true;
   for (size_t f = 0; f < DatasetFileCount(**ds); ++f) {
     const auto file = DatasetFile(**ds, f);
@@ -87,20 +89,18 @@ VerifyReport VerifyPath(const std::string& path, const IoEngineOptions& io) {
       continue;
     }
     VerifyFile(DatasetEngine(**ds), **file, &report);
-    const auto& features = (*file)->index().schema.features;
-    for (size_t k = 0; k < features.size() && k < sums.size(); ++k) {
-      sums[k].first += features[k].present_count;
-      sums[k].second += features[k].value_count;
-    }
+    // Opening the file checked its features against the dataset's.
+    if (SameFeatures((*file)->index().schema, sums)) AddFeatureCounts((*file)->index().schema, &sums);
   }
   // The manifest's field counts against the files' sums.
-  for (size_t k = 0; all_open && k < sums.size(); ++k) {
+  for (size_t k = 0; all_open && k < sums.features.size(); ++k) {
     const FeatureInfo& want = fields.features[k];
-    if (sums[k] != std::make_pair(want.present_count, want.value_count)) {
+    const FeatureInfo& got = sums.features[k];
+    if (got.present_count != want.present_count || got.value_count != want.value_count) {
       report.errors.push_back(path + ": field '" + want.name + "': the manifest counts " +
                               std::to_string(want.present_count) + " present and " + std::to_string(want.value_count) +
-                              " values, its files " + std::to_string(sums[k].first) + " and " +
-                              std::to_string(sums[k].second));
+                              " values, its files " + std::to_string(got.present_count) + " and " +
+                              std::to_string(got.value_count));
     }
   }
   const Result<DatasetCounts> counts = (*ds)->counts();

@@ -316,5 +316,39 @@ TEST_CASE("a corrupt image is named by its key and index, or with skip_corrupt l
   }
 }
 
+TEST_CASE("with skip_corrupt, a record whose labels and keys fail their checksum is skipped image by image") {
+  TempDir tmp;
+  REQUIRE(ConvertImages({.src_dir = test::DataDir() + "/sample",
+                         .out_dir = tmp / "ds",
+                         .images_per_record = 5,
+                         .records_per_file = 100})
+              .ok());
+  const std::string path = DatasetFile(*ImageDataset::Open(tmp / "ds").MoveValue(), 0).MoveValue()->path();
+  uint64_t offset = 0, images = 0;
+  {
+    auto ds = ImageDataset::Open(path).MoveValue();
+    images = ds->num_images();
+    const RecordLocation& loc = DatasetRecord(*ds, 1);
+    offset = DatasetFile(*ds, loc.file).MoveValue()->index().stripes[loc.stripe].stream_offset(0);
+  }
+  Bytes bytes = test::ReadFile(path);
+  bytes[offset] ^= 0x01;
+  test::WriteFile(path, bytes);
+  auto ds = ImageDataset::Open(path).MoveValue();
+  ImageLoaderOptions o = Options(0, 1);
+  o.skip_corrupt = true;
+  auto skipping = ImageLoader::Create(*ds, o).MoveValue();
+  std::set<uint64_t> seen;
+  for (const LoaderBatch& b : Drain(*skipping)) seen.insert(b.indices.begin(), b.indices.end());
+  std::set<uint64_t> skipped;
+  for (const SkippedImage& s : skipping->skipped()) {
+    CHECK(s.error.code() == StatusCode::kCorruption);
+    skipped.insert(s.index);
+  }
+  CHECK(skipped == std::set<uint64_t>{5, 6, 7, 8, 9});
+  CHECK(seen.size() == images - 5);
+  for (uint64_t i = 5; i < 10; ++i) CHECK(seen.count(i) == 0);
+}
+
 }  // namespace
 }  // namespace pcr

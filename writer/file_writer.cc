@@ -5,6 +5,7 @@
 
 #include "format/checksum.h"
 #include "format/popularity.h"
+#include "format/table_format.h"
 #include "io/pcr_file.h"
 #include "io/remote_path.h"
 
@@ -178,8 +179,11 @@ Status NumberRecords(const std::filesystem::path& dir, const std::string& files_
     for (size_t f = first; f < end; ++f) {
       const PcrFile& file = *files[f - first];
       const DatasetFileEntry& entry = manifest->files[f];
-      if (file.size() != entry.size || file.footer().index_checksum != entry.index_checksum ||
-          file.index().stripes.size() != entry.stripe_count) {
+      uint64_t images = 0;
+      for (const StripeInfo& stripe : file.index().stripes) images += stripe.image_count;
+      if (file.header().kind != FileKind::kImages || file.size() != entry.size ||
+          file.footer().index_checksum != entry.index_checksum || file.index().stripes.size() != entry.stripe_count ||
+          images != entry.image_count || !(file.index().script == manifest->script)) {
         return Status::IOError(file.path() +
                                ": changed while its dataset was written: it differs from its manifest entry");
       }
@@ -188,17 +192,10 @@ Status NumberRecords(const std::filesystem::path& dir, const std::string& files_
       TableSchema& joined = manifest->fields;
       if (f == 0) {
         joined.features = s.features;
+      } else if (!SameFeatures(s, joined)) {
+        return Status::Corruption(file.path() + ": its fields differ from those of the dataset's first file");
       } else {
-        bool same = s.features.size() == joined.features.size();
-        for (size_t k = 0; same && k < s.features.size(); ++k) {
-          same = s.features[k].name == joined.features[k].name && s.features[k].type == joined.features[k].type;
-        }
-        if (!same)
-          return Status::Corruption(file.path() + ": its fields differ from those of the dataset's first file");
-        for (size_t k = 0; k < s.features.size(); ++k) {
-          joined.features[k].present_count += s.features[k].present_count;
-          joined.features[k].value_count += s.features[k].value_count;
-        }
+        AddFeatureCounts(s, &joined);
       }
       joined.row_count += entry.image_count;
     }
