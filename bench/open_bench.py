@@ -3,6 +3,7 @@
 
 usage: bench/open_bench.py BUILD_DIR BASE_BUILD_DIR WORK_DIR [--images N] [--files N]
                            [--rounds N] [--link RTT_MS:MBIT] [--steady-batches N]
+                           [--only open,first,steady]
 
 Makes WORK_DIR/tars once: N images (default 1,000,000) of 16x16 pixels (64
 distinct baseline JPEGs of about 650 bytes, each image a sample with a key and
@@ -119,25 +120,27 @@ def result(p):
     return json.loads(out)
 
 
-def measure(builds, paths, rounds, steady_batches, link=None):
+def measure(builds, paths, rounds, steady_batches, only, link=None):
     """{build name: {figure: [values over rounds]}}."""
     got = {name: {} for name in builds}
     for _ in range(rounds):
         for name, build in builds.items():
             figures = got[name]
-            requests = link.requests() if link else 0
-            opened = result(child(build, "open", paths[name]))
-            if link:
-                opened["reads"] = link.requests() - requests
-            for key in ("seconds", "rss", "rss_before", "reads", "bytes"):
-                figures.setdefault("open_" + key, []).append(opened[key])
-            requests = link.requests() if link else 0
-            ranks = [child(build, "first", paths[name], r) for r in range(2)]
-            firsts = [result(p) for p in ranks]
-            figures.setdefault("first_batch_s", []).append(max(f["first_seconds"] for f in firsts))
-            if link:
-                figures.setdefault("first_batch_requests", []).append(link.requests() - requests)
-            if steady_batches and not link:
+            if "open" in only:
+                requests = link.requests() if link else 0
+                opened = result(child(build, "open", paths[name]))
+                if link:
+                    opened["reads"] = link.requests() - requests
+                for key in ("seconds", "rss", "rss_before", "reads", "bytes"):
+                    figures.setdefault("open_" + key, []).append(opened[key])
+            if "first" in only:
+                requests = link.requests() if link else 0
+                ranks = [child(build, "first", paths[name], r) for r in range(2)]
+                firsts = [result(p) for p in ranks]
+                figures.setdefault("first_batch_s", []).append(max(f["first_seconds"] for f in firsts))
+                if link:
+                    figures.setdefault("first_batch_requests", []).append(link.requests() - requests)
+            if "steady" in only and steady_batches and not link:
                 steady = result(child(build, "steady", paths[name], 0, [steady_batches]))
                 figures.setdefault("images_per_s", []).append(steady["images_per_s"])
     return got
@@ -154,7 +157,7 @@ def table(title, got, names):
     print("| figure | " + " | ".join(names) + " | ratio |")
     print("|---" * (len(names) + 2) + "|")
     for label, key, fmt in rows:
-        if key not in got[names[0]]:
+        if key not in got[names[0]] or not got[names[0]][key]:
             continue
         values = [statistics.median(got[n][key]) for n in names]
         if key.startswith("open_rss"):
@@ -175,6 +178,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="0: only make the data")
     ap.add_argument("--link", default=None, help="RTT_MS:MBIT")
     ap.add_argument("--steady-batches", type=int, default=200)
+    ap.add_argument("--only", default="open,first,steady", help="which figures, comma-separated")
     args = ap.parse_args()
     builds = {"new": os.path.abspath(args.build), "base": os.path.abspath(args.base_build)}
     work = os.path.abspath(args.work)
@@ -201,7 +205,8 @@ def main():
     if args.rounds == 0:
         return
     names = list(builds)
-    local = measure(builds, {n: os.path.join(www, n) for n in builds}, args.rounds, args.steady_batches)
+    local = measure(builds, {n: os.path.join(www, n) for n in builds}, args.rounds, args.steady_batches,
+                    args.only.split(","))
     table(f"Local files, median of {args.rounds}", local, names)
     results = {"local": local}
     if args.link:
@@ -210,7 +215,7 @@ def main():
         os.makedirs(nginx, exist_ok=True)
         link = Link(rtt, mbps, www, nginx)
         try:
-            remote = measure(builds, {n: f"http://{ADDRESS}/{n}" for n in builds}, args.rounds, 0, link)
+            remote = measure(builds, {n: f"http://{ADDRESS}/{n}" for n in builds}, args.rounds, 0, args.only.split(","), link)
         finally:
             link.close()
         table(f"Over the link ({rtt:g} ms, {mbps:g} Mbit/s; measured RTT {link.measured_rtt_ms:.0f} ms), "

@@ -69,29 +69,44 @@ Result<std::vector<std::unique_ptr<PcrFile>>> PcrFile::OpenAll(std::vector<std::
     }
     out.emplace_back(new PcrFile(std::move(raf)));
   }
-  // In groups of kOpenBatch files: each group's headers and footers in one
-  // engine call, then their indexes in another.
+  // In groups of kOpenBatch files: each group's headers and tails in one
+  // engine call, then the indexes not in the tails in another.
   for (size_t first = 0; first < out.size(); first += kOpenBatch) {
     const size_t n = std::min(kOpenBatch, out.size() - first);
-    std::vector<Bytes> heads(n, Bytes(kFileHeaderSize)), foots(n, Bytes(kFooterSize));
+    std::vector<Bytes> heads(n, Bytes(kFileHeaderSize)), tails(n);
     std::vector<ReadRequest> reads;
     for (size_t i = 0; i < n; ++i) {
       const RandomAccessFile& file = out[first + i]->file();
+      tails[i].resize(file.remote() ? std::min(file.size() - kFileHeaderSize, kRemoteTail) : kFooterSize);
       reads.push_back({&file, 0, kFileHeaderSize, heads[i].data()});
-      reads.push_back({&file, file.size() - kFooterSize, kFooterSize, foots[i].data()});
+      reads.push_back({&file, file.size() - tails[i].size(), tails[i].size(), tails[i].data()});
     }
     PCR_RETURN_IF_ERROR(engine->Read(reads));
     std::vector<Bytes> indexes(n);
     std::vector<ReadRequest> index_reads;
+    std::vector<size_t> index_read(n, SIZE_MAX);  // file i's in index_reads, or SIZE_MAX: in its tail
     for (size_t i = 0; i < n; ++i) {
       PcrFile& f = *out[first + i];
-      PCR_RETURN_IF_ERROR(LoadRereading(*engine, {&reads[2 * i], 2}, [&] { return f.LoadHead(heads[i], foots[i]); }));
+      PCR_RETURN_IF_ERROR(LoadRereading(*engine, {&reads[2 * i], 2}, [&] {
+        return f.LoadHead(heads[i], ByteSpan(tails[i]).last(kFooterSize));
+      }));
+      if (f.footer_.index_offset >= f.size() - tails[i].size()) continue;
       indexes[i].resize(f.footer_.index_length);
+      index_read[i] = index_reads.size();
       index_reads.push_back({&f.file(), f.footer_.index_offset, indexes[i].size(), indexes[i].data()});
     }
     PCR_RETURN_IF_ERROR(engine->Read(index_reads));
     for (size_t i = 0; i < n; ++i) {
-      PCR_RETURN_IF_ERROR(LoadRereading(*engine, {&index_reads[i], 1}, [&] { return out[first + i]->LoadIndex(indexes[i]); }));
+      PcrFile& f = *out[first + i];
+      if (index_read[i] != SIZE_MAX) {
+        PCR_RETURN_IF_ERROR(
+            LoadRereading(*engine, {&index_reads[index_read[i]], 1}, [&] { return f.LoadIndex(indexes[i]); }));
+        continue;
+      }
+      const uint64_t at = f.footer_.index_offset - (f.size() - tails[i].size());
+      PCR_RETURN_IF_ERROR(LoadRereading(*engine, {&reads[2 * i + 1], 1}, [&] {
+        return f.LoadIndex(ByteSpan(tails[i]).subspan(at, f.footer_.index_length));
+      }));
     }
   }
   return out;

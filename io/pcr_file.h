@@ -35,12 +35,15 @@ class PcrFile {
   // (IoEngine::OpenMemory), so a whole file read once is checked as any.
   static Result<std::unique_ptr<PcrFile>> Open(std::unique_ptr<RandomAccessFile> file, IoEngine* engine);
   // Opens many files with few engine calls: the headers and footers of
-  // kOpenBatch files at a time in one call, then their indexes in one more
-  // (two round trips for remote files, however many). The first failure is
-  // the result.
+  // kOpenBatch files at a time in one call, then their indexes in one more.
+  // A remote file's footer comes with its last kRemoteTail bytes, so an
+  // index that fits there needs no call of its own: one round trip for
+  // such files, two for others, however many. The first failure is the
+  // result.
   static Result<std::vector<std::unique_ptr<PcrFile>>> OpenAll(std::vector<std::unique_ptr<RandomAccessFile>> files,
                                                                IoEngine* engine);
   static constexpr size_t kOpenBatch = 1024;
+  static constexpr uint64_t kRemoteTail = 64 << 10;
 
   const std::string& path() const { return file_->path(); }
   uint64_t size() const { return file_->size(); }

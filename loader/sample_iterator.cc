@@ -145,7 +145,18 @@ void SampleIterator::Rep::ReadAhead() {
       changed_.wait(lock, [&] { return stop_ || read_ >= n || read_ < ReadLimit(); });
       if (stop_ || read_ >= n) return;
       begin = read_;
-      end = std::min({n, ReadLimit(), begin + read_ahead_});
+      // What the next batch still needs comes in one call, however long:
+      // the first batch of a shuffle needs its whole buffer.
+      const uint64_t batch_end = std::min(n, position_ + options_.epoch.batch_size);
+      const uint64_t needed = batch_end == 0 ? 0 : needed_[batch_end - 1] + 1;
+      end = std::min({n, ReadLimit(), std::max(begin + read_ahead_, needed)});
+    }
+    // A window runs on to its last record's end, so that each record is read
+    // in one piece: the parts of one read apart would each bring the holes
+    // between their chunks.
+    while (end < n && dataset_.LocateImage(plan_.input[end])->first ==
+                          dataset_.LocateImage(plan_.input[end - 1])->first) {
+      ++end;
     }
     requests.clear();
     inputs.clear();

@@ -89,8 +89,10 @@ struct PCR_EXPORT IterationState {
 struct SampleIteratorOptions {
   EpochOptions epoch;
   int fidelity = kFullFidelity;  // 1..num_scan_groups() or kFullFidelity
-  // Images read beyond what the next batch needs, at most (and per engine
-  // call); memory holds about shuffle_buffer + batch_size + read_ahead images.
+  // Images read beyond what the next batch needs, at most, and per engine
+  // call unless the next batch needs more (the first batch of a shuffle
+  // reads its buffer in one call); each call runs on to its last record's
+  // end. Memory holds about shuffle_buffer + batch_size + read_ahead images.
   uint64_t read_ahead = 2048;
   // Fields to read with the images: each record's streams of these fields
   // are read once, when its first image is.
