@@ -148,6 +148,15 @@ ds = pcr.ImageDataset(sys.argv[1])
 assert (len(ds), ds.num_records, ds.classes) == (24, 5, ["misc", "textures", "video"]), (len(ds), ds.num_records, ds.classes)' "$url/ds" >"$tmp/out" 2>&1 &&
      [ "$(wc -l <"$tmp/logs/access.log")" -eq 1 ] && grep -q '"GET /ds/dataset.pcrd HTTP/1.1" 206 ' "$tmp/logs/access.log"; then
     ok; else bad "opening is one GET"; cat "$tmp/out" "$tmp/logs/access.log"; fi
+  # A read's first touch of a file: its header, and its tail holding the
+  # footer and the index, then the image with its record's labels and keys.
+  : >"$tmp/logs/access.log"
+  if PYTHONPATH="$tools/../python" "$python" -c '
+import sys, pcr
+local, remote = pcr.ImageDataset(sys.argv[1]), pcr.ImageDataset(sys.argv[2])
+assert remote.read(7, 2) == local.read(7, 2) and remote.sample(7) == local.sample(7)' "$tmp/www/ds" "$url/ds" >"$tmp/out" 2>&1 &&
+     [ "$(wc -l <"$tmp/logs/access.log")" -eq 4 ] && [ "$(grep -c '/ds/records-' "$tmp/logs/access.log")" -eq 3 ]; then
+    ok; else bad "a file's first touch is one round trip"; cat "$tmp/out" "$tmp/logs/access.log"; fi
 fi
 
 echo "$passed passed, $failed failed"
