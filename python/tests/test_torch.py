@@ -529,20 +529,22 @@ def with_pid(batch):
 
 
 def open_record_files(batch=()):
-    """A batch_transform adding its process and the .pcr files open in it."""
+    """A batch_transform adding its process and the files of the dataset
+    being loaded (the PCR_TEST_OPEN_DIR directory) open in it."""
     names = []
     for fd in os.listdir("/proc/self/fd"):
         try:
             target = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             continue
-        if target.endswith(".pcr"):
+        if os.path.dirname(target) == os.environ["PCR_TEST_OPEN_DIR"] and target.endswith(".pcr"):
             names.append(os.path.basename(target))
     return (*batch, os.getpid(), tuple(sorted(names)))
 
 
-def test_each_rank_and_worker_opens_only_the_files_of_its_share(data_dir, tmp_path):
+def test_each_rank_and_worker_opens_only_the_files_of_its_share(data_dir, tmp_path, monkeypatch):
     out = tmp_path / "ds"
+    monkeypatch.setenv("PCR_TEST_OPEN_DIR", os.path.realpath(out))
     pcr.convert_images(str(data_dir / "sample"), str(out), images_per_record=2)
     files = sorted(p.name for p in out.glob("*.pcr"))
     ds = pcr.ImageDataset(str(out))
