@@ -32,13 +32,13 @@ if "$tools/pcr-dump" extract "s3://pcrtest/ds" "$tmp/x-s3" --fidelity 2 >/dev/nu
    diff -r "$tmp/x-local" "$tmp/x-s3" >/dev/null; then ok; else bad "extract from S3"; cat "$tmp/err"; fi
 # Unknown keys are refused by name; anonymous reads need no credentials.
 if ! AWS_ACCESS_KEY_ID=NOBODY "$tools/pcr-dump" "s3://pcrtest/ds" >"$tmp/out" 2>&1 &&
-   grep -q 's3://pcrtest/ds/dataset.pcrd: HTTP 403 InvalidAccessKeyId: .* (access denied: check AWS_ACCESS_KEY_ID' "$tmp/out"
+   grep -q 's3://pcrtest/ds/dataset.pcrd: bytes 0-[0-9]*: HTTP 403 InvalidAccessKeyId: .* (access denied: check AWS_ACCESS_KEY_ID' "$tmp/out"
 then ok; else bad "403 named, with S3's code"; cat "$tmp/out"; fi
 if ! "$tools/pcr-dump" "s3://pcrtest/t/missing.pcr" >"$tmp/out" 2>&1 &&
    grep -q 's3://pcrtest/t/missing.pcr: HTTP 404 NoSuchKey: ' "$tmp/out"; then ok; else bad "404 named, with S3's code"; cat "$tmp/out"; fi
 # A missing bucket is no missing dataset.
 if ! "$tools/pcr-dump" "s3://nobucket/ds" >"$tmp/out" 2>&1 &&
-   grep -q "s3://nobucket/ds/dataset.pcrd: HTTP 404 NoSuchBucket: .*(check the bucket's name" "$tmp/out"; then ok; else
+   grep -q "s3://nobucket/ds/dataset.pcrd: bytes 0-[0-9]*: HTTP 404 NoSuchBucket: .*(check the bucket's name" "$tmp/out"; then ok; else
   bad "a missing bucket named"; cat "$tmp/out"; fi
 "$tools/pcr-dump" cat "$tmp/up/ds" >"$tmp/local.out"
 if env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE=/nonexistent \
