@@ -43,27 +43,27 @@ void StoreFixed64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-bool Decoder::GetFixed8(uint8_t* v) {
+bool ByteCursor::GetFixed8(uint8_t* v) {
   if (failed_ || remaining() < 1) return Fail();
   *v = in_[pos_++];
   return true;
 }
 
-bool Decoder::GetFixed32(uint32_t* v) {
+bool ByteCursor::GetFixed32(uint32_t* v) {
   if (failed_ || remaining() < 4) return Fail();
   *v = LoadFixed32(in_.data() + pos_);
   pos_ += 4;
   return true;
 }
 
-bool Decoder::GetFixed64(uint64_t* v) {
+bool ByteCursor::GetFixed64(uint64_t* v) {
   if (failed_ || remaining() < 8) return Fail();
   *v = LoadFixed64(in_.data() + pos_);
   pos_ += 8;
   return true;
 }
 
-bool Decoder::GetVarint64(uint64_t* v) {
+bool ByteCursor::GetVarint64(uint64_t* v) {
   if (failed_) return false;
   uint64_t result = 0;
   for (size_t i = 0; i < kMaxVarint64Length; ++i) {
@@ -80,20 +80,20 @@ bool Decoder::GetVarint64(uint64_t* v) {
   return Fail();
 }
 
-bool Decoder::GetVarsint64(int64_t* v) {
+bool ByteCursor::GetVarsint64(int64_t* v) {
   uint64_t u;
   if (!GetVarint64(&u)) return false;
   *v = static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1));
   return true;
 }
 
-bool Decoder::GetVarintAtMost(uint64_t max, uint64_t* v) {
+bool ByteCursor::GetVarintAtMost(uint64_t max, uint64_t* v) {
   if (!GetVarint64(v)) return false;
   if (*v > max) return Fail();
   return true;
 }
 
-bool Decoder::GetLengthPrefixed(size_t max_length, std::string* s) {
+bool ByteCursor::GetLengthPrefixed(size_t max_length, std::string* s) {
   uint64_t n;
   if (!GetVarintAtMost(max_length, &n)) return false;
   ByteSpan b;
@@ -102,7 +102,7 @@ bool Decoder::GetLengthPrefixed(size_t max_length, std::string* s) {
   return true;
 }
 
-bool Decoder::GetBytes(size_t n, ByteSpan* s) {
+bool ByteCursor::GetBytes(size_t n, ByteSpan* s) {
   if (failed_ || remaining() < n) return Fail();
   *s = in_.subspan(pos_, n);
   pos_ += n;

@@ -1,6 +1,6 @@
 // Little-endian fixed-width fields and LEB128 varints.
 //
-// Encoders append to a std::string-like byte buffer (Bytes). Decoder reads
+// Encoders append to a std::string-like byte buffer (Bytes). ByteCursor reads
 // from a span and never reads past its end: every Get* returns false on
 // truncation or overlong input and leaves the decoder unusable (failed()).
 #pragma once
@@ -40,9 +40,9 @@ inline uint64_t LoadFixed64(const uint8_t* p) {
 void StoreFixed32(uint8_t* p, uint32_t v);
 void StoreFixed64(uint8_t* p, uint64_t v);
 
-class Decoder {
+class ByteCursor {
  public:
-  explicit Decoder(ByteSpan in) : in_(in) {}
+  explicit ByteCursor(ByteSpan in) : in_(in) {}
 
   bool GetFixed8(uint8_t* v);
   bool GetFixed32(uint32_t* v);

@@ -60,7 +60,7 @@ Status CheckSchemaCounts(const TableSchema& schema, const std::vector<StripeInfo
 
 // The TableStreams describing streams [first_table_stream, first_table_stream
 // + n) of `stripe`, whose row_count is set.
-Status DecodeTableStreams(Decoder* d, const TableSchema& schema, size_t n, bool encodings, StripeInfo* stripe) {
+Status DecodeTableStreams(ByteCursor* d, const TableSchema& schema, size_t n, bool encodings, StripeInfo* stripe) {
   // Every stream needs at least four index bytes here (five with encodings).
   if (n > d->remaining() / (encodings ? 5 : 4)) return Status::Corruption("truncated stream descriptions");
   stripe->table_streams.resize(n);
@@ -317,7 +317,7 @@ void FileIndex::EncodeTo(FileKind kind, uint8_t version_minor, Bytes* out) const
 }
 
 Result<FileIndex> FileIndex::DecodeFrom(ByteSpan in, FileKind kind, uint8_t version_minor, uint64_t index_offset) {
-  Decoder d(in);
+  ByteCursor d(in);
   FileIndex index;
   auto corrupt = [&](const std::string& what) {
     return CorruptAt(index_offset + d.position(), "file index: " + what);
@@ -440,7 +440,7 @@ void EncodeSampleMetadata(const std::vector<SampleMetadata>& samples, Bytes* out
 }
 
 Result<std::vector<SampleMetadata>> DecodeSampleMetadata(ByteSpan in, uint64_t count) {
-  Decoder d(in);
+  ByteCursor d(in);
   if (count > in.size() / 2) return Status::Corruption("sample metadata: image count exceeds stream");
   std::vector<SampleMetadata> samples(count);
   for (uint64_t i = 0; i < count; ++i) {
@@ -471,7 +471,7 @@ void DatasetManifest::EncodeTo(Bytes* out) const {
 }
 
 Result<DatasetManifest> DatasetManifest::DecodeFrom(ByteSpan in, bool records) {
-  Decoder d(in);
+  ByteCursor d(in);
   DatasetManifest m;
   auto corrupt = [&](const std::string& what) {
     return Status::Corruption("dataset manifest at index offset " + std::to_string(d.position()) +
@@ -541,7 +541,7 @@ void PartManifest::EncodeTo(Bytes* out) const {
 }
 
 Result<PartManifest> PartManifest::DecodeFrom(ByteSpan in) {
-  Decoder d(in);
+  ByteCursor d(in);
   PartManifest p;
   if (!d.GetVarint64(&p.shard_index) || !d.GetVarint64(&p.shard_count) || !d.GetFixed64(&p.plan_checksum)) {
     return Status::Corruption("part manifest at index offset " + std::to_string(d.position()) +

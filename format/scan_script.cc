@@ -237,7 +237,7 @@ void EncodeScanScript(const ScanScript& script, Bytes* out) {
   }
 }
 
-bool DecodeScanScript(Decoder* in, ScanScript* script) {
+bool DecodeScanScript(ByteCursor* in, ScanScript* script) {
   uint64_t group_count;
   if (!in->GetLengthPrefixed(255, &script->name) ||
       !in->GetVarintAtMost(kMaxScanGroups, &group_count)) {

@@ -43,6 +43,6 @@ std::string FormatScanScript(const ScanScript& script);
 
 // ScanScript wire form (spec: "ScanScript").
 void EncodeScanScript(const ScanScript& script, Bytes* out);
-bool DecodeScanScript(Decoder* in, ScanScript* script);
+bool DecodeScanScript(ByteCursor* in, ScanScript* script);
 
 }  // namespace pcr

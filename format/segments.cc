@@ -51,7 +51,7 @@ Status InsertSegments(ByteSpan group1, ByteSpan segments, Bytes* out) {
     ByteSpan segment;
   };
   std::vector<Moved> moved;
-  Decoder d(segments);
+  ByteCursor d(segments);
   while (!d.done()) {
     const size_t at = d.position();
     uint64_t position;

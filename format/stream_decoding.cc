@@ -254,7 +254,7 @@ class NodeDecoder {
     return true;
   }
   bool Varint(uint64_t* v) {
-    Decoder d(all_.subspan(pos_, end_ - pos_));
+    ByteCursor d(all_.subspan(pos_, end_ - pos_));
     if (!d.GetVarint64(v)) return false;
     pos_ += d.position();
     return true;
@@ -351,7 +351,7 @@ std::string DescribeNode(ByteSpan all, size_t* pos, size_t end, ValueKind kind, 
   size_t at = *pos + 1;
   const size_t w = static_cast<size_t>(kind.bits / 8);
   const auto varint = [&](uint64_t* v) {
-    Decoder d(all.subspan(at, end - at));
+    ByteCursor d(all.subspan(at, end - at));
     if (!d.GetVarint64(v)) return false;
     at += d.position();
     return true;

@@ -199,7 +199,7 @@ void EncodeTableSchema(const TableSchema& schema, Bytes* out) {
   }
 }
 
-bool DecodeTableSchema(Decoder* d, uint8_t max_type, bool allow_map, TableSchema* schema, std::string* error) {
+bool DecodeTableSchema(ByteCursor* d, uint8_t max_type, bool allow_map, TableSchema* schema, std::string* error) {
   uint64_t n;
   if (!d->GetVarint64(&schema->row_count) || !d->GetVarintAtMost(d->remaining() / 5, &n)) {
     *error = "truncated table schema";

@@ -61,7 +61,7 @@ uint8_t MaxFeatureType(uint8_t version_minor);
 // names, types above max_type, map features unless allow_map, and counts
 // above row_count.
 void EncodeTableSchema(const TableSchema& schema, Bytes* out);
-bool DecodeTableSchema(Decoder* d, uint8_t max_type, bool allow_map, TableSchema* schema, std::string* error);
+bool DecodeTableSchema(ByteCursor* d, uint8_t max_type, bool allow_map, TableSchema* schema, std::string* error);
 
 // Whether `a` and `b` have the same features: names and types, in order.
 bool SameFeatures(const TableSchema& a, const TableSchema& b);

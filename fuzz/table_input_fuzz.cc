@@ -3,7 +3,9 @@
 // cleanly or produce a table that reads and verifies. The same conversion in
 // 2 to 4 shards of small splits must write the same bytes, or fail with the
 // same error; bytes that start as gzip or zstd data (decompressed as they
-// are converted) must be refused in shards.
+// are converted) must be refused in shards. The bytes after the first, read
+// as a shard survey's or a plan's encoding (spec section 15), must be refused
+// or decode to what their encoding decodes to again.
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -11,17 +13,35 @@
 #include <iterator>
 #include <string>
 
+#include "format/table_shard_plan.h"
 #include "fuzz/work_dir.h"
 #include "pcr/table.h"
 #include "pcr/verify.h"
 #include "pcr/convert.h"
 #include "writer/decompress.h"
-#include "writer/table_shards.h"
+#include "tests/table_shards.h"
 
 using pcr::fuzz::WorkDir;
 
+namespace {
+
+template <typename Decode, typename Encode>
+void CheckDecoding(std::string_view magic, std::string_view bytes, Decode decode, Encode encode) {
+  auto first = decode(std::string(magic) + std::string(bytes));
+  if (!first.ok()) return;
+  const std::string once = encode(*first);
+  auto second = decode(once);
+  if (!second.ok() || encode(*second) != once) std::abort();
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
+  CheckDecoding(pcr::kShardSurveyMagic, rest, pcr::DecodeShardSurvey, pcr::EncodeShardSurvey);
+  CheckDecoding(pcr::kTableConversionPlanMagic, rest, pcr::DecodeTableConversionPlan,
+                pcr::EncodeTableConversionPlan);
   const std::filesystem::path dir = WorkDir();
   const std::string input = (dir / ((data[0] & 1) ? "in.jsonl" : "in.csv")).string();
   {

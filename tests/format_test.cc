@@ -20,13 +20,13 @@ TEST_CASE("varints round-trip at every width and reject truncation") {
   for (uint64_t v : values) {
     Bytes b;
     PutVarint64(&b, v);
-    Decoder d(b);
+    ByteCursor d(b);
     uint64_t out = 0;
     REQUIRE(d.GetVarint64(&out));
     CHECK(out == v);
     CHECK(d.done());
     for (size_t cut = 0; cut < b.size(); ++cut) {
-      Decoder t(ByteSpan(b).first(cut));
+      ByteCursor t(ByteSpan(b).first(cut));
       CHECK_FALSE(t.GetVarint64(&out));
       CHECK(t.failed());
     }
@@ -35,12 +35,12 @@ TEST_CASE("varints round-trip at every width and reject truncation") {
 
 TEST_CASE("varint decoder rejects encodings past 64 bits") {
   const Bytes eleven(11, 0x80);
-  Decoder d(eleven);
+  ByteCursor d(eleven);
   uint64_t v;
   CHECK_FALSE(d.GetVarint64(&v));
   Bytes overflow(9, 0xff);
   overflow.push_back(0x02);  // the tenth byte may only be 0 or 1
-  Decoder o(overflow);
+  ByteCursor o(overflow);
   CHECK_FALSE(o.GetVarint64(&v));
 }
 
@@ -48,7 +48,7 @@ TEST_CASE("signed varints zigzag") {
   for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{1}, int64_t{-64}, INT64_MIN, INT64_MAX}) {
     Bytes b;
     PutVarsint64(&b, v);
-    Decoder d(b);
+    ByteCursor d(b);
     int64_t out;
     REQUIRE(d.GetVarsint64(&out));
     CHECK(out == v);
@@ -63,7 +63,7 @@ TEST_CASE("fixed-width fields are little-endian") {
   PutFixed32(&b, 0x04030201);
   PutFixed64(&b, 0x0c0b0a0908070605ull);
   CHECK(b == Bytes{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
-  Decoder d(b);
+  ByteCursor d(b);
   uint32_t a;
   uint64_t c;
   REQUIRE(d.GetFixed32(&a));
@@ -77,12 +77,12 @@ TEST_CASE("length-prefixed strings are bounded") {
   Bytes b;
   PutLengthPrefixed(&b, "hello");
   std::string s;
-  Decoder ok(b);
+  ByteCursor ok(b);
   REQUIRE(ok.GetLengthPrefixed(5, &s));
   CHECK(s == "hello");
-  Decoder too_long(b);
+  ByteCursor too_long(b);
   CHECK_FALSE(too_long.GetLengthPrefixed(4, &s));
-  Decoder truncated(ByteSpan(b).first(3));
+  ByteCursor truncated(ByteSpan(b).first(3));
   CHECK_FALSE(truncated.GetLengthPrefixed(5, &s));
 }
 
@@ -144,7 +144,7 @@ TEST_CASE("built-in scan scripts are valid and survive encoding") {
     CHECK(ValidateScanScript(*script).ok());
     Bytes b;
     EncodeScanScript(*script, &b);
-    Decoder d(b);
+    ByteCursor d(b);
     ScanScript back;
     REQUIRE(DecodeScanScript(&d, &back));
     CHECK(d.done());
@@ -403,7 +403,7 @@ TEST_CASE("a map feature is named by its id in decimal") {
                                                      .id = id}}};
     Bytes b;
     EncodeTableSchema(schema, &b);
-    Decoder d(b);
+    ByteCursor d(b);
     TableSchema back;
     std::string error;
     CHECK(DecodeTableSchema(&d, kMaxFeatureType, true, &back, &error) == ok);
@@ -466,7 +466,7 @@ TEST_CASE("types of 0.6 and 0.7 are refused in files stamped earlier") {
     EncodeTableSchema(schema, &b);
     const uint8_t version = FeatureTypeVersion(type);
     for (const uint8_t stamped : {static_cast<uint8_t>(version - 1), version}) {
-      Decoder d(b);
+      ByteCursor d(b);
       TableSchema back;
       std::string error;
       CHECK(DecodeTableSchema(&d, MaxFeatureType(stamped), true, &back, &error) == (stamped == version));

@@ -10,7 +10,7 @@
 #include "pcr/convert.h"
 #include "pcr/table.h"
 #include "tests/test_util.h"
-#include "writer/table_shards.h"
+#include "tests/table_shards.h"
 
 namespace pcr {
 namespace {
@@ -158,9 +158,9 @@ TEST_CASE("shard scans and plans refuse bytes that are not theirs, and shards be
   const std::string text = "a\n1\n2\n";
   TableConvertOptions options{.input = dir / "t.csv", .out_dir = dir / "o"};
   test::WriteFile(options.input, ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-  CHECK(ScanTableShard(options, 2, 2).status().message().find("shards are numbered from 0") != std::string::npos);
+  CHECK(SurveyTableShard(options, 2, 2).status().message().find("shards are numbered from 0") != std::string::npos);
   CHECK(PlanTableShards(options, {"junk"}).status().message().find("not a table shard's scan") != std::string::npos);
-  Result<std::string> scan = ScanTableShard(options, 0, 1);
+  Result<std::string> scan = SurveyTableShard(options, 0, 1);
   REQUIRE(scan.ok());
   CHECK_FALSE(PlanTableShards(options, {scan->substr(0, scan->size() - 1)}).ok());
   Result<TableShardPlan> plan = PlanTableShards(options, {*scan});
@@ -176,7 +176,7 @@ TEST_CASE("shard scans and plans refuse bytes that are not theirs, and shards be
             "changed since the shards were scanned: convert again") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "p.pcr"));
   options.split_bytes = 0;
-  CHECK(ScanTableShard(options, 0, 1).status().message().find("split_bytes must be positive") != std::string::npos);
+  CHECK(SurveyTableShard(options, 0, 1).status().message().find("split_bytes must be positive") != std::string::npos);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "writer/feature_streams.h"
-#include "writer/column_types.h"
+#include "writer/table/type_inference.h"
 #include "pcr/io.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
@@ -52,9 +52,9 @@ Result<FeatureType> ParseFieldType(const std::string& name);
 class FieldInference {
  public:
   using ErrorFn = std::function<Status(uint64_t line, uint64_t column, const std::string& what)>;
-  using AtFn = std::function<std::string(const Where&)>;
+  using AtFn = std::function<std::string(const ValuePlace&)>;
   FieldInference(std::map<std::string, FeatureType> declared, bool float32, ErrorFn error,
-                 AtFn at = [](const Where& w) { return w.At(); })
+                 AtFn at = [](const ValuePlace& w) { return w.At(); })
       : declared_(std::move(declared)),
         rules_{.typed = false, .float32 = float32, .bad_values = false, .strings_option = false},
         naming_{.noun = "field", .declare = "--field-type", .error = std::move(error), .at = std::move(at)} {}

@@ -69,7 +69,7 @@ class WebDataset : public SourceReader {
               // Values carry their sample's index plus one as their line.
               return Status::InvalidArgument(Describe(samples_[line - 1], member) + ": " + what);
             },
-            [this](const Where& w) { return Describe(samples_[w.line - 1], w.column); })) {}
+            [this](const ValuePlace& w) { return Describe(samples_[w.line - 1], w.column); })) {}
 
   // Pass 1: every shard's members grouped into samples, labels from .cls,
   // and the fields' types from every value.

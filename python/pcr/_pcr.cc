@@ -1459,7 +1459,7 @@ auto Composed(R (*make)(A...), Run run) {
   return [make, run](A... a) { return run(make(a...)); };
 }
 
-// pcr.dask.convert_table's steps (pcr::ScanTableShard and the rest) over one
+// pcr.dask.convert_table's steps (pcr::SurveyTableShard and the rest) over one
 // conversion's options.
 struct PyTableConversion {
   pcr::TableConvertOptions options;
@@ -1467,7 +1467,7 @@ struct PyTableConversion {
   py::bytes Scan(uint32_t shard, uint32_t num_shards, std::optional<uint64_t> start) const {
     pcr::Result<std::string> scan = [&] {
       py::gil_scoped_release release;
-      return pcr::ScanTableShard(options, shard, num_shards, start);
+      return pcr::SurveyTableShard(options, shard, num_shards, start);
     }();
     return py::bytes(TakeTable(std::move(scan)));
   }

@@ -27,14 +27,14 @@ inline ShardedConversion ConvertTableInShards(const TableConvertOptions& options
   };
   std::vector<std::string> scans;
   for (uint32_t i = 0; i < num_shards; ++i) {
-    Result<std::string> scan = ScanTableShard(options, i, num_shards);
+    Result<std::string> scan = SurveyTableShard(options, i, num_shards);
     if (!scan.ok()) return fail(scan.status());
     scans.push_back(*scan);
   }
   Result<TableShardPlan> plan = PlanTableShards(options, scans);
   for (; plan.ok() && !plan->rescan.empty(); plan = PlanTableShards(options, scans)) {
     for (const auto& [shard, start] : plan->rescan) {
-      Result<std::string> scan = ScanTableShard(options, shard, num_shards, start);
+      Result<std::string> scan = SurveyTableShard(options, shard, num_shards, start);
       if (!scan.ok()) return fail(scan.status());
       scans[shard] = *scan;
       ++out.rescans;
