@@ -194,7 +194,7 @@ Result<HttpClient::Target> HttpClient::Prepare(std::string_view path, const std:
     t.url = std::string(path);
     return t;
   }
-  PCR_ASSIGN_OR_RETURN(const S3Object object, signer_.Locate(path));
+  PCR_ASSIGN_OR_RETURN(const S3Object object, signer_.Address(path));
   t.url = object.url;
   std::vector<std::pair<std::string, std::string>> headers;
   if (!range.empty()) headers.emplace_back("range", "bytes=" + range);

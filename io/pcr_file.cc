@@ -43,7 +43,7 @@ Result<std::unique_ptr<PcrFile>> PcrFile::Open(const std::string& path, IoEngine
   return Open(std::move(raf), engine);
 }
 
-Result<std::unique_ptr<PcrFile>> PcrFile::OpenTable(const std::string& path, IoEngine* engine) {
+Result<std::unique_ptr<PcrFile>> PcrFile::OpenTableFile(const std::string& path, IoEngine* engine) {
   PCR_ASSIGN_OR_RETURN(const Location where, Locate(path));
   PCR_ASSIGN_OR_RETURN(const std::string file, where.TableFile());
   PCR_ASSIGN_OR_RETURN(auto opened, Open(file, engine));

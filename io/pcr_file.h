@@ -30,7 +30,7 @@ class PcrFile {
   static Result<std::unique_ptr<PcrFile>> Open(const std::string& path, IoEngine* engine);
   // The table file `path` names: the file itself, or a directory's one .pcr
   // file (Location::TableFile); InvalidArgument for a pcr file of another kind.
-  static Result<std::unique_ptr<PcrFile>> OpenTable(const std::string& path, IoEngine* engine);
+  static Result<std::unique_ptr<PcrFile>> OpenTableFile(const std::string& path, IoEngine* engine);
   // The same as Open for a file already open: on disk, or in memory
   // (IoEngine::OpenMemory), so a whole file read once is checked as any.
   static Result<std::unique_ptr<PcrFile>> Open(std::unique_ptr<RandomAccessFile> file, IoEngine* engine);

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "io/remote_path.h"
+
 namespace pcr {
 
 namespace {
@@ -148,14 +150,13 @@ S3Signer S3Signer::FromOptions(const RemoteOptions& options) {
   return s;
 }
 
-Result<S3Object> S3Signer::Locate(std::string_view path, bool bucket_only) const {
-  const std::string_view rest = path.starts_with("s3://") ? path.substr(5) : std::string_view();
-  const size_t slash = rest.find('/');
-  if (slash == 0 || slash == std::string_view::npos || (slash + 1 == rest.size()) != bucket_only) {
+Result<S3Object> S3Signer::Address(std::string_view path, bool bucket_only) const {
+  S3PathParts parts;
+  if (!SplitS3Path(path, &parts) || !parts.slash || parts.rest.empty() != bucket_only) {
     return Status::InvalidArgument(std::string(path) + (bucket_only ? ": expected s3://BUCKET/" : ": expected s3://BUCKET/KEY"));
   }
-  const std::string bucket(rest.substr(0, slash));
-  const std::string key = "/" + UriEncode(rest.substr(slash + 1), true);
+  const std::string bucket(parts.bucket);
+  const std::string key = "/" + UriEncode(parts.rest, true);
   S3Object o;
   if (endpoint_.empty()) {
     o.host = bucket + ".s3." + region_ + ".amazonaws.com";

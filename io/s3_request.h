@@ -49,7 +49,7 @@ class S3Signer {
   const std::string& ca_bundle() const { return ca_bundle_; }
   // InvalidArgument unless `path` is s3://BUCKET/KEY, or with `bucket_only`
   // s3://BUCKET/ (a request on the bucket, such as a listing).
-  Result<S3Object> Locate(std::string_view path, bool bucket_only = false) const;
+  Result<S3Object> Address(std::string_view path, bool bucket_only = false) const;
   // The headers ("Name: value") of a request: Host, x-amz-content-sha256,
   // `headers` and the signature; without credentials (anonymous), all but
   // the signature. Fails, naming `path`, when credentials could not be read.

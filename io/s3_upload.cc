@@ -234,7 +234,7 @@ Result<S3Uploader::Response> S3Uploader::Send(const std::string& method, const s
                                               const std::string& query, std::string_view body,
                                               const std::vector<std::pair<std::string, std::string>>& headers,
                                               bool bucket_only) {
-  PCR_ASSIGN_OR_RETURN(const S3Object object, signer_.Locate(path, bucket_only));
+  PCR_ASSIGN_OR_RETURN(const S3Object object, signer_.Address(path, bucket_only));
   for (unsigned attempt = 0;; ++attempt) {
     Response r = Attempt(method, path, object, query, body, headers);
     if (r.curl_code == -1) return Status::IOError(path + ": " + r.curl_error);
@@ -483,7 +483,7 @@ Result<std::string> S3Uploader::Copy(const std::string& from, const std::string&
     return Status::InvalidArgument(from + ": " + std::to_string(size) + " bytes, more than S3 copies in one request "
                                    "(5 GiB): copy it through a local directory instead");
   }
-  PCR_RETURN_IF_ERROR(signer_.Locate(from).status());
+  PCR_RETURN_IF_ERROR(signer_.Address(from).status());
   const std::string bucket_key = from.substr(5);  // s3://BUCKET/KEY without the scheme
   PCR_ASSIGN_OR_RETURN(const ObjectInfo before, Head(from));
   if (before.size != size) {

@@ -31,15 +31,20 @@ struct JpegDecoder::State {
   std::string too_big;       // why the frame is over the pixel limit
   PixelDecoder pcr;
   DecoderCounts counts;
+
+  // Every C++ object here outlives the longjmp target or is POD. Returns
+  // false on a libjpeg error (err.message) or an unfit request (invalid);
+  // `out` is null for a header-only call.
+  bool Run(ByteSpan jpeg, const DecodeOptions& o, uint8_t* out, size_t out_size, ImageShape* shape);
+  // pcr's decoder over `jpeg`: true with *result set when it decoded the
+  // image or found it corrupt or unfit; false when libjpeg-turbo should
+  // decode it.
+  bool DecodeWithPcr(ByteSpan jpeg, const DecodeOptions& o, std::span<uint8_t> out, Result<ImageShape>* result);
 };
 
-namespace {
-
-// Every C++ object here outlives the longjmp target or is POD. Returns false
-// on a libjpeg error (err.message) or an unfit request (invalid); `out` is
-// null for a header-only call.
-bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* out, size_t out_size,
-         ImageShape* shape) {
+bool JpegDecoder::State::Run(ByteSpan jpeg, const DecodeOptions& o, uint8_t* out, size_t out_size,
+                             ImageShape* shape) {
+  State* s = this;
   RenewDecompressor(&s->cinfo, &s->err);
   s->cinfo.mem->max_memory_to_use = 1L << 30;
   jpeg_decompress_struct& cinfo = s->cinfo;
@@ -138,8 +143,6 @@ bool Run(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, uint8_t* 
   return true;
 }
 
-}  // namespace
-
 JpegDecoder::JpegDecoder() : state_(std::make_unique<State>()) {
   state_->err.Install(reinterpret_cast<j_common_ptr>(&state_->cinfo));
   jpeg_create_decompress(&state_->cinfo);
@@ -173,12 +176,9 @@ Status JpegDecoder::CheckOptions(const DecodeOptions& options) {
   return Status::OK();
 }
 
-namespace {
-
-// pcr's decoder over `jpeg`: true with *result set when it decoded the image
-// or found it corrupt or unfit; false when libjpeg-turbo should decode it.
-bool DecodeWithPcr(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o, std::span<uint8_t> out,
-                   Result<ImageShape>* result) {
+bool JpegDecoder::State::DecodeWithPcr(ByteSpan jpeg, const DecodeOptions& o, std::span<uint8_t> out,
+                                       Result<ImageShape>* result) {
+  State* s = this;
   if (!s->pcr.Open(jpeg, o).ok()) return false;
   const CoefficientFrame& f = s->pcr.frame();
   if (uint64_t(f.width) * uint64_t(f.height) > o.max_pixels) {
@@ -209,8 +209,6 @@ bool DecodeWithPcr(JpegDecoder::State* s, ByteSpan jpeg, const DecodeOptions& o,
   return true;
 }
 
-}  // namespace
-
 DecoderCounts JpegDecoder::counts() const { return state_->counts; }
 
 Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& options, std::span<uint8_t> out) {
@@ -219,7 +217,7 @@ Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& optio
   const bool automatic = options.decoder == DecoderChoice::kAuto;
   if (!out.empty() && (options.decoder == DecoderChoice::kPcr || automatic)) {
     Result<ImageShape> result = ImageShape{};
-    if (DecodeWithPcr(state_.get(), jpeg, options, out, &result)) {
+    if (state_->DecodeWithPcr(jpeg, options, out, &result)) {
       ++state_->counts.pcr;
       return result;
     }
@@ -227,7 +225,7 @@ Result<ImageShape> JpegDecoder::Decode(ByteSpan jpeg, const DecodeOptions& optio
   }
   if (!out.empty()) ++state_->counts.libjpeg;
   ImageShape shape;
-  if (!Run(state_.get(), jpeg, options, out.data(), out.size(), &shape)) {
+  if (!state_->Run(jpeg, options, out.data(), out.size(), &shape)) {
     if (!state_->too_big.empty()) return Status::NotSupported(state_->too_big);
     if (!state_->invalid.empty()) return Status::InvalidArgument(state_->invalid);
     return Status::Corruption("JPEG decode: " + state_->err.message);

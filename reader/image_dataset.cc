@@ -425,14 +425,6 @@ Status ImageDataset::Rep::Samples(std::span<const uint64_t> wanted,
   return Status::OK();
 }
 
-Status ImageDataset::Rep::CheckFidelity(int fidelity) const {
-  if (fidelity != kFullFidelity && (fidelity < 1 || fidelity > script.group_count())) {
-    return Status::InvalidArgument("fidelity must be 1.." + std::to_string(script.group_count()) +
-                                   " or full (kFullFidelity), not " + std::to_string(fidelity));
-  }
-  return Status::OK();
-}
-
 Result<uint64_t> ImageDataset::Rep::RecordBytes(uint64_t record, int fidelity) const {
   return SelectedBytes(record, {.fidelity = fidelity});
 }
@@ -662,44 +654,6 @@ std::string ImageDataset::Rep::DescribeImage(uint64_t image, const SampleMetadat
   const uint64_t record = Locate(image).first;
   return files[records[record].file].path + ": image " + std::to_string(image) + " (record " + std::to_string(record) +
          (sample != nullptr ? ", key " + sample->key : "") + ")";
-}
-
-Result<Bytes> ImageDataset::LowerFidelity(uint64_t image, ByteSpan jpeg, int jpeg_fidelity, int fidelity) const {
-  PCR_RETURN_IF_ERROR(rep_->CheckImage(image));
-  PCR_RETURN_IF_ERROR(rep_->CheckFidelity(jpeg_fidelity));
-  PCR_RETURN_IF_ERROR(rep_->CheckFidelity(fidelity));
-  const int from = ScanGroups(jpeg_fidelity), to = ScanGroups(fidelity);
-  if (to > from) {
-    return Status::InvalidArgument("fidelity " + std::to_string(to) + " is above jpeg_fidelity " +
-                                   std::to_string(from) + ": a JPEG holds no scan group it was read without");
-  }
-  const auto [record, row] = rep_->Locate(image);
-  const RecordLocation& loc = rep_->records[record];
-  PCR_ASSIGN_OR_RETURN(const auto file, rep_->File(loc.file));
-  const StripeInfo& stripe = file->index().stripes[loc.stripe];
-  auto wrong = [&](const std::string& why) {
-    return Status::Corruption(rep_->DescribeImage(image) + ": the " + std::to_string(jpeg.size()) +
-                              "-byte JPEG is not this image at fidelity " + std::to_string(from) + ": " + why);
-  };
-  const size_t eoi = kJpegEndOfImage.size();
-  if (jpeg.size() < 2 + eoi || !std::equal(kJpegEndOfImage.begin(), kJpegEndOfImage.end(), jpeg.end() - eoi)) {
-    return wrong("it does not end with EOI");
-  }
-  // Groups 2..L stand in the JPEG as stored, each checked by its chunk's checksum.
-  size_t end = jpeg.size() - eoi;
-  for (int g = from; g > to; --g) {
-    const ChunkInfo& c = stripe.chunk(g, row);
-    if (end < 2 + c.length)
-      return wrong("scan group " + std::to_string(g) + " takes " + std::to_string(c.length) + " bytes");
-    end -= c.length;
-    if (Checksum32(jpeg.subspan(end, c.length)) != c.checksum) {
-      return wrong("its bytes " + std::to_string(end) + ".." + std::to_string(end + c.length) +
-                   " do not match scan group " + std::to_string(g) + "'s checksum");
-    }
-  }
-  Bytes out(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(end));
-  out.insert(out.end(), kJpegEndOfImage.begin(), kJpegEndOfImage.end());
-  return out;
 }
 
 Result<Image> ImageDataset::ReadImage(uint64_t image, int fidelity) const {

@@ -182,7 +182,7 @@ TEST_CASE("the AWS config file gives a profile's region, endpoint, CA bundle and
   }
   setenv("AWS_SHARED_CREDENTIALS_FILE", credentials.c_str(), 1);
   setenv("AWS_CONFIG_FILE", config.c_str(), 1);
-  auto url = [] { return S3Signer::FromOptions({}).Locate("s3://b/k")->url; };
+  auto url = [] { return S3Signer::FromOptions({}).Address("s3://b/k")->url; };
   CHECK(url() == "https://b.s3.eu-north-1.amazonaws.com/k");  // [default] of the config file
   setenv("AWS_PROFILE", "dev", 1);
   auto c = LoadAwsCredentials();
@@ -198,7 +198,7 @@ TEST_CASE("the AWS config file gives a profile's region, endpoint, CA bundle and
   CHECK(url() == "http://general:3/b/k");
   setenv("AWS_ENDPOINT_URL_S3", "http://s3only:2", 1);
   CHECK(url() == "http://s3only:2/b/k");
-  CHECK(S3Signer::FromOptions({.s3_endpoint = "http://option:4"}).Locate("s3://b/k")->url == "http://option:4/b/k");
+  CHECK(S3Signer::FromOptions({.s3_endpoint = "http://option:4"}).Address("s3://b/k")->url == "http://option:4/b/k");
   unsetenv("AWS_ENDPOINT_URL");
   unsetenv("AWS_ENDPOINT_URL_S3");
   setenv("AWS_PROFILE", "plain", 1);
@@ -217,7 +217,7 @@ TEST_CASE("the AWS config file gives a profile's region, endpoint, CA bundle and
   CHECK_THAT(c.status().message(), Catch::Contains("AWS_PROFILE=nope: no such profile in " + credentials + " or " + config));
   // A signer of a profile that does not exist signs nothing: its requests fail, naming the object.
   const S3Signer signer = S3Signer::FromOptions({});
-  auto headers = signer.Headers("s3://b/k", *signer.Locate("s3://b/k"), "GET", "", {}, "");
+  auto headers = signer.Headers("s3://b/k", *signer.Address("s3://b/k"), "GET", "", {}, "");
   REQUIRE_FALSE(headers.ok());
   CHECK_THAT(headers.status().message(), Catch::Contains("s3://b/k: AWS_PROFILE=nope"));
   for (const char* v : {"AWS_PROFILE", "AWS_REGION", "AWS_CA_BUNDLE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",

@@ -150,14 +150,12 @@ int Decode(const DecodeArgs& a) {
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
   int first = 1, last = ds.num_scan_groups();
-  if (a.fidelity == "full") {
-    first = last;
-  } else if (a.fidelity != "all") {
-    uint64_t k = 0;
-    if (!pcr::cli::ParseUint(a.fidelity, &k) || k < 1 || k > static_cast<uint64_t>(last)) {
+  if (a.fidelity != "all") {
+    int fidelity = 0;
+    if (!pcr::ParseFidelity(a.fidelity, last, false, &fidelity)) {
       return Usage("--fidelity must be 1.." + std::to_string(last) + ", full or all");
     }
-    first = last = static_cast<int>(k);
+    first = last = ds.ScanGroups(fidelity);
   }
   Json j;
   j.BeginObject().Key("bench").String("decode").Key("images").Uint(ds.num_images());
@@ -373,15 +371,13 @@ int Read(const ReadArgs& a) {
   auto opened = pcr::OpenImageDataset(a.path, {}, engine->get());
   if (!opened.ok()) return pcr::cli::ReportError("pcr-bench", opened.status());
   const pcr::ImageDataset& ds = **opened;
-  uint64_t k = 0;
-  const uint64_t lowest = a.fields.empty() || a.mode != "records" ? 1 : 0;  // 0: fields alone
-  if (a.fidelity == "full") {
-    k = static_cast<uint64_t>(ds.num_scan_groups());
-  } else if (!pcr::cli::ParseUint(a.fidelity, &k) || k < lowest ||
-             k > static_cast<uint64_t>(ds.num_scan_groups())) {
-    return Usage("--fidelity must be " + std::to_string(lowest) + ".." + std::to_string(ds.num_scan_groups()) +
-                 " or full");
+  const bool fields_only = !a.fields.empty() && a.mode == "records";  // 0: fields alone
+  int fidelity = 0;
+  if (!pcr::ParseFidelity(a.fidelity, ds.num_scan_groups(), fields_only, &fidelity)) {
+    return Usage("--fidelity must be " + std::string(fields_only ? "0" : "1") + ".." +
+                 std::to_string(ds.num_scan_groups()) + " or full");
   }
+  const uint64_t k = static_cast<uint64_t>(ds.ScanGroups(fidelity));
   const pcr::IoCounters open_counters = (*engine)->counters();
   const uint64_t open_http = (*engine)->remote_requests();
   const uint64_t open_requested = ds.bytes_requested();

@@ -10,6 +10,7 @@
 #include "tools/cli.h"
 #include "format/file_format.h"
 #include "format/journal.h"
+#include "writer/remote_output.h"
 #include "writer/stream_encoder.h"
 #include "io/location.h"
 #include "pcr/convert.h"
@@ -333,7 +334,7 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
   }
   o.src_dir = positional[0];
   o.out_dir = positional[1];
-  const bool to_store = o.out_dir.starts_with("s3://");
+  const bool to_store = pcr::IsObjectStoreOutput(o.out_dir);
   // For remote inputs and outputs.
   auto io = pcr::cli::IoOptionsFromEnvironment();
   if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
@@ -409,7 +410,7 @@ int MergeCommand(pcr::cli::Args& args) {
   if (positional.size() < 2) return Usage("merge needs OUT_DIR and at least one PART_DIR");
   o.out_dir = positional[0];
   o.part_dirs.assign(positional.begin() + 1, positional.end());
-  if (o.out_dir.starts_with("s3://")) {
+  if (pcr::IsObjectStoreOutput(o.out_dir)) {
     auto io = pcr::cli::IoOptionsFromEnvironment();
     if (!io.ok()) return pcr::cli::ReportError("pcr-convert", io.status());
     o.remote = io->remote;
@@ -470,9 +471,7 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       std::string name;
       pcr::FeatureType type;
       if (args.empty() || !NameAndType(args.next(), &name, &type, true)) {
-        return Usage("--column-type needs NAME=TYPE, TYPE one of bool, int64, uint64, float32, float64, "
-                     "timestamp, timestamp_s, timestamp_ms, timestamp_ns, string, bytes, id_list, uint64_id_list, "
-                     "float32_list, float64_list");
+        return Usage(std::string("--column-type needs NAME=TYPE, TYPE one of ") + pcr::kTableTypeNames);
       }
       o.column_types[name] = type;
     } else if (!reorder && a == "--schema") {
@@ -533,7 +532,7 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
                             o.out_dir = positional[1];
                             o.remote = io->remote;
                             if (!input_endpoint.empty()) o.remote.s3_endpoint = input_endpoint;
-                            if (o.out_dir.starts_with("s3://")) {
+                            if (pcr::IsObjectStoreOutput(o.out_dir)) {
                               std::fprintf(stderr, "pcr-convert: converting into %s, then uploading to %s\n",
                                            pcr::ConversionWorkDir(o.out_dir, o.work_dir).c_str(), o.out_dir.c_str());
                             }

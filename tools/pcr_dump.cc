@@ -426,13 +426,11 @@ int Extract(const std::string& path, const pcr::IoEngineOptions& io, const std::
   auto opened = pcr::ImageDataset::Open(path, {.io = io});
   if (!opened.ok()) return Fail(opened.status());
   const pcr::ImageDataset& ds = **opened;
-  uint64_t k = 0;
-  if (fidelity_arg == "full") {
-    k = static_cast<uint64_t>(ds.num_scan_groups());
-  } else if (!pcr::cli::ParseUint(fidelity_arg, &k) || k < 1 ||
-             k > static_cast<uint64_t>(ds.num_scan_groups())) {
+  int fidelity = 0;
+  if (!pcr::ParseFidelity(fidelity_arg, ds.num_scan_groups(), false, &fidelity)) {
     return Usage("--fidelity must be 1.." + std::to_string(ds.num_scan_groups()) + " or full");
   }
+  const uint64_t k = static_cast<uint64_t>(ds.ScanGroups(fidelity));
   const bool metadata = metadata_arg.value_or(k == static_cast<uint64_t>(ds.num_scan_groups()));
   pcr::cli::Progress progress;
   uint64_t written = 0;

@@ -41,7 +41,7 @@ Result<PopularityCount> CountAccessLogs(const std::vector<std::string>& logs, co
   }
   if (!table.empty()) {
     PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
-    PCR_ASSIGN_OR_RETURN(auto opened, PcrFile::OpenTable(table, engine.get()));
+    PCR_ASSIGN_OR_RETURN(auto opened, PcrFile::OpenTableFile(table, engine.get()));
     count.table = table;
     count.table_id = TableContentId(opened->index());
   } else if (tables.size() > 1) {

@@ -200,7 +200,7 @@ class EagerUploader {
 
 }  // namespace
 
-bool IsObjectStoreOutput(std::string_view out_dir) { return out_dir.starts_with("s3://"); }
+bool IsObjectStoreOutput(std::string_view out_dir) { return IsS3Path(out_dir); }
 
 std::string ConversionWorkDir(const std::string& out_dir, const std::string& work_dir) {
   if (!work_dir.empty()) return work_dir;

@@ -89,14 +89,11 @@ Result<SourceList> ListImageFolder(const std::string& root, bool by_content) {
 }
 
 Result<std::pair<std::string, std::string>> SplitS3Prefix(const std::string& root) {
-  if (!root.starts_with("s3://")) return Status::InvalidArgument(root + ": expected s3://BUCKET/PREFIX");
-  const std::string rest = root.substr(5);
-  const size_t slash = rest.find('/');
-  const std::string bucket = rest.substr(0, slash);
-  std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
-  if (bucket.empty()) return Status::InvalidArgument(root + ": expected s3://BUCKET/PREFIX");
+  S3PathParts parts;
+  if (!SplitS3Path(root, &parts)) return Status::InvalidArgument(root + ": expected s3://BUCKET/PREFIX");
+  std::string prefix(parts.rest);
   if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
-  return std::make_pair(bucket, prefix);
+  return std::make_pair(std::string(parts.bucket), prefix);
 }
 
 Result<SourceList> ListRemoteImageFolder(const std::string& root, bool by_content, S3Uploader& s3, HttpClient& client,

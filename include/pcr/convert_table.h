@@ -86,6 +86,11 @@ struct TableConvertOptions {
 
 // FeatureTypeName's names, and "timestamp" for timestamp_us.
 PCR_EXPORT bool ParseTableType(std::string_view name, FeatureType* type);
+// The names ParseTableType takes, for messages.
+inline constexpr char kTableTypeNames[] =
+    "bool, int64, uint64, float32, float64, timestamp (timestamp_us), timestamp_s, timestamp_ms, timestamp_ns, "
+    "string, bytes, id_list, uint64_id_list, float32_list, float64_list; for maps also scored_id_list32, "
+    "scored_id_list64";
 // A schema file: one JSON object of names to type names (ParseTableType).
 // Errors name the file and the offset at fault.
 PCR_EXPORT Result<std::map<std::string, FeatureType>> ReadTableSchemaFile(const std::string& path);

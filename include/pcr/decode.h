@@ -115,9 +115,8 @@ class PCR_EXPORT JpegDecoder {
   // Images decoded so far, by decoder (Shape() counts none).
   DecoderCounts counts() const;
 
-  struct State;
-
  private:
+  struct State;
   std::unique_ptr<State> state_;
 };
 

@@ -32,6 +32,11 @@ struct ImageReaderOptions {
 inline constexpr int kFullFidelity = -1;
 inline constexpr int kFieldsOnly = 0;
 
+// A fidelity as a command or a call writes it: "full" (kFullFidelity), or
+// a decimal 1..num_scan_groups, and with `fields_only` also 0
+// (kFieldsOnly). False for anything else, *fidelity then untouched.
+PCR_EXPORT bool ParseFidelity(std::string_view text, int num_scan_groups, bool fields_only, int* fidelity);
+
 // One image read at some fidelity.
 struct Image {
   int64_t label = -1;

@@ -119,9 +119,8 @@ class PCR_EXPORT BatchDecoder {
   // InvalidArgument unless out.size() == jpegs.size() * image_bytes().
   Status Decode(std::span<const ByteSpan> jpegs, uint64_t seed, std::span<uint8_t> out, size_t* failed = nullptr);
 
-  struct Rep;
-
  private:
+  struct Rep;
   explicit BatchDecoder(std::unique_ptr<Rep> rep);
   std::unique_ptr<Rep> rep_;
 };

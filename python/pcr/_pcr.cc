@@ -419,6 +419,24 @@ void AppendColumn(const pcr::Column& from, pcr::Column* into) {
   into->bytes += from.bytes;
 }
 
+// A fidelity as Python passes it: "full", or an int 1..groups (and with
+// `fields_only` 0), as pcr::ParseFidelity reads it; ValueError otherwise.
+int ParseFidelity(const py::object& value, int groups, bool fields_only) {
+  std::string text;  // of strings "full" alone: "1" is not 1
+  if (py::isinstance<py::str>(value) && value.cast<std::string>() == "full") {
+    text = "full";
+  } else if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
+    text = py::str(value).cast<std::string>();
+  }
+  int fidelity = 0;
+  if (!pcr::ParseFidelity(text, groups, fields_only, &fidelity)) {
+    throw py::value_error("fidelity must be 1.." + std::to_string(groups) + " or 'full'" +
+                          (fields_only ? " (or 0: fields alone, no image bytes)" : "") + ", not " +
+                          std::string(py::repr(value)));
+  }
+  return fidelity;
+}
+
 class PyImageDataset {
  public:
   PyImageDataset(const std::filesystem::path& path_arg, const std::string& engine, bool direct, const py::object& remote,
@@ -626,16 +644,7 @@ class PyImageDataset {
  public:
   // "full" or 1..num_scan_groups, and with `fields_only` 0 (no image bytes).
   int Fidelity(const py::object& value, bool fields_only = false) const {
-    const int groups = ds_->num_scan_groups();
-    if (py::isinstance<py::str>(value) && value.cast<std::string>() == "full") return pcr::kFullFidelity;
-    if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
-      const py::int_ k = value.cast<py::int_>();
-      if (k >= py::int_(1) && k <= py::int_(groups)) return k.cast<int>();
-      if (fields_only && k.equal(py::int_(0))) return pcr::kFieldsOnly;
-    }
-    throw py::value_error("fidelity must be 1.." + std::to_string(groups) + " or 'full'" +
-                          (fields_only ? " (or 0: fields alone, no image bytes)" : "") + ", not " +
-                          std::string(py::repr(value)));
+    return ParseFidelity(value, ds_->num_scan_groups(), fields_only);
   }
 
  private:
@@ -1361,11 +1370,8 @@ pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, co
   auto declare = [&](const std::map<std::string, std::string>& types, const char* what) {
     for (const auto& [name, type] : types) {
       if (!pcr::ParseTableType(type, &options.column_types[name])) {
-        throw py::value_error(std::string(what) + "['" + name + "']: unknown type '" + type +
-                              "' (bool, int64, uint64, float32, float64, timestamp, timestamp_s, timestamp_ms, "
-                              "timestamp_ns, string, bytes, id_list, uint64_id_list, float32_list, float64_list; for maps "
-                              "also "
-                              "scored_id_list32, scored_id_list64)");
+        throw py::value_error(std::string(what) + "['" + name + "']: unknown type '" + type + "' (" +
+                              pcr::kTableTypeNames + ")");
       }
     }
   };
@@ -1648,6 +1654,13 @@ PYBIND11_MODULE(_pcr, m) {
       .def("decode", &PyBatchDecoder::decode, py::arg("jpegs"), py::arg("seed") = 0, Doc("BatchDecoder.decode"))
       .def_static("image_seed", &pcr::BatchDecoder::ImageSeed, py::arg("seed"), py::arg("i"), Doc("BatchDecoder.image_seed"));
 
+  m.def(
+      "_fidelity_groups",
+      [](const py::object& value, int groups) {
+        const int fidelity = ParseFidelity(value, groups, false);
+        return fidelity == pcr::kFullFidelity ? groups : fidelity;
+      },
+      py::arg("fidelity"), py::arg("num_scan_groups"));
   m.def("decode", &Decode, py::arg("jpeg"), py::arg("scale") = 1, py::arg("crop") = py::none(),
         py::arg("format") = "rgb", py::arg("strict") = true, py::arg("decoder") = "auto", Doc("decode"));
 

@@ -302,6 +302,8 @@ def convert_images(
 def _default_job_id() -> str:
     """$PCR_JOB_ID when set, else "<host name>:<process id>"."""
 def _count_access_logs(logs: Sequence[str], table: Optional[str | os.PathLike[str]] = None) -> dict[str, object]: ...
+def _fidelity_groups(fidelity: str | int, num_scan_groups: int) -> int:
+    """The scan groups fidelity ("full" or 1..num_scan_groups) reads; ValueError otherwise."""
 def reorder_table(
     input: str | os.PathLike[str],
     output: str | os.PathLike[str],

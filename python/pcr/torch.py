@@ -176,11 +176,7 @@ def _decoder_options(train, size, scale, ratio, resize, flip, fast_scale, channe
 
 def _fidelity(value, groups: int) -> int:
     """A loader's fidelity: "full" or 1..groups, as the scan groups to read."""
-    if value == "full":
-        return groups
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= groups:
-        return value
-    raise ValueError(f"fidelity must be 1..{groups} or 'full', not {value!r}")
+    return _pcr._fidelity_groups(value, groups)
 
 
 # Slots of ImageLoader's shared state, seen by its DataLoader workers: then

@@ -109,11 +109,6 @@ Status CopyStripes(const PcrFile& in, IoEngine& engine, bool decode, TableFileWr
 
 namespace {
 
-constexpr char kTableTypeNames[] =
-    "bool, int64, uint64, float32, float64, timestamp (timestamp_us), timestamp_s, timestamp_ms, timestamp_ns, "
-    "string, bytes, id_list, uint64_id_list, float32_list, float64_list; for maps also scored_id_list32, "
-    "scored_id_list64";
-
 // The table a conversion writes: out_dir/<input stem>.pcr.
 std::string TablePathIn(const TableConvertOptions& options) {
   return (fs::path(options.out_dir) / (InputStem(options.input) + ".pcr")).string();
@@ -259,7 +254,7 @@ Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
   std::vector<std::unique_ptr<PcrFile>> files;
   std::vector<FeatureInfo> counts;
   for (const std::string& part : parts) {
-    PCR_ASSIGN_OR_RETURN(files.emplace_back(), PcrFile::OpenTable(part, engine.get()));
+    PCR_ASSIGN_OR_RETURN(files.emplace_back(), PcrFile::OpenTableFile(part, engine.get()));
     const std::vector<FeatureInfo>& features = files.back()->index().schema.features;
     if (counts.empty()) {
       counts = features;

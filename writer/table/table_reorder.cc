@@ -18,7 +18,7 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
                                         const std::vector<std::string>& stream_order, const IoEngineOptions& io,
                                         const std::string& counted_on) {
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
-  PCR_ASSIGN_OR_RETURN(auto file, PcrFile::OpenTable(input, engine.get()));
+  PCR_ASSIGN_OR_RETURN(auto file, PcrFile::OpenTableFile(input, engine.get()));
   const PcrFile& in = *file;
   const std::string& input_file = in.path();
   const TableSchema& schema = in.index().schema;
