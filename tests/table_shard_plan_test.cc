@@ -107,13 +107,15 @@ TEST_CASE("every truncation and a byte after the end are refused") {
   CHECK_FALSE(DecodeTableConversionPlan(survey).ok());
 }
 
+// Whether `bytes` with byte `at` after its first line set to `byte` decodes.
+template <typename Decode>
+bool DecodesWith(std::string bytes, size_t at, int byte, Decode decode) {
+  bytes[bytes.find('\n') + 1 + at] = static_cast<char>(byte);
+  return decode(bytes).ok();
+}
+
 TEST_CASE("fields out of their range are refused") {
-  const size_t magic = std::string("pcr table scan 1\n").size();
-  auto survey_with = [&](size_t at, int byte) {
-    std::string b = SmallSurveyBytes();
-    b[magic + at] = static_cast<char>(byte);
-    return DecodeShardSurvey(b).ok();
-  };
+  auto survey_with = [](size_t at, int byte) { return DecodesWith(SmallSurveyBytes(), at, byte, DecodeShardSurvey); };
   CHECK(survey_with(2, 1));
   CHECK_FALSE(survey_with(2, 2));   // guessed
   CHECK_FALSE(survey_with(13, 4));  // map
@@ -121,11 +123,8 @@ TEST_CASE("fields out of their range are refused") {
   CHECK_FALSE(survey_with(27, 2));  // list_floats
   CHECK_FALSE(survey_with(28, 65));  // timestamp_digits
   CHECK_FALSE(survey_with(29, 2));  // a ValuePlace flag
-  const size_t plan_magic = std::string("pcr table plan 1\n").size();
-  auto plan_with = [&](size_t at, int byte) {
-    std::string b = SmallPlanBytes();
-    b[plan_magic + at] = static_cast<char>(byte);
-    return DecodeTableConversionPlan(b).ok();
+  auto plan_with = [](size_t at, int byte) {
+    return DecodesWith(SmallPlanBytes(), at, byte, DecodeTableConversionPlan);
   };
   CHECK(plan_with(5, 17));
   CHECK_FALSE(plan_with(0, 2));   // csv
