@@ -2,7 +2,7 @@
 //
 // Encoders append to a std::string-like byte buffer (Bytes). ByteCursor reads
 // from a span and never reads past its end: every Get* returns false on
-// truncation or overlong input and leaves the decoder unusable (failed()).
+// truncation or overlong input and leaves the cursor unusable (failed()).
 #pragma once
 
 #include <cstddef>

@@ -109,7 +109,7 @@ Result<ShardSurvey> DecodeShardSurvey(std::string_view bytes) {
     ok = in.GetLengthPrefixed(kMaxName, &f.name) && GetMap(in, &f.map) && in.GetVarsint64(&f.id) &&
          in.GetVarint64(&f.line) && in.GetVarint64(&f.column) && GetVotes(in, &f.votes);
   }
-  if (!ok || !in.done()) return Status::InvalidArgument("not a table shard's scan (SurveyTableShard's bytes)");
+  if (!ok || !in.done()) return Status::InvalidArgument("not a table shard's survey (SurveyTableShard's bytes)");
   return s;
 }
 

@@ -5,7 +5,8 @@
 # header of such a layer (each pcr/ header belongs to the layer that
 # implements it, named below), or a header private to another folder:
 # reader/'s insides (*_rep.h, internals.h) only from reader/, its facade for
-# tools (inspect.h) only from tools/, tests/, fuzz/ and bench/. The library
+# tools (inspect.h) only from tools/, tests/, fuzz/ and bench/. fuzz/ may
+# include tests/ (the in-process shard driver, tests/table_shards.h). The library
 # layers and what each may include are meson.build's, read from the include
 # roots it makes (BUILD_DIR/layer-roots/LAYER/*). Run by the build, so such
 # an include stops it.
@@ -104,6 +105,12 @@ done | awk -F'\t' -v rules="$rules" '
     own = ""
     if (dir == "include/pcr") {
       base = file; sub(/.*\//, "", base)
+      if (!(base in owner)) {
+        printf "%s:%s: pcr/%s belongs to no layer: name its layer in tests/check_layers.sh\n", file, lineno,
+               base > "/dev/stderr"
+        bad = 1
+        next
+      }
       own = owner[base]
     } else if (has(allowed[dir], dir) && dir != "tools" && dir != "tests" && dir != "fuzz" && dir != "bench") {
       own = dir

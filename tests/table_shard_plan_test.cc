@@ -93,7 +93,7 @@ TEST_CASE("every truncation and a byte after the end are refused") {
   const std::string survey = SmallSurveyBytes(), plan = SmallPlanBytes();
   for (size_t n = 0; n < survey.size(); ++n) {
     INFO("survey cut at " << n);
-    CHECK(DecodeShardSurvey(survey.substr(0, n)).status().message().find("not a table shard's scan") !=
+    CHECK(DecodeShardSurvey(survey.substr(0, n)).status().message().find("not a table shard's survey") !=
           std::string::npos);
   }
   for (size_t n = 0; n < plan.size(); ++n) {

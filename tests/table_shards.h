@@ -1,6 +1,6 @@
 // A table conversion in shards, its steps run one after another in this
-// process as pcr.dask.convert_table runs them on a cluster: scan every
-// shard, plan (scanning again where the plan says), convert each shard into
+// process as pcr.dask.convert_table runs them on a cluster: survey every
+// shard, plan (surveying again where the plan says), convert each shard into
 // a part under `parts`, merge. What tests and fuzzing hold against
 // ConvertTable.
 #pragma once
@@ -15,7 +15,7 @@ namespace pcr {
 
 struct ShardedConversion {
   Status status;
-  int rescans = 0;  // shards scanned again from the offset the plan gave
+  int rescans = 0;  // shards surveyed again from the offset the plan gave
 };
 
 inline ShardedConversion ConvertTableInShards(const TableConvertOptions& options, uint32_t num_shards,
@@ -25,18 +25,18 @@ inline ShardedConversion ConvertTableInShards(const TableConvertOptions& options
     out.status = s;
     return out;
   };
-  std::vector<std::string> scans;
+  std::vector<std::string> surveys;
   for (uint32_t i = 0; i < num_shards; ++i) {
-    Result<std::string> scan = SurveyTableShard(options, i, num_shards);
-    if (!scan.ok()) return fail(scan.status());
-    scans.push_back(*scan);
+    Result<std::string> survey = SurveyTableShard(options, i, num_shards);
+    if (!survey.ok()) return fail(survey.status());
+    surveys.push_back(*survey);
   }
-  Result<TableShardPlan> plan = PlanTableShards(options, scans);
-  for (; plan.ok() && !plan->rescan.empty(); plan = PlanTableShards(options, scans)) {
+  Result<TableShardPlan> plan = PlanTableShards(options, surveys);
+  for (; plan.ok() && !plan->rescan.empty(); plan = PlanTableShards(options, surveys)) {
     for (const auto& [shard, start] : plan->rescan) {
-      Result<std::string> scan = SurveyTableShard(options, shard, num_shards, start);
-      if (!scan.ok()) return fail(scan.status());
-      scans[shard] = *scan;
+      Result<std::string> survey = SurveyTableShard(options, shard, num_shards, start);
+      if (!survey.ok()) return fail(survey.status());
+      surveys[shard] = *survey;
       ++out.rescans;
     }
   }

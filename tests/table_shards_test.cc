@@ -159,7 +159,7 @@ TEST_CASE("shard scans and plans refuse bytes that are not theirs, and shards be
   TableConvertOptions options{.input = dir / "t.csv", .out_dir = dir / "o"};
   test::WriteFile(options.input, ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
   CHECK(SurveyTableShard(options, 2, 2).status().message().find("shards are numbered from 0") != std::string::npos);
-  CHECK(PlanTableShards(options, {"junk"}).status().message().find("not a table shard's scan") != std::string::npos);
+  CHECK(PlanTableShards(options, {"junk"}).status().message().find("not a table shard's survey") != std::string::npos);
   Result<std::string> scan = SurveyTableShard(options, 0, 1);
   REQUIRE(scan.ok());
   CHECK_FALSE(PlanTableShards(options, {scan->substr(0, scan->size() - 1)}).ok());

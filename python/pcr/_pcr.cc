@@ -426,7 +426,8 @@ int ParseFidelity(const py::object& value, int groups, bool fields_only) {
   if (py::isinstance<py::str>(value) && value.cast<std::string>() == "full") {
     text = "full";
   } else if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
-    text = py::str(value).cast<std::string>();
+    const py::int_ k = value.cast<py::int_>();
+    if (k >= py::int_(0) && k <= py::int_(groups)) text = std::to_string(k.cast<int>());
   }
   int fidelity = 0;
   if (!pcr::ParseFidelity(text, groups, fields_only, &fidelity)) {

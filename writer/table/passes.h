@@ -2,7 +2,7 @@
 // its format, the shards' byte ranges and cuts, and each source's three
 // passes over a shard's rows. A survey (pass 1) notes what the values are,
 // a plan puts every shard's survey together into the table's features, and
-// the writing pass (pass 3) writes a shard's rows as the plan says.
+// the writing pass (pass 2) writes a shard's rows as the plan says.
 #pragma once
 
 #include <cstdint>

@@ -177,10 +177,10 @@ Result<std::string> SurveyTableShard(const TableConvertOptions& options, uint32_
   return EncodeShardSurvey(survey);
 }
 
-Result<TableShardPlan> PlanTableShards(const TableConvertOptions& options, const std::vector<std::string>& scans) {
+Result<TableShardPlan> PlanTableShards(const TableConvertOptions& options, const std::vector<std::string>& surveys) {
   PCR_ASSIGN_OR_RETURN(const table::TableInput input, table::TableInputOf(options, false));
   std::vector<ShardSurvey> decoded;
-  for (const std::string& bytes : scans) {
+  for (const std::string& bytes : surveys) {
     PCR_ASSIGN_OR_RETURN(decoded.emplace_back(), DecodeShardSurvey(bytes));
   }
   TableConversionPlan plan;
