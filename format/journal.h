@@ -59,7 +59,10 @@ int JournalVersion(std::string_view text);
 std::string JournalLimitsLine(bool skip_bad, uint64_t max_pixels, uint64_t memory_per_job);
 // The options a conversion was run with, as (name, value) pairs:
 // "options name=value ...", each value percent-encoded (section 10.2).
+// Names are pcr-convert's flags without "--".
 using JournalOptions = std::vector<std::pair<std::string, std::string>>;
+// The "shuffle" value of a conversion that keeps the source order.
+inline constexpr std::string_view kUnshuffled = "none (--keep-order)";
 std::string JournalOptionsLine(const JournalOptions& options);
 // The pairs of an options line; nullopt when `line` is not one.
 std::optional<JournalOptions> ParseJournalOptionsLine(std::string_view line);

@@ -34,7 +34,7 @@ declare -A owner=(
   [io.h]=io
   [decode.h]=jpeg
   [image_dataset.h]=reader [table.h]=reader [verify.h]=reader
-  [convert.h]=writer [convert_images.h]=writer [convert_table.h]=writer [popularity.h]=writer
+  [convert.h]=writer [convert_images.h]=writer [convert_table.h]=writer [option_names.h]=writer [popularity.h]=writer
   [decode_iterator.h]=loader [image_loader.h]=loader [record_iterator.h]=loader [sample_iterator.h]=loader
   [table_loader.h]=loader [transform.h]=loader
   [pcr.h]=all

@@ -114,7 +114,7 @@ TEST_CASE("files not named as JPEGs are counted and named; --by-content takes th
   o.by_content = false;
   auto none = ConvertImages(o);
   REQUIRE(!none.ok());
-  CHECK_THAT(none.status().message(), Catch::Contains("ignored 1 other files, e.g. a/ring.mpo (--by-content"));
+  CHECK_THAT(none.status().message(), Catch::Contains("ignored 1 other files, e.g. a/ring.mpo (by_content = true"));
 }
 
 TEST_CASE("a bad file fails the conversion, names the file and leaves no dataset") {

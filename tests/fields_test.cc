@@ -533,7 +533,7 @@ TEST_CASE("bad fields input is refused naming the file, line and what is wrong")
            {"f.jsonl", ring + ring, "line 2, column 10: image 'textures/ring.jpg' has a second row"},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": \"two\"}\n",
             "line 2, column 36: field 'a' holds numbers (first 1 at line 1, column 36) and here strings: declare "
-            "--field-type a=string (or another type)"},
+            "field_types[\"a\"] = string (or another type)"},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": [1, \"x\"]}\n",
             "line 2, column 40: field 'a': expected an array of numbers"},
            {"f.jsonl", ring + "{\"a\": 2}\n", "line 2, column 1: no 'path' member"},
@@ -541,7 +541,7 @@ TEST_CASE("bad fields input is refused naming the file, line and what is wrong")
            {"f.jsonl", ring + "{\"path\": \"/textures/hard.jpg\"}\n", "is not relative to the image root"},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": 1.5}\n", "field 'a' is int64: expected an integer",
             {{"a", FeatureType::kInt64}}},
-           {"f.jsonl", ring + hard, "--field-type names 'b', which is not a field", {{"b", FeatureType::kInt64}}},
+           {"f.jsonl", ring + hard, "field_types names 'b', which is not a field", {{"b", FeatureType::kInt64}}},
            {"f.jsonl", ring + "{\"path\": \"textures/hard.jpg\", \"a\": 9007199254740993}\n",
             "integer has no exact double", {{"a", FeatureType::kFloat64}}},
            {"f.csv", "path,a\ntextures/ring.jpg,1\ntextures/hard.jpg\n", "line 3, column 1: row has 1 cells"},
@@ -598,7 +598,7 @@ TEST_CASE("--field-order names only fields") {
   o.field_order = {"caption", "captoin"};
   const Status s = ConvertImages(o).status();
   CHECK(s.code() == StatusCode::kInvalidArgument);
-  CHECK_THAT(s.message(), Catch::Contains("--field-order names 'captoin', which is not a field"));
+  CHECK_THAT(s.message(), Catch::Contains("field_order names 'captoin', which is not a field"));
 }
 
 TEST_CASE("--skip-bad skips images without a row and lists rows without an image") {

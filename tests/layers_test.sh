@@ -42,7 +42,7 @@ plant loader/record_iterator.cc reader/inspect.h "loader/ may not include reader
 plant loader/record_iterator.cc reader/internals.h "loader/ may not include reader/internals.h: it is for reader/ only"
 plant fuzz/transcode_fuzz.cc tools/cli.h "fuzz/ may not include tools/ (#include \"tools/cli.h\")"
 plant bench/make_table.cc tests/test_util.h "bench/ may not include tests/"
-plant python/pcr/_pcr.cc reader/inspect.h "python/ may not include reader/"
+plant python/pcr/binding/module.cc reader/inspect.h "python/ may not include reader/"
 plant format/json.cc io/pcr_file.h "format/ may not include io/"
 plant writer/table_writer.cc reader/inspect.h "writer/ may not include reader/"
 plant include/pcr/table.h format/coding.h "include/pcr/ may not include format/"

@@ -233,7 +233,7 @@ TEST_CASE("merge checks the pieces it joins and refuses parts cut by file mixed 
     std::ofstream(out / kConversionMarkerName) << "pcr-convert journal 1 plan 0123456789abcdef shard 1 of 3\n";
     auto r = ConvertImages({.src_dir = src, .out_dir = out, .jobs = 1, .shard_index = 1, .num_shards = 3});
     REQUIRE_FALSE(r.ok());
-    CHECK_THAT(r.status().message(), Catch::Contains("cut by file") && Catch::Contains("--restart"));
+    CHECK_THAT(r.status().message(), Catch::Contains("cut by file") && Catch::Contains("restart = true"));
   }
 }
 
@@ -301,12 +301,12 @@ TEST_CASE("a failed conversion resumes without redoing its finished files") {
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().code() == StatusCode::kInvalidArgument);
     CHECK_THAT(refused.status().message(),
-               Catch::Contains("holds an interrupted conversion with --images-per-record '2' (now '3')") &&
-                   Catch::Contains("keep its 12 finished files") && Catch::Contains("--restart"));
+               Catch::Contains("holds an interrupted conversion with images_per_record '2' (now '3')") &&
+                   Catch::Contains("keep its 12 finished files") && Catch::Contains("restart = true"));
     for (const auto& [name, inode] : before) CHECK(Inode(tmp.path() / "out" / name) == inode);  // untouched
     o.images_per_record = 2;
     o.shuffle_seed = 5;
-    CHECK_THAT(ConvertImages(o).status().message(), Catch::Contains("--shuffle 'none (--keep-order)' (now '5')"));
+    CHECK_THAT(ConvertImages(o).status().message(), Catch::Contains("shuffle_seed 'none (no shuffle_seed)' (now '5')"));
     o.shuffle_seed.reset();
     fs::remove(tmp.path() / "src/zbad" / fs::directory_iterator(tmp.path() / "src/zbad")->path().filename());
     CHECK_THAT(ConvertImages(o).status().message(), Catch::Contains("other source images (27 then, 26 now)"));

@@ -179,5 +179,37 @@ TEST_CASE("shard scans and plans refuse bytes that are not theirs, and shards be
   CHECK(SurveyTableShard(options, 0, 1).status().message().find("split_bytes must be positive") != std::string::npos);
 }
 
+TEST_CASE("CheckTableShards refuses before any step what the steps would refuse") {
+  TempDir dir;
+  const std::string text = "a\n1\n2\n";
+  TableConvertOptions options{.input = dir / "t.csv", .out_dir = dir / "o"};
+  test::WriteFile(options.input, ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  auto refusal = [&](std::string_view prefix = "") { return CheckTableShards(options, prefix).message(); };
+  CHECK(refusal() == "");
+  CHECK_FALSE(fs::exists(options.out_dir));
+  // Compressed data is known by its first bytes, whatever its name.
+  const Bytes packed = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03};
+  test::WriteFile(dir / "packed.csv", packed);
+  options.input = dir / "packed.csv";
+  CHECK_THAT(refusal(), Catch::Contains("packed.csv: gzip data cannot be converted in shards"));
+  options.input = "-";
+  options.format = "csv";
+  CHECK_THAT(refusal(), Catch::Contains("standard input (-) is read once, so it cannot be converted in shards"));
+  options.input = dir / "t.csv";
+  options.format = "";
+  test::WriteFile(options.out_dir, packed);
+  CHECK_THAT(refusal(), Catch::Contains("o: not a directory; choose another output"));
+  fs::remove(options.out_dir);
+  fs::create_directories(options.out_dir);
+  // Parts of this conversion in the output directory are not tables; another table is.
+  test::WriteFile(dir / "o/run-part-0.pcr", packed);
+  CHECK(refusal("run-part-") == "");
+  CHECK_THAT(refusal(), Catch::Contains("t.pcr: would be a second table in"));
+  test::WriteFile(dir / "o/t.pcr", packed);
+  CHECK_THAT(refusal("run-part-"), Catch::Contains("t.pcr: already exists"));
+  options.split_bytes = 0;
+  CHECK_THAT(refusal(), Catch::Contains("split_bytes must be positive"));
+}
+
 }  // namespace
 }  // namespace pcr

@@ -634,7 +634,7 @@ TEST_CASE("a few values of another JSON kind among many are bad values, named or
     CHECK_THAT(r.status().message(),
                Catch::Contains(std::string("line ") + (string_first ? "1" : "201") +
                                ", column 7: \"abc\" in column 'a' is a string, unlike its 200 other values (numbers): "
-                               "pass --on-bad-value missing"));
+                               "pass on_bad_value = BadValue::kMissing"));
     const auto [s, c] = ConvertAndRead({.input = input, .out_dir = dir / (string_first ? "m1" : "m2"),
                                         .on_bad_value = BadValue::kMissing});
     CHECK(s.features[0].type == FeatureType::kInt64);
@@ -708,7 +708,7 @@ TEST_CASE("declared column types and bad values") {
   auto noted = ConvertTable({.input = header_only, .out_dir = dir / "h"});
   REQUIRE(noted.ok());
   CHECK(noted->schema.features[1].type == FeatureType::kString);
-  CHECK(noted->notes == std::vector<std::string>{"column 'b' has no values: stored as string (--column-type b=TYPE "
+  CHECK(noted->notes == std::vector<std::string>{"column 'b' has no values: stored as string (column_types[\"b\"] = TYPE "
                                                  "declares another type)"});
   TableConvertOptions typed{.input = header_only, .out_dir = dir / "h2"};
   typed.column_types = {{"b", FeatureType::kFloat64}};
@@ -720,7 +720,7 @@ TEST_CASE("declared column types and bad values") {
   std::ofstream(nulls) << "{\"a\": 1, \"b\": null}\n";
   auto jsonl = ConvertTable({.input = nulls, .out_dir = dir / "n"});
   REQUIRE(jsonl.ok());
-  CHECK(jsonl->notes == std::vector<std::string>{"column 'b' has only nulls: stored as string (--column-type b=TYPE "
+  CHECK(jsonl->notes == std::vector<std::string>{"column 'b' has only nulls: stored as string (column_types[\"b\"] = TYPE "
                                                  "declares another type)"});
 }
 
@@ -901,8 +901,9 @@ TEST_CASE("a column of negative integers and integers above int64 is refused, na
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.status().message(),
              Catch::Contains("line 4, column 1: column 'uid' holds 18446744073709551615 (above int64) and -5 (line 3, "
-                             "column 1, below uint64), which no integer type holds both of: declare --column-type "
-                             "uid=string to keep them as text, or uid=uint64 or uid=int64 with --on-bad-value missing"));
+                             "column 1, below uint64), which no integer type holds both of: declare "
+                             "column_types[\"uid\"] = string to keep them as text, or column_types[\"uid\"] = uint64 or "
+                             "column_types[\"uid\"] = int64 with on_bad_value = BadValue::kMissing"));
   // Many hashes and one negative value: the negative value breaks the rule.
   std::string hashes = "id,uid\n";
   for (int i = 0; i < 1000; ++i) hashes += std::to_string(i) + "," + std::to_string(18446744073709551615ull - i) + "\n";
@@ -924,7 +925,7 @@ TEST_CASE("a column of negative integers and integers above int64 is refused, na
   r = ConvertTable({.input = input, .out_dir = dir / "self"});
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.status().message(), Catch::Contains("line 2, column 1: -9223372036854775809 in column 'x' is beyond int64 "
-                                                   "and uint64, as are all its numbers: declare --column-type x=string"));
+                                                   "and uint64, as are all its numbers: declare column_types[\"x\"] = string"));
 }
 
 TEST_CASE("what --on-bad-value missing stores as missing, and why a column is string, are noted") {
@@ -966,8 +967,8 @@ TEST_CASE("what --on-bad-value missing stores as missing, and why a column is st
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().message() ==
         csv + ": line 5, column 1: 'abc' in column 'n' is not a number, unlike its 3 other values (int64): declare "
-              "--column-type n=string (or pass --strings for every column) to keep the column as text, or pass "
-              "--on-bad-value missing to store such cells as missing (1 in this column)");
+              "column_types[\"n\"] = string (or pass strings = true for every column) to keep the column as text, or pass "
+              "on_bad_value = BadValue::kMissing to store such cells as missing (1 in this column)");
   TableConvertOptions as_text{.input = csv, .out_dir = dir / "s-text"};
   as_text.column_types = {{"m", FeatureType::kString}, {"n", FeatureType::kString}};
   const auto [ts, tc] = ConvertAndRead(as_text);
@@ -998,8 +999,8 @@ TEST_CASE("integers beyond int64 and uint64 are bad values of the integer column
     REQUIRE_FALSE(refused.ok());
     CHECK_THAT(refused.status().message(),
                Catch::Contains("18446744073709551616 in column 'h' is beyond uint64 (0 to 2^64 - 1), unlike its 3 "
-                               "other values, integers: declare --column-type h=uint64 with --on-bad-value missing"));
-    CHECK_THAT(refused.status().message(), Catch::Contains("or --column-type h=string to keep every digit"));
+                               "other values, integers: declare column_types[\"h\"] = uint64 with on_bad_value = BadValue::kMissing"));
+    CHECK_THAT(refused.status().message(), Catch::Contains("or column_types[\"h\"] = string to keep every digit"));
     // Followed: the valid hash is kept, the overflow is missing.
     TableConvertOptions declared{.input = input, .out_dir = dir / (json ? "jd" : "cd"),
                                  .on_bad_value = BadValue::kMissing};
@@ -1042,8 +1043,8 @@ TEST_CASE("a float beyond float32 in a float32 column is a bad value") {
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message() ==
         csv + ": line 3, column 1: '1.7976931348623157e308' in column 'f' is beyond float32 (at most 3.4028235e38 in "
-              "magnitude) (the column is float32): pass --on-bad-value missing to store such cells as missing, or "
-              "declare another type with --column-type f=TYPE");
+              "magnitude) (the column is float32): pass on_bad_value = BadValue::kMissing to store such cells as missing, or "
+              "declare another type with column_types[\"f\"] = TYPE");
   o.column_types["f"] = FeatureType::kFloat64;
   refused = ConvertTable(o);
   REQUIRE_FALSE(refused.ok());
@@ -1162,8 +1163,8 @@ TEST_CASE("ids above int64 beside negative ids, and ids a declared id type canno
   CHECK_THAT(both.status().message(),
              Catch::Contains("line 2, column 9: [18446744073709551615] in column 'ids' holds an id above int64, and "
                              "[-1, 2] (line 1, column 9) a negative one") &&
-                 Catch::Contains("--column-type ids=uint64_id_list or --column-type ids=id_list with --on-bad-value "
-                                 "missing"));
+                 Catch::Contains("column_types[\"ids\"] = uint64_id_list or column_types[\"ids\"] = id_list with "
+                                 "on_bad_value = BadValue::kMissing"));
   std::ofstream(dir / "m.jsonl") << "{\"sparse\": {\"5\": [1, 18446744073709551615]}}\n";
   TableConvertOptions o{.input = dir / "m.jsonl", .out_dir = dir / "m"};
   o.column_types = {{"sparse", FeatureType::kIdList}};
@@ -1172,7 +1173,7 @@ TEST_CASE("ids above int64 beside negative ids, and ids a declared id type canno
   CHECK_THAT(declared.status().message(),
              Catch::Contains("line 1, column 18: [1, 18446744073709551615] in sparse feature 5 is not an array of "
                              "int64 ids") &&
-                 Catch::Contains("declare --column-type 5=uint64_id_list to keep every id"));
+                 Catch::Contains("declare column_types[\"5\"] = uint64_id_list to keep every id"));
   // Scored lists hold int64 ids.
   std::ofstream(dir / "s.jsonl") << "{\"scored\": {\"5\": [[18446744073709551615, 0.5]]}}\n";
   auto scored = ConvertTable({.input = dir / "s.jsonl", .out_dir = dir / "s"});
@@ -1255,7 +1256,7 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
       {"bad.jsonl", "{\"sparse\": {\"x\": [1]}}\n", "line 1, column 18: sparse feature x: key is not an int64 feature id"},
       {"bad.jsonl", "{\"scored\": {\"3\": [[1]]}}\n", "line 1, column 22: scored feature 3: expected a numeric score"},
       {"bad.jsonl", "{\"a\": 1}\n{\"a\": \"s\"}\n", "line 2, column 7: column 'a' holds numbers (first 1 at line 1, column 7) and here strings: declare "
-       "--column-type a=string (or another type) or pass --strings"},
+       "column_types[\"a\"] = string (or another type) or pass strings = true"},
       {"bad.jsonl", "{\"a\": 1, \"a\": 2}\n", "line 1, column 15: feature 'a' appears twice in the row"},
       {"bad.jsonl", "{\"dense\": {\"5\": 1}, \"sparse\": {\"5\": [1]}}\n", "line 1, column 37: feature '5' appears both"},
       {"bad.jsonl", "{\"a\": 1}\n{\"a\": 2\n", "line 2, column 8: expected ',' or '}'"},
@@ -1265,12 +1266,12 @@ TEST_CASE("malformed input names line and column and leaves nothing behind") {
       // An integer beyond uint64 among integers is a bad value of uint64, never a float64 column that rounds.
       {"big.csv", "a\n1\n9007199254740993\n99999999999999999999\n",
        "line 4, column 1: 99999999999999999999 in column 'a' is beyond uint64 (0 to 2^64 - 1), unlike its 2 other "
-       "values, integers: declare --column-type a=uint64 with --on-bad-value missing"},
+       "values, integers: declare column_types[\"a\"] = uint64 with on_bad_value = BadValue::kMissing"},
       // One word among numbers is named, with the ways past it.
       {"word.csv", "a,b\n" + WordAmongNumbers(),
        "line 122, column 5: 'abc' in column 'b' is not a number, unlike its 149 other values (int64): declare "
-       "--column-type b=string (or pass --strings for every column) to keep the column as text, or pass "
-       "--on-bad-value missing"},
+       "column_types[\"b\"] = string (or pass strings = true for every column) to keep the column as text, or pass "
+       "on_bad_value = BadValue::kMissing"},
       {"big.csv", "a,b\nx,0.5\ny,-99999999999999999999\n",
        "line 3, column 3: integer -99999999999999999999 in float64 column 'b'"},
       {"big.jsonl", "{\"a\": 1}\n{\"a\": 99999999999999999999}\n",

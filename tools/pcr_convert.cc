@@ -8,6 +8,7 @@
 
 #include "pcr/version.h"
 #include "tools/cli.h"
+#include "tools/option_spelling.h"
 #include "format/file_format.h"
 #include "format/journal.h"
 #include "writer/remote_output.h"
@@ -230,7 +231,7 @@ bool UploadOption(const std::string& a, pcr::cli::Args& args, std::string* work_
 
 // `images SRC_DIR OUT_DIR`, or with `webdataset`, `webdataset SHARD... OUT_DIR`.
 int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
-  pcr::ConvertImagesOptions o;
+  pcr::ConvertImagesOptions o{.option_names = &pcr::cli::kOptionNames};
   std::string input_endpoint;
   std::vector<std::string> positional;
   bool shuffle_given = false, keep_order = false;
@@ -395,7 +396,7 @@ int ConvertImagesCommand(pcr::cli::Args& args, bool webdataset) {
 }
 
 int MergeCommand(pcr::cli::Args& args) {
-  pcr::MergeOptions o;
+  pcr::MergeOptions o{.option_names = &pcr::cli::kOptionNames};
   std::vector<std::string> positional;
   while (!args.empty()) {
     const std::string a = args.next();
@@ -437,7 +438,7 @@ void PrintTableReport(const pcr::TableConvertReport& r) {
 }
 
 int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
-  pcr::TableConvertOptions o;
+  pcr::TableConvertOptions o{.option_names = &pcr::cli::kOptionNames};
   std::string input_endpoint;
   std::vector<std::string> positional;
   std::string popularity;
@@ -526,7 +527,8 @@ int ConvertTableCommand(pcr::cli::Args& args, bool reorder) {
       return pcr::cli::kExitOk;
     }
   }
-  auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order, *io, counted.table_id)
+  auto result = reorder ? pcr::ReorderTable(positional[0], positional[1], o.writer.stream_order, *io, counted.table_id,
+                                            pcr::cli::kOptionNames)
                         : [&] {
                             o.input = positional[0];
                             o.out_dir = positional[1];

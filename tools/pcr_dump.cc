@@ -25,6 +25,7 @@
 #include "pcr/verify.h"
 #include "pcr/version.h"
 #include "tools/cli.h"
+#include "tools/option_spelling.h"
 
 namespace {
 
@@ -848,7 +849,7 @@ int Cat(const std::string& path, const pcr::IoEngineOptions& io, const std::stri
 // Counts the access logs' lines of one table: `table`'s, or else the one
 // table the logs name.
 int Popularity(const std::vector<std::string>& logs, const std::string& table, const pcr::IoEngineOptions& io) {
-  auto count = pcr::CountAccessLogs(logs, table, io);
+  auto count = pcr::CountAccessLogs(logs, table, io, pcr::cli::kOptionNames);
   if (!count.ok()) return Fail(count.status());
   for (const auto& [other, lines] : count->skipped) {
     std::fprintf(stderr, "pcr-dump: skipped %llu line(s) of another table: %s\n",

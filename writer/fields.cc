@@ -26,12 +26,14 @@ bool ExactDouble(int64_t i) {
 class FieldsReader {
  public:
   FieldsReader(const std::string& path, const std::string& key_column,
-               const std::map<std::string, FeatureType>& declared, bool float32, const RemoteOptions& remote)
+               const std::map<std::string, FeatureType>& declared, bool float32, const RemoteOptions& remote,
+               const OptionNames& names)
       : path_(path),
         remote_(remote),
         key_column_(key_column),
         declared_(declared),
-        types_(declared, float32, [this](uint64_t line, uint64_t column, const std::string& what) {
+        names_(names),
+        types_(declared, float32, names, [this](uint64_t line, uint64_t column, const std::string& what) {
           return Error(line, column, what);
         }) {}
 
@@ -104,7 +106,7 @@ class FieldsReader {
       list[c] = declared != declared_.end() && IsColumnListType(declared->second);
     }
     if (key == SIZE_MAX) {
-      return Status::InvalidArgument(path_ + ": no '" + key_column_ + "' column naming each image (--fields-key)");
+      return Status::InvalidArgument(path_ + ": no '" + key_column_ + "' column naming each image (" + names_(Option::kFieldsKey) + ")");
     }
     const size_t columns = count;
     while (true) {
@@ -180,7 +182,7 @@ class FieldsReader {
         row.values.emplace_back(f, std::move(v));
       }
       if (!json.error().empty() || !json.End()) return error("");
-      if (!has_key) return Error(number, 1, "no '" + key_column_ + "' member naming the image (--fields-key)");
+      if (!has_key) return Error(number, 1, "no '" + key_column_ + "' member naming the image (" + names_(Option::kFieldsKey) + ")");
       return AddRow(std::move(row), key_column);
     });
   }
@@ -189,6 +191,7 @@ class FieldsReader {
   const RemoteOptions& remote_;
   const std::string& key_column_;
   const std::map<std::string, FeatureType>& declared_;
+  const OptionNames& names_;
   FieldInference types_;
   std::unordered_set<std::string> keys_;
   std::vector<RawRow> rows_;
@@ -214,7 +217,9 @@ void FieldInference::NoteCell(uint32_t f, const ColumnValue& cell) {
 
 Status FieldInference::Infer() {
   for (const auto& [name, type] : declared_) {
-    if (!index_.count(name)) return Status::InvalidArgument("--field-type names '" + name + "', which is not a field");
+    if (!index_.count(name)) {
+      return Status::InvalidArgument(naming_.Name(Option::kFieldType) + " names '" + name + "', which is not a field");
+    }
   }
   for (size_t f = 0; f < features_.size(); ++f) {
     const auto user = declared_.find(features_[f].name);
@@ -347,8 +352,8 @@ uint64_t FieldsChecksum(const FieldsFile& fields, const std::vector<std::string>
 
 Result<FieldsFile> ReadFieldsFile(const std::string& path, const std::string& key_column,
                                   const std::map<std::string, FeatureType>& declared, bool float32,
-                                  const RemoteOptions& remote) {
-  return FieldsReader(path, key_column, declared, float32, remote).Read();
+                                  const RemoteOptions& remote, const OptionNames& names) {
+  return FieldsReader(path, key_column, declared, float32, remote, names).Read();
 }
 
 }  // namespace pcr

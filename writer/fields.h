@@ -53,11 +53,15 @@ class FieldInference {
  public:
   using ErrorFn = std::function<Status(uint64_t line, uint64_t column, const std::string& what)>;
   using AtFn = std::function<std::string(const ValuePlace&)>;
-  FieldInference(std::map<std::string, FeatureType> declared, bool float32, ErrorFn error,
+  FieldInference(std::map<std::string, FeatureType> declared, bool float32, const OptionNames& names, ErrorFn error,
                  AtFn at = [](const ValuePlace& w) { return w.At(); })
       : declared_(std::move(declared)),
         rules_{.typed = false, .float32 = float32, .bad_values = false, .strings_option = false},
-        naming_{.noun = "field", .declare = "--field-type", .error = std::move(error), .at = std::move(at)} {}
+        naming_{.noun = "field",
+                .declare = Option::kFieldType,
+                .names = &names,
+                .error = std::move(error),
+                .at = std::move(at)} {}
 
   // The index of field `name`, added the first time it is named.
   Result<uint32_t> Field(const std::string& name, uint64_t line, uint64_t column);
@@ -108,7 +112,7 @@ struct FieldsFile {
 // read with `remote`.
 Result<FieldsFile> ReadFieldsFile(const std::string& path, const std::string& key_column,
                                   const std::map<std::string, FeatureType>& declared, bool float32,
-                                  const RemoteOptions& remote = {});
+                                  const RemoteOptions& remote = {}, const OptionNames& names = kLibraryOptionNames);
 
 // A checksum of the fields' names, types and values (row by row, in `keys`
 // order) and of the stream order, for a conversion's plan checksum.

@@ -145,14 +145,14 @@ class FileAssembler {
 
 }  // namespace
 
-Result<ScanScript> LoadScanScript(const std::string& name_or_file) {
-  const auto names = BuiltinScanScriptNames();
-  if (std::find(names.begin(), names.end(), name_or_file) != names.end()) {
+Result<ScanScript> LoadScanScript(const std::string& name_or_file, const OptionNames& names) {
+  const auto builtin = BuiltinScanScriptNames();
+  if (std::find(builtin.begin(), builtin.end(), name_or_file) != builtin.end()) {
     return BuiltinScanScript(name_or_file);
   }
   std::ifstream in(name_or_file);
   if (!in) {
-    return Status::InvalidArgument("--scan-script " + name_or_file +
+    return Status::InvalidArgument(names(Option::kScanScript) + " " + name_or_file +
                                    ": neither a built-in name (spectral5, spectral, libjpeg) nor a readable file");
   }
   std::stringstream text;
@@ -161,29 +161,38 @@ Result<ScanScript> LoadScanScript(const std::string& name_or_file) {
 }
 
 Status CheckConvertImagesOptions(const ConvertImagesOptions& options) {
-  if (options.images_per_record == 0) return Status::InvalidArgument("--images-per-record must be positive, not 0");
-  if (options.records_per_file == 0) return Status::InvalidArgument("--records-per-file must be positive, not 0");
-  if (options.num_shards == 0 || options.shard_index >= options.num_shards) {
-    return Status::InvalidArgument("--shard must be below --num-shards");
+  const OptionNames& names = *options.option_names;
+  if (options.images_per_record == 0) {
+    return Status::InvalidArgument(names(Option::kImagesPerRecord) + " must be positive, not 0");
   }
-  if (options.num_shards > (uint64_t{1} << 32)) return Status::InvalidArgument("--num-shards must be at most 2^32");
+  if (options.records_per_file == 0) {
+    return Status::InvalidArgument(names(Option::kRecordsPerFile) + " must be positive, not 0");
+  }
+  if (options.num_shards == 0 || options.shard_index >= options.num_shards) {
+    return Status::InvalidArgument(names(Option::kShard) + " must be below " + names(Option::kNumShards));
+  }
+  if (options.num_shards > (uint64_t{1} << 32)) {
+    return Status::InvalidArgument(names(Option::kNumShards) + " must be at most 2^32");
+  }
   if (options.images_per_record > kMaxStripeRows) {
-    return Status::InvalidArgument("--images-per-record must be below 2^32");
+    return Status::InvalidArgument(names(Option::kImagesPerRecord) + " must be below 2^32");
   }
   for (const auto& [name, type] : options.field_types) {
     if (type == FeatureType::kScoredIdList32 || type == FeatureType::kScoredIdList64 || type >= FeatureType::kBool) {
-      return Status::InvalidArgument("--field-type " + name + ": a field is int64, float64, float32, string, bytes, "
-                                     "id_list, float32_list or float64_list, not " + FeatureTypeName(type));
+      return Status::InvalidArgument(names(Option::kFieldType) + " " + name + ": a field is int64, float64, float32, "
+                                     "string, bytes, id_list, float32_list or float64_list, not " +
+                                     FeatureTypeName(type));
     }
   }
   if (options.exif_orientation && options.strip_metadata) {
-    return Status::InvalidArgument("--exif-orientation needs the metadata --strip-metadata drops");
+    return Status::InvalidArgument(names(Option::kExifOrientation) + " needs the metadata " +
+                                   names(Option::kStripMetadata) + " drops");
   }
   if (!options.shards.empty() && (!options.list_file.empty() || !options.fields_file.empty() || options.by_content)) {
-    return Status::InvalidArgument("WebDataset shards hold their own samples and fields: no --list, --fields or "
-                                   "--by-content");
+    return Status::InvalidArgument("WebDataset shards hold their own samples and fields: no " + names(Option::kList) +
+                                   ", " + names(Option::kFields) + " or " + names(Option::kByContent));
   }
-  return LoadScanScript(options.scan_script).status();
+  return LoadScanScript(options.scan_script, names).status();
 }
 
 std::vector<SampleMetadata> Permuted(std::vector<SampleMetadata> sources, uint64_t seed) {
@@ -204,7 +213,7 @@ JournalOptions JournalOptionsOf(const ConvertImagesOptions& o, uint64_t images) 
           {"records-per-file", std::to_string(o.records_per_file)},
           {"scan-script", o.scan_script},
           {"strip-metadata", flag(o.strip_metadata)},
-          {"shuffle", o.shuffle_seed ? std::to_string(*o.shuffle_seed) : "none (--keep-order)"},
+          {"shuffle", o.shuffle_seed ? std::to_string(*o.shuffle_seed) : std::string(kUnshuffled)},
           {"list", o.list_file},
           {"by-content", flag(o.by_content)},
           {"fields", o.fields_file},
@@ -238,12 +247,12 @@ struct ConversionSetup {
 // to input.fields when asked for) and lays out the conversion.
 Result<ConversionSetup> SetUpConversion(const ConvertImagesOptions& options, ConversionInput& input) {
   ConversionSetup plan;
-  PCR_ASSIGN_OR_RETURN(plan.script, LoadScanScript(options.scan_script));
+  PCR_ASSIGN_OR_RETURN(plan.script, LoadScanScript(options.scan_script, *options.option_names));
   if (options.exif_orientation) {
     for (const FeatureInfo& f : input.fields.features) {
       if (f.name == kExifOrientationField) {
         return Status::InvalidArgument("a field is named " + std::string(kExifOrientationField) +
-                                       ", the name --exif-orientation gives");
+                                       ", the name " + (*options.option_names)(Option::kExifOrientation) + " gives");
       }
     }
     plan.orientation_field = static_cast<uint32_t>(input.fields.features.size());
@@ -256,7 +265,8 @@ Result<ConversionSetup> SetUpConversion(const ConvertImagesOptions& options, Con
   for (const std::string& name : options.field_order) {
     const auto& f = input.fields.features;
     if (std::none_of(f.begin(), f.end(), [&](const FeatureInfo& i) { return i.name == name; })) {
-      return Status::InvalidArgument("--field-order names '" + name + "', which is not a field");
+      return Status::InvalidArgument((*options.option_names)(Option::kFieldOrder) + " names '" + name +
+                                     "', which is not a field");
     }
   }
 
@@ -333,7 +343,8 @@ Status TranscodeShard(const ConvertImagesOptions& options, const ConversionInput
         if (failed.ok()) {
           const Status& why = item.image.status();
           failed = cancelled || damaged ? why
-                                        : why.WithMessage(input.describe(i) + ": " + why.message() + " (--skip-bad skips it)");
+                                        : why.WithMessage(input.describe(i) + ": " + why.message() + " (" +
+                                                          (*options.option_names)(Option::kSkipBad) + " skips it)");
         }
       }
     }
@@ -393,7 +404,8 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
       .options = JournalOptionsOf(options, count)};
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(out_dir.string()));
   PCR_ASSIGN_OR_RETURN(std::vector<FinishedFile> kept,
-                       PrepareOutDir(out_dir.string(), header, plan.first_file, count, options.restart));
+                       PrepareOutDir(out_dir.string(), header, plan.first_file, count, options.restart,
+                                     *options.option_names));
   PCR_ASSIGN_OR_RETURN(auto journal,
                        JournalWriter::Create((out_dir / kConversionMarkerName).string(), header, kept));
 
@@ -425,6 +437,7 @@ Result<ConvertImagesSummary> ConvertInput(const ConvertImagesOptions& options, C
 Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) {
   if (IsObjectStoreOutput(options.out_dir)) return ConvertImagesToObjectStore(options, ConvertImages);
   PCR_RETURN_IF_ERROR(CheckConvertImagesOptions(options));
+  const OptionNames& names = *options.option_names;
   // An s3:// SRC_DIR: its objects (size and ETag), by key.
   const bool remote = IsRemotePath(options.src_dir);
   std::unordered_map<std::string, S3Uploader::ListedObject> listed;
@@ -456,12 +469,12 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
     std::string others;
     if (ignored.count > 0) {
       others = "; ignored " + std::to_string(ignored.count) + " other files, e.g. " + ignored.examples[0] +
-               (options.by_content ? "" : " (--by-content takes files by their JPEG signature)");
+               (options.by_content ? "" : " (" + names(Option::kByContent) + " takes files by their JPEG signature)");
     }
     return Status::InvalidArgument(
         options.list_file.empty()
-            ? options.src_dir + ": no JPEG images in class folders (expected SRC_DIR/<class>/<image>.jpg, or --list)" +
-                  others
+            ? options.src_dir + ": no JPEG images in class folders (expected SRC_DIR/<class>/<image>.jpg, or " +
+                  names(Option::kList) + ")" + others
             : options.list_file + ": lists no images");
   }
   if (options.shuffle_seed) sources = Permuted(std::move(sources), *options.shuffle_seed);
@@ -470,20 +483,20 @@ Result<ConvertImagesSummary> ConvertImages(const ConvertImagesOptions& options) 
   ConversionInput input;
   if (!options.fields_file.empty()) {
     PCR_ASSIGN_OR_RETURN(fields, ReadFieldsFile(options.fields_file, options.fields_key, options.field_types,
-                                                false, options.remote));
+                                                false, options.remote, names));
     std::unordered_set<std::string_view> keys;
     for (const SampleMetadata& s : sources) keys.insert(s.key);
     for (size_t r = 0; r < fields.keys.size(); ++r) {
       if (keys.count(fields.keys[r])) continue;
       const std::string what = options.fields_file + ": line " + std::to_string(fields.lines[r]) + ": image '" +
                                fields.keys[r] + "' is not among the source images";
-      if (!options.skip_bad) return Status::InvalidArgument(what + " (--skip-bad skips it)");
+      if (!options.skip_bad) return Status::InvalidArgument(what + " (" + names(Option::kSkipBad) + " skips it)");
       input.skipped.emplace_back(fields.keys[r], "row of " + options.fields_file + " without an image");
     }
     for (const SampleMetadata& s : sources) {
       if (!options.skip_bad && !fields.rows.count(s.key)) {
         return Status::InvalidArgument((fs::path(options.src_dir) / s.key).string() + ": no row in " +
-                                       options.fields_file + " (--skip-bad skips it)");
+                                       options.fields_file + " (" + names(Option::kSkipBad) + " skips it)");
       }
     }
   }

@@ -26,7 +26,7 @@ Result<PopularityFile> ReadPopularityFile(const std::string& path) {
 }
 
 Result<PopularityCount> CountAccessLogs(const std::vector<std::string>& logs, const std::string& table,
-                                        const IoEngineOptions& io) {
+                                        const IoEngineOptions& io, const OptionNames& names) {
   std::vector<AccessLogEntry> lines;
   for (const std::string& log : logs) {
     PCR_ASSIGN_OR_RETURN(auto in, MappedInput::Open(log));
@@ -48,7 +48,7 @@ Result<PopularityCount> CountAccessLogs(const std::vector<std::string>& logs, co
     std::string named;
     for (const auto& [id, path] : tables) named += (named.empty() ? "" : ", ") + path + " (" + id + ")";
     return Status::InvalidArgument("the access logs are of " + std::to_string(tables.size()) + " tables: " + named +
-                                   "; count one table at a time (pcr-dump popularity --table PATH)");
+                                   "; count one table at a time (" + names(Option::kCountOneTable) + ")");
   } else if (!tables.empty()) {
     count.table_id = tables.begin()->first;
     count.table = tables.begin()->second;

@@ -439,6 +439,7 @@ struct Destination {
   std::vector<std::string> last;  // uploaded after every other file, in order
   const RemoteOptions& remote;
   const UploadOptions& upload;
+  const OptionNames& names;  // how messages name options
   bool restart = false;    // start the work directory over
   // Whether files another conversion left unfinished in out/ stay for this
   // one to judge (as ConvertImages judges an interrupted conversion's).
@@ -465,7 +466,7 @@ Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
   const fs::path identity_file = work / "conversion";
   if (fs::exists(work, ec) && !fs::exists(identity_file, ec) && !fs::is_empty(work, ec)) {
     return Status::InvalidArgument(work.string() + ": not empty, and not a work directory of pcr-convert: give a new "
-                                   "or empty --work-dir");
+                                   "or empty " + d.names(Option::kWorkDir));
   }
   PCR_RETURN_IF_ERROR(CheckNoObject(d.out_dir, d.marker, local, journal, d.remote, d.upload));
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(work.string()));
@@ -486,7 +487,8 @@ Result<T> ThroughWorkDir(const Destination& d, Produce produce) {
       if (finished) {
         return Status::InvalidArgument(work.string() + " holds a finished conversion into " + d.out_dir +
                                        " of other inputs or options, not yet uploaded: run that conversion again to "
-                                       "upload it, start over with --restart (images), or give another --work-dir");
+                                       "upload it, start over with " + d.names(Option::kRestart) + " (images), or give another " +
+                                       d.names(Option::kWorkDir));
       }
       if (!d.keep_unfinished) fs::remove_all(local, ec);
       PCR_RETURN_IF_ERROR(WriteIdentity(work, d.identity));
@@ -519,6 +521,7 @@ Result<ConvertImagesSummary> ConvertImagesToObjectStore(
                       .last = {marker},
                       .remote = options.remote,
                       .upload = options.upload,
+                      .names = *options.option_names,
                       .restart = options.restart,
                       .keep_unfinished = true,
                       .cancel = options.cancel};
@@ -570,7 +573,8 @@ Result<TableConvertReport> ConvertTableToObjectStore(
                       .marker = name,
                       .identity = TableIdentity(options),
                       .remote = options.remote,
-                      .upload = options.upload};
+                      .upload = options.upload,
+                      .names = *options.option_names};
   PCR_ASSIGN_OR_RETURN(TableConvertReport report,
                        ThroughWorkDir<TableConvertReport>(d, [&](const std::string& out, const std::string&)
                                                                  -> Result<TableConvertReport> {
@@ -607,7 +611,8 @@ Result<MergeSummary> MergeToObjectStore(const MergeOptions& options,
                       .identity = identity,
                       .last = {kDatasetManifestName},
                       .remote = options.remote,
-                      .upload = options.upload};
+                      .upload = options.upload,
+                      .names = *options.option_names};
   return ThroughWorkDir<MergeSummary>(d, [&](const std::string& out, const std::string&) {
     std::error_code ec;
     fs::remove(fs::path(out) / kDatasetManifestName, ec);  // merged by an earlier run: merged again, links kept

@@ -53,7 +53,24 @@ namespace {
 
 // Why the journal `text` belongs to another conversion than `header`'s: the
 // first option that differs, or the sources.
-std::string Difference(std::string_view text, const JournalHeader& header) {
+// The option a journal's key (pcr-convert's spelling) stands for.
+std::optional<Option> JournalOption(std::string_view key) {
+  static constexpr std::pair<std::string_view, Option> kKeys[] = {
+      {"images-per-record", Option::kImagesPerRecord}, {"records-per-file", Option::kRecordsPerFile},
+      {"scan-script", Option::kScanScript},            {"strip-metadata", Option::kStripMetadata},
+      {"shuffle", Option::kShuffle},                   {"list", Option::kList},
+      {"by-content", Option::kByContent},              {"fields", Option::kFields},
+      {"fields-key", Option::kFieldsKey},              {"field-order", Option::kFieldOrder},
+      {"exif-orientation", Option::kExifOrientation},  {"shard", Option::kShard},
+      {"num-shards", Option::kNumShards},              {"shards", Option::kShards},
+  };
+  for (const auto& [name, option] : kKeys) {
+    if (name == key) return option;
+  }
+  return std::nullopt;
+}
+
+std::string Difference(std::string_view text, const JournalHeader& header, const OptionNames& names) {
   std::vector<std::string_view> lines;
   for (size_t pos = 0, nl; (nl = text.find('\n', pos)) != std::string_view::npos && lines.size() < 3; pos = nl + 1) {
     lines.push_back(text.substr(pos, nl - pos));
@@ -67,8 +84,12 @@ std::string Difference(std::string_view text, const JournalHeader& header) {
     const std::string before = it == old->end() ? "" : it->second;
     if (before == value) continue;
     if (name == "images") return "other source images (" + before + " then, " + value + " now)";
-    auto shown = [](const std::string& v) { return v.empty() ? std::string("not given") : "'" + v + "'"; };
-    return "--" + name + " " + shown(before) + " (now " + shown(value) + ")";
+    auto shown = [&](const std::string& v) {
+      if (v.empty()) return std::string("not given");
+      return "'" + (v == kUnshuffled ? "none (" + names(Option::kKeepOrder) + ")" : v) + "'";
+    };
+    const std::optional<Option> named = JournalOption(name);
+    return (named ? names(*named) : name) + " " + shown(before) + " (now " + shown(value) + ")";
   }
   return "other source images or fields";
 }
@@ -76,7 +97,8 @@ std::string Difference(std::string_view text, const JournalHeader& header) {
 }  // namespace
 
 Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, const JournalHeader& header,
-                                                uint64_t first_file, uint64_t source_count, bool restart) {
+                                                uint64_t first_file, uint64_t source_count, bool restart,
+                                                const OptionNames& names) {
   const fs::path dir(dir_name);
   std::error_code ec;
   for (const char* manifest : {kDatasetManifestName, kPartManifestName}) {
@@ -92,15 +114,16 @@ Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir_name, con
       const std::string_view text(reinterpret_cast<const char*>(journal->data()), journal->size());
       if (!restart && JournalVersion(text) == 1 && JournalVersion(header.first) == 2) {
         return Status::InvalidArgument(dir_name + " holds an interrupted part of a conversion cut by file, as pcr "
-                                       "before 0.8 cut parts; parts are now cut by record: start over with --restart");
+                                       "before 0.8 cut parts; parts are now cut by record: start over with " +
+                                       names(Option::kRestart));
       }
       if (!restart && !text.starts_with(header.first + "\n")) {
         size_t finished = 0;
         for (size_t pos = 0; (pos = text.find("\ndone ", pos)) != std::string_view::npos; ++pos) ++finished;
         return Status::InvalidArgument(
-            dir_name + " holds an interrupted conversion with " + Difference(text, header) +
+            dir_name + " holds an interrupted conversion with " + Difference(text, header, names) +
             ": run it again with the same options and inputs to keep its " + std::to_string(finished) +
-            " finished files, or start over with --restart");
+            " finished files, or start over with " + names(Option::kRestart));
       }
       if (!restart) kept = DecodeJournal(text, header.first, header.limits, first_file, source_count);
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "format/journal.h"
+#include "pcr/option_names.h"
 #include "pcr/status.h"
 
 namespace pcr {
@@ -53,6 +54,7 @@ std::optional<uint64_t> FooterIndexChecksum(const std::string& path, uint64_t si
 // message naming the option that differs.
 // REQUIRES: `dir` exists and its DirectoryLock is held.
 Result<std::vector<FinishedFile>> PrepareOutDir(const std::string& dir, const JournalHeader& header,
-                                                uint64_t first_file, uint64_t source_count, bool restart);
+                                                uint64_t first_file, uint64_t source_count, bool restart,
+                                                const OptionNames& names = kLibraryOptionNames);
 
 }  // namespace pcr

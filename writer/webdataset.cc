@@ -63,8 +63,9 @@ class WebDataset : public SourceReader {
         shard_checked_(shards_.size()),
         client_(client),
         skip_bad_(options.skip_bad),
+        names_(*options.option_names),
         types_(std::make_unique<FieldInference>(
-            options.field_types, false,
+            options.field_types, false, names_,
             [this](uint64_t line, uint64_t member, const std::string& what) {
               // Values carry their sample's index plus one as their line.
               return Status::InvalidArgument(Describe(samples_[line - 1], member) + ": " + what);
@@ -294,7 +295,7 @@ class WebDataset : public SourceReader {
       if (more && !SplitName(m.name, &key, &ext)) {
         const std::string what = shards_[s] + ": member " + m.name + " at offset " + std::to_string(m.header_offset) +
                                  ": no extension after its key";
-        if (!skip_bad_) return Status::InvalidArgument(what + " (--skip-bad skips it)");
+        if (!skip_bad_) return Status::InvalidArgument(what + " (" + names_(Option::kSkipBad) + " skips it)");
         input->skipped.emplace_back(m.name, what);
         continue;
       }
@@ -333,7 +334,7 @@ class WebDataset : public SourceReader {
     if (!refused.empty()) {
       const std::string key = samples_.back().key;
       samples_.pop_back();
-      if (!skip_bad_) return Status::InvalidArgument(refused + " (--skip-bad skips it)");
+      if (!skip_bad_) return Status::InvalidArgument(refused + " (" + names_(Option::kSkipBad) + " skips it)");
       input->skipped.emplace_back(key, refused);
       return Status::OK();
     }
@@ -418,6 +419,7 @@ class WebDataset : public SourceReader {
   HttpClient* const client_;  // for remote shards; else nullptr
   std::unique_ptr<RangePrefetcher> prefetcher_;
   const bool skip_bad_;
+  const OptionNames& names_;
   std::unique_ptr<FieldInference> types_;
   std::vector<Sample> samples_;
   std::unordered_set<std::string> exts_;  // member extensions that are fields

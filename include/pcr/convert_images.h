@@ -22,6 +22,7 @@
 #include "pcr/decode.h"
 #include "pcr/export.h"
 #include "pcr/io.h"
+#include "pcr/option_names.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
 
@@ -100,6 +101,8 @@ struct ConvertImagesOptions {
   std::string work_dir;
   RemoteOptions remote;
   UploadOptions upload;
+  // How messages name these options (pcr/option_names.h).
+  const OptionNames* option_names = &kLibraryOptionNames;
 };
 
 struct ConvertImagesSummary {
@@ -118,7 +121,8 @@ struct ConvertImagesSummary {
 
 // The built-in script `name_or_file` names, else the script in that file
 // (its name is the file name). InvalidArgument when it is neither.
-PCR_EXPORT Result<ScanScript> LoadScanScript(const std::string& name_or_file);
+PCR_EXPORT Result<ScanScript> LoadScanScript(const std::string& name_or_file,
+                                             const OptionNames& names = kLibraryOptionNames);
 
 // Converts every JPEG of the source into OUT_DIR. Never modifies the source.
 //
@@ -214,6 +218,7 @@ struct MergeOptions {
   std::string work_dir;
   RemoteOptions remote;
   UploadOptions upload;
+  const OptionNames* option_names = &kLibraryOptionNames;  // how messages name options
 };
 
 // MergeParts(options.out_dir, options.part_dirs), into object storage too.

@@ -17,6 +17,7 @@
 
 #include "pcr/export.h"
 #include "pcr/io.h"
+#include "pcr/option_names.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
 
@@ -82,6 +83,8 @@ struct TableConvertOptions {
   std::string work_dir;
   RemoteOptions remote;
   UploadOptions upload;
+  // How messages name these options (pcr/option_names.h).
+  const OptionNames* option_names = &kLibraryOptionNames;
 };
 
 // FeatureTypeName's names, and "timestamp" for timestamp_us.
@@ -131,6 +134,11 @@ PCR_EXPORT Result<TableConvertReport> ConvertTable(const TableConvertOptions& op
 // storage, only the header and the shard's bytes) and shares nothing with
 // the others but its arguments, so steps may run in any threads or
 // processes at once.
+//  0. CheckTableShards: what the steps would refuse, for a driver to check
+//     before any runs: the options, an input that cannot be reached in
+//     shards (standard input, compressed data), and a local out_dir that is
+//     not a directory or holds the table already, or another table (files
+//     named part_prefix... are this conversion's parts, not tables).
 //  1. SurveyTableShard: the first pass over one shard's rows. Its first row is
 //     `start` when given, else the one after the first line break of its
 //     range, which PlanTableShards checks.
@@ -152,6 +160,7 @@ struct TableShardPlan {
   std::vector<std::string> notes;
   uint64_t input_bytes = 0;
 };
+PCR_EXPORT Status CheckTableShards(const TableConvertOptions& options, std::string_view part_prefix = "");
 PCR_EXPORT Result<std::string> SurveyTableShard(const TableConvertOptions& options, uint32_t shard, uint32_t num_shards,
                                               std::optional<uint64_t> start = {});
 PCR_EXPORT Result<TableShardPlan> PlanTableShards(const TableConvertOptions& options,
@@ -172,6 +181,7 @@ PCR_EXPORT Result<TableConvertReport> MergeTableParts(const TableConvertOptions&
 // feature of the table is noted in the report.
 PCR_EXPORT Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
                                         const std::vector<std::string>& stream_order,
-                                        const IoEngineOptions& io = {}, const std::string& counted_on = "");
+                                        const IoEngineOptions& io = {}, const std::string& counted_on = "",
+                                        const OptionNames& names = kLibraryOptionNames);
 
 }  // namespace pcr

@@ -11,6 +11,7 @@
 
 #include "pcr/export.h"
 #include "pcr/io.h"
+#include "pcr/option_names.h"
 #include "pcr/status.h"
 
 namespace pcr {
@@ -34,7 +35,8 @@ struct PopularityCount {
 // name, refusing logs of several. Lines that name no table count for any.
 // Errors name the log and line; InvalidArgument when no line is of the table.
 PCR_EXPORT Result<PopularityCount> CountAccessLogs(const std::vector<std::string>& logs, const std::string& table = "",
-                                                   const IoEngineOptions& io = {});
+                                                   const IoEngineOptions& io = {},
+                                                   const OptionNames& names = kLibraryOptionNames);
 // The popularity file of `count`: its lines, most read first.
 PCR_EXPORT std::string FormatPopularityFile(const PopularityCount& count);
 

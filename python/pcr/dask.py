@@ -283,10 +283,7 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
         raise ValueError(f"{out}: already holds a pcr dataset (dataset.pcrd); choose another output")
     options.setdefault("jobs", 1)  # a task holds one of its worker's threads
     # Misspelt or bad options raise here, before any task runs.
-    try:
-        _pcr._check_convert_images(src, out, shard=0, num_shards=num_shards, **options)
-    except TypeError as e:  # worded as pcr.convert_images words it
-        raise TypeError(str(e).replace("_check_convert_images()", "convert_images()")) from None
+    _pcr._check_convert_images(src, out, shard=0, num_shards=num_shards, **options)
     upload = {k: options.pop(k) for k in _UPLOAD_OPTIONS if k in options}
     token = uuid.uuid4().hex  # a new key every call: a retry after a failure must run again
     start = time.perf_counter()
@@ -373,7 +370,7 @@ def _table_step(input, out, options, step, *args):
     import distributed
 
     start = time.perf_counter()
-    result = getattr(_pcr._TableConversion(input, out, **options), step)(*args)
+    result = getattr(_pcr._table_conversion(input, out, **options), step)(*args)
     return result, time.perf_counter() - start, distributed.get_worker().address
 
 
@@ -399,25 +396,10 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
 
     client, num_shards = _client_and_shards(client, num_shards)
     input, out = os.fspath(input), os.fspath(out)
-    try:  # bad options raise here, not in the workers
-        conversion = _pcr._TableConversion(input, out, **options)
-    except TypeError as e:  # worded as pcr.convert_table words it
-        raise TypeError(str(e).replace("__init__(): incompatible constructor", "convert_table(): incompatible function")
-                        .replace("pcr._pcr._TableConversion(", "(")) from None
-    if input == "-" or input.endswith((".gz", ".zst", ".zstd")):
-        raise ValueError(f"{input}: standard input and compressed data cannot be converted in shards, whose bytes "
-                         "are reached apart: convert it with pcr.convert_table, or decompress it first")
-    stem = os.path.splitext(os.path.basename(input))[0]
-    if not out.startswith("s3://") and os.path.exists(os.path.join(out, stem + ".pcr")):
-        raise ValueError(f"{os.path.join(out, stem + '.pcr')}: already exists; choose another output")
-    if not out.startswith("s3://") and os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"{out}: not a directory; choose another output")
-    # (Parts left in out by an earlier run with parts_dir=out are not tables.)
-    tables = sorted(f for f in os.listdir(out) if f.endswith(".pcr") and "-part-" not in f) if os.path.isdir(out) \
-        else []
-    if len(tables) == 1 and not os.path.exists(os.path.join(out, "dataset.pcrd")):
-        raise ValueError(f"{os.path.join(out, stem + '.pcr')}: would be a second table in {out} (beside {tables[0]}), "
-                         "which readers then refuse: a table directory holds one .pcr file; write to another directory")
+    conversion = _pcr._table_conversion(input, out, **options)  # bad options raise here, not in the workers
+    # Parts are named for the output, so that a success also removes what failed calls into it left.
+    prefix = "table-" + hashlib.sha256((out if _in_store(out) else os.path.abspath(out)).encode()).hexdigest()[:12]
+    conversion.check(prefix + "-part-")
     if progress is None:
         progress = sys.stderr.isatty()
     token = uuid.uuid4().hex
@@ -450,8 +432,6 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
         raise ValueError(f"{parts_dir}: parts in object storage merge into an s3:// output; give a local parts_dir")
     if not _in_store(parts_dir):
         os.makedirs(parts_dir, exist_ok=True)
-    # Named for the output, so that a success also removes what failed calls into it left.
-    prefix = "table-" + hashlib.sha256((out if _in_store(out) else os.path.abspath(out)).encode()).hexdigest()[:12]
     parts = [_join(parts_dir, f"{prefix}-part-{i:05d}-{key}.pcr") for i in range(num_shards)]
     # A part is kept with its report beside it, written after the part; the
     # report's missing values make the notes.

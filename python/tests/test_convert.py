@@ -134,6 +134,18 @@ def test_conversion_errors_name_keywords_and_skipped_sources_are_warned_and_logg
     assert "--" not in str(refused.value)
     with pytest.raises(ValueError, match="^images_per_record must be positive, not 0$"):
         pcr.convert_images(src, tmp_path / "zero", images_per_record=0, progress=False)
+    with pytest.raises(ValueError, match="^exif_orientation=True needs the metadata strip_metadata=True drops$"):
+        pcr.convert_images(src, tmp_path / "exif", exif_orientation=True, strip_metadata=True, progress=False)
+    with pytest.raises(ValueError, match="^field_order names 'captoin', which is not a field$"):
+        pcr.convert_images(src, tmp_path / "order", field_order=["captoin"], skip_bad=True, progress=False)
+    text = "n,e\n" + "".join(f"{i},\n" for i in range(4)) + "abc,\n"
+    (tmp_path / "t.csv").write_text(text)
+    with pytest.raises(ValueError) as table_refused:
+        pcr.convert_table(tmp_path / "t.csv", tmp_path / "table")
+    assert ("declare column_types={'n': 'string'} (or pass strings=True for every column) to keep the column as text, "
+            "or pass on_bad_value='missing' to store such cells as missing") in str(table_refused.value)
+    with pytest.warns(UserWarning, match=r"\(column_types=\{'e': 'TYPE'\} declares another type\)"):
+        pcr.convert_table(tmp_path / "t.csv", tmp_path / "table", on_bad_value="missing")
     with caplog.at_level(logging.INFO, logger="pcr"), pytest.warns(UserWarning) as caught:
         summary = pcr.convert_images(src, tmp_path / "out", skip_bad=True, progress=False)
     assert [path for path, _ in summary["skipped"]] == [f"misc/{bad.name}"] and summary["ignored_files"] == 1

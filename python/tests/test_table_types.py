@@ -276,7 +276,7 @@ def test_compressed_and_standard_input_errors_say_what_to_do(generated, tmp_path
     # Shards reach bytes apart, which compressed data and a pipe do not allow.
     with pytest.raises(ValueError, match="g.csv.gz: gzip data cannot be converted in shards, whose bytes are reached "
                                          "apart: convert it in one process, or decompress it first"):
-        pcr._pcr._TableConversion(str(tmp_path / "g.csv.gz"), str(tmp_path / "s")).scan(0, 2)
+        pcr._pcr._table_conversion(str(tmp_path / "g.csv.gz"), str(tmp_path / "s")).scan(0, 2)
 
 
 def pcr_convert_tool(*args, stdin=None, env=None):

@@ -82,7 +82,8 @@ Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, F
       for (size_t c = 0; c < std::min<size_t>(columns.size(), 10); ++c) list += (c ? ", " : "") + columns[c].name;
       if (columns.size() > 10) list += ", ... (" + std::to_string(columns.size()) + " columns)";
       return Status::InvalidArgument(input + ": a declared type names '" + name + "', not a column (the columns: " +
-                                     list + "): remove it from --schema or --column-type");
+                                     list + "): remove it from " + (*options.option_names)(Option::kSchema) + " or " +
+                                     (*options.option_names)(Option::kColumnType));
     }
     if (!IsScalarType(type) && type != FeatureType::kString && type != FeatureType::kBytes &&
         !IsColumnListType(type)) {
@@ -94,7 +95,7 @@ Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, F
     }
   }
   const InferenceRules rules = Rules(options);
-  const ColumnNaming naming = Naming(input);
+  const ColumnNaming naming = Naming(options);
   for (const SurveyedFeature& column : columns) {
     const std::string& name = column.name;
     const ColumnVotes votes(column.votes);
@@ -104,8 +105,8 @@ Status PlanCsv(const TableConvertOptions& options, const std::map<std::string, F
       info.type = d->second;
     } else {
       if (votes.present() == 0) {
-        plan->notes.push_back("column '" + name + "' has no values: stored as string (--column-type " + name +
-                              "=TYPE declares another type)");
+        plan->notes.push_back("column '" + name + "' has no values: stored as string (" +
+                              naming.Declare(name, "TYPE") + " declares another type)");
       }
       if (options.strings) {
         info.type = FeatureType::kString;
@@ -125,6 +126,7 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
                 const TableConversionPlan& plan, const TableConversionPlan::Shard& shard, const MappedInput& in,
                 TableFileWriter* writer, MissingNotes* dropped) {
   const std::string& input = options.input;
+  const OptionNames& names = *options.option_names;
   const std::vector<FeatureInfo>& features = plan.features;
   const size_t columns = features.size();
   std::vector<CsvCell> cells;
@@ -154,9 +156,9 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
             continue;
           }
           return InputError(input, cell.line, cell.column,
-                            "'" + Shown(t) + "' in column '" + name + "' " + why + " (the column is string): declare "
-                            "--column-type " + name + "=bytes to keep its bytes, or pass --on-bad-value missing to "
-                            "store such cells as missing");
+                            "'" + Shown(t) + "' in column '" + name + "' " + why + " (the column is string): declare " +
+                            names(Option::kColumnType, {name, "bytes"}) + " to keep its bytes, or pass " +
+                            names(Option::kOnBadValueMissing) + " to store such cells as missing");
         }
         writer->AddString(c, t);
         continue;
@@ -173,7 +175,7 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
         }
         return InputError(input, cell.line, cell.column,
                           "'" + Shown(t) + "' in column '" + name + "' is not " +
-                              ListMismatch(type, read ? &list : nullptr, unfit, "a JSON array", name, "cells"));
+                              ListMismatch(names, type, read ? &list : nullptr, unfit, "a JSON array", name, "cells"));
       }
       int64_t i = 0;
       double d = 0;
@@ -184,8 +186,9 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
         }
         return InputError(input, cell.line, cell.column,
                           "'" + Shown(t) + "' in column '" + name + "' " + WhyNot(type, t) + " (the column is " +
-                              FeatureTypeName(type) + "): pass --on-bad-value missing to store such cells as "
-                              "missing, or declare another type with --column-type " + name + "=TYPE");
+                              FeatureTypeName(type) + "): pass " + names(Option::kOnBadValueMissing) +
+                              " to store such cells as missing, or declare another type with " +
+                              names(Option::kColumnType, {name, "TYPE"}));
       }
       if (type == FeatureType::kFloat64 && IsIntegerLiteral(NumberText(t)) && !IntegerLiteralIsExact(NumberText(t), d)) {
         if (options.on_bad_value == BadValue::kMissing) {
@@ -194,8 +197,8 @@ Status WriteCsv(const TableConvertOptions& options, const std::map<std::string, 
         }
         const std::string why = "column '" + name + "'" + FloatBecause(plan.first_float[c], cell.line, cell.column);
         return InexactInteger(input, cell.line, cell.column, t, why,
-                              "--column-type " + name + "=string keeps every digit, --on-bad-value missing "
-                              "stores such cells as missing");
+                              names(Option::kColumnType, {name, "string"}) + " keeps every digit, " +
+                                  names(Option::kOnBadValueMissing) + " stores such cells as missing");
       }
       Write(writer, c, type, i, d);
     }

@@ -285,7 +285,7 @@ Status SurveyJsonl(const TableConvertOptions& options, const MappedInput& in, By
 Status PlanJsonl(const TableConvertOptions& options, const std::map<std::string, FeatureType>& declared,
                  std::vector<SurveyedFeature> state, TableConversionPlan* plan) {
   const InferenceRules rules = Rules(options);
-  const ColumnNaming naming = Naming(options.input);
+  const ColumnNaming naming = Naming(options);
   // A declared column that no row has is kept, typed and without values, so
   // that files converted with one schema have the same features.
   for (const auto& [name, type] : declared) {
@@ -322,8 +322,8 @@ Status PlanJsonl(const TableConvertOptions& options, const std::map<std::string,
     } else {
       PCR_ASSIGN_OR_RETURN(info.type, votes.ValuesType(rules, naming, info.name));
       if (votes.present() == 0) {
-        plan->notes.push_back("column '" + info.name + "' has only nulls: stored as string (--column-type " +
-                              info.name + "=TYPE declares another type)");
+        plan->notes.push_back("column '" + info.name + "' has only nulls: stored as string (" +
+                              naming.Declare(info.name, "TYPE") + " declares another type)");
       }
     }
     plan->features.push_back(std::move(info));
@@ -338,6 +338,7 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
                   const TableConversionPlan& plan, const TableConversionPlan::Shard& shard, const MappedInput& in,
                   TableFileWriter* writer, MissingNotes* dropped) {
   const std::string& input = options.input;
+  const OptionNames& names = *options.option_names;
   const std::vector<FeatureInfo>& features = plan.features;
   std::unordered_map<std::string, size_t> by_name;
   for (size_t f = 0; f < features.size(); ++f) by_name.emplace(features[f].name, f);
@@ -375,7 +376,7 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
         }
         return InputError(input, number, item.column,
                           Shown(item.value.text) + " in sparse feature " + item.key + " is not " +
-                              ListMismatch(info.type, &item.value.list, "", "an array", info.name, "values",
+                              ListMismatch(names, info.type, &item.value.list, "", "an array", info.name, "values",
                                            "the feature"));
       }
       const std::string what = item.map == MapKind::kColumn ? "column '" + item.key + "'" : "dense feature " + item.key;
@@ -391,8 +392,9 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
         }
         return InputError(input, number, item.column,
                           Shown(JsonText(item.value)) + " in " + what + " is not " +
-                              ListMismatch(info.type, item.value.kind == ColumnValue::kList ? &item.value.list : nullptr,
-                                           unfit, "an array", info.name, "values"));
+                              ListMismatch(names, info.type,
+                                           item.value.kind == ColumnValue::kList ? &item.value.list : nullptr, unfit,
+                                           "an array", info.name, "values"));
       }
       int64_t i = 0;
       double d = 0;
@@ -409,9 +411,9 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
                                    : WhyNot(info.type, item.value.kind == ColumnValue::kString ? item.value.s
                                                                                                  : item.value.text)) +
                               " (" + whose + " is " +
-                              FeatureTypeName(info.type) + "): pass --on-bad-value missing to store "
-                              "such values as missing, or declare another type with --column-type " + info.name +
-                              "=TYPE");
+                              FeatureTypeName(info.type) + "): pass " + names(Option::kOnBadValueMissing) +
+                              " to store such values as missing, or declare another type with " +
+                              names(Option::kColumnType, {info.name, "TYPE"}));
       }
       if (info.type == FeatureType::kString || info.type == FeatureType::kBytes) {
         if (const std::string why = info.type == FeatureType::kString ? NotUtf8(s) : ""; !why.empty()) {
@@ -421,8 +423,9 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
           }
           return InputError(input, number, item.column,
                             Shown(JsonText(item.value)) + " in " + what + " " + why + " (" + whose + " is string): "
-                            "declare --column-type " + info.name + "=bytes to keep its bytes, or pass --on-bad-value "
-                            "missing to store such values as missing");
+                            "declare " + names(Option::kColumnType, {info.name, "bytes"}) +
+                            " to keep its bytes, or pass " + names(Option::kOnBadValueMissing) +
+                            " to store such values as missing");
         }
         writer->AddString(f, s);
         continue;
@@ -435,10 +438,11 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
         const std::string why = what + FloatBecause(plan.first_float[f], number, item.column);
         return InexactInteger(input, number, item.column, item.value.text, why,
                               item.map == MapKind::kColumn
-                                  ? "declare --column-type " + info.name + "=string to keep every digit, or pass "
-                                    "--on-bad-value missing to store such values as missing"
+                                  ? "declare " + names(Option::kColumnType, {info.name, "string"}) +
+                                        " to keep every digit, or pass " + names(Option::kOnBadValueMissing) +
+                                        " to store such values as missing"
                                   : "dense values are floats: keep such a value in a column declared string or "
-                                    "uint64, or pass --on-bad-value missing to store it as missing");
+                                    "uint64, or pass " + names(Option::kOnBadValueMissing) + " to store it as missing");
       }
       Write(writer, f, info.type, i, d);
     }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,8 +54,8 @@ inline InferenceRules Rules(const TableConvertOptions& options) {
   return {.float32 = options.float32, .missing = options.on_bad_value == BadValue::kMissing};
 }
 
-inline ColumnNaming Naming(const std::string& input) {
-  return {.error = [&input](uint64_t line, uint64_t column, const std::string& what) {
+inline ColumnNaming Naming(const TableConvertOptions& options) {
+  return {.names = options.option_names, .error = [&input = options.input](uint64_t line, uint64_t column, const std::string& what) {
     return InputError(input, line, column, what);
   }};
 }
@@ -165,9 +166,10 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
 // Conversions never replace a file, the input least of all.
 Status CheckNewOutput(const std::string& path);
 // Refuses a table at `path` in a directory read as a table now (one .pcr
-// file, not one of `parts`, and no dataset manifest): a second one would
-// leave it unreadable.
-Status CheckTableDirectory(const std::string& path, const std::vector<std::string>& parts = {});
+// file that `is_part` does not call a part of this conversion, and no
+// dataset manifest): a second one would leave it unreadable.
+Status CheckTableDirectory(const std::string& path,
+                           const std::function<bool(const std::string&)>& is_part = [](const std::string&) { return false; });
 // A note when `order` names features but none of `schema`.
 void NoteUnusedOrder(const std::vector<std::string>& order, const TableSchema& schema, const std::string& table,
                      std::vector<std::string>* notes);

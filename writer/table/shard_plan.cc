@@ -56,8 +56,8 @@ Result<TextFormat> InputFormat(const TableConvertOptions& options) {
   if (f == "jsonl" || f == "ndjson") return TextFormat::kJsonl;
   if (!f.empty()) return Status::InvalidArgument("unknown table format '" + f + "' (csv, tsv or jsonl)");
   if (options.input == "-") {
-    return Status::InvalidArgument("standard input (-) has no name to tell its format: give --format csv, tsv or "
-                                   "jsonl");
+    return Status::InvalidArgument("standard input (-) has no name to tell its format: give " +
+                                   (*options.option_names)(Option::kFormat) + " csv, tsv or jsonl");
   }
   std::string_view name;
   HasCompressionSuffix(options.input, &name);
@@ -65,7 +65,7 @@ Result<TextFormat> InputFormat(const TableConvertOptions& options) {
   if (name.ends_with(".tsv")) return TextFormat::kTsv;
   if (name.ends_with(".jsonl") || name.ends_with(".ndjson")) return TextFormat::kJsonl;
   return Status::InvalidArgument(options.input + ": unknown table format (expected .csv, .tsv, .jsonl or .ndjson, "
-                                 "each also as .gz or .zst, or --format)");
+                                 "each also as .gz or .zst, or " + (*options.option_names)(Option::kFormat) + ")");
 }
 
 Result<char> CsvDelimiter(const TableConvertOptions& options) {

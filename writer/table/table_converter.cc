@@ -50,17 +50,18 @@ void MissingNotes::Report(const std::vector<FeatureInfo>& features, TableConvert
   }
 }
 
-Status CheckTableDirectory(const std::string& path, const std::vector<std::string>& parts) {
+Status CheckTableDirectory(const std::string& path, const std::function<bool(const std::string&)>& is_part) {
   const fs::path parent = fs::path(path).parent_path();
   const std::string dir = parent.empty() ? "." : parent.string();
   const Result<Location> where = Locate(dir);
-  if (!where.ok() || where->dataset_manifest || !where->TableFile().ok()) return Status::OK();
-  std::error_code ec;
-  for (const std::string& part : parts) {
-    if (fs::equivalent(part, *where->TableFile(), ec)) return Status::OK();
+  if (!where.ok() || !where->directory || where->dataset_manifest || !where->list_error.ok()) return Status::OK();
+  std::vector<std::string> tables;
+  for (const std::string& file : where->pcr_files) {
+    if (!is_part(file)) tables.push_back(file);
   }
+  if (tables.size() != 1) return Status::OK();
   return Status::InvalidArgument(path + ": would be a second table in " + dir + " (beside " +
-                                 fs::path(where->pcr_files.front()).filename().string() +
+                                 fs::path(tables.front()).filename().string() +
                                  "), which readers then refuse: a table directory holds one .pcr file; write to "
                                  "another directory");
 }
@@ -158,6 +159,20 @@ Result<TableConvertReport> ConvertTable(const TableConvertOptions& options) {
   return report;
 }
 
+Status CheckTableShards(const TableConvertOptions& options, std::string_view part_prefix) {
+  PCR_RETURN_IF_ERROR(table::TableInputOf(options, true, true).status());
+  if (IsObjectStoreOutput(options.out_dir)) return Status::OK();
+  std::error_code ec;
+  if (fs::exists(options.out_dir, ec) && !fs::is_directory(options.out_dir, ec)) {
+    return Status::InvalidArgument(options.out_dir + ": not a directory; choose another output");
+  }
+  const std::string path = TablePathIn(options);
+  PCR_RETURN_IF_ERROR(table::CheckNewOutput(path));
+  return table::CheckTableDirectory(path, [&](const std::string& file) {
+    return !part_prefix.empty() && fs::path(file).filename().string().starts_with(part_prefix);
+  });
+}
+
 Result<std::string> SurveyTableShard(const TableConvertOptions& options, uint32_t shard, uint32_t num_shards,
                                    std::optional<uint64_t> start) {
   if (shard >= num_shards) {
@@ -248,7 +263,10 @@ Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
   if (parts.empty()) return Status::InvalidArgument(report.path + ": no parts to merge");
   PCR_ASSIGN_OR_RETURN(DirectoryLock lock, DirectoryLock::Take(options.out_dir));
   PCR_RETURN_IF_ERROR(table::CheckNewOutput(report.path));
-  PCR_RETURN_IF_ERROR(table::CheckTableDirectory(report.path, parts));
+  PCR_RETURN_IF_ERROR(table::CheckTableDirectory(report.path, [&](const std::string& file) {
+    std::error_code ec;
+    return std::any_of(parts.begin(), parts.end(), [&](const std::string& part) { return fs::equivalent(part, file, ec); });
+  }));
   // Parts in object storage are in the output's store.
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.remote = OutputRemote(options.remote, options.upload)}));
   std::vector<std::unique_ptr<PcrFile>> files;

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 Result<TableConvertReport> ReorderTable(const std::string& input, const std::string& output,
                                         const std::vector<std::string>& stream_order, const IoEngineOptions& io,
-                                        const std::string& counted_on) {
+                                        const std::string& counted_on, const OptionNames& names) {
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine(io));
   PCR_ASSIGN_OR_RETURN(auto file, PcrFile::OpenTableFile(input, engine.get()));
   const PcrFile& in = *file;
@@ -25,7 +25,7 @@ Result<TableConvertReport> ReorderTable(const std::string& input, const std::str
   if (!counted_on.empty() && counted_on != TableContentId(in.index())) {
     return Status::InvalidArgument(input_file + ": the stream order was counted on another table (content id " +
                                    counted_on + ", this one's " + TableContentId(in.index()) +
-                                   "); count this table's access logs with pcr-dump popularity --table");
+                                   "); count this table's access logs with " + names(Option::kCountOneTable));
   }
   TableConvertReport report;
   report.path = output;

@@ -125,8 +125,8 @@ Result<FeatureType> ColumnVotes::TimestampType(const ColumnNaming& naming, const
   return naming.error(w.line, w.column,
                       w.text + " in " + naming.noun + " '" + name + "' is beyond the years timestamp_ns holds (1677 "
                       "to 2262), which " + c_.first_ns->text + " at " + naming.at(*c_.first_ns) + " needs for its "
-                      "nanoseconds: declare " + naming.declare + " " + name + "=string to keep the text, or " + name +
-                      "=timestamp_us if no time has more than 6 fraction digits");
+                      "nanoseconds: declare " + naming.Declare(name, "string") + " to keep the text, or " +
+                      naming.Declare(name, "timestamp_us") + " if no time has more than 6 fraction digits");
 }
 
 Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const ColumnNaming& naming,
@@ -137,7 +137,7 @@ Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const C
     const ValuePlace& at = *c_.first_big;
     return naming.error(at.line, at.column,
                         at.text + " in " + naming.noun + " '" + name + "' is beyond int64 and uint64, as are all its "
-                        "numbers: declare " + naming.declare + " " + name + "=string to keep every digit");
+                        "numbers: declare " + naming.Declare(name, "string") + " to keep every digit");
   }
   if (c_.big_ints > 0 && !(negative && c_.uints > 0)) {
     // Integers, some beyond the integer types: bad values of the one that
@@ -145,14 +145,14 @@ Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const C
     const FeatureType type = negative ? FeatureType::kInt64 : FeatureType::kUInt64;
     if (rules.missing) return type;
     const ValuePlace& at = *c_.first_big;
-    const std::string declare = naming.declare + " " + name;
     return naming.error(at.line, at.column,
                         at.text + " in " + naming.noun + " '" + name + "' is beyond " + FeatureTypeName(type) +
                             (negative ? " (-2^63 to 2^63 - 1)" : " (0 to 2^64 - 1)") + ", unlike its " +
-                            Others(numbers() - c_.big_ints) + ", integers: declare " + declare +
-                            "=" + FeatureTypeName(type) + " with --on-bad-value missing to store such values as "
-                            "missing (" + std::to_string(c_.big_ints) + " in this " + naming.noun + ") and keep "
-                            "every other, or " + declare + "=string to keep every digit");
+                            Others(numbers() - c_.big_ints) + ", integers: declare " +
+                            naming.Declare(name, FeatureTypeName(type)) + " with " +
+                            naming.Name(Option::kOnBadValueMissing) + " to store such values as missing (" +
+                            std::to_string(c_.big_ints) + " in this " + naming.noun + ") and keep every other, or " +
+                            naming.Declare(name, "string") + " to keep every digit");
   }
   if (c_.uints == 0) return FeatureType::kInt64;
   if (!negative) return FeatureType::kUInt64;
@@ -161,14 +161,14 @@ Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const C
   const bool negative_later = *c_.first_uint < first_negative;
   const ValuePlace& at = negative_later ? first_negative : *c_.first_uint;
   const ValuePlace& other = negative_later ? *c_.first_uint : first_negative;
-  const std::string declare = naming.declare + " " + name;
   return naming.error(at.line, at.column,
                       naming.noun + " '" + name + "' holds " + at.text +
                           (negative_later ? " (below uint64)" : " (above int64)") + " and " + other.text + " (" +
                           naming.at(other) + (negative_later ? ", above int64" : ", below uint64") +
-                          "), which no integer type holds both of: declare " + declare +
-                          "=string to keep them as text, or " + name + "=uint64 or " + name +
-                          "=int64 with --on-bad-value missing to store the values the type cannot hold as missing");
+                          "), which no integer type holds both of: declare " + naming.Declare(name, "string") +
+                          " to keep them as text, or " + naming.Declare(name, "uint64") + " or " +
+                          naming.Declare(name, "int64") + " with " + naming.Name(Option::kOnBadValueMissing) +
+                          " to store the values the type cannot hold as missing");
 }
 
 Result<FeatureType> ColumnVotes::CellsType(const InferenceRules& rules, const ColumnNaming& naming,
@@ -199,10 +199,12 @@ Result<FeatureType> ColumnVotes::CellsType(const InferenceRules& rules, const Co
     return naming.error(bad->line, bad->column,
                         "'" + bad->text + "' in " + naming.noun + " '" + name + "' is not " + kind + ", unlike its " +
                             Others(typed) + " (" + FeatureTypeName(type) + "): declare " +
-                            naming.declare + " " + name + "=string" +
-                            (rules.strings_option ? " (or pass --strings for every column)" : "") +
-                            " to keep the " + naming.noun + " as text, or pass --on-bad-value missing to store such "
-                            "cells as missing (" + std::to_string(bads) + " in this " + naming.noun + ")");
+                            naming.Declare(name, "string") +
+                            (rules.strings_option ? " (or pass " + naming.Name(Option::kStrings) + " for every column)"
+                                                  : "") +
+                            " to keep the " + naming.noun + " as text, or pass " +
+                            naming.Name(Option::kOnBadValueMissing) + " to store such cells as missing (" +
+                            std::to_string(bads) + " in this " + naming.noun + ")");
   }
   return type;
 }
@@ -218,7 +220,7 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
     const char* one[] = {"a string", "a boolean", "a number", "an array"};
     const size_t most = static_cast<size_t>(std::max_element(std::begin(counts), std::end(counts)) - counts);
     const uint64_t present = counts[0] + counts[1] + counts[2] + counts[3];
-    const std::string strings = rules.strings_option ? " (or pass --strings)" : "";
+    const std::string strings = rules.strings_option ? " (or pass " + naming.Name(Option::kStrings) + ")" : "";
     // Values of other kinds beside most of one, as in CSV: bad values.
     if (rules.bad_values && counts[most] * 2 > present) {
       if (rules.missing) {
@@ -237,8 +239,9 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
       return naming.error(at.line, at.column,
                           at.text + " in " + column + " is " + one[bad] + ", unlike its " +
                               Others(counts[most]) + " (" + names[most] +
-                              "): pass --on-bad-value missing to store such values as missing, or declare " +
-                              naming.declare + " " + name + "=string" + strings + " to keep every value as text");
+                              "): pass " + naming.Name(Option::kOnBadValueMissing) +
+                              " to store such values as missing, or declare " + naming.Declare(name, "string") +
+                              strings + " to keep every value as text");
     }
     size_t a = 4, b = 4;  // the kinds first seen, in order
     for (size_t k = 0; k < 4; ++k) {
@@ -253,9 +256,9 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
     const ValuePlace& at = *firsts[b];
     return naming.error(at.line, at.column,
                         column + " holds " + names[a] + " (first " + firsts[a]->text + " at " +
-                            naming.at(*firsts[a]) + ") and here " + names[b] + ": declare " + naming.declare + " " +
-                            name + "=string (or another type)" +
-                            (rules.strings_option ? " or pass --strings" : ""));
+                            naming.at(*firsts[a]) + ") and here " + names[b] + ": declare " +
+                            naming.Declare(name, "string") + " (or another type)" +
+                            (rules.strings_option ? " or pass " + naming.Name(Option::kStrings) : ""));
   }
   if (c_.strings > 0) {
     // Times, or most of them, the others bad values, as in CSV.
@@ -266,9 +269,9 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
       const ValuePlace& w = *c_.first_other;
       return naming.error(w.line, w.column,
                           w.text + " in " + column + " is not an ISO 8601 time, unlike its " +
-                              Others(c_.timestamps) + ": declare " + naming.declare + " " + name +
-                              "=string to keep it as text, or pass --on-bad-value missing to store such values as "
-                              "missing (" + std::to_string(others) + " in this column)");
+                              Others(c_.timestamps) + ": declare " + naming.Declare(name, "string") +
+                              " to keep it as text, or pass " + naming.Name(Option::kOnBadValueMissing) +
+                              " to store such values as missing (" + std::to_string(others) + " in this column)");
     }
     return FeatureType::kString;
   }
@@ -281,15 +284,15 @@ Result<FeatureType> ColumnVotes::ValuesType(const InferenceRules& rules, const C
     const bool negative_later = *c_.first_big_list < *c_.first_negative_list;
     const ValuePlace& at = negative_later ? *c_.first_negative_list : *c_.first_big_list;
     const ValuePlace& other = negative_later ? *c_.first_big_list : *c_.first_negative_list;
-    const std::string declare = naming.declare + " " + name;
     return naming.error(at.line, at.column,
                         at.text + " in " + column + " holds " + (negative_later ? "a negative id" : "an id above int64") +
                             ", and " + other.text + " (" + naming.at(other) + ") " +
                             (negative_later ? "one above int64" : "a negative one") +
                             ": no id list type holds both. Declare " +
-                            (naming.text ? declare + "=string to keep every array as text, or " : "") + declare +
-                            "=uint64_id_list or " + declare + "=id_list with --on-bad-value missing to store the arrays "
-                            "that type does not hold as missing");
+                            (naming.text ? naming.Declare(name, "string") + " to keep every array as text, or " : "") +
+                            naming.Declare(name, "uint64_id_list") + " or " + naming.Declare(name, "id_list") + " with " +
+                            naming.Name(Option::kOnBadValueMissing) + " to store the arrays that type does not hold as "
+                            "missing");
   }
   if (numbers() > 0) return NumberType(rules, naming, name);
   return FeatureType::kString;

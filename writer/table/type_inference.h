@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "format/table_shard_plan.h"
+#include "pcr/option_names.h"
 #include "pcr/status.h"
 #include "pcr/types.h"
 #include "writer/table/values.h"
@@ -34,16 +35,21 @@ struct InferenceRules {
   // missing. Without, any two kinds are an error.
   bool bad_values = true;
   bool missing = false;
-  bool strings_option = true;  // messages may suggest --strings
+  bool strings_option = true;  // messages may suggest Option::kStrings
 };
 
 // How messages name a column, and the error at one of its values.
 struct ColumnNaming {
-  std::string noun = "column";            // "column 'a'"
-  std::string declare = "--column-type";  // the option that declares its type
+  std::string noun = "column";             // "column 'a'"
+  Option declare = Option::kColumnType;    // the option that declares its type
+  const OptionNames* names = &kLibraryOptionNames;
   bool text = true;                        // it may be declared string
   std::function<Status(uint64_t line, uint64_t column, const std::string& what)> error;
   std::function<std::string(const ValuePlace&)> at = [](const ValuePlace& w) { return w.At(); };
+
+  // Column `name` declared `type`: "--column-type n=string".
+  std::string Declare(const std::string& name, std::string_view type) const { return (*names)(declare, {name, type}); }
+  std::string Name(Option option) const { return (*names)(option); }
 };
 
 // What the present values of one column look like. Not thread-safe.

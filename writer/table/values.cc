@@ -304,8 +304,8 @@ bool WriteList(TableFileWriter* writer, size_t f, FeatureType type, const Number
   return true;
 }
 
-std::string ListMismatch(FeatureType type, const NumberList* list, const std::string& unfit, const char* array,
-                         const std::string& name, const char* values, const char* whose) {
+std::string ListMismatch(const OptionNames& names, FeatureType type, const NumberList* list, const std::string& unfit,
+                         const char* array, const std::string& name, const char* values, const char* whose) {
   const bool ids = type == FeatureType::kIdList || type == FeatureType::kUInt64IdList;
   const char* keeps = !list || !ids                                      ? nullptr
                       : type == FeatureType::kIdList && list->all_uint64 ? "uint64_id_list"
@@ -318,11 +318,11 @@ std::string ListMismatch(FeatureType type, const NumberList* list, const std::st
                                                                   : "uint64 ids (0 to 2^64 - 1)");
   const std::string is = " (" + std::string(whose) + " is " + FeatureTypeName(type) + "): ";
   if (keeps) {
-    return what + is + "declare --column-type " + name + "=" + keeps + " to keep every id, or pass --on-bad-value "
-           "missing to store such " + values + " as missing";
+    return what + is + "declare " + names(Option::kColumnType, {name, keeps}) + " to keep every id, or pass " +
+           names(Option::kOnBadValueMissing) + " to store such " + values + " as missing";
   }
-  return what + is + "pass --on-bad-value missing to store such " + values + " as missing, or declare another type "
-         "with --column-type " + name + "=TYPE";
+  return what + is + "pass " + names(Option::kOnBadValueMissing) + " to store such " + values +
+         " as missing, or declare another type with " + names(Option::kColumnType, {name, "TYPE"});
 }
 
 std::string FloatBecause(const std::optional<ValuePlace>& first_float, uint64_t line, uint64_t column) {

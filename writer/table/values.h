@@ -12,6 +12,7 @@
 
 #include "format/json.h"
 #include "format/table_shard_plan.h"
+#include "pcr/option_names.h"
 #include "pcr/types.h"
 
 namespace pcr {
@@ -125,6 +126,7 @@ bool WriteList(TableFileWriter* writer, size_t f, FeatureType type, const Number
 // any. `list` is the value read as a list (null if it is not one), `unfit`
 // WriteList's reason, `array` "a JSON array" or "an array", `whose` the
 // column or the (map) feature.
-std::string ListMismatch(FeatureType type, const NumberList* list, const std::string& unfit, const char* array,
-                         const std::string& name, const char* values, const char* whose = "the column");
+std::string ListMismatch(const OptionNames& names, FeatureType type, const NumberList* list, const std::string& unfit,
+                         const char* array, const std::string& name, const char* values,
+                         const char* whose = "the column");
 }  // namespace pcr
