@@ -138,6 +138,10 @@ TEST_CASE("sharded conversion plus merge gives the bytes of a one-machine conver
     if (listed.at("records-00003.pcr") > 1) test::WriteFile(merged / "records-00003.pcr", Bytes(100, 7));
     REQUIRE(MergeParts(merged, parts).ok());
     CHECK(Tree(merged) == tree);
+    // A merged dataset is refused as the output of another merge, before and by it.
+    CHECK(CheckMergeOutput(merged.string()).message() == merged.string() + " already holds a pcr dataset (dataset.pcrd)");
+    CHECK(MergeParts(merged, parts).status().message() == CheckMergeOutput(merged.string()).message());
+    CHECK(CheckMergeOutput(tmp / "new").ok());
   }
 }
 

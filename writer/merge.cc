@@ -331,9 +331,7 @@ Result<MergeSummary> MergeInto(const std::string& out_dir, const std::vector<std
   const fs::path out(out_dir);
   fs::create_directories(out, ec);
   if (ec) return Status::IOError(out_dir + ": cannot create directory: " + ec.message());
-  if (fs::exists(out / kDatasetManifestName, ec)) {
-    return Status::InvalidArgument(out_dir + " already holds a pcr dataset (" + kDatasetManifestName + ")");
-  }
+  PCR_RETURN_IF_ERROR(CheckMergeOutput(out_dir));
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.kind = IoEngineKind::kPread}));
   for (MergedFile& f : files) {
     if (f.paths.size() == 1) {
@@ -452,6 +450,12 @@ Result<MergeSummary> MergeInStore(const MergeOptions& options, const std::string
 }
 
 }  // namespace
+
+Status CheckMergeOutput(const std::string& out_dir) {
+  std::error_code ec;
+  if (IsObjectStoreOutput(out_dir) || !fs::exists(fs::path(out_dir) / kDatasetManifestName, ec)) return Status::OK();
+  return Status::InvalidArgument(out_dir + " already holds a pcr dataset (" + kDatasetManifestName + ")");
+}
 
 Result<MergeSummary> MergeParts(const MergeOptions& options) {
   const size_t remote_parts = std::count_if(options.part_dirs.begin(), options.part_dirs.end(),

@@ -223,6 +223,10 @@ struct MergeOptions {
 
 // MergeParts(options.out_dir, options.part_dirs), into object storage too.
 PCR_EXPORT Result<MergeSummary> MergeParts(const MergeOptions& options);
+// What MergeParts refuses of `out_dir` before it reads a part, for a driver
+// to check before any part is made: a local directory holding a dataset
+// (one in object storage is checked by the merge).
+PCR_EXPORT Status CheckMergeOutput(const std::string& out_dir);
 
 // Rewrites the image dataset directory `input` into `output` with each
 // record's field streams in `stream_order` (names not given follow in schema

@@ -279,10 +279,8 @@ def _convert(src, out, client, num_shards, parts_dir, progress, options):
             raise TypeError(f"{name}= is chosen by pcr.dask; give num_shards= for the number of tasks")
     client, num_shards = _client_and_shards(client, num_shards)
     out = os.fspath(out)
-    if not out.startswith("s3://") and os.path.exists(os.path.join(out, "dataset.pcrd")):
-        raise ValueError(f"{out}: already holds a pcr dataset (dataset.pcrd); choose another output")
     options.setdefault("jobs", 1)  # a task holds one of its worker's threads
-    # Misspelt or bad options raise here, before any task runs.
+    # Misspelt or bad options, and an output that holds a dataset, raise here, before any task runs.
     _pcr._check_convert_images(src, out, shard=0, num_shards=num_shards, **options)
     upload = {k: options.pop(k) for k in _UPLOAD_OPTIONS if k in options}
     token = uuid.uuid4().hex  # a new key every call: a retry after a failure must run again

@@ -441,8 +441,8 @@ void DefineConversions(py::module_& m) {
   // pcr.dask's checks of its arguments, named as the functions they check, so that their errors are those functions'.
   images_args([&](auto... args) {
     m.attr("_check_convert_images") = py::cpp_function(Composed(&ImagesOptions, [](const ImagesCall& call) {
-                                                          const pcr::Status checked = pcr::CheckConvertImagesOptions(call.options);
-                                                          if (!checked.ok()) Raise(checked);
+                                                          Check(pcr::CheckConvertImagesOptions(call.options));
+                                                          Check(pcr::CheckMergeOutput(call.options.out_dir));
                                                         }),
                                                         py::name("convert_images"), py::scope(m), args...);
   });
