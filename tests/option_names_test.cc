@@ -64,5 +64,33 @@ TEST_CASE("table conversion messages and notes spell the options of the caller's
                              "missing"));
 }
 
+TEST_CASE("pcr-convert's table gives its flags' words, a type given again as NAME=TYPE") {
+  TempDir dir;
+  auto refusal = [&](const std::string& name, const std::string& text, const OptionNames& names) {
+    test::WriteFile(dir / name, ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+    return ConvertTable({.input = dir / name, .out_dir = dir / "o", .option_names = &names}).status().message();
+  };
+  const std::string ints = "uid\n1\n-5\n18446744073709551615\n";
+  CHECK_THAT(refusal("u.csv", ints, cli::kOptionNames),
+             Catch::Contains("which no integer type holds both of: declare --column-type uid=string to keep them as "
+                             "text, or uid=uint64 or uid=int64 with --on-bad-value missing to store the values the type "
+                             "cannot hold as missing"));
+  CHECK_THAT(refusal("u.csv", ints, kLibraryOptionNames),
+             Catch::Contains("declare column_types[\"uid\"] = string to keep them as text, or "
+                             "column_types[\"uid\"] = uint64 or column_types[\"uid\"] = int64 with "
+                             "on_bad_value = BadValue::kMissing"));
+  CHECK_THAT(refusal("t.csv", "t\n2020-01-01T00:00:00.123456789Z\n2300-01-01T00:00:00Z\n", cli::kOptionNames),
+             Catch::Contains("declare --column-type t=string to keep the text, or t=timestamp_us if no time has "
+                             "more than 6 fraction digits"));
+  // Counting access logs of one table.
+  const std::string rows = "a\n1\n2\n";
+  test::WriteFile(dir / "r.csv", ByteSpan(reinterpret_cast<const uint8_t*>(rows.data()), rows.size()));
+  Result<TableConvertReport> table = ConvertTable({.input = dir / "r.csv", .out_dir = dir / "r"});
+  REQUIRE(table.ok());
+  const Status other = ReorderTable(table->path, dir / "s", {"a"}, test::Io(), "0123456789abcdef", cli::kOptionNames).status();
+  CHECK(other.message().ends_with("); count this table's access logs with pcr-dump popularity --table"));
+  CHECK(cli::kOptionNames(Option::kCountOneTable, {"PATH"}) == "pcr-dump popularity --table PATH");
+}
+
 }  // namespace
 }  // namespace pcr

@@ -15,6 +15,7 @@
 #include "test_util.h"
 #include "format/journal.h"
 #include "pcr/convert.h"
+#include "tools/option_spelling.h"
 
 namespace pcr {
 namespace {
@@ -311,6 +312,13 @@ TEST_CASE("a failed conversion resumes without redoing its finished files") {
     o.images_per_record = 2;
     o.shuffle_seed = 5;
     CHECK_THAT(ConvertImages(o).status().message(), Catch::Contains("shuffle_seed 'none (no shuffle_seed)' (now '5')"));
+    // pcr-convert's flags, as the journal names them.
+    o.option_names = &cli::kOptionNames;
+    CHECK_THAT(ConvertImages(o).status().message(),
+               Catch::Contains("holds an interrupted conversion with --shuffle 'none (--keep-order)' (now '5'): run it "
+                               "again with the same options and inputs to keep its 12 finished files, or start over "
+                               "with --restart"));
+    o.option_names = &kLibraryOptionNames;
     o.shuffle_seed.reset();
     fs::remove(tmp.path() / "src/zbad" / fs::directory_iterator(tmp.path() / "src/zbad")->path().filename());
     CHECK_THAT(ConvertImages(o).status().message(), Catch::Contains("other source images (27 then, 26 now)"));

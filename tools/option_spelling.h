@@ -18,19 +18,19 @@ inline constexpr OptionNames kOptionNames = {
     {Option::kByContent, {"--by-content", ""}},
     {Option::kFields, {"--fields", ""}},
     {Option::kFieldsKey, {"--fields-key", ""}},
-    {Option::kFieldType, {"--field-type", "--field-type {}={}"}},
+    {Option::kFieldType, {"--field-type", "--field-type {}={}", "{}={}"}},
     {Option::kFieldOrder, {"--field-order", ""}},
     {Option::kExifOrientation, {"--exif-orientation", ""}},
     {Option::kShard, {"--shard", ""}},
     {Option::kNumShards, {"--num-shards", ""}},
-    {Option::kShards, {"the shards", ""}},
+    {Option::kShards, {"--shards", ""}},
     {Option::kWorkDir, {"--work-dir", ""}},
     {Option::kFormat, {"--format", ""}},
-    {Option::kColumnType, {"--column-type", "--column-type {}={}"}},
+    {Option::kColumnType, {"--column-type", "--column-type {}={}", "{}={}"}},
     {Option::kSchema, {"--schema", ""}},
     {Option::kStrings, {"--strings", ""}},
     {Option::kOnBadValueMissing, {"--on-bad-value missing", ""}},
-    {Option::kCountOneTable, {"pcr-dump popularity --table PATH", ""}},
+    {Option::kCountOneTable, {"pcr-dump popularity --table", "pcr-dump popularity --table {}"}},
 };
 static_assert(kOptionNames.complete());
 

@@ -6,20 +6,33 @@ std::string OptionNames::operator()(Option option) const {
   return std::string(spellings_[static_cast<size_t>(option)].alone);
 }
 
-std::string OptionNames::operator()(Option option, std::initializer_list<std::string_view> values) const {
-  const std::string_view given = spellings_[static_cast<size_t>(option)].given;
-  if (given.empty()) return (*this)(option);
+namespace {
+
+// `pattern` with each "{}" one of `values`, in order.
+std::string Filled(std::string_view pattern, std::initializer_list<std::string_view> values) {
   std::string out;
   auto value = values.begin();
-  for (size_t at = 0; at < given.size(); ++at) {
-    if (given.compare(at, 2, "{}") == 0 && value != values.end()) {
+  for (size_t at = 0; at < pattern.size(); ++at) {
+    if (pattern.compare(at, 2, "{}") == 0 && value != values.end()) {
       out += *value++;
       ++at;
     } else {
-      out += given[at];
+      out += pattern[at];
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string OptionNames::operator()(Option option, std::initializer_list<std::string_view> values) const {
+  const std::string_view given = spellings_[static_cast<size_t>(option)].given;
+  return given.empty() ? (*this)(option) : Filled(given, values);
+}
+
+std::string OptionNames::Again(Option option, std::initializer_list<std::string_view> values) const {
+  const std::string_view again = spellings_[static_cast<size_t>(option)].again;
+  return again.empty() ? (*this)(option, values) : Filled(again, values);
 }
 
 constexpr OptionNames kLibrarySpelling = {
@@ -47,7 +60,7 @@ constexpr OptionNames kLibrarySpelling = {
     {Option::kSchema, {"schema_file", ""}},
     {Option::kStrings, {"strings = true", ""}},
     {Option::kOnBadValueMissing, {"on_bad_value = BadValue::kMissing", ""}},
-    {Option::kCountOneTable, {"CountAccessLogs' table", ""}},
+    {Option::kCountOneTable, {"CountAccessLogs' table", "CountAccessLogs(logs, {})"}},
 };
 static_assert(kLibrarySpelling.complete());
 const OptionNames kLibraryOptionNames = kLibrarySpelling;

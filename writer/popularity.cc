@@ -48,7 +48,7 @@ Result<PopularityCount> CountAccessLogs(const std::vector<std::string>& logs, co
     std::string named;
     for (const auto& [id, path] : tables) named += (named.empty() ? "" : ", ") + path + " (" + id + ")";
     return Status::InvalidArgument("the access logs are of " + std::to_string(tables.size()) + " tables: " + named +
-                                   "; count one table at a time (" + names(Option::kCountOneTable) + ")");
+                                   "; count one table at a time (" + names(Option::kCountOneTable, {"PATH"}) + ")");
   } else if (!tables.empty()) {
     count.table_id = tables.begin()->first;
     count.table = tables.begin()->second;

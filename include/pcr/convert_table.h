@@ -152,7 +152,8 @@ PCR_EXPORT Result<TableConvertReport> ConvertTable(const TableConvertOptions& op
 //     dir, uploaded, checked, and removed locally.
 //  4. MergeTableParts: every shard's part, in shard order, into the table
 //     ConvertTable writes under options.out_dir (local or s3://). Parts may
-//     be s3:// paths in the output's store.
+//     be s3:// paths in the output's store; files named part_prefix... in
+//     out_dir are parts (of this conversion or an earlier one), not tables.
 // Errors name the input, line and column, as ConvertTable's.
 struct TableShardPlan {
   std::string plan;                                   // empty when shards are to be surveyed again
@@ -168,7 +169,8 @@ PCR_EXPORT Result<TableShardPlan> PlanTableShards(const TableConvertOptions& opt
 PCR_EXPORT Result<TableConvertReport> ConvertTableShard(const TableConvertOptions& options, const std::string& plan,
                                                         uint32_t shard, const std::string& part_path);
 PCR_EXPORT Result<TableConvertReport> MergeTableParts(const TableConvertOptions& options,
-                                                      const std::vector<std::string>& part_paths);
+                                                      const std::vector<std::string>& part_paths,
+                                                      std::string_view part_prefix = "");
 
 // Rewrites the table at `input` (a file, or a directory holding one) with its
 // streams in `stream_order`, copying the stored streams. Each stripe is first

@@ -379,8 +379,9 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
     together, a task per shard converts its rows into a part, and a last
     task merges the parts. The result equals pcr.convert_table's (with the
     same split_mb) byte for byte: a stripe never holds rows of two splits.
-    input (.csv, .tsv, .jsonl, .ndjson) and out may be local or s3://; every task
-    reads the input itself. Parts go to parts_dir, as for convert_images; a
+    input (.csv, .tsv, .jsonl, .ndjson) and out may be local or s3://; the
+    client reads the input's first bytes (compressed data cannot be cut into
+    shards), and every task reads the input itself. Parts go to parts_dir, as for convert_images; a
     part whose input bytes and options are unchanged is kept when the call
     runs again after a failure, and the parts are removed after the merge. `options` are convert_table's; they are checked here
     before any task runs. Bad input raises the library's exception here,
@@ -446,7 +447,7 @@ def convert_table(input, out, *, client=None, num_shards=None, parts_dir=None, p
     for i, (report, _, _) in converted.items():
         reports[i] = {"rows": report["rows"], "missing": report["missing"]}
         _write_text(parts[i] + ".json", json.dumps(reports[i]), options)
-    merged, merge_seconds, _ = client.submit(_table_step, input, out, options, "merge", parts,
+    merged, merge_seconds, _ = client.submit(_table_step, input, out, options, "merge", parts, prefix + "-part-",
                                              key=f"pcr-merge-{token}").result()
     if _in_store(parts_dir):
         _remove_parts(parts_dir, [_join(parts_dir, prefix + "-part-")], own, options)

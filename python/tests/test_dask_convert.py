@@ -3,6 +3,7 @@ byte for byte against pcr-convert's one-process conversion of the same input:
 local and s3:// (s3rver on loopback) both ways, a worker killed mid-task, and
 bad input."""
 import gzip
+import hashlib
 import io
 import os
 import pathlib
@@ -454,6 +455,14 @@ def test_table_parts_are_kept_only_for_the_same_input_and_nothing_else_is_remove
     assert [s["kept"] for s in summary["shards"]] == [True, True, True]
     assert (tmp_path / "blocker2" / "out" / "rows.pcr").read_bytes() == (tmp_path / "cli" / "rows.pcr").read_bytes()
     assert sorted(p.name for p in mine.iterdir()) == ["keep.txt"]
+    # Parts in the output directory, one left by a call of other options, are not tables beside the output.
+    here = tmp_path / "here"
+    here.mkdir()
+    prefix = "table-" + hashlib.sha256(os.path.abspath(here).encode()).hexdigest()[:12] + "-part-"
+    shutil.copy(tmp_path / "cli" / "rows.pcr", here / f"{prefix}00000-{'0' * 16}.pcr")
+    pcr.dask.convert_table(csv, here, num_shards=3, split_mb=1, parts_dir=here, progress=False)
+    assert (here / "rows.pcr").read_bytes() == (tmp_path / "cli" / "rows.pcr").read_bytes()
+    assert sorted(p.name for p in here.iterdir()) == ["rows.pcr"]
 
 
 def test_table_s3_to_s3(client, tmp_path, s3_endpoint, s3_endpoint_b):

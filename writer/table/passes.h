@@ -163,6 +163,9 @@ Status WriteJsonl(const TableConvertOptions& options, const std::map<std::string
                   const TableConversionPlan& plan, const TableConversionPlan::Shard& shard, const MappedInput& in,
                   TableFileWriter* writer, MissingNotes* dropped);
 
+// Whether `file`'s name starts with `part_prefix` (not empty): a part of a
+// conversion in shards (CheckTableShards).
+bool NamedAsPart(const std::string& file, std::string_view part_prefix);
 // Conversions never replace a file, the input least of all.
 Status CheckNewOutput(const std::string& path);
 // Refuses a table at `path` in a directory read as a table now (one .pcr

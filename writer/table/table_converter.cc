@@ -66,6 +66,10 @@ Status CheckTableDirectory(const std::string& path, const std::function<bool(con
                                  "another directory");
 }
 
+bool NamedAsPart(const std::string& file, std::string_view part_prefix) {
+  return !part_prefix.empty() && fs::path(file).filename().string().starts_with(part_prefix);
+}
+
 Status CheckNewOutput(const std::string& path) {
   std::error_code ec;
   if (fs::exists(path, ec)) return Status::InvalidArgument(path + ": already exists");
@@ -168,9 +172,7 @@ Status CheckTableShards(const TableConvertOptions& options, std::string_view par
   }
   const std::string path = TablePathIn(options);
   PCR_RETURN_IF_ERROR(table::CheckNewOutput(path));
-  return table::CheckTableDirectory(path, [&](const std::string& file) {
-    return !part_prefix.empty() && fs::path(file).filename().string().starts_with(part_prefix);
-  });
+  return table::CheckTableDirectory(path, [&](const std::string& file) { return table::NamedAsPart(file, part_prefix); });
 }
 
 Result<std::string> SurveyTableShard(const TableConvertOptions& options, uint32_t shard, uint32_t num_shards,
@@ -256,8 +258,8 @@ Result<TableConvertReport> ConvertTableShard(const TableConvertOptions& options,
 
 namespace {
 
-Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
-                                             const std::vector<std::string>& parts) {
+Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options, const std::vector<std::string>& parts,
+                                             std::string_view part_prefix) {
   TableConvertReport report;
   report.path = TablePathIn(options);
   if (parts.empty()) return Status::InvalidArgument(report.path + ": no parts to merge");
@@ -265,7 +267,8 @@ Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
   PCR_RETURN_IF_ERROR(table::CheckNewOutput(report.path));
   PCR_RETURN_IF_ERROR(table::CheckTableDirectory(report.path, [&](const std::string& file) {
     std::error_code ec;
-    return std::any_of(parts.begin(), parts.end(), [&](const std::string& part) { return fs::equivalent(part, file, ec); });
+    return table::NamedAsPart(file, part_prefix) ||
+           std::any_of(parts.begin(), parts.end(), [&](const std::string& part) { return fs::equivalent(part, file, ec); });
   }));
   // Parts in object storage are in the output's store.
   PCR_ASSIGN_OR_RETURN(auto engine, MakeIoEngine({.remote = OutputRemote(options.remote, options.upload)}));
@@ -304,13 +307,14 @@ Result<TableConvertReport> MergeTableLocally(const TableConvertOptions& options,
 
 }  // namespace
 
-Result<TableConvertReport> MergeTableParts(const TableConvertOptions& options, const std::vector<std::string>& parts) {
+Result<TableConvertReport> MergeTableParts(const TableConvertOptions& options, const std::vector<std::string>& parts,
+                                           std::string_view part_prefix) {
   if (IsObjectStoreOutput(options.out_dir)) {
     return ConvertTableToObjectStore(options, [&](const TableConvertOptions& local) {
-      return MergeTableLocally(local, parts);
+      return MergeTableLocally(local, parts, part_prefix);
     });
   }
-  return MergeTableLocally(options, parts);
+  return MergeTableLocally(options, parts, part_prefix);
 }
 
 bool ParseTableType(std::string_view name, FeatureType* type) {

@@ -126,7 +126,7 @@ Result<FeatureType> ColumnVotes::TimestampType(const ColumnNaming& naming, const
                       w.text + " in " + naming.noun + " '" + name + "' is beyond the years timestamp_ns holds (1677 "
                       "to 2262), which " + c_.first_ns->text + " at " + naming.at(*c_.first_ns) + " needs for its "
                       "nanoseconds: declare " + naming.Declare(name, "string") + " to keep the text, or " +
-                      naming.Declare(name, "timestamp_us") + " if no time has more than 6 fraction digits");
+                      naming.DeclareAgain(name, "timestamp_us") + " if no time has more than 6 fraction digits");
 }
 
 Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const ColumnNaming& naming,
@@ -166,8 +166,8 @@ Result<FeatureType> ColumnVotes::NumberType(const InferenceRules& rules, const C
                           (negative_later ? " (below uint64)" : " (above int64)") + " and " + other.text + " (" +
                           naming.at(other) + (negative_later ? ", above int64" : ", below uint64") +
                           "), which no integer type holds both of: declare " + naming.Declare(name, "string") +
-                          " to keep them as text, or " + naming.Declare(name, "uint64") + " or " +
-                          naming.Declare(name, "int64") + " with " + naming.Name(Option::kOnBadValueMissing) +
+                          " to keep them as text, or " + naming.DeclareAgain(name, "uint64") + " or " +
+                          naming.DeclareAgain(name, "int64") + " with " + naming.Name(Option::kOnBadValueMissing) +
                           " to store the values the type cannot hold as missing");
 }
 

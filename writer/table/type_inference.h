@@ -49,6 +49,10 @@ struct ColumnNaming {
 
   // Column `name` declared `type`: "--column-type n=string".
   std::string Declare(const std::string& name, std::string_view type) const { return (*names)(declare, {name, type}); }
+  // The same, again in a sentence that has just declared it: "n=int64".
+  std::string DeclareAgain(const std::string& name, std::string_view type) const {
+    return names->Again(declare, {name, type});
+  }
   std::string Name(Option option) const { return (*names)(option); }
 };
 

@@ -32,7 +32,7 @@ constexpr pcr::OptionNames kPythonOptionNames = {
     {pcr::Option::kSchema, {"schema", ""}},
     {pcr::Option::kStrings, {"strings=True", ""}},
     {pcr::Option::kOnBadValueMissing, {"on_bad_value='missing'", ""}},
-    {pcr::Option::kCountOneTable, {"pcr.popularity(logs, table=PATH)", ""}},
+    {pcr::Option::kCountOneTable, {"pcr.popularity(logs, table=...)", "pcr.popularity(logs, table={})"}},
 };
 static_assert(kPythonOptionNames.complete());
 
@@ -275,14 +275,6 @@ pcr::TableConvertOptions TableOptions(const std::filesystem::path& input_arg, co
   return options;
 }
 
-// The result of a table conversion step, its errors and notes spelt as
-// Python's arguments.
-template <typename T>
-T TakeTable(pcr::Result<T> r) {
-  if (!r.ok()) Raise(r.status());
-  return std::move(*r);
-}
-
 py::dict TableReport(pcr::TableConvertReport r) {
   py::dict d;
   d["path"] = r.path;
@@ -322,7 +314,7 @@ py::dict RunConvertTable(const pcr::TableConvertOptions& options) {
     py::gil_scoped_release release;
     return pcr::ConvertTable(options);
   }();
-  py::dict report = TableReport(TakeTable(std::move(converted)));
+  py::dict report = TableReport(Take(std::move(converted)));
   WarnNotes(report);
   return report;
 }
@@ -351,10 +343,10 @@ struct PyTableConversion {
       py::gil_scoped_release release;
       return pcr::SurveyTableShard(options, shard, num_shards, start);
     }();
-    return py::bytes(TakeTable(std::move(scan)));
+    return py::bytes(Take(std::move(scan)));
   }
   py::dict Plan(const std::vector<std::string>& scans) const {
-    pcr::TableShardPlan plan = TakeTable(pcr::PlanTableShards(options, scans));
+    pcr::TableShardPlan plan = Take(pcr::PlanTableShards(options, scans));
     py::dict d;
     d["plan"] = plan.plan.empty() ? py::object(py::none()) : py::object(py::bytes(plan.plan));
     d["rescan"] = plan.rescan;
@@ -367,16 +359,16 @@ struct PyTableConversion {
       py::gil_scoped_release release;
       return pcr::ConvertTableShard(options, plan, shard, part.string());
     }();
-    return TableReport(TakeTable(std::move(r)));
+    return TableReport(Take(std::move(r)));
   }
-  py::dict Merge(const std::vector<std::filesystem::path>& parts) const {
+  py::dict Merge(const std::vector<std::filesystem::path>& parts, const std::string& part_prefix) const {
     std::vector<std::string> paths;
     for (const auto& p : parts) paths.push_back(p.string());
     pcr::Result<pcr::TableConvertReport> r = [&] {
       py::gil_scoped_release release;
-      return pcr::MergeTableParts(options, paths);
+      return pcr::MergeTableParts(options, paths, part_prefix);
     }();
-    return TableReport(TakeTable(std::move(r)));
+    return TableReport(Take(std::move(r)));
   }
 };
 
@@ -504,7 +496,7 @@ void DefineConversions(py::module_& m) {
       .def("scan", &PyTableConversion::Scan, py::arg("shard"), py::arg("num_shards"), py::arg("start") = py::none())
       .def("plan", &PyTableConversion::Plan, py::arg("scans"))
       .def("convert_shard", &PyTableConversion::ConvertShard, py::arg("plan"), py::arg("shard"), py::arg("part"))
-      .def("merge", &PyTableConversion::Merge, py::arg("parts"))
+      .def("merge", &PyTableConversion::Merge, py::arg("parts"), py::arg("part_prefix") = "")
       .def("convert", [](const PyTableConversion& c) { return RunConvertTable(c.options); });
 }
 
