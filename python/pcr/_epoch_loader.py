@@ -338,18 +338,24 @@ class _EpochLoader(_data.IterableDataset):
             self._shared[_WORKERS_EPOCH] = epoch + 1
             _finish_feeders_at_exit()
             self._shared[_WORKERS] = workers
-        # The DataLoader takes batches from its workers in turn, worker 0
-        # first: the C++ loader's worker w delivers the rank's batches
-        # start + w, start + w + workers, ...
-        share = dict(rank=rank, world_size=world, worker=0 if info is None else info.id, num_workers=workers,
-                     uneven=self.uneven, shuffle=self.shuffle, **self._mixing, seed=self.seed,
-                     epoch=epoch, batches=start, saved_workers=self._workers_saved or 0)
-        if self._elastic:
-            share["delivered"] = [tuple(part) for part in self._resumed()]
+        share = self._iteration_share(rank, world, 0 if info is None else info.id, workers, start)
         for batch in self._batches(share):
             if info is None:
                 self._delivered += 1
             yield batch
+
+    def _iteration_share(self, rank: int, world: int, worker: int, workers: int, start: int) -> dict:
+        """The C++ loader's share arguments for worker `worker` of `workers`,
+        this epoch, resumed after the rank's first `start` batches. The
+        DataLoader takes batches from its workers in turn, worker 0 first:
+        the C++ loader's worker w delivers the rank's batches start + w,
+        start + w + workers, ..."""
+        share = dict(rank=rank, world_size=world, worker=worker, num_workers=workers, uneven=self.uneven,
+                     shuffle=self.shuffle, **self._mixing, seed=self.seed, epoch=self.epoch, batches=start,
+                     saved_workers=self._workers_saved or 0)
+        if self._elastic:
+            share["delivered"] = [tuple(part) for part in self._resumed()]
+        return share
 
     def __getstate__(self):
         import multiprocessing.context

@@ -30,7 +30,16 @@ from dask.dataframe.io.utils import DataFrameIOFunction
 
 from . import ImageDataset, Table, _frames, _pcr, _report_skipped
 
-__all__ = ["convert_images", "convert_table", "convert_webdataset", "read_images", "read_table"]
+__all__ = ["RemoteLoader", "convert_images", "convert_table", "convert_webdataset", "read_images", "read_table"]
+
+
+def __getattr__(name):
+    # RemoteLoader needs torch, which the rest of pcr.dask does not.
+    if name == "RemoteLoader":
+        from ._remote_loader import RemoteLoader
+
+        return RemoteLoader
+    raise AttributeError(f"module 'pcr.dask' has no attribute '{name}'")
 
 
 def _frozen(remote):

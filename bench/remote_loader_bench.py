@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""pcr.dask.RemoteLoader against the local loader on a trainer pinned to one
+core, in the same run: images (or rows) per second delivered to the
+trainer, and the trainer's CPU seconds per batch.
+
+usage: /usr/bin/python3 bench/remote_loader_bench.py BUILD_DIR WORK_DIR [--runs N] [--epochs E]
+           [--shares S,S,...] [--rows N] [--no-table] [--no-faults]
+
+The trainer is a process of its own under `taskset -c 0`; the Dask cluster
+(a LocalCluster of 1 or 2 worker processes, one thread each, and its
+scheduler) runs under `taskset -c 1`, on the other core. Decoding uses one
+thread everywhere.
+- Images: the 154 neverball textures of the JPEG corpus in four classes
+  (616 images), converted by pcr-convert (64 images a record); ImageLoader
+  batches of 64 at 224 x 224, uint8, training crops, full fidelity.
+- Table: bench/make_table's recommendation table of N rows (default
+  200,000) in stripes of 16,384; TableLoader batches of 4,096 rows of the
+  label, 13 dense and 26 sparse features, shuffled.
+A run is one warm-up epoch, then E timed epochs (default 4); the median of
+N runs (default 3), the modes taking turns. Each RemoteLoader row uses
+prefetch 8; "share" is its local_share (default shares 0 and 0.5).
+The fault run kills one of 2 workers (by pid, SIGKILL) a third of the way
+into an epoch and checks that every batch arrives once, equal to the local
+loader's. Prints Markdown tables.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+PY = "/usr/bin/python3"
+HERE = os.path.dirname(os.path.abspath(__file__))
+DENSE = [str(d) for d in range(1, 14)]
+SPARSE = [str(100001 + s) for s in range(26)]
+
+CLUSTER = r"""
+import sys, distributed
+cluster = distributed.LocalCluster(n_workers=int(sys.argv[1]), threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None, local_directory=sys.argv[2])
+print(cluster.scheduler_address, flush=True)
+sys.stdin.read()
+cluster.close()
+"""
+
+TRAINER = r"""
+import json, os, signal, sys, time, zlib
+import pcr.dask, pcr.torch
+kind, path, mode, scheduler, share, epochs = sys.argv[1:7]
+share, epochs = float(share), int(epochs)
+if kind == "images":
+    loader = pcr.torch.ImageLoader(path, 64, size=224, threads=1, seed=1)
+    def items(batch): return len(batch[1])
+else:
+    dense, sparse = json.loads(sys.argv[7]), json.loads(sys.argv[8])
+    loader = pcr.torch.TableLoader(path, 4096, ["label"] + sparse, dense=dense, seed=1)
+    def items(batch): return len(batch["rows"])
+client = None
+if mode != "local":
+    import distributed
+    client = distributed.Client(scheduler)
+    client.wait_for_workers(1, timeout=120)
+    loader = pcr.dask.RemoteLoader(loader, client, prefetch=8, local_share=share)
+def crc(batch):
+    if kind == "images":
+        return zlib.crc32(batch[0].numpy().tobytes())
+    return zlib.crc32(batch["dense"].numpy().tobytes() + batch["rows"].numpy().tobytes())
+if mode == "fault":
+    loader.set_epoch(1)
+    sums, killed = [], False
+    pids = client.run(os.getpid)
+    began = time.perf_counter()
+    for batch in loader:
+        sums.append(crc(batch))
+        if not killed and len(sums) >= len(loader) // 3:
+            os.kill(pids[sorted(pids)[0]], signal.SIGKILL)
+            killed = True
+    seconds = time.perf_counter() - began
+    print(json.dumps({"sums": sums, "seconds": seconds}))
+    sys.exit()
+if mode == "sums":
+    loader.set_epoch(1)
+    print(json.dumps({"sums": [crc(b) for b in loader]}))
+    sys.exit()
+n = batches = 0
+for epoch in range(epochs + 1):
+    if epoch == 1:
+        began, cpu = time.perf_counter(), time.process_time()
+    loader.set_epoch(epoch)
+    for batch in loader:
+        if epoch:
+            n += items(batch)
+            batches += 1
+out = {"items": n, "batches": batches, "seconds": time.perf_counter() - began, "cpu": time.process_time() - cpu}
+if mode != "local":
+    out["stats"] = loader.stats
+print(json.dumps(out))
+"""
+
+
+def run(cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True, **kw).stdout
+
+
+class Cluster:
+    """A LocalCluster of `workers` processes on core 1, in a process of its own."""
+
+    def __init__(self, workers, work, env):
+        os.makedirs(os.path.join(work, "dask"), exist_ok=True)
+        self.proc = subprocess.Popen(["taskset", "-c", "1", PY, "-c", CLUSTER, str(workers),
+                                      os.path.join(work, "dask")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=env)
+        self.address = self.proc.stdout.readline().strip()
+        if not self.address:
+            raise RuntimeError("the LocalCluster did not start")
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
+
+
+def prepare(build, work, rows, table):
+    src, images = os.path.join(work, "src"), os.path.join(work, "images")
+    if not os.path.isdir(images):
+        textures = os.path.join(HERE, "..", "..", "shared", "corpus", "jpeg", "neverball-textures")
+        for c in "abcd":
+            os.makedirs(os.path.join(src, c), exist_ok=True)
+            for f in sorted(os.listdir(textures)):
+                if f.endswith(".jpg"):
+                    shutil.copyfile(os.path.join(textures, f), os.path.join(src, c, f))
+        run([os.path.join(build, "tools", "pcr-convert"), "images", src, images, "--images-per-record", 64])
+    path = os.path.join(work, "table", "table.pcr")
+    if table and not os.path.exists(path):
+        run([os.path.join(build, "bench", "make_table"), work, "--rows", rows, "--history", 0, "--jobs", 0])
+        run([os.path.join(build, "tools", "pcr-convert"), "table", os.path.join(work, "table.jsonl"),
+             os.path.join(work, "table"), "--rows-per-stripe", 16384])
+    return images, path
+
+
+def trainer(env, kind, path, mode, address="", share=0.0, epochs=4):
+    args = ["taskset", "-c", "0", PY, "-c", TRAINER, kind, path, mode, address, share, epochs]
+    if kind == "table":
+        args += [json.dumps(DENSE), json.dumps(SPARSE)]
+    return json.loads(run(args, env=env, timeout=1800))
+
+
+def measure(env, work, kind, path, shares, runs, epochs):
+    modes = [("local", 0, 0.0)] + [("remote", w, s) for w in (1, 2) for s in shares]
+    clusters = {w: Cluster(w, work, env) for w in (1, 2)}
+    try:
+        got = {m: [] for m in modes}
+        for _ in range(runs):
+            for m in modes:
+                address = clusters[m[1]].address if m[1] else ""
+                got[m].append(trainer(env, kind, path, m[0], address, m[2], epochs))
+    finally:
+        for c in clusters.values():
+            c.close()
+    rows = []
+    for m in modes:
+        rate = statistics.median(r["items"] / r["seconds"] for r in got[m])
+        cpu = statistics.median(r["cpu"] / r["batches"] for r in got[m])
+        wait = statistics.median(r.get("stats", {}).get("wait_seconds", 0) / r["seconds"] for r in got[m])
+        rows.append((m, rate, cpu, wait))
+    base_rate, base_cpu = rows[0][1], rows[0][2]
+    unit = "images/s" if kind == "images" else "rows/s"
+    print(f"| loader | workers (core 1) | local_share | {unit} | vs local | trainer CPU s/batch | vs local |")
+    print("|---|---|---|---|---|---|---|")
+    for (mode, workers, share), rate, cpu, wait in rows:
+        name = "local, pinned to core 0" if mode == "local" else "RemoteLoader"
+        print(f"| {name} | {workers or '-'} | {share if mode != 'local' else '-'} | {rate:,.0f} | "
+              f"{rate / base_rate:.2f} | {cpu:.4f} | {cpu / base_cpu:.2f} |")
+    print()
+
+
+def faults(env, work, kind, path):
+    want = trainer(env, kind, path, "sums")["sums"]
+    cluster = Cluster(2, work, env)
+    try:
+        clean = trainer(env, kind, path, "sums", cluster.address)["sums"]
+        began = time.perf_counter()
+        got = trainer(env, kind, path, "fault", cluster.address)
+        seconds = time.perf_counter() - began
+    finally:
+        cluster.close()
+    print(f"{kind}: {len(want)} batches locally; remote without a fault: "
+          f"{'equal' if clean == want else 'DIFFERENT'}; with a worker killed a third of the way: "
+          f"{len(got['sums'])} delivered, {'every one equal to the local loader' if got['sums'] == want else 'NOT EQUAL'}"
+          f", epoch {got['seconds']:.1f} s ({seconds:.1f} s with start-up)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("work")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--shares", default="0,0.5")
+    ap.add_argument("--rows", type=int, default=200000)
+    ap.add_argument("--no-table", action="store_true")
+    ap.add_argument("--no-faults", action="store_true")
+    a = ap.parse_args()
+    build, work = os.path.abspath(a.build), os.path.abspath(a.work)
+    os.makedirs(work, exist_ok=True)
+    images, table = prepare(build, work, a.rows, not a.no_table)
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
+    shares = [float(s) for s in a.shares.split(",")]
+    kinds = [("images", images)] + ([] if a.no_table else [("table", table)])
+    for kind, path in kinds:
+        print(f"### {kind}: median of {a.runs} runs of {a.epochs} epochs\n")
+        measure(env, work, kind, path, shares, a.runs, a.epochs)
+    if not a.no_faults:
+        for kind, path in kinds:
+            faults(env, work, kind, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""pcr.dask.RemoteLoader: a pcr.torch loader's batches made on Dask workers."""
+import collections
+import concurrent.futures
+import math
+import pickle
+import time
+import uuid
+from typing import Optional
+
+import torch as _torch
+
+from ._epoch_loader import _START, _EpochLoader
+
+
+class _Tensor:
+    """A CPU tensor on its way from a worker: pickled as its numpy array, so
+    Dask's comms send the bytes out of band, and unpickled by torch.from_numpy,
+    which wraps the received buffer without a copy."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array) -> None:
+        self.array = array
+
+    def __reduce__(self):
+        return _torch.from_numpy, (self.array,)
+
+
+def _wire(value):
+    """`value` (a batch) with each plain CPU tensor as a _Tensor."""
+    if isinstance(value, _torch.Tensor):
+        if value.device.type == "cpu" and not value.requires_grad and value.layout == _torch.strided:
+            try:
+                array = value.numpy()
+            except (TypeError, RuntimeError):  # a dtype numpy lacks (bfloat16): torch pickles it
+                return value
+            if array.flags.c_contiguous:
+                return _Tensor(array)
+        return value
+    if type(value) in (tuple, list):
+        return type(value)(_wire(v) for v in value)
+    if type(value) is dict:
+        return {k: _wire(v) for k, v in value.items()}
+    return value
+
+
+def _make_run(spec: bytes, share: dict, count: int, wire: bool = True) -> dict:
+    """The batches share["batches"] .. + count of the loader pickled in
+    `spec`, made here (a Dask task, or a trainer's thread), with what they
+    skipped and read and the seconds they took."""
+    began = time.perf_counter()
+    loader = pickle.loads(spec)
+    skipped = []
+    if hasattr(loader, "_report"):
+        def report(found, reported):
+            skipped[-1].extend(found[reported:])
+            return len(found)
+
+        loader._report = report  # the trainer warns of them, as it delivers each batch
+    read_before = loader.bytes_read
+    batches = []
+    made = loader._batches(share)
+    try:
+        for _ in range(count):
+            skipped.append([])
+            batch = next(made, None)
+            if batch is None:
+                raise RuntimeError(f"{loader.path}: the epoch ended after batch {share['batches'] + len(batches)} "
+                                   f"of rank {share['rank']}, before the {count} batches asked for")
+            batches.append(_wire(batch) if wire else batch)
+    finally:
+        made.close()
+    return {"batches": batches, "skipped": skipped[:len(batches)], "bytes_read": loader.bytes_read - read_before,
+            "seconds": time.perf_counter() - began}
+
+
+def _check_share(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"local_share must be a number in [0, 1], not {value!r}")
+    if not 0 <= value <= 1 or math.isnan(value):
+        raise ValueError(f"local_share must be in [0, 1], not {value!r}")
+    return float(value)
+
+
+class RemoteLoader:
+    """A pcr.torch.ImageLoader's or TableLoader's batches, made on the
+    workers of a Dask cluster and delivered to this process in the order the
+    loader gives them, bit for bit: `for batch in RemoteLoader(loader)` is
+    `for batch in loader` with the reading, decoding and batch_transform
+    done elsewhere.
+
+    `loader` is made as for local use; its share (rank and world size, or
+    torch.distributed's) is this process's, so every rank of a DDP job wraps
+    its own loader over the same cluster. `client` is a distributed.Client
+    (None: the current one, distributed.get_client()). The rank's batches
+    are cut into runs of `batches_per_task` consecutive batches (default
+    prefetch // 4, at least 1), one Dask task each; a worker makes a run as
+    the loader would after a resume at its first batch, reading the data
+    itself (a local path must be one the workers see, such as a shared file
+    system; http(s):// and s3:// as `remote` says, credentials from the
+    worker's environment). At most `prefetch` batches are asked for ahead
+    of the one delivered. Tensors cross as numpy buffers out of band and are
+    wrapped by torch without a copy; other values (strings, fields) are
+    pickled. batch_transform is pickled with the loader (by cloudpickle) and
+    runs on the worker.
+
+    `local_share` (0 to 1) of the runs are made by a thread of this process
+    instead, spread evenly over the epoch; the batches are the same.
+
+    Faults: a run whose worker dies is run again by Dask on another worker,
+    and is delivered once. When no run completes for `timeout` seconds, the
+    iteration raises TimeoutError naming the cluster and how many workers it
+    has (none, or ones that stopped answering).
+
+    len(), set_epoch, set_fidelity (ImageLoader), state_dict and
+    load_state_dict are the loader's: a state saved here resumes here or on
+    the local loader, and the other way round. `stats` reports what a
+    controller scales the cluster on. Iterate from one thread; one
+    iteration at a time.
+    """
+
+    def __init__(self, loader: _EpochLoader, client=None, prefetch: int = 8, local_share=0.0, *,
+                 batches_per_task: Optional[int] = None, timeout: float = 120.0) -> None:
+        if not isinstance(loader, _EpochLoader):
+            raise TypeError(f"RemoteLoader wraps a pcr.torch.ImageLoader or TableLoader, not "
+                            f"{type(loader).__name__}")
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int):
+            raise ValueError(f"prefetch must be an int of at least 1, not {prefetch!r}")
+        if prefetch < 1:
+            raise ValueError(f"prefetch must be at least 1, not {prefetch}")
+        self.local_share = _check_share(local_share)
+        if batches_per_task is None:
+            batches_per_task = max(1, prefetch // 4)
+        if isinstance(batches_per_task, bool) or not isinstance(batches_per_task, int) \
+                or not 1 <= batches_per_task <= prefetch:
+            raise ValueError(f"batches_per_task must be an int in 1..prefetch ({prefetch}), not {batches_per_task!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if client is None and self.local_share < 1:
+            import distributed
+
+            try:
+                client = distributed.get_client()
+            except ValueError:
+                raise ValueError("RemoteLoader: no Dask client: pass client=distributed.Client('scheduler:8786') "
+                                 "(or a LocalCluster's), or make one first") from None
+        self._loader, self._client = loader, client
+        self.prefetch, self.batches_per_task, self.timeout = prefetch, batches_per_task, timeout
+        self._wait_seconds = 0.0
+        self._made = {"remote": [0, 0.0], "local": [0, 0.0]}  # batches, seconds
+        self._buffered = 0
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    @property
+    def loader(self) -> _EpochLoader:
+        return self._loader
+
+    @property
+    def epoch(self) -> int:
+        return self._loader.epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        self._loader.set_epoch(epoch)
+
+    def __getattr__(self, name):
+        # The wrapped loader's set_fidelity, fidelity, skipped, bytes_read, ... where it has them.
+        if name.startswith("_") or name in ("batches_per_task", "prefetch", "timeout", "local_share"):
+            raise AttributeError(name)
+        if name in ("set_fidelity", "fidelity", "num_scan_groups", "skipped", "bytes_read", "batch_size"):
+            return getattr(self._loader, name)
+        raise AttributeError(f"'RemoteLoader' object has no attribute '{name}'")
+
+    def state_dict(self, batches: Optional[int] = None) -> dict:
+        return self._loader.state_dict(batches)
+
+    def load_state_dict(self, state: dict) -> None:
+        self._loader.load_state_dict(state)
+
+    @property
+    def stats(self) -> dict:
+        """What the trainer saw so far: "batches_buffered" (made and not yet
+        delivered), "wait_seconds" (time the trainer waited for its next
+        batch), "worker_seconds_per_batch" (a run's seconds on its worker,
+        per batch; 0 before any) and "local_seconds_per_batch" (the same for
+        runs made here), "batches_remote" and "batches_local"."""
+        (remote, remote_s), (local, local_s) = self._made["remote"], self._made["local"]
+        return {"batches_buffered": self._buffered, "wait_seconds": self._wait_seconds,
+                "worker_seconds_per_batch": remote_s / remote if remote else 0.0,
+                "local_seconds_per_batch": local_s / local if local else 0.0,
+                "batches_remote": remote, "batches_local": local}
+
+    def _cluster(self) -> str:
+        try:
+            return self._client.scheduler.address
+        except AttributeError:
+            return repr(self._client)
+
+    def _workers(self) -> int:
+        try:
+            return len(self._client.scheduler_info()["workers"])
+        except Exception:  # an unreachable scheduler: no workers reached
+            return 0
+
+    def __iter__(self):
+        loader = self._loader
+        rank, world = loader._share()
+        if loader._workers_saved not in (None, 1):
+            raise ValueError(f"load_state_dict: the state was saved after {loader._workers_saved} DataLoader workers' "
+                             "batches, and RemoteLoader delivers the batches of one: resume it with "
+                             f"pcr.torch.DataLoader(loader, num_workers={loader._workers_saved})")
+        total, start = len(loader), loader._shared[_START]
+        loader._count(1)
+        import cloudpickle
+
+        spec = cloudpickle.dumps(loader)
+        step = self.batches_per_task
+        runs = [(a, min(a + step, total)) for a in range(start, total, step)]
+        tag = uuid.uuid4().hex[:12]
+        local = concurrent.futures.ThreadPoolExecutor(1) if self.local_share > 0 else None
+        pending = collections.deque()  # (first batch, batches, where, future)
+        in_flight = 0
+
+        def where(j: int) -> str:
+            # Runs are made here at local_share of them, spread evenly.
+            index = start // step + j
+            here = math.floor((index + 1) * self.local_share) > math.floor(index * self.local_share)
+            return "local" if here else "remote"
+
+        def submit(j: int) -> None:
+            a, b = runs[j]
+            share = loader._iteration_share(rank, world, 0, 1, a)
+            if where(j) == "local":
+                future = local.submit(_make_run, spec, share, b - a, False)
+            else:
+                future = self._client.submit(_make_run, spec, share, b - a, key=f"pcr-remote-{tag}-{rank}-{a}",
+                                             pure=False, priority=-a)
+            pending.append((a, b - a, where(j), future))
+
+        next_run = 0
+        try:
+            while pending or next_run < len(runs):
+                while next_run < len(runs) and in_flight + runs[next_run][1] - runs[next_run][0] <= self.prefetch:
+                    in_flight += runs[next_run][1] - runs[next_run][0]
+                    submit(next_run)
+                    next_run += 1
+                a, count, kind, future = pending.popleft()
+                made = self._result(future, kind, a, rank)
+                self._made[kind][0] += count
+                self._made[kind][1] += made["seconds"]
+                loader._bytes_read.add(made["bytes_read"])
+                batches, skipped = made["batches"], made["skipped"]
+                del made, future
+                for i in range(count):
+                    self._buffered = count - i - 1 + sum(n for _, n, _, f in pending if f.done())
+                    if skipped[i]:
+                        loader._report(skipped[i], 0)
+                    batch, batches[i] = batches[i], None
+                    loader._delivered += 1
+                    in_flight -= 1
+                    if next_run < len(runs) and in_flight + runs[next_run][1] - runs[next_run][0] <= self.prefetch:
+                        in_flight += runs[next_run][1] - runs[next_run][0]
+                        submit(next_run)
+                        next_run += 1
+                    yield batch
+                    del batch
+        finally:
+            self._buffered = 0
+            for _, _, _, future in pending:
+                future.cancel()
+            if local is not None:
+                local.shutdown(wait=False, cancel_futures=True)
+
+    def _result(self, future, kind: str, first: int, rank: int) -> dict:
+        """The run `future` makes, waiting at most `timeout` seconds without one."""
+        began = time.perf_counter()
+        try:
+            if kind == "local":
+                return future.result()
+            try:
+                return future.result(timeout=self.timeout)
+            except Exception as e:  # distributed's TimeoutError is not always the builtin one
+                if not isinstance(e, TimeoutError) and type(e).__name__ != "TimeoutError":
+                    raise
+            workers = self._workers()
+            raise TimeoutError(
+                f"pcr.dask.RemoteLoader: no batch from the Dask cluster at {self._cluster()} in {self.timeout:g} s "
+                f"({workers} workers{': it has none' if workers == 0 else ', none delivering'}) while rank {rank} "
+                f"waited for batch {first} of epoch {self._loader.epoch}: start workers (dask worker "
+                f"{self._cluster()}), or give RemoteLoader a longer timeout")
+        finally:
+            self._wait_seconds += time.perf_counter() - began
+
+
+RemoteLoader.__module__ = "pcr.dask"
