@@ -18,7 +18,7 @@ thread everywhere.
   label, 13 dense and 26 sparse features, shuffled.
 A run is one warm-up epoch, then E timed epochs (default 4); the median of
 N runs (default 3), the modes taking turns. Each RemoteLoader row uses
-prefetch 8; "share" is its local_share (default shares 0 and 0.5).
+prefetch 8; "share" is its local_share (default shares 0, 0.6 and auto).
 The fault run kills one of 2 workers (by pid, SIGKILL) a third of the way
 into an epoch and checks that every batch arrives once, equal to the local
 loader's. Prints Markdown tables.
@@ -50,7 +50,7 @@ TRAINER = r"""
 import json, os, signal, sys, time, zlib
 import pcr.dask, pcr.torch
 kind, path, mode, scheduler, share, epochs = sys.argv[1:7]
-share, epochs = float(share), int(epochs)
+share, epochs = (share if share == "auto" else float(share)), int(epochs)
 if kind == "images":
     loader = pcr.torch.ImageLoader(path, 64, size=224, threads=1, seed=1)
     def items(batch): return len(batch[1])
@@ -198,7 +198,7 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=4)
-    ap.add_argument("--shares", default="0,0.5")
+    ap.add_argument("--shares", default="0,0.6,auto")
     ap.add_argument("--rows", type=int, default=200000)
     ap.add_argument("--no-table", action="store_true")
     ap.add_argument("--no-faults", action="store_true")
@@ -207,7 +207,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     images, table = prepare(build, work, a.rows, not a.no_table)
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
-    shares = [float(s) for s in a.shares.split(",")]
+    shares = [s if s == "auto" else float(s) for s in a.shares.split(",")]
     kinds = [("images", images)] + ([] if a.no_table else [("table", table)])
     for kind, path in kinds:
         print(f"### {kind}: median of {a.runs} runs of {a.epochs} epochs\n")

@@ -3,6 +3,7 @@
 // (seed, epoch), identical on every machine.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -57,6 +58,12 @@ struct LoaderResume {
 // InvalidArgument unless start.batches <= batches (the rank's batches per
 // epoch) and start.num_workers, when known, is options.num_workers.
 Result<LoaderResume> ResumeLoader(const LoaderState& start, uint64_t batches, const EpochOptions& options);
+
+// The images (rows) of `max_batches` batches of `batch_size`, or 0 (no
+// limit) when max_batches is 0 or the product overflows.
+inline uint64_t MaxImages(uint64_t max_batches, uint64_t batch_size) {
+  return max_batches > UINT64_MAX / std::max<uint64_t>(batch_size, 1) ? 0 : max_batches * batch_size;
+}
 
 struct RankEpoch {
   std::vector<uint64_t> input;  // dataset-wide image indices in the order the rank reads them

@@ -148,7 +148,8 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
                                                              .fidelity = options.fidelity,
                                                              .read_ahead = options.read_ahead,
                                                              .fields = options.fields,
-                                                             .skip_corrupt = options.skip_corrupt},
+                                                             .skip_corrupt = options.skip_corrupt,
+                                                             .max_images = MaxImages(options.max_batches, e.batch_size)},
                                                             {start.seed, start.epoch, position}));
   rep->options = options;
   rep->options.epoch = epoch;

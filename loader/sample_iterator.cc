@@ -28,6 +28,7 @@ struct [[gnu::visibility("hidden")]] SampleIterator::Rep {
   const uint64_t seed_;
   const uint64_t epoch_;
   const uint64_t start_;
+  uint64_t end_ = 0;           // delivery positions [start_, end_) are delivered
   const uint64_t read_ahead_;  // options_.read_ahead within 1..images
   int fidelity_;
   RankEpoch plan_;
@@ -112,6 +113,8 @@ SampleIterator::Rep::Rep(const ImageDataset& dataset, const SampleIteratorOption
     delivered_at_[plan_.order[q]] = q;
     needed_[q] = std::max(plan_.order[q], q == 0 ? 0 : needed_[q - 1]);
   }
+  const uint64_t n = plan_.order.size();
+  end_ = options.max_images == 0 ? n : std::min(n, start_ + std::min(options.max_images, n));
 }
 
 SampleIterator::Rep::~Rep() {
@@ -129,27 +132,28 @@ IterationState SampleIterator::Rep::state() const {
 }
 
 uint64_t SampleIterator::Rep::ReadLimit() const {
-  const uint64_t n = plan_.order.size();
-  const uint64_t batch_end = std::min(n, position_ + options_.epoch.batch_size);
+  const uint64_t batch_end = std::min(end_, position_ + options_.epoch.batch_size);
   return batch_end == 0 ? 0 : needed_[batch_end - 1] + read_ahead_;
 }
 
 void SampleIterator::Rep::ReadAhead() {
   const uint64_t n = plan_.order.size();
+  // Inputs past the last one a delivered position needs are not read.
+  const uint64_t last = end_ > start_ ? needed_[end_ - 1] + 1 : 0;
   std::vector<ImageRequest> requests;
   std::vector<uint64_t> inputs;
   while (true) {
     uint64_t begin, end;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [&] { return stop_ || read_ >= n || read_ < ReadLimit(); });
-      if (stop_ || read_ >= n) return;
+      changed_.wait(lock, [&] { return stop_ || read_ >= last || read_ < ReadLimit(); });
+      if (stop_ || read_ >= last) return;
       begin = read_;
       // What the next batch still needs comes in one call, however long:
       // the first batch of a shuffle needs its whole buffer.
-      const uint64_t batch_end = std::min(n, position_ + options_.epoch.batch_size);
+      const uint64_t batch_end = std::min(end_, position_ + options_.epoch.batch_size);
       const uint64_t needed = batch_end == 0 ? 0 : needed_[batch_end - 1] + 1;
-      end = std::min({n, ReadLimit(), std::max(begin + read_ahead_, needed)});
+      end = std::min({last, ReadLimit(), std::max(begin + read_ahead_, needed)});
     }
     // A window runs on to its last record's end, so that each record is read
     // in one piece: the parts of one read apart would each bring the holes
@@ -161,7 +165,7 @@ void SampleIterator::Rep::ReadAhead() {
     requests.clear();
     inputs.clear();
     for (uint64_t i = begin; i < end; ++i) {
-      if (delivered_at_[i] < start_) continue;  // delivered before the resumed state
+      if (delivered_at_[i] < start_ || delivered_at_[i] >= end_) continue;  // not this iteration's
       requests.push_back({plan_.input[i], fidelity_});
       inputs.push_back(i);
     }
@@ -201,10 +205,9 @@ void SampleIterator::Rep::ReadAhead() {
 }
 
 Result<bool> SampleIterator::Rep::Next(SampleBatch* batch) {
-  const uint64_t n = plan_.order.size();
   std::unique_lock<std::mutex> lock(mu_);
-  if (position_ >= n) return false;
-  const uint64_t end = std::min(n, position_ + options_.epoch.batch_size);
+  if (position_ >= end_) return false;
+  const uint64_t end = std::min(end_, position_ + options_.epoch.batch_size);
   changed_.wait(lock, [&] { return !error_.ok() || read_ > needed_[end - 1]; });
   if (!error_.ok()) return error_;
   batch->indices.clear();

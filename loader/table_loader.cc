@@ -22,6 +22,7 @@ struct [[gnu::visibility("hidden")]] TableLoader::Rep {
   std::vector<uint64_t> first_row;  // of each stripe, and the row count at the end
   RankEpoch plan;
   uint64_t position = 0;                  // the next delivery position of plan.order
+  uint64_t end = 0;                       // positions [.., end) are delivered (max_batches)
   std::vector<uint64_t> remaining;        // per stripe: rows still to deliver from it
   std::map<size_t, TableBatch> stripes;   // read stripes with rows still to deliver
 
@@ -62,8 +63,12 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
   rep->first_row.push_back(total);
   rep->plan = PlanRankEpoch(stripe_rows, rep->epoch, start.seed, start.epoch, options.shuffle_stripes);
   rep->position = std::min(skip * e.batch_size, static_cast<uint64_t>(rep->plan.order.size()));
+  rep->end = rep->plan.order.size();
+  if (const uint64_t most = MaxImages(options.max_batches, e.batch_size); most > 0) {
+    rep->end = std::min(rep->end, rep->position + std::min(most, rep->end));
+  }
   rep->remaining.assign(stripe_rows.size(), 0);
-  for (uint64_t p = rep->position; p < rep->plan.order.size(); ++p) {
+  for (uint64_t p = rep->position; p < rep->end; ++p) {
     rep->remaining[rep->StripeOf(rep->plan.input[rep->plan.order[p]])]++;
   }
   rep->table = ShareTable(table);
@@ -87,9 +92,8 @@ LoaderState TableLoader::state() const {
 Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
   if (batch == nullptr) return Status::InvalidArgument("TableLoader::Next: batch is null");
   Rep& r = *rep_;
-  const uint64_t n = r.plan.order.size();
-  if (r.position >= n) return false;
-  const uint64_t end = std::min(n, r.position + r.epoch.batch_size);
+  if (r.position >= r.end) return false;
+  const uint64_t end = std::min(r.end, r.position + r.epoch.batch_size);
   batch->batch = r.next_batch;
   batch->rows.clear();
   struct Source {

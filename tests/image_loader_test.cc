@@ -199,6 +199,52 @@ TEST_CASE("a loader made from a saved state delivers the batches after it, byte 
   }
 }
 
+TEST_CASE("max_batches delivers a part of the share, the same batches, reading and decoding none after it") {
+  TempDir tmp;
+  auto ds = test::OpenSample(tmp, 2);
+  ImageLoaderOptions o = Options(0, 1);
+  o.epoch.shuffle_buffer = 4;
+  o.read_ahead = 64;
+  auto whole = ImageLoader::Create(*ds, o, {.seed = 5, .epoch = 1}).MoveValue();
+  const std::vector<LoaderBatch> all = Drain(*whole);
+  REQUIRE(all.size() == 6);
+  whole.reset();
+  for (uint64_t start : {0, 2, 5}) {
+    for (uint64_t most : {1, 2, 9}) {
+      INFO("start " << start << ", max_batches " << most);
+      auto reopened = ImageDataset::Open(tmp / "ds", {.io = test::Io()}).MoveValue();
+      o.max_batches = most;
+      auto part = ImageLoader::Create(*reopened, o, {.seed = 5, .epoch = 1, .batches = start}).MoveValue();
+      const std::vector<LoaderBatch> got = Drain(*part);
+      REQUIRE(got.size() == std::min<uint64_t>(most, all.size() - start));
+      std::set<uint64_t> records;
+      for (size_t b = 0; b < got.size(); ++b) {
+        CHECK(got[b].batch == start + b);
+        CHECK(got[b].indices == all[start + b].indices);
+        CHECK(got[b].images == all[start + b].images);
+        for (uint64_t i : got[b].indices) records.insert(reopened->LocateImage(i)->first);
+      }
+      part.reset();
+      // Only the part's records were read: fewer bytes than the rest of the
+      // epoch's where the rest has more records.
+      const uint64_t read = reopened->io_counters().bytes_read;
+      auto rest_ds = ImageDataset::Open(tmp / "ds", {.io = test::Io()}).MoveValue();
+      o.max_batches = 0;
+      std::set<uint64_t> rest_records;
+      for (const LoaderBatch& b :
+           Drain(*ImageLoader::Create(*rest_ds, o, {.seed = 5, .epoch = 1, .batches = start}).MoveValue())) {
+        for (uint64_t i : b.indices) rest_records.insert(rest_ds->LocateImage(i)->first);
+      }
+      const uint64_t rest_read = rest_ds->io_counters().bytes_read;
+      if (records.size() < rest_records.size()) {
+        CHECK(read < rest_read);
+      } else {
+        CHECK(read == rest_read);
+      }
+    }
+  }
+}
+
 TEST_CASE("bad loader options and states are refused at Create, naming what is wrong") {
   TempDir tmp;
   auto ds = test::OpenSample(tmp, 5);

@@ -117,6 +117,21 @@ TEST_CASE("TableLoader resumes after a saved state with the batches still to com
   CHECK(Drain(**other, 1)[0].rows != all[0].rows);
 }
 
+TEST_CASE("TableLoader with max_batches delivers that part of the share and stops") {
+  TempDir tmp;
+  auto table = OpenTable(tmp);
+  TableLoaderOptions o{.epoch = {.batch_size = 32}, .shuffle_stripes = 2};
+  const std::vector<TableLoaderBatch> all = Drain(**TableLoader::Create(*table, o, {.seed = 1, .epoch = 0}));
+  REQUIRE(all.size() == 16);
+  o.max_batches = 3;
+  for (uint64_t start : {0, 7, 14}) {
+    INFO("start " << start);
+    const std::vector<TableLoaderBatch> got = Drain(**TableLoader::Create(*table, o, {.seed = 1, .batches = start}));
+    REQUIRE(got.size() == std::min<uint64_t>(3, 16 - start));
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].rows == all[start + i].rows);
+  }
+}
+
 TEST_CASE("TableLoader checks its options and the projection") {
   TempDir tmp;
   auto table = OpenTable(tmp);

@@ -53,6 +53,10 @@ struct ImageLoaderOptions {
   // say they would take more ends the iteration with InvalidArgument, before
   // any is decoded.
   uint64_t max_batch_bytes = uint64_t{4} << 30;
+  // This worker's batches delivered at most, from the start on (0: to the
+  // end of the epoch): a part of the share, with nothing after it read or
+  // decoded.
+  uint64_t max_batches = 0;
 };
 
 // Where a rank stands in an epoch. All ranks advance together, so one

@@ -101,6 +101,10 @@ struct SampleIteratorOptions {
   // batch (which is then short, or empty) and listed in skipped(), rather than ending
   // the iteration with an error naming it.
   bool skip_corrupt = false;
+  // Images delivered at most, from the start position on (0: to the end of
+  // the worker's share): an iteration over part of a share, which reads no
+  // image after them.
+  uint64_t max_images = 0;
 };
 
 // An image left out of an epoch, and why.

@@ -44,10 +44,24 @@ def _wire(value):
     return value
 
 
-def _make_run(spec: bytes, share: dict, count: int, wire: bool = True) -> dict:
+def _frames(made: dict):
+    """`made` pickled for Dask's comms, its arrays' buffers as frames of
+    their own, sent without compression (decoded pixels compress poorly,
+    and decompressing would cost the trainer's CPU) and received writable,
+    so torch wraps them without a copy."""
+    from distributed.protocol.serialize import Serialized
+
+    buffers = []
+    head = pickle.dumps(made, protocol=5, buffer_callback=buffers.append)
+    header = {"serializer": "pickle", "writeable": (True,) * len(buffers),
+              "compression": (None,) + (False,) * len(buffers)}
+    return Serialized(header, [head] + [b.raw() for b in buffers])
+
+
+def _make_run(spec: bytes, share: dict, count: int, wire: bool = True):
     """The batches share["batches"] .. + count of the loader pickled in
     `spec`, made here (a Dask task, or a trainer's thread), with what they
-    skipped and read and the seconds they took."""
+    skipped and read and the seconds they took (for the wire: as _frames)."""
     began = time.perf_counter()
     loader = pickle.loads(spec)
     skipped = []
@@ -59,7 +73,7 @@ def _make_run(spec: bytes, share: dict, count: int, wire: bool = True) -> dict:
         loader._report = report  # the trainer warns of them, as it delivers each batch
     read_before = loader.bytes_read
     batches = []
-    made = loader._batches(share)
+    made = loader._batches(dict(share, max_batches=count))  # nothing after the run is read or decoded
     try:
         for _ in range(count):
             skipped.append([])
@@ -70,16 +84,61 @@ def _make_run(spec: bytes, share: dict, count: int, wire: bool = True) -> dict:
             batches.append(_wire(batch) if wire else batch)
     finally:
         made.close()
-    return {"batches": batches, "skipped": skipped[:len(batches)], "bytes_read": loader.bytes_read - read_before,
+    made = {"batches": batches, "skipped": skipped[:len(batches)], "bytes_read": loader.bytes_read - read_before,
             "seconds": time.perf_counter() - began}
+    return _frames(made) if wire else made
 
 
 def _check_share(value):
+    if value == "auto":
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"local_share must be a number in [0, 1], not {value!r}")
+        raise ValueError(f"local_share must be a number in [0, 1] or 'auto', not {value!r}")
     if not 0 <= value <= 1 or math.isnan(value):
         raise ValueError(f"local_share must be in [0, 1], not {value!r}")
     return float(value)
+
+
+class _Split:
+    """Where local_share="auto" makes each run: on the producer (this
+    process's thread, or the cluster) that would finish it first, from each
+    one's measured seconds per batch and the runs it has queued (earliest
+    finish time, as list scheduling does). Until both are measured, runs
+    alternate between them, the cluster first."""
+
+    _WEIGHT = 0.3  # of the newest measurement in each producer's average
+
+    def __init__(self) -> None:
+        self.seconds = {}  # producer: seconds per batch
+        self.free_at = {"local": 0.0, "remote": 0.0}  # when each would finish what it has queued
+        self.last_done = {"local": 0.0, "remote": 0.0}
+        self.done = collections.deque()  # (producer, batches, submitted, completed), from any thread
+        self.unmeasured = "remote"
+
+    def choose(self, count: int) -> str:
+        while self.done:
+            self._measured(*self.done.popleft())
+        now = time.perf_counter()
+        if len(self.seconds) < 2:
+            kind, self.unmeasured = self.unmeasured, "local" if self.unmeasured == "remote" else "remote"
+        else:
+            done = {k: max(now, self.free_at[k]) + count * self.seconds[k] for k in self.free_at}
+            kind = min(done, key=done.get)
+        self.free_at[kind] = max(now, self.free_at[kind]) + count * self.seconds.get(kind, 0.0)
+        return kind
+
+    def watch(self, kind: str, count: int, future) -> None:
+        """Measures the run `future` makes when it completes."""
+        submitted = time.perf_counter()
+        future.add_done_callback(lambda _: self.done.append((kind, count, submitted, time.perf_counter())))
+
+    def _measured(self, kind: str, count: int, submitted: float, completed: float) -> None:
+        # A producer makes its runs one after another: this one from when it
+        # was submitted or the last completed, whichever was later.
+        per = max(completed - max(submitted, self.last_done[kind]), 1e-6) / count
+        self.last_done[kind] = max(self.last_done[kind], completed)
+        old = self.seconds.get(kind)
+        self.seconds[kind] = per if old is None else (1 - self._WEIGHT) * old + self._WEIGHT * per
 
 
 class RemoteLoader:
@@ -106,6 +165,11 @@ class RemoteLoader:
 
     `local_share` (0 to 1) of the runs are made by a thread of this process
     instead, spread evenly over the epoch; the batches are the same.
+    "auto" sends each run to whichever of the two would finish it first,
+    from their measured seconds per batch (FastFlow's aim: never slower
+    than all here or all there). It sees the thread's speed, not what the
+    training step loses to it: give 0 where the trainer's own cores are
+    busy.
 
     Faults: a run whose worker dies is run again by Dask on another worker,
     and is delivered once. When no run completes for `timeout` seconds, the
@@ -136,7 +200,7 @@ class RemoteLoader:
             raise ValueError(f"batches_per_task must be an int in 1..prefetch ({prefetch}), not {batches_per_task!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        if client is None and self.local_share < 1:
+        if client is None and self.local_share != 1:
             import distributed
 
             try:
@@ -149,6 +213,7 @@ class RemoteLoader:
         self._wait_seconds = 0.0
         self._made = {"remote": [0, 0.0], "local": [0, 0.0]}  # batches, seconds
         self._buffered = 0
+        self._split = _Split() if self.local_share == "auto" else None
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -218,11 +283,14 @@ class RemoteLoader:
         step = self.batches_per_task
         runs = [(a, min(a + step, total)) for a in range(start, total, step)]
         tag = uuid.uuid4().hex[:12]
-        local = concurrent.futures.ThreadPoolExecutor(1) if self.local_share > 0 else None
+        auto = self.local_share == "auto"
+        local = concurrent.futures.ThreadPoolExecutor(1) if auto or self.local_share > 0 else None
         pending = collections.deque()  # (first batch, batches, where, future)
         in_flight = 0
 
-        def where(j: int) -> str:
+        def where(j: int, count: int) -> str:
+            if auto:
+                return self._split.choose(count)
             # Runs are made here at local_share of them, spread evenly.
             index = start // step + j
             here = math.floor((index + 1) * self.local_share) > math.floor(index * self.local_share)
@@ -231,12 +299,15 @@ class RemoteLoader:
         def submit(j: int) -> None:
             a, b = runs[j]
             share = loader._iteration_share(rank, world, 0, 1, a)
-            if where(j) == "local":
+            kind = where(j, b - a)
+            if kind == "local":
                 future = local.submit(_make_run, spec, share, b - a, False)
             else:
                 future = self._client.submit(_make_run, spec, share, b - a, key=f"pcr-remote-{tag}-{rank}-{a}",
                                              pure=False, priority=-a)
-            pending.append((a, b - a, where(j), future))
+            if auto:
+                self._split.watch(kind, b - a, future)
+            pending.append((a, b - a, kind, future))
 
         next_run = 0
         try:
@@ -278,11 +349,16 @@ class RemoteLoader:
         try:
             if kind == "local":
                 return future.result()
+            import distributed
+
             try:
-                return future.result(timeout=self.timeout)
+                distributed.wait(future, timeout=self.timeout)
             except Exception as e:  # distributed's TimeoutError is not always the builtin one
                 if not isinstance(e, TimeoutError) and type(e).__name__ != "TimeoutError":
                     raise
+            else:
+                # From the worker itself, not through the scheduler.
+                return self._client.gather(future, direct=True)
             workers = self._workers()
             raise TimeoutError(
                 f"pcr.dask.RemoteLoader: no batch from the Dask cluster at {self._cluster()} in {self.timeout:g} s "

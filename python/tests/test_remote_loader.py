@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 import pcr  # noqa: E402
 import pcr.dask  # noqa: E402
 import pcr.torch  # noqa: E402
+from conftest import README, python_block  # noqa: E402
 
 
 def local_cluster(tmp_path_factory, workers=2):
@@ -177,6 +178,11 @@ def test_a_local_share_makes_the_same_batches(client, images):
         assert stats["batches_local"] + stats["batches_remote"] == len(want)
     alone = pcr.dask.RemoteLoader(image_loader(images, 2, fidelity=1), None, local_share=1.0)
     same_batches(list(alone), want)
+    auto = pcr.dask.RemoteLoader(image_loader(images, 2, fidelity=1), client, batches_per_task=1, local_share="auto")
+    for epoch in range(2):
+        same_batches(list(auto), want)  # the first run is made there, the second here
+        stats = auto.stats
+        assert stats["batches_local"] > 0 and stats["batches_remote"] > 0
 
 
 def test_set_fidelity_and_skipped_reach_the_workers(client, images, tmp_path):
@@ -304,3 +310,28 @@ def test_ddp_ranks_share_the_cluster_each_with_its_share(client, images, table, 
                 same_batches(got[name]["epochs"][epoch], list(local))
         rows += [r for b in got["table"]["epochs"][0] for r in b["rows"].tolist()]
     assert sorted(rows) == list(range(ROWS))
+
+
+def test_the_readme_and_doc_examples_run_as_written(client, images):
+    for start, edits in [
+        ("import distributed, pcr.dask, pcr.torch\n",
+         [("distributed.Client()", f"distributed.Client({client.scheduler.address!r})"),
+          ('"train-pcr"', repr(images)), ("batch_size=256", "batch_size=4"),
+          ("    ...\n", "    seen.append((0, images, labels))\n")]),
+        ("import distributed\nimport pcr.dask\n",
+         [('distributed.Client("scheduler:8786")', f"distributed.Client({client.scheduler.address!r})"),
+          ('"/shared/imagenet-pcr"', repr(images)), ("batch_size=256", "batch_size=4"), ("range(90)", "range(2)"),
+          ("        ...\n", "        seen.append((epoch, images, labels))\n")])]:
+        code = python_block(start)
+        for old, new in edits:
+            assert old in code, old
+            code = code.replace(old, new)
+        scope = {"seen": []}
+        exec(compile(code, str(README), "exec"), scope)
+        scope["client"].close()
+        local = pcr.torch.ImageLoader(images, 4, fidelity=scope["loader"].fidelity)
+        want = []
+        for epoch in sorted({e for e, _, _ in scope["seen"]}):
+            local.set_epoch(epoch)
+            want += [(epoch, *b) for b in local]
+        same_batches(scope["seen"], want)

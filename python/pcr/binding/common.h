@@ -219,6 +219,12 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   std::vector<std::vector<uint8_t>> idle_;
 };
 
+// The process's pool for buffers of `bytes`, shared by the loaders that ask
+// for that size, so that a loader made for each part of an epoch reuses the
+// buffers of the last (the pool of the latest size asked for stays while
+// none holds it). Called with the GIL held.
+std::shared_ptr<BufferPool> SharedBufferPool(size_t bytes);
+
 // n images of `options` in `data`: an array N x 3 x S x S, or N x S x S x
 // 3, of the options' dtype.
 py::array Batch(BufferPool& pool, std::vector<uint8_t>&& data, size_t n, const pcr::BatchTransformOptions& options);

@@ -1,7 +1,22 @@
 // pcr.BatchDecoder and pcr.decode.
+#include <map>
+
 #include "common.h"
 
 namespace pcr_python {
+
+std::shared_ptr<BufferPool> SharedBufferPool(size_t bytes) {
+  static std::map<size_t, std::weak_ptr<BufferPool>> pools;
+  static std::shared_ptr<BufferPool> latest;
+  std::shared_ptr<BufferPool> pool = pools[bytes].lock();
+  if (!pool) {
+    std::erase_if(pools, [](const auto& p) { return p.second.expired(); });
+    pool = std::make_shared<BufferPool>();
+    pools[bytes] = pool;
+  }
+  latest = pool;
+  return pool;
+}
 
 py::array Batch(BufferPool& pool, std::vector<uint8_t>&& data, size_t n, const pcr::BatchTransformOptions& options) {
   using Dtype = pcr::BatchTransformOptions::Dtype;

@@ -11,7 +11,7 @@ class PyImageLoader {
   PyImageLoader(const PyImageDataset& ds, int64_t batch_size, const py::object& fidelity, int64_t rank,
                 int64_t world_size, int64_t worker, int64_t num_workers, const std::string& uneven, bool shuffle,
                 int64_t shuffle_buffer, uint64_t seed, int64_t epoch, int64_t batches, int64_t saved_workers,
-                const Delivered& delivered, int64_t read_ahead, const Names& fields_arg, int size,
+                int64_t max_batches, const Delivered& delivered, int64_t read_ahead, const Names& fields_arg, int size,
                 const std::string& crop,
                 std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
                 bool fast_scale, bool channels_last, const Normalize& normalize, const std::string& dtype,
@@ -29,9 +29,11 @@ class PyImageLoader {
         .read_ahead = NonNegative(read_ahead, "read_ahead"),
         .fields = fields,
         .skip_corrupt = on_error == "skip",
-        .replace_skipped = on_error == "skip"};
+        .replace_skipped = on_error == "skip",
+        .max_batches = NonNegative(max_batches, "max_batches")};
     transform_ = options.transform;
     batch_bytes_ = options.epoch.batch_size * Take(pcr::BatchDecoder::Create(transform_))->image_bytes();
+    buffers_ = SharedBufferPool(batch_bytes_);
     loader_ = Take(pcr::ImageLoader::Create(
         ds.dataset(), options,
         {seed, NonNegative(epoch, "epoch"), NonNegative(batches, "batches"), NonNegative(saved_workers, "num_workers")}));
@@ -68,18 +70,20 @@ class PyImageLoader {
   size_t batch_bytes_ = 0;
   std::unique_ptr<pcr::ImageLoader> loader_;
   pcr::LoaderBatch batch_;
-  std::shared_ptr<BufferPool> buffers_ = std::make_shared<BufferPool>();
+  std::shared_ptr<BufferPool> buffers_;
 };
 
 class PyTableLoader {
  public:
   PyTableLoader(const PyTable& table, int64_t batch_size, int64_t rank, int64_t world_size, int64_t worker,
                 int64_t num_workers, const std::string& uneven, bool shuffle, int64_t shuffle_stripes, uint64_t seed,
-                int64_t epoch, int64_t batches, int64_t saved_workers, const std::optional<Names>& features) {
+                int64_t epoch, int64_t batches, int64_t saved_workers, int64_t max_batches,
+                const std::optional<Names>& features) {
     const pcr::TableLoaderOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, 0),
         .shuffle_stripes = NonNegative(shuffle_stripes, "shuffle_stripes"),
-        .features = features ? features->names : std::vector<std::string>{}};
+        .features = features ? features->names : std::vector<std::string>{},
+        .max_batches = NonNegative(max_batches, "max_batches")};
     loader_ = Take(pcr::TableLoader::Create(
         table.table(), options,
         {seed, NonNegative(epoch, "epoch"), NonNegative(batches, "batches"), NonNegative(saved_workers, "num_workers")}));
@@ -110,7 +114,7 @@ class PyTableLoader {
 void DefineLoaders(py::module_& m) {
   py::class_<PyImageLoader>(m, "_ImageLoader")
       .def(py::init<const PyImageDataset&, int64_t, const py::object&, int64_t, int64_t, int64_t, int64_t,
-                    const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, const Delivered&,
+                    const std::string&, bool, int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t, const Delivered&,
                     int64_t, const Names&, int, const std::string&, std::pair<double, double>,
                     std::pair<double, double>, int, bool, bool, bool, const Normalize&, const std::string&, int,
                     const std::string&, const std::string&>(),
@@ -118,7 +122,7 @@ void DefineLoaders(py::module_& m) {
            py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
            py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
            py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0, py::arg("saved_workers") = 0,
-           py::arg("delivered") = Delivered{}, py::arg("read_ahead") = 2048, py::arg("fields") = Names{},
+           py::arg("max_batches") = 0, py::arg("delivered") = Delivered{}, py::arg("read_ahead") = 2048, py::arg("fields") = Names{},
            py::arg("size") = 224,
            py::arg("crop") = "random_resized", py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
@@ -155,11 +159,12 @@ void DefineLoaders(py::module_& m) {
 
   py::class_<PyTableLoader>(m, "_TableLoader")
       .def(py::init<const PyTable&, int64_t, int64_t, int64_t, int64_t, int64_t, const std::string&, bool, int64_t,
-                    uint64_t, int64_t, int64_t, int64_t, const std::optional<Names>&>(),
+                    uint64_t, int64_t, int64_t, int64_t, int64_t, const std::optional<Names>&>(),
            py::arg("table"), py::kw_only(), py::arg("batch_size"), py::arg("rank") = 0, py::arg("world_size") = 1,
            py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
            py::arg("shuffle_stripes") = 8, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0,
-           py::arg("saved_workers") = 0, py::arg("features") = py::none(), py::keep_alive<1, 2>())
+           py::arg("saved_workers") = 0, py::arg("max_batches") = 0, py::arg("features") = py::none(),
+           py::keep_alive<1, 2>())
       .def("__iter__", [](PyTableLoader& it) -> PyTableLoader& { return it; })
       .def("__next__", &PyTableLoader::next)
       .def("__len__", &PyTableLoader::num_batches)
