@@ -17,8 +17,10 @@ thread everywhere.
   200,000) in stripes of 16,384; TableLoader batches of 4,096 rows of the
   label, 13 dense and 26 sparse features, shuffled.
 A run is one warm-up epoch, then E timed epochs (default 4); the median of
-N runs (default 3), the modes taking turns. Each RemoteLoader row uses
-prefetch 8; "share" is its local_share (default shares 0, 0.6 and auto).
+N runs (default 3), the modes taking turns. Image rows use prefetch 8 and
+runs of 2 batches, at each local_share of --shares (default 0, 0.6 and
+auto); table rows also runs of 16 batches (prefetch 32), as a shuffled
+table's run reads the stripes of its shuffle window.
 The fault run kills one of 2 workers (by pid, SIGKILL) a third of the way
 into an epoch and checks that every batch arrives once, equal to the local
 loader's. Prints Markdown tables.
@@ -49,21 +51,22 @@ cluster.close()
 TRAINER = r"""
 import json, os, signal, sys, time, zlib
 import pcr.dask, pcr.torch
-kind, path, mode, scheduler, share, epochs = sys.argv[1:7]
+kind, path, mode, scheduler, share, epochs, prefetch, run = sys.argv[1:9]
 share, epochs = (share if share == "auto" else float(share)), int(epochs)
 if kind == "images":
     loader = pcr.torch.ImageLoader(path, 64, size=224, threads=1, seed=1)
     def items(batch): return len(batch[1])
 else:
-    dense, sparse = json.loads(sys.argv[7]), json.loads(sys.argv[8])
+    dense, sparse = json.loads(sys.argv[9]), json.loads(sys.argv[10])
     loader = pcr.torch.TableLoader(path, 4096, ["label"] + sparse, dense=dense, seed=1)
     def items(batch): return len(batch["rows"])
 client = None
-if mode != "local":
+if scheduler:
     import distributed
     client = distributed.Client(scheduler)
     client.wait_for_workers(1, timeout=120)
-    loader = pcr.dask.RemoteLoader(loader, client, prefetch=8, local_share=share)
+    loader = pcr.dask.RemoteLoader(loader, client, prefetch=int(prefetch), local_share=share,
+                                   batches_per_task=int(run))
 def crc(batch):
     if kind == "images":
         return zlib.crc32(batch[0].numpy().tobytes())
@@ -95,13 +98,13 @@ for epoch in range(epochs + 1):
             n += items(batch)
             batches += 1
 out = {"items": n, "batches": batches, "seconds": time.perf_counter() - began, "cpu": time.process_time() - cpu}
-if mode != "local":
+if scheduler:
     out["stats"] = loader.stats
 print(json.dumps(out))
 """
 
 
-def run(cmd, **kw):
+def run_(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True, **kw).stdout
 
 
@@ -131,31 +134,31 @@ def prepare(build, work, rows, table):
             for f in sorted(os.listdir(textures)):
                 if f.endswith(".jpg"):
                     shutil.copyfile(os.path.join(textures, f), os.path.join(src, c, f))
-        run([os.path.join(build, "tools", "pcr-convert"), "images", src, images, "--images-per-record", 64])
+        run_([os.path.join(build, "tools", "pcr-convert"), "images", src, images, "--images-per-record", 64])
     path = os.path.join(work, "table", "table.pcr")
     if table and not os.path.exists(path):
-        run([os.path.join(build, "bench", "make_table"), work, "--rows", rows, "--history", 0, "--jobs", 0])
-        run([os.path.join(build, "tools", "pcr-convert"), "table", os.path.join(work, "table.jsonl"),
+        run_([os.path.join(build, "bench", "make_table"), work, "--rows", rows, "--history", 0, "--jobs", 0])
+        run_([os.path.join(build, "tools", "pcr-convert"), "table", os.path.join(work, "table.jsonl"),
              os.path.join(work, "table"), "--rows-per-stripe", 16384])
     return images, path
 
 
-def trainer(env, kind, path, mode, address="", share=0.0, epochs=4):
-    args = ["taskset", "-c", "0", PY, "-c", TRAINER, kind, path, mode, address, share, epochs]
+def trainer(env, kind, path, mode, address="", share=0.0, epochs=4, prefetch=8, run=2):
+    args = ["taskset", "-c", "0", PY, "-c", TRAINER, kind, path, mode, address, share, epochs, prefetch, run]
     if kind == "table":
         args += [json.dumps(DENSE), json.dumps(SPARSE)]
-    return json.loads(run(args, env=env, timeout=1800))
+    return json.loads(run_(args, env=env, timeout=1800))
 
 
-def measure(env, work, kind, path, shares, runs, epochs):
-    modes = [("local", 0, 0.0)] + [("remote", w, s) for w in (1, 2) for s in shares]
-    clusters = {w: Cluster(w, work, env) for w in (1, 2)}
+def measure(env, work, kind, path, modes, runs, epochs):
+    """modes: (workers, local_share, prefetch, batches_per_task); workers 0: the local loader."""
+    clusters = {w: Cluster(w, work, env) for w in sorted({m[0] for m in modes if m[0]})}
     try:
         got = {m: [] for m in modes}
         for _ in range(runs):
             for m in modes:
-                address = clusters[m[1]].address if m[1] else ""
-                got[m].append(trainer(env, kind, path, m[0], address, m[2], epochs))
+                address = clusters[m[0]].address if m[0] else ""
+                got[m].append(trainer(env, kind, path, "time", address, m[1], epochs, m[2], m[3]))
     finally:
         for c in clusters.values():
             c.close()
@@ -163,16 +166,18 @@ def measure(env, work, kind, path, shares, runs, epochs):
     for m in modes:
         rate = statistics.median(r["items"] / r["seconds"] for r in got[m])
         cpu = statistics.median(r["cpu"] / r["batches"] for r in got[m])
-        wait = statistics.median(r.get("stats", {}).get("wait_seconds", 0) / r["seconds"] for r in got[m])
-        rows.append((m, rate, cpu, wait))
+        rows.append((m, rate, cpu))
     base_rate, base_cpu = rows[0][1], rows[0][2]
     unit = "images/s" if kind == "images" else "rows/s"
-    print(f"| loader | workers (core 1) | local_share | {unit} | vs local | trainer CPU s/batch | vs local |")
-    print("|---|---|---|---|---|---|---|")
-    for (mode, workers, share), rate, cpu, wait in rows:
-        name = "local, pinned to core 0" if mode == "local" else "RemoteLoader"
-        print(f"| {name} | {workers or '-'} | {share if mode != 'local' else '-'} | {rate:,.0f} | "
-              f"{rate / base_rate:.2f} | {cpu:.4f} | {cpu / base_cpu:.2f} |")
+    print(f"| loader | workers (core 1) | local_share | prefetch / batches a task | {unit} | vs local | "
+          "trainer CPU s/batch | vs local |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (workers, share, prefetch, per_task), rate, cpu in rows:
+        if workers:
+            print(f"| RemoteLoader | {workers} | {share} | {prefetch} / {per_task} | {rate:,.0f} | "
+                  f"{rate / base_rate:.2f} | {cpu:.4f} | {cpu / base_cpu:.2f} |")
+        else:
+            print(f"| local, pinned to core 0 | - | - | - | {rate:,.0f} | 1.00 | {cpu:.4f} | 1.00 |")
     print()
 
 
@@ -181,15 +186,12 @@ def faults(env, work, kind, path):
     cluster = Cluster(2, work, env)
     try:
         clean = trainer(env, kind, path, "sums", cluster.address)["sums"]
-        began = time.perf_counter()
         got = trainer(env, kind, path, "fault", cluster.address)
-        seconds = time.perf_counter() - began
     finally:
         cluster.close()
-    print(f"{kind}: {len(want)} batches locally; remote without a fault: "
-          f"{'equal' if clean == want else 'DIFFERENT'}; with a worker killed a third of the way: "
-          f"{len(got['sums'])} delivered, {'every one equal to the local loader' if got['sums'] == want else 'NOT EQUAL'}"
-          f", epoch {got['seconds']:.1f} s ({seconds:.1f} s with start-up)")
+    print(f"- {kind}: {len(want)} batches locally; remote, 2 workers: {'equal' if clean == want else 'DIFFERENT'}; "
+          f"with a worker killed a third of the way: {len(got['sums'])} delivered, "
+          f"{'each equal to the local batch' if got['sums'] == want else 'NOT EQUAL'}")
 
 
 def main():
@@ -208,12 +210,16 @@ def main():
     images, table = prepare(build, work, a.rows, not a.no_table)
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     shares = [s if s == "auto" else float(s) for s in a.shares.split(",")]
-    kinds = [("images", images)] + ([] if a.no_table else [("table", table)])
-    for kind, path in kinds:
+    kinds = [("images", images, [(0, 0.0, 8, 2)] + [(w, s, 8, 2) for w in (1, 2) for s in shares])]
+    if not a.no_table:
+        # A shuffled table's run reads the stripes of its window: long runs too.
+        kinds.append(("table", table, [(0, 0.0, 8, 2), (1, 0.0, 8, 2), (1, 0.0, 32, 16), (2, 0.0, 32, 16),
+                                       (2, "auto", 32, 16)]))
+    for kind, path, modes in kinds:
         print(f"### {kind}: median of {a.runs} runs of {a.epochs} epochs\n")
-        measure(env, work, kind, path, shares, a.runs, a.epochs)
+        measure(env, work, kind, path, modes, a.runs, a.epochs)
     if not a.no_faults:
-        for kind, path in kinds:
+        for kind, path, _ in kinds:
             faults(env, work, kind, path)
 
 

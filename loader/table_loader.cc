@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <list>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <tuple>
 
 #include "format/table_format.h"
 #include "loader/epoch.h"
@@ -24,7 +27,8 @@ struct [[gnu::visibility("hidden")]] TableLoader::Rep {
   uint64_t position = 0;                  // the next delivery position of plan.order
   uint64_t end = 0;                       // positions [.., end) are delivered (max_batches)
   std::vector<uint64_t> remaining;        // per stripe: rows still to deliver from it
-  std::map<size_t, TableBatch> stripes;   // read stripes with rows still to deliver
+  std::map<size_t, std::shared_ptr<const TableBatch>> stripes;  // read stripes with rows still to deliver
+  std::shared_ptr<StripeCache> cache;
 
   size_t StripeOf(uint64_t row) const {
     return static_cast<size_t>(std::upper_bound(first_row.begin(), first_row.end(), row) - first_row.begin()) - 1;
@@ -72,6 +76,7 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
     rep->remaining[rep->StripeOf(rep->plan.input[rep->plan.order[p]])]++;
   }
   rep->table = ShareTable(table);
+  rep->cache = options.stripe_cache;
   rep->seed = start.seed;
   rep->epoch_number = start.epoch;
   rep->next_batch = role + skip * k;
@@ -98,7 +103,7 @@ Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
   batch->rows.clear();
   struct Source {
     size_t stripe;
-    const TableBatch* read;  // std::map keeps it in place until erased, after the gather
+    const TableBatch* read;  // held by `stripes` until erased, after the gather
     uint64_t row;            // in the stripe
   };
   std::vector<Source> sources;
@@ -107,10 +112,16 @@ Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
     const size_t s = r.StripeOf(row);
     auto it = r.stripes.find(s);
     if (it == r.stripes.end()) {
-      PCR_ASSIGN_OR_RETURN(TableBatch read, r.table->Read(r.features, s, 1));
+      std::shared_ptr<const TableBatch> read;
+      if (r.cache != nullptr) read = r.cache->Find(r.table->content_id(), r.features, s);
+      if (read == nullptr) {
+        PCR_ASSIGN_OR_RETURN(TableBatch stripe, r.table->Read(r.features, s, 1));
+        read = std::make_shared<const TableBatch>(std::move(stripe));
+        if (r.cache != nullptr) r.cache->Put(r.table->content_id(), r.features, s, read);
+      }
       it = r.stripes.emplace(s, std::move(read)).first;
     }
-    sources.push_back({s, &it->second, row - r.first_row[s]});
+    sources.push_back({s, it->second.get(), row - r.first_row[s]});
     batch->rows.push_back(row);
   }
   batch->columns.resize(r.features.size());
@@ -127,6 +138,49 @@ Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
   r.next_batch += r.epoch.num_workers;
   r.taken = batch->batch + 1;
   return true;
+}
+
+struct StripeCache::Rep {
+  using Key = std::tuple<std::string, std::vector<uint32_t>, size_t>;
+  std::mutex mu;
+  size_t max_stripes = 0;
+  std::list<std::pair<Key, std::shared_ptr<const TableBatch>>> used;  // most recent first
+  std::map<Key, decltype(used)::iterator> index;
+};
+
+StripeCache::StripeCache(size_t max_stripes) : rep_(std::make_unique<Rep>()) { rep_->max_stripes = max_stripes; }
+StripeCache::~StripeCache() = default;
+
+std::shared_ptr<const TableBatch> StripeCache::Find(const std::string& content_id,
+                                                    const std::vector<uint32_t>& features, size_t stripe) {
+  std::lock_guard<std::mutex> lock(rep_->mu);
+  auto it = rep_->index.find({content_id, features, stripe});
+  if (it == rep_->index.end()) return nullptr;
+  rep_->used.splice(rep_->used.begin(), rep_->used, it->second);
+  return it->second->second;
+}
+
+void StripeCache::Put(const std::string& content_id, const std::vector<uint32_t>& features, size_t stripe,
+                      std::shared_ptr<const TableBatch> read) {
+  std::lock_guard<std::mutex> lock(rep_->mu);
+  Rep& r = *rep_;
+  Rep::Key key{content_id, features, stripe};
+  if (auto it = r.index.find(key); it != r.index.end()) {
+    r.used.erase(it->second);
+    r.index.erase(it);
+  }
+  if (r.max_stripes == 0) return;
+  r.used.emplace_front(key, std::move(read));
+  r.index.emplace(std::move(key), r.used.begin());
+  while (r.used.size() > r.max_stripes) {
+    r.index.erase(r.used.back().first);
+    r.used.pop_back();
+  }
+}
+
+void StripeCache::Reserve(size_t max_stripes) {
+  std::lock_guard<std::mutex> lock(rep_->mu);
+  rep_->max_stripes = std::max(rep_->max_stripes, max_stripes);
 }
 
 }  // namespace pcr

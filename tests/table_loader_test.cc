@@ -132,6 +132,34 @@ TEST_CASE("TableLoader with max_batches delivers that part of the share and stop
   }
 }
 
+TEST_CASE("TableLoaders sharing a StripeCache read a window's stripes once and give the same rows") {
+  TempDir tmp;
+  auto table = OpenTable(tmp);
+  TableLoaderOptions o{.epoch = {.batch_size = 16}, .shuffle_stripes = 4};
+  const std::vector<TableLoaderBatch> all = Drain(**TableLoader::Create(*table, o, {.seed = 2}));
+  REQUIRE(all.size() == 32);
+  const uint64_t whole = table->io_counters().bytes_read;
+  for (size_t cached : {0, 8}) {
+    INFO("stripes cached " << cached);
+    auto again = Table::Open(tmp / "t", {.io = test::Io()}).MoveValue();
+    o.stripe_cache = cached ? std::make_shared<StripeCache>(cached) : nullptr;
+    o.max_batches = 2;
+    std::vector<TableLoaderBatch> got;
+    for (uint64_t start = 0; start < all.size(); start += 2) {
+      for (auto& b : Drain(**TableLoader::Create(*again, o, {.seed = 2, .batches = start}))) got.push_back(b);
+    }
+    REQUIRE(got.size() == all.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].rows == all[i].rows);
+    // A run of two batches needs most of its window's stripes: one loader
+    // per run reads each stripe again and again, unless the cache has it.
+    if (cached) {
+      CHECK(again->io_counters().bytes_read == whole);
+    } else {
+      CHECK(again->io_counters().bytes_read > 2 * whole);
+    }
+  }
+}
+
 TEST_CASE("TableLoader checks its options and the projection") {
   TempDir tmp;
   auto table = OpenTable(tmp);

@@ -17,6 +17,32 @@
 
 namespace pcr {
 
+// Stripes of projections read by the TableLoaders that share it, kept
+// for the next of them: pcr.dask.RemoteLoader makes one loader for each
+// run of batches, and runs of one shuffle window need its stripes again.
+// Holds at most max_stripes, the least recently used dropped first.
+// Thread safety: any thread.
+class PCR_EXPORT StripeCache {
+ public:
+  explicit StripeCache(size_t max_stripes);
+  ~StripeCache();
+  StripeCache(const StripeCache&) = delete;
+  StripeCache& operator=(const StripeCache&) = delete;
+
+  // The stripe of the table with this content id read with this
+  // projection, or null.
+  std::shared_ptr<const TableBatch> Find(const std::string& content_id, const std::vector<uint32_t>& features,
+                                         size_t stripe);
+  void Put(const std::string& content_id, const std::vector<uint32_t>& features, size_t stripe,
+           std::shared_ptr<const TableBatch> read);
+  // Holds at most max(max_stripes, the current bound) from now on.
+  void Reserve(size_t max_stripes);
+
+ private:
+  struct Rep;
+  std::unique_ptr<Rep> rep_;
+};
+
 struct TableLoaderOptions {
   // Rank, world size, batch size, workers, uneven shares and shuffling as
   // for images, with rows for images and stripes for records: each epoch
@@ -35,6 +61,8 @@ struct TableLoaderOptions {
   // end of the epoch): a part of the share, with no stripe read for rows
   // after it.
   uint64_t max_batches = 0;
+  // Stripes are looked up here before they are read, and kept here after.
+  std::shared_ptr<StripeCache> stripe_cache;
 };
 
 // One batch: N rows (batch_size but for a rank's last batch under
@@ -62,8 +90,8 @@ class PCR_EXPORT TableLoader {
   TableLoader& operator=(const TableLoader&) = delete;
 
   // Fills `batch` with this worker's next batch; false at the end of the
-  // epoch. Each stripe is read once, when its first row is needed, and
-  // dropped after its last. A read error names the table and stripe and
+  // epoch. Each stripe is read once (or found in options.stripe_cache),
+  // when its first row is needed, and dropped after its last. A read error names the table and stripe and
   // ends the iteration.
   // InvalidArgument when batch is null.
   Result<bool> Next(TableLoaderBatch* batch);

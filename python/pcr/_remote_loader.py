@@ -10,6 +10,7 @@ from typing import Optional
 import torch as _torch
 
 from ._epoch_loader import _START, _EpochLoader
+from ._torch_tables import TableLoader
 
 
 class _Tensor:
@@ -73,7 +74,10 @@ def _make_run(spec: bytes, share: dict, count: int, wire: bool = True):
         loader._report = report  # the trainer warns of them, as it delivers each batch
     read_before = loader.bytes_read
     batches = []
-    made = loader._batches(dict(share, max_batches=count))  # nothing after the run is read or decoded
+    # Nothing after the run is read or decoded; a table's runs of one
+    # shuffle window share its stripes through the process's stripe cache.
+    share = dict(share, max_batches=count, **({"stripe_cache": True} if isinstance(loader, TableLoader) else {}))
+    made = loader._batches(share)
     try:
         for _ in range(count):
             skipped.append([])
@@ -100,24 +104,58 @@ def _check_share(value):
 
 
 class _Split:
-    """Where local_share="auto" makes each run: on the producer (this
-    process's thread, or the cluster) that would finish it first, from each
-    one's measured seconds per batch and the runs it has queued (earliest
-    finish time, as list scheduling does). Until both are measured, runs
-    alternate between them, the cluster first."""
+    """Where local_share="auto" makes each run. FastFlow's way: it tries, a
+    window of batches each, sharing the runs ("balanced"), making them all
+    here and all on the cluster, measures the batches the trainer takes per
+    second in each (its steps included), and keeps the fastest for a
+    while before trying again. Sharing sends each run to the producer that
+    would finish it first, from their measured seconds per batch and the
+    runs each has queued (earliest finish time, as list scheduling does);
+    until both are measured, runs alternate, the cluster first."""
 
     _WEIGHT = 0.3  # of the newest measurement in each producer's average
+    _HOLD = 8  # windows the fastest way is kept before the next trial
 
-    def __init__(self) -> None:
+    def __init__(self, prefetch: int) -> None:
         self.seconds = {}  # producer: seconds per batch
         self.free_at = {"local": 0.0, "remote": 0.0}  # when each would finish what it has queued
         self.last_done = {"local": 0.0, "remote": 0.0}
         self.done = collections.deque()  # (producer, batches, submitted, completed), from any thread
         self.unmeasured = "remote"
+        # A window: `lag` batches still made the last way, then `window` timed.
+        self.lag, self.window = prefetch, 4 * prefetch
+        self.trials = ["balanced", "local", "remote"]
+        self.way, self.rates, self.held = "balanced", {}, 0
+        self.restart()
+
+    def restart(self) -> None:
+        """Starts the window again (a new iteration: its start is not a step)."""
+        self.taken, self.began = 0, None
+
+    def took(self) -> None:
+        """The trainer takes a batch."""
+        self.taken += 1
+        if self.taken == self.lag:
+            self.began = time.perf_counter()
+        elif self.taken == self.lag + self.window:
+            rate = self.window / max(time.perf_counter() - self.began, 1e-9)
+            self.restart()
+            if self.trials:
+                self.rates[self.trials.pop(0)] = rate
+                self.way = self.trials[0] if self.trials else max(self.rates, key=self.rates.get)
+                self.held = 0
+            else:
+                self.rates[self.way] = rate
+                self.held += 1
+                if self.held >= self._HOLD:
+                    self.trials = [w for w in ("balanced", "local", "remote") if w != self.way]
+                    self.way = self.trials[0]
 
     def choose(self, count: int) -> str:
         while self.done:
             self._measured(*self.done.popleft())
+        if self.way != "balanced":
+            return self.way
         now = time.perf_counter()
         if len(self.seconds) < 2:
             kind, self.unmeasured = self.unmeasured, "local" if self.unmeasured == "remote" else "remote"
@@ -165,11 +203,12 @@ class RemoteLoader:
 
     `local_share` (0 to 1) of the runs are made by a thread of this process
     instead, spread evenly over the epoch; the batches are the same.
-    "auto" sends each run to whichever of the two would finish it first,
-    from their measured seconds per batch (FastFlow's aim: never slower
-    than all here or all there). It sees the thread's speed, not what the
-    training step loses to it: give 0 where the trainer's own cores are
-    busy.
+    "auto" tunes it in FastFlow's way: it tries sharing the runs (each to
+    whichever of the two would finish it first, from their measured seconds
+    per batch), making them all here and all on the cluster, a window of
+    4 x prefetch batches each, measures the batches the trainer takes per
+    second (its training steps included), keeps the fastest for 8 windows,
+    then tries the others again.
 
     Faults: a run whose worker dies is run again by Dask on another worker,
     and is delivered once. When no run completes for `timeout` seconds, the
@@ -213,7 +252,7 @@ class RemoteLoader:
         self._wait_seconds = 0.0
         self._made = {"remote": [0, 0.0], "local": [0, 0.0]}  # batches, seconds
         self._buffered = 0
-        self._split = _Split() if self.local_share == "auto" else None
+        self._split = _Split(prefetch) if self.local_share == "auto" else None
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -284,6 +323,8 @@ class RemoteLoader:
         runs = [(a, min(a + step, total)) for a in range(start, total, step)]
         tag = uuid.uuid4().hex[:12]
         auto = self.local_share == "auto"
+        if auto:
+            self._split.restart()
         local = concurrent.futures.ThreadPoolExecutor(1) if auto or self.local_share > 0 else None
         pending = collections.deque()  # (first batch, batches, where, future)
         in_flight = 0
@@ -330,6 +371,8 @@ class RemoteLoader:
                     batch, batches[i] = batches[i], None
                     loader._delivered += 1
                     in_flight -= 1
+                    if auto:
+                        self._split.took()
                     if next_run < len(runs) and in_flight + runs[next_run][1] - runs[next_run][0] <= self.prefetch:
                         in_flight += runs[next_run][1] - runs[next_run][0]
                         submit(next_run)

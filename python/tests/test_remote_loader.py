@@ -335,3 +335,66 @@ def test_the_readme_and_doc_examples_run_as_written(client, images):
             local.set_epoch(epoch)
             want += [(epoch, *b) for b in local]
         same_batches(scope["seen"], want)
+
+
+TRAINER = """
+import os, signal, sys
+import distributed, torch
+import pcr.dask, pcr.torch
+
+path, scheduler, out, kill_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+with distributed.Client(scheduler) as client:
+    loader = pcr.dask.RemoteLoader(pcr.torch.ImageLoader(path, 2, size=32, resize=36, threads=1, seed=7,
+                                                         shuffle_buffer=5), client, prefetch=4)
+    loader.set_epoch(1)
+    if os.path.exists(out + ".state"):
+        loader.load_state_dict(torch.load(out + ".state"))
+    for i, batch in enumerate(loader):
+        state = loader.state_dict()
+        torch.save(batch, f"{out}.{state['batches']}")
+        torch.save(state, out + ".tmp")
+        os.replace(out + ".tmp", out + ".state")  # the checkpoint after each batch
+        if i + 1 == kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_trainer_killed_mid_epoch_resumes_from_its_state(client, images, tmp_path):
+    script = tmp_path / "trainer.py"
+    script.write_text(TRAINER)
+    out = str(tmp_path / "batch")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    killed = subprocess.run([sys.executable, str(script), images, client.scheduler.address, out, "3"], env=env,
+                            timeout=300)
+    assert killed.returncode == -signal.SIGKILL
+    assert torch.load(out + ".state")["batches"] == 3
+    subprocess.run([sys.executable, str(script), images, client.scheduler.address, out, "0"], env=env, timeout=300,
+                   check=True)
+    local = image_loader(images, 2)
+    local.set_epoch(1)
+    want = list(local)
+    same_batches([torch.load(f"{out}.{b}") for b in range(1, len(want) + 1)], want)
+
+
+def test_auto_keeps_the_fastest_way_it_tried_and_tries_again_later(monkeypatch):
+    from pcr import _remote_loader
+
+    clock = [0.0]
+    monkeypatch.setattr(_remote_loader.time, "perf_counter", lambda: clock[0])
+    split = _remote_loader._Split(prefetch=1)  # windows: 1 batch of lag, then 4 timed
+
+    def window(seconds_per_batch):
+        way = split.way
+        for _ in range(5):
+            clock[0] += seconds_per_batch
+            split.took()
+        return way
+
+    assert [window(s) for s in (1.0, 0.5, 2.0)] == ["balanced", "local", "remote"]
+    assert split.rates == {"balanced": 1.0, "local": 2.0, "remote": 0.5}
+    assert split.choose(1) == "local"
+    for _ in range(8):
+        assert window(0.5) == "local"
+    assert split.way == "balanced"  # the others are tried again
+    assert [window(s) for s in (0.25, 2.0)] == ["balanced", "remote"]
+    assert split.way == "balanced"

@@ -5,6 +5,15 @@
 namespace pcr_python {
 namespace {
 
+// The process's stripe cache, holding at least max_stripes: the table
+// loaders made for runs of one epoch (pcr.dask.RemoteLoader's tasks) share
+// it. Called with the GIL held.
+std::shared_ptr<pcr::StripeCache> ProcessStripeCache(uint64_t max_stripes) {
+  static const auto cache = std::make_shared<pcr::StripeCache>(0);
+  cache->Reserve(max_stripes);
+  return cache;
+}
+
 // Decoded batches of one rank's (and worker's) share (pcr::ImageLoader).
 class PyImageLoader {
  public:
@@ -77,13 +86,15 @@ class PyTableLoader {
  public:
   PyTableLoader(const PyTable& table, int64_t batch_size, int64_t rank, int64_t world_size, int64_t worker,
                 int64_t num_workers, const std::string& uneven, bool shuffle, int64_t shuffle_stripes, uint64_t seed,
-                int64_t epoch, int64_t batches, int64_t saved_workers, int64_t max_batches,
+                int64_t epoch, int64_t batches, int64_t saved_workers, int64_t max_batches, bool stripe_cache,
                 const std::optional<Names>& features) {
     const pcr::TableLoaderOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, 0),
         .shuffle_stripes = NonNegative(shuffle_stripes, "shuffle_stripes"),
         .features = features ? features->names : std::vector<std::string>{},
-        .max_batches = NonNegative(max_batches, "max_batches")};
+        .max_batches = NonNegative(max_batches, "max_batches"),
+        .stripe_cache = stripe_cache ? ProcessStripeCache(2 * NonNegative(shuffle_stripes, "shuffle_stripes"))
+                                     : nullptr};
     loader_ = Take(pcr::TableLoader::Create(
         table.table(), options,
         {seed, NonNegative(epoch, "epoch"), NonNegative(batches, "batches"), NonNegative(saved_workers, "num_workers")}));
@@ -159,11 +170,12 @@ void DefineLoaders(py::module_& m) {
 
   py::class_<PyTableLoader>(m, "_TableLoader")
       .def(py::init<const PyTable&, int64_t, int64_t, int64_t, int64_t, int64_t, const std::string&, bool, int64_t,
-                    uint64_t, int64_t, int64_t, int64_t, int64_t, const std::optional<Names>&>(),
+                    uint64_t, int64_t, int64_t, int64_t, int64_t, bool, const std::optional<Names>&>(),
            py::arg("table"), py::kw_only(), py::arg("batch_size"), py::arg("rank") = 0, py::arg("world_size") = 1,
            py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
            py::arg("shuffle_stripes") = 8, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0,
-           py::arg("saved_workers") = 0, py::arg("max_batches") = 0, py::arg("features") = py::none(),
+           py::arg("saved_workers") = 0, py::arg("max_batches") = 0, py::arg("stripe_cache") = false,
+           py::arg("features") = py::none(),
            py::keep_alive<1, 2>())
       .def("__iter__", [](PyTableLoader& it) -> PyTableLoader& { return it; })
       .def("__next__", &PyTableLoader::next)
