@@ -114,7 +114,7 @@ class _Split:
     until both are measured, runs alternate, the cluster first."""
 
     _WEIGHT = 0.3  # of the newest measurement in each producer's average
-    _HOLD = 8  # windows the fastest way is kept before the next trial
+    _HOLD = 50  # windows the fastest way is kept before the next trial
 
     def __init__(self, prefetch: int) -> None:
         self.seconds = {}  # producer: seconds per batch
@@ -122,24 +122,30 @@ class _Split:
         self.last_done = {"local": 0.0, "remote": 0.0}
         self.done = collections.deque()  # (producer, batches, submitted, completed), from any thread
         self.unmeasured = "remote"
-        # A window: `lag` batches still made the last way, then `window` timed.
+        # A window: `lag` batches still made the last way, then `window`
+        # timed, each from the batch before it in the same iteration, so a
+        # window may span epochs.
         self.lag, self.window = prefetch, 4 * prefetch
         self.trials = ["balanced", "local", "remote"]
         self.way, self.rates, self.held = "balanced", {}, 0
-        self.restart()
+        self.taken, self.timed, self.seconds_taken, self.last = 0, 0, 0.0, None
 
     def restart(self) -> None:
-        """Starts the window again (a new iteration: its start is not a step)."""
-        self.taken, self.began = 0, None
+        """A new iteration: the time to its first batch is not a step."""
+        self.last = None
 
     def took(self) -> None:
         """The trainer takes a batch."""
+        now, last = time.perf_counter(), self.last
+        self.last = now
         self.taken += 1
-        if self.taken == self.lag:
-            self.began = time.perf_counter()
-        elif self.taken == self.lag + self.window:
-            rate = self.window / max(time.perf_counter() - self.began, 1e-9)
-            self.restart()
+        if self.taken <= self.lag or last is None:
+            return
+        self.timed += 1
+        self.seconds_taken += now - last
+        if self.timed == self.window:
+            rate = self.window / max(self.seconds_taken, 1e-9)
+            self.taken, self.timed, self.seconds_taken = 0, 0, 0.0
             if self.trials:
                 self.rates[self.trials.pop(0)] = rate
                 self.way = self.trials[0] if self.trials else max(self.rates, key=self.rates.get)
@@ -207,8 +213,8 @@ class RemoteLoader:
     whichever of the two would finish it first, from their measured seconds
     per batch), making them all here and all on the cluster, a window of
     4 x prefetch batches each, measures the batches the trainer takes per
-    second (its training steps included), keeps the fastest for 8 windows,
-    then tries the others again.
+    second (its training steps included), keeps the fastest for 50
+    windows, then tries the others again.
 
     Faults: a run whose worker dies is run again by Dask on another worker,
     and is delivered once. When no run completes for `timeout` seconds, the
