@@ -147,9 +147,9 @@ Result<std::unique_ptr<ImageLoader>> ImageLoader::Create(const ImageDataset& dat
                                                             {.epoch = epoch,
                                                              .fidelity = options.fidelity,
                                                              .read_ahead = options.read_ahead,
+                                                             .max_images = MaxImages(options.max_batches, e.batch_size),
                                                              .fields = options.fields,
-                                                             .skip_corrupt = options.skip_corrupt,
-                                                             .max_images = MaxImages(options.max_batches, e.batch_size)},
+                                                             .skip_corrupt = options.skip_corrupt},
                                                             {start.seed, start.epoch, position}));
   rep->options = options;
   rep->options.epoch = epoch;

@@ -39,6 +39,10 @@ struct ImageLoaderOptions {
   // taken by the batch's first good images again, in order (a batch with
   // none ends the epoch with the last image's error).
   bool replace_skipped = false;
+  // This worker's batches delivered at most, from the start on (0: to the
+  // end of the epoch): a part of the share, with nothing after it read or
+  // decoded.
+  uint64_t max_batches = 0;
   // kResized: every image as `transform` makes it (size x size). kDecoded:
   // each image whole, decoded at 1/decoded_scale of its size (DCT scaling:
   // 1, 2, 4 or 8), RGB, height x width x 3 bytes, the images back to back
@@ -53,10 +57,6 @@ struct ImageLoaderOptions {
   // say they would take more ends the iteration with InvalidArgument, before
   // any is decoded.
   uint64_t max_batch_bytes = uint64_t{4} << 30;
-  // This worker's batches delivered at most, from the start on (0: to the
-  // end of the epoch): a part of the share, with nothing after it read or
-  // decoded.
-  uint64_t max_batches = 0;
 };
 
 // Where a rank stands in an epoch. All ranks advance together, so one

@@ -94,6 +94,10 @@ struct SampleIteratorOptions {
   // reads its buffer in one call); each call runs on to its last record's
   // end. Memory holds about shuffle_buffer + batch_size + read_ahead images.
   uint64_t read_ahead = 2048;
+  // Images delivered at most, from the start position on (0: to the end of
+  // the worker's share): an iteration over part of a share, which reads no
+  // image after them.
+  uint64_t max_images = 0;
   // Fields to read with the images: each record's streams of these fields
   // are read once, when its first image is.
   std::vector<std::string> fields;
@@ -101,10 +105,6 @@ struct SampleIteratorOptions {
   // batch (which is then short, or empty) and listed in skipped(), rather than ending
   // the iteration with an error naming it.
   bool skip_corrupt = false;
-  // Images delivered at most, from the start position on (0: to the end of
-  // the worker's share): an iteration over part of a share, which reads no
-  // image after them.
-  uint64_t max_images = 0;
 };
 
 // An image left out of an epoch, and why.

@@ -56,13 +56,13 @@ struct TableLoaderOptions {
   EpochOptions epoch;
   // Memory holds about this many stripes of the projection per worker.
   uint64_t shuffle_stripes = 8;
-  std::vector<std::string> features;  // the projection; empty: every feature
   // This worker's batches delivered at most, from the start on (0: to the
   // end of the epoch): a part of the share, with no stripe read for rows
   // after it.
   uint64_t max_batches = 0;
   // Stripes are looked up here before they are read, and kept here after.
-  std::shared_ptr<StripeCache> stripe_cache;
+  std::shared_ptr<StripeCache> stripe_cache = nullptr;
+  std::vector<std::string> features;  // the projection; empty: every feature
 };
 
 // One batch: N rows (batch_size but for a rank's last batch under

@@ -91,10 +91,10 @@ class PyTableLoader {
     const pcr::TableLoaderOptions options{
         .epoch = Epoch(batch_size, rank, world_size, worker, num_workers, uneven, shuffle, 0),
         .shuffle_stripes = NonNegative(shuffle_stripes, "shuffle_stripes"),
-        .features = features ? features->names : std::vector<std::string>{},
         .max_batches = NonNegative(max_batches, "max_batches"),
         .stripe_cache = stripe_cache ? ProcessStripeCache(2 * NonNegative(shuffle_stripes, "shuffle_stripes"))
-                                     : nullptr};
+                                     : nullptr,
+        .features = features ? features->names : std::vector<std::string>{}};
     loader_ = Take(pcr::TableLoader::Create(
         table.table(), options,
         {seed, NonNegative(epoch, "epoch"), NonNegative(batches, "batches"), NonNegative(saved_workers, "num_workers")}));
