@@ -65,6 +65,12 @@ inline uint64_t MaxImages(uint64_t max_batches, uint64_t batch_size) {
   return max_batches > UINT64_MAX / std::max<uint64_t>(batch_size, 1) ? 0 : max_batches * batch_size;
 }
 
+// The end of a part of `n` delivery positions from `start` that delivers at
+// most `most` of them (0: all to the end).
+inline uint64_t PartEnd(uint64_t start, uint64_t n, uint64_t most) {
+  return most == 0 ? n : std::min(n, start + std::min(most, n));
+}
+
 struct RankEpoch {
   std::vector<uint64_t> input;  // dataset-wide image indices in the order the rank reads them
   std::vector<uint64_t> order;  // delivery position -> index into `input`

@@ -113,8 +113,7 @@ SampleIterator::Rep::Rep(const ImageDataset& dataset, const SampleIteratorOption
     delivered_at_[plan_.order[q]] = q;
     needed_[q] = std::max(plan_.order[q], q == 0 ? 0 : needed_[q - 1]);
   }
-  const uint64_t n = plan_.order.size();
-  end_ = options.max_images == 0 ? n : std::min(n, start_ + std::min(options.max_images, n));
+  end_ = PartEnd(start_, plan_.order.size(), options.max_images);
 }
 
 SampleIterator::Rep::~Rep() {

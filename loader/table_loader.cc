@@ -67,10 +67,7 @@ Result<std::unique_ptr<TableLoader>> TableLoader::Create(const Table& table, con
   rep->first_row.push_back(total);
   rep->plan = PlanRankEpoch(stripe_rows, rep->epoch, start.seed, start.epoch, options.shuffle_stripes);
   rep->position = std::min(skip * e.batch_size, static_cast<uint64_t>(rep->plan.order.size()));
-  rep->end = rep->plan.order.size();
-  if (const uint64_t most = MaxImages(options.max_batches, e.batch_size); most > 0) {
-    rep->end = std::min(rep->end, rep->position + std::min(most, rep->end));
-  }
+  rep->end = PartEnd(rep->position, rep->plan.order.size(), MaxImages(options.max_batches, e.batch_size));
   rep->remaining.assign(stripe_rows.size(), 0);
   for (uint64_t p = rep->position; p < rep->end; ++p) {
     rep->remaining[rep->StripeOf(rep->plan.input[rep->plan.order[p]])]++;

@@ -91,8 +91,8 @@ class PCR_EXPORT TableLoader {
 
   // Fills `batch` with this worker's next batch; false at the end of the
   // epoch. Each stripe is read once (or found in options.stripe_cache),
-  // when its first row is needed, and dropped after its last. A read error names the table and stripe and
-  // ends the iteration.
+  // when its first row is needed, and dropped after its last. A read error
+  // names the table and stripe and ends the iteration.
   // InvalidArgument when batch is null.
   Result<bool> Next(TableLoaderBatch* batch);
   // The state after the last batch Next() returned, or the start before any.

@@ -77,18 +77,18 @@ def _make_run(spec: bytes, share: dict, count: int, wire: bool = True):
     # Nothing after the run is read or decoded; a table's runs of one
     # shuffle window share its stripes through the process's stripe cache.
     share = dict(share, max_batches=count, **({"stripe_cache": True} if isinstance(loader, TableLoader) else {}))
-    made = loader._batches(share)
+    it = loader._batches(share)
     try:
         for _ in range(count):
             skipped.append([])
-            batch = next(made, None)
+            batch = next(it, None)
             if batch is None:
                 raise RuntimeError(f"{loader.path}: the epoch ended after batch {share['batches'] + len(batches)} "
                                    f"of rank {share['rank']}, before the {count} batches asked for")
             batches.append(_wire(batch) if wire else batch)
     finally:
-        made.close()
-    made = {"batches": batches, "skipped": skipped[:len(batches)], "bytes_read": loader.bytes_read - read_before,
+        it.close()
+    made = {"batches": batches, "skipped": skipped, "bytes_read": loader.bytes_read - read_before,
             "seconds": time.perf_counter() - began}
     return _frames(made) if wire else made
 
@@ -115,6 +115,7 @@ class _Split:
 
     _WEIGHT = 0.3  # of the newest measurement in each producer's average
     _HOLD = 50  # windows the fastest way is kept before the next trial
+    _WAYS = ("balanced", "local", "remote")
 
     def __init__(self, prefetch: int) -> None:
         self.seconds = {}  # producer: seconds per batch
@@ -126,7 +127,7 @@ class _Split:
         # timed, each from the batch before it in the same iteration, so a
         # window may span epochs.
         self.lag, self.window = prefetch, 4 * prefetch
-        self.trials = ["balanced", "local", "remote"]
+        self.trials = list(self._WAYS)
         self.way, self.rates, self.held = "balanced", {}, 0
         self.taken, self.timed, self.seconds_taken, self.last = 0, 0, 0.0, None
 
@@ -154,7 +155,7 @@ class _Split:
                 self.rates[self.way] = rate
                 self.held += 1
                 if self.held >= self._HOLD:
-                    self.trials = [w for w in ("balanced", "local", "remote") if w != self.way]
+                    self.trials = [w for w in self._WAYS if w != self.way]
                     self.way = self.trials[0]
 
     def choose(self, count: int) -> str:
@@ -276,7 +277,7 @@ class RemoteLoader:
 
     def __getattr__(self, name):
         # The wrapped loader's set_fidelity, fidelity, skipped, bytes_read, ... where it has them.
-        if name.startswith("_") or name in ("batches_per_task", "prefetch", "timeout", "local_share"):
+        if name.startswith("_"):
             raise AttributeError(name)
         if name in ("set_fidelity", "fidelity", "num_scan_groups", "skipped", "bytes_read", "batch_size"):
             return getattr(self._loader, name)
@@ -344,7 +345,9 @@ class RemoteLoader:
             return "local" if here else "remote"
 
         def submit(j: int) -> None:
+            nonlocal in_flight
             a, b = runs[j]
+            in_flight += b - a
             share = loader._iteration_share(rank, world, 0, 1, a)
             kind = where(j, b - a)
             if kind == "local":
@@ -357,12 +360,17 @@ class RemoteLoader:
             pending.append((a, b - a, kind, future))
 
         next_run = 0
+
+        def fill() -> None:
+            # Submits the next runs while they fit in prefetch.
+            nonlocal next_run
+            while next_run < len(runs) and in_flight + runs[next_run][1] - runs[next_run][0] <= self.prefetch:
+                submit(next_run)
+                next_run += 1
+
         try:
             while pending or next_run < len(runs):
-                while next_run < len(runs) and in_flight + runs[next_run][1] - runs[next_run][0] <= self.prefetch:
-                    in_flight += runs[next_run][1] - runs[next_run][0]
-                    submit(next_run)
-                    next_run += 1
+                fill()
                 a, count, kind, future = pending.popleft()
                 made = self._result(future, kind, a, rank)
                 self._made[kind][0] += count
@@ -379,10 +387,7 @@ class RemoteLoader:
                     in_flight -= 1
                     if auto:
                         self._split.took()
-                    if next_run < len(runs) and in_flight + runs[next_run][1] - runs[next_run][0] <= self.prefetch:
-                        in_flight += runs[next_run][1] - runs[next_run][0]
-                        submit(next_run)
-                        next_run += 1
+                    fill()
                     yield batch
                     del batch
         finally:

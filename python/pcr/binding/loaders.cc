@@ -20,8 +20,8 @@ class PyImageLoader {
   PyImageLoader(const PyImageDataset& ds, int64_t batch_size, const py::object& fidelity, int64_t rank,
                 int64_t world_size, int64_t worker, int64_t num_workers, const std::string& uneven, bool shuffle,
                 int64_t shuffle_buffer, uint64_t seed, int64_t epoch, int64_t batches, int64_t saved_workers,
-                int64_t max_batches, const Delivered& delivered, int64_t read_ahead, const Names& fields_arg, int size,
-                const std::string& crop,
+                int64_t max_batches, const Delivered& delivered, int64_t read_ahead, const Names& fields_arg,
+                int size, const std::string& crop,
                 std::pair<double, double> scale, std::pair<double, double> ratio, int resize, bool flip,
                 bool fast_scale, bool channels_last, const Normalize& normalize, const std::string& dtype,
                 int threads, const std::string& decoder, const std::string& on_error)
@@ -133,8 +133,8 @@ void DefineLoaders(py::module_& m) {
            py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
            py::arg("uneven") = "pad", py::arg("shuffle") = true, py::arg("shuffle_buffer") = 4096,
            py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0, py::arg("saved_workers") = 0,
-           py::arg("max_batches") = 0, py::arg("delivered") = Delivered{}, py::arg("read_ahead") = 2048, py::arg("fields") = Names{},
-           py::arg("size") = 224,
+           py::arg("max_batches") = 0, py::arg("delivered") = Delivered{}, py::arg("read_ahead") = 2048,
+           py::arg("fields") = Names{}, py::arg("size") = 224,
            py::arg("crop") = "random_resized", py::arg("scale") = std::pair<double, double>{0.08, 1.0},
            py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0}, py::arg("resize") = 256,
            py::arg("flip") = true, py::arg("fast_scale") = false, py::arg("channels_last") = false,
@@ -175,8 +175,7 @@ void DefineLoaders(py::module_& m) {
            py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("uneven") = "pad", py::arg("shuffle") = true,
            py::arg("shuffle_stripes") = 8, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("batches") = 0,
            py::arg("saved_workers") = 0, py::arg("max_batches") = 0, py::arg("stripe_cache") = false,
-           py::arg("features") = py::none(),
-           py::keep_alive<1, 2>())
+           py::arg("features") = py::none(), py::keep_alive<1, 2>())
       .def("__iter__", [](PyTableLoader& it) -> PyTableLoader& { return it; })
       .def("__next__", &PyTableLoader::next)
       .def("__len__", &PyTableLoader::num_batches)
