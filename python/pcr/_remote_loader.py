@@ -1,8 +1,10 @@
 """pcr.dask.RemoteLoader: a pcr.torch loader's batches made on Dask workers."""
 import collections
 import concurrent.futures
+import itertools
 import math
 import pickle
+import threading
 import time
 import uuid
 from typing import Optional
@@ -59,12 +61,47 @@ def _frames(made: dict):
     return Serialized(header, [head] + [b.raw() for b in buffers])
 
 
+class _Opened:
+    """The process's loaders of recent iterations (by their pickle), each
+    with its dataset or table opened once: a run takes one no other run is
+    using, and gives it back, so runs of an iteration on one worker (or the
+    trainer's thread) open the data once, not once each."""
+
+    _SPECS = 8  # iterations kept, the most recently used
+    _IDLE = 2  # opened loaders kept for each
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.idle = collections.OrderedDict()  # spec: [(loader, source), ...]
+
+    def take(self, spec: bytes):
+        with self.lock:
+            idle = self.idle.get(spec)
+            if idle:
+                self.idle.move_to_end(spec)
+                return idle.pop()
+        loader = pickle.loads(spec)
+        return loader, loader._source()
+
+    def give(self, spec: bytes, opened) -> None:
+        with self.lock:
+            idle = self.idle.setdefault(spec, [])
+            self.idle.move_to_end(spec)
+            if len(idle) < self._IDLE:
+                idle.append(opened)
+            while len(self.idle) > self._SPECS:
+                self.idle.popitem(last=False)
+
+
+_OPENED = _Opened()
+
+
 def _make_run(spec: bytes, share: dict, count: int, wire: bool = True):
     """The batches share["batches"] .. + count of the loader pickled in
     `spec`, made here (a Dask task, or a trainer's thread), with what they
     skipped and read and the seconds they took (for the wire: as _frames)."""
     began = time.perf_counter()
-    loader = pickle.loads(spec)
+    loader, source = opened = _OPENED.take(spec)
     skipped = []
     if hasattr(loader, "_report"):
         def report(found, reported):
@@ -77,7 +114,7 @@ def _make_run(spec: bytes, share: dict, count: int, wire: bool = True):
     # Nothing after the run is read or decoded; a table's runs of one
     # shuffle window share its stripes through the process's stripe cache.
     share = dict(share, max_batches=count, **({"stripe_cache": True} if isinstance(loader, TableLoader) else {}))
-    it = loader._batches(share)
+    it = loader._batches(share, source)
     try:
         for _ in range(count):
             skipped.append([])
@@ -88,6 +125,7 @@ def _make_run(spec: bytes, share: dict, count: int, wire: bool = True):
             batches.append(_wire(batch) if wire else batch)
     finally:
         it.close()
+    _OPENED.give(spec, opened)
     made = {"batches": batches, "skipped": skipped, "bytes_read": loader.bytes_read - read_before,
             "seconds": time.perf_counter() - began}
     return _frames(made) if wire else made
@@ -108,10 +146,13 @@ class _Split:
     window of batches each, sharing the runs ("balanced"), making them all
     here and all on the cluster, measures the batches the trainer takes per
     second in each (its steps included), and keeps the fastest for a
-    while before trying again. Sharing sends each run to the producer that
-    would finish it first, from their measured seconds per batch and the
-    runs each has queued (earliest finish time, as list scheduling does);
-    until both are measured, runs alternate, the cluster first."""
+    while before trying again. A trial ends early once it is `slack`
+    batches behind the pace of the fastest way measured, so a losing way
+    costs about that many batches, not a window. Sharing sends each run to
+    the producer that would finish it first, from their measured seconds
+    per batch and the runs each has queued (earliest finish time, as list
+    scheduling does); until both are measured, runs alternate, the cluster
+    first."""
 
     _WEIGHT = 0.3  # of the newest measurement in each producer's average
     _HOLD = 50  # windows the fastest way is kept before the next trial
@@ -126,7 +167,7 @@ class _Split:
         # A window: `lag` batches still made the last way, then `window`
         # timed, each from the batch before it in the same iteration, so a
         # window may span epochs.
-        self.lag, self.window = prefetch, 4 * prefetch
+        self.lag, self.window, self.slack = prefetch, 4 * prefetch, prefetch
         self.trials = list(self._WAYS)
         self.way, self.rates, self.held = "balanced", {}, 0
         self.taken, self.timed, self.seconds_taken, self.last = 0, 0, 0.0, None
@@ -135,28 +176,32 @@ class _Split:
         """A new iteration: the time to its first batch is not a step."""
         self.last = None
 
-    def took(self) -> None:
-        """The trainer takes a batch."""
+    def took(self) -> bool:
+        """The trainer takes a batch; True when the way changes."""
         now, last = time.perf_counter(), self.last
         self.last = now
         self.taken += 1
         if self.taken <= self.lag or last is None:
-            return
+            return False
         self.timed += 1
         self.seconds_taken += now - last
-        if self.timed == self.window:
-            rate = self.window / max(self.seconds_taken, 1e-9)
-            self.taken, self.timed, self.seconds_taken = 0, 0, 0.0
-            if self.trials:
-                self.rates[self.trials.pop(0)] = rate
-                self.way = self.trials[0] if self.trials else max(self.rates, key=self.rates.get)
-                self.held = 0
-            else:
-                self.rates[self.way] = rate
-                self.held += 1
-                if self.held >= self._HOLD:
-                    self.trials = [w for w in self._WAYS if w != self.way]
-                    self.way = self.trials[0]
+        behind = self.trials and self.rates and \
+            max(self.rates.values()) * self.seconds_taken - self.timed >= self.slack
+        if self.timed < self.window and not behind:
+            return False
+        was, rate = self.way, self.timed / max(self.seconds_taken, 1e-9)
+        self.taken, self.timed, self.seconds_taken = 0, 0, 0.0
+        if self.trials:
+            self.rates[self.trials.pop(0)] = rate
+            self.way = self.trials[0] if self.trials else max(self.rates, key=self.rates.get)
+            self.held = 0
+        else:
+            self.rates[self.way] = rate
+            self.held += 1
+            if self.held >= self._HOLD:
+                self.trials = [w for w in self._WAYS if w != self.way]
+                self.way = self.trials[0]
+        return self.way != was
 
     def choose(self, count: int) -> str:
         while self.done:
@@ -175,7 +220,8 @@ class _Split:
     def watch(self, kind: str, count: int, future) -> None:
         """Measures the run `future` makes when it completes."""
         submitted = time.perf_counter()
-        future.add_done_callback(lambda _: self.done.append((kind, count, submitted, time.perf_counter())))
+        future.add_done_callback(
+            lambda f: f.cancelled() or self.done.append((kind, count, submitted, time.perf_counter())))
 
     def _measured(self, kind: str, count: int, submitted: float, completed: float) -> None:
         # A producer makes its runs one after another: this one from when it
@@ -215,7 +261,8 @@ class RemoteLoader:
     per batch), making them all here and all on the cluster, a window of
     4 x prefetch batches each, measures the batches the trainer takes per
     second (its training steps included), keeps the fastest for 50
-    windows, then tries the others again.
+    windows, then tries the others again. A trial ends early once it is
+    prefetch batches behind the fastest way's pace.
 
     Faults: a run whose worker dies is run again by Dask on another worker,
     and is delivered once. When no run completes for `timeout` seconds, the
@@ -344,20 +391,34 @@ class RemoteLoader:
             here = math.floor((index + 1) * self.local_share) > math.floor(index * self.local_share)
             return "local" if here else "remote"
 
+        serial = itertools.count()
+
+        def launch(a: int, count: int, kind: str):
+            share = loader._iteration_share(rank, world, 0, 1, a)
+            if kind == "local":
+                future = local.submit(_make_run, spec, share, count, False)
+            else:
+                future = self._client.submit(_make_run, spec, share, count, pure=False, priority=-a,
+                                             key=f"pcr-remote-{tag}-{rank}-{a}-{next(serial)}")
+            if auto:
+                self._split.watch(kind, count, future)
+            return future
+
         def submit(j: int) -> None:
             nonlocal in_flight
             a, b = runs[j]
             in_flight += b - a
-            share = loader._iteration_share(rank, world, 0, 1, a)
             kind = where(j, b - a)
-            if kind == "local":
-                future = local.submit(_make_run, spec, share, b - a, False)
-            else:
-                future = self._client.submit(_make_run, spec, share, b - a, key=f"pcr-remote-{tag}-{rank}-{a}",
-                                             pure=False, priority=-a)
-            if auto:
-                self._split.watch(kind, b - a, future)
-            pending.append((a, b - a, kind, future))
+            pending.append((a, b - a, kind, launch(a, b - a, kind)))
+
+        def reroute() -> None:
+            # auto changed its way to all here or all there: queued runs
+            # made the other way are made this way instead (the same
+            # batches), so a losing way's runs do not hold up the next.
+            way = self._split.way
+            for i, (a, count, kind, future) in enumerate(pending):
+                if kind != way and not future.done() and future.cancel() is not False:
+                    pending[i] = (a, count, way, launch(a, count, way))
 
         next_run = 0
 
@@ -385,8 +446,8 @@ class RemoteLoader:
                     batch, batches[i] = batches[i], None
                     loader._delivered += 1
                     in_flight -= 1
-                    if auto:
-                        self._split.took()
+                    if auto and self._split.took() and self._split.way != "balanced":
+                        reroute()
                     fill()
                     yield batch
                     del batch

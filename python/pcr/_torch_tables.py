@@ -124,15 +124,22 @@ class TableLoader(_EpochLoader):
                                  f"{keys[name]}: leave it out of features (name the others)")
         self._types = types
 
-    def _batches(self, share: dict):
+    def _source(self) -> _pcr.Table:
+        """The table opened for an iteration, checked to be the one this loader was made on."""
         table = _pcr.Table(self.path, self.engine, self.direct, self.remote, self.access_log, self.job)
         if (table.content_id, table.num_rows) != (self._content_id, self._num_items):
             raise OSError(f"{self.path}: the table changed while open: another table ({table.num_rows} rows, content "
                           f"id {table.content_id}) than "
                           f"when this TableLoader was made ({self._num_items} rows, content id "
                           f"{self._content_id}): make a new TableLoader")
+        return table
+
+    def _batches(self, share: dict, table: Optional[_pcr.Table] = None):
+        # Bytes read are counted from here: an open table passed in may have read for other iterations.
+        counted = 0 if table is None else table.io_counters["bytes_read"]
+        if table is None:
+            table = self._source()
         it = _pcr._TableLoader(table, batch_size=self.batch_size, features=self.features + self.dense, **share)
-        counted = 0
         for rows, columns in it:
             counted = self._count_read(table, counted)
             batch = {"rows": _torch.from_numpy(rows)}

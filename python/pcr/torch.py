@@ -339,7 +339,8 @@ class ImageLoader(_EpochLoader):
             self._resumed_len_cache = (key, n)
         return self._resumed_len_cache[1]
 
-    def _batches(self, share: dict):
+    def _source(self) -> _pcr.ImageDataset:
+        """The dataset opened for an iteration, checked to be the one this loader was made on."""
         from ._errors import CorruptionError
 
         changed = f"{self.path}: the dataset changed while open"
@@ -351,10 +352,19 @@ class ImageLoader(_EpochLoader):
             raise OSError(f"{changed}: it holds {len(ds)} images (content id {ds.content_id}), not the "
                           f"{self._num_items} (content id {self._content_id}) it held when this ImageLoader was "
                           "made: make a new ImageLoader")
+        return ds
+
+    def _batches(self, share: dict, ds: Optional[_pcr.ImageDataset] = None):
+        from ._errors import CorruptionError
+
+        changed = f"{self.path}: the dataset changed while open"
+        # Bytes read are counted from here: an open dataset passed in may have read for other iterations.
+        counted = 0 if ds is None else ds.io_counters["bytes_read"]
+        if ds is None:
+            ds = self._source()
         it = _pcr._ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
                                fields=self.fields, on_error=self.on_error, **share, **self.decoder_options)
         reported = 0
-        counted = 0
         try:
             for images, labels, indices, *fields in it:
                 counted = self._count_read(ds, counted)

@@ -185,6 +185,33 @@ def test_a_local_share_makes_the_same_batches(client, images):
         assert stats["batches_local"] > 0 and stats["batches_remote"] > 0
 
 
+def test_auto_makes_queued_runs_the_new_way_when_it_changes_way(client, images, monkeypatch):
+    from pcr import _remote_loader
+
+    launched = []
+
+    class Flip(_remote_loader._Split):
+        """Changes between all here and all there at every batch."""
+
+        def took(self):
+            self.way = "local" if self.way != "local" else "remote"
+            return True
+
+        def watch(self, kind, count, future):
+            launched.append(kind)
+            super().watch(kind, count, future)
+
+    monkeypatch.setattr(_remote_loader, "_Split", Flip)
+    want = list(image_loader(images, 2, fidelity=1))
+    auto = pcr.dask.RemoteLoader(image_loader(images, 2, fidelity=1), client, prefetch=4, batches_per_task=1,
+                                 local_share="auto")
+    same_batches(list(auto), want)
+    stats = auto.stats
+    assert stats["batches_local"] > 0 and stats["batches_remote"] > 0
+    assert stats["batches_local"] + stats["batches_remote"] == len(want)
+    assert len(launched) > len(want)  # some runs were made again the new way, each delivered once
+
+
 def test_set_fidelity_and_skipped_reach_the_workers(client, images, tmp_path):
     from conftest import damaged_copy
 
@@ -381,24 +408,36 @@ def test_auto_keeps_the_fastest_way_it_tried_and_tries_again_later(monkeypatch):
 
     clock = [0.0]
     monkeypatch.setattr(_remote_loader.time, "perf_counter", lambda: clock[0])
-    split = _remote_loader._Split(prefetch=1)  # windows: 1 batch of lag, then 4 timed
+    split = _remote_loader._Split(prefetch=1)  # windows: 1 batch of lag, then 4 timed; slack 1 batch
     split.restart()
 
-    def window(seconds_per_batch):
-        way = split.way
-        for i in range(6):  # the lag, 2 timed, a new epoch's first (not timed), 2 timed
-            if i == 3:
-                split.restart()
-                clock[0] += 100  # the wait for a new epoch's first batch is not a step
+    def take(seconds_per_batch, count):
+        """The ways of `count` batches taken at that pace."""
+        ways = []
+        for _ in range(count):
+            ways.append(split.way)
             clock[0] += seconds_per_batch
             split.took()
-        return way
+        return ways
 
-    assert [window(s) for s in (1.0, 0.5, 2.0)] == ["balanced", "local", "remote"]
+    def window(seconds_per_batch):
+        ways = take(seconds_per_batch, 3)  # the lag, 2 timed
+        split.restart()
+        clock[0] += 100  # the wait for a new epoch's first batch is not a step
+        return ways + take(seconds_per_batch, 3)  # its first (not timed), 2 timed
+
+    assert window(1.0) == ["balanced"] * 6
+    assert window(0.5) == ["local"] * 6
+    # All remote is slower: its trial ends one batch behind the local pace, after its lag and 1 timed batch.
+    assert take(2.0, 2) == ["remote"] * 2
     assert split.rates == {"balanced": 1.0, "local": 2.0, "remote": 0.5}
+    assert split.way == "local"
     assert split.choose(1) == "local"
     for _ in range(50):
-        assert window(0.5) == "local"
+        assert window(0.5) == ["local"] * 6
     assert split.way == "balanced"  # the others are tried again
-    assert [window(s) for s in (0.25, 2.0)] == ["balanced", "remote"]
+    assert window(0.25) == ["balanced"] * 6  # faster: a whole window
+    # Slower than sharing, but by less than a batch over the window: a whole window too.
+    assert window(0.26) == ["remote"] * 6
+    assert split.rates["remote"] == pytest.approx(4 / 1.04)
     assert split.way == "balanced"
