@@ -177,7 +177,8 @@ class _Split:
         self.last = None
 
     def took(self) -> bool:
-        """The trainer takes a batch; True when the way changes."""
+        """The trainer takes a batch; True when it changes to the way it
+        keeps (not to a trial, whose first `lag` batches are the last way's)."""
         now, last = time.perf_counter(), self.last
         self.last = now
         self.taken += 1
@@ -201,7 +202,7 @@ class _Split:
             if self.held >= self._HOLD:
                 self.trials = [w for w in self._WAYS if w != self.way]
                 self.way = self.trials[0]
-        return self.way != was
+        return self.way != was and not self.trials
 
     def choose(self, count: int) -> str:
         while self.done:
@@ -412,9 +413,9 @@ class RemoteLoader:
             pending.append((a, b - a, kind, launch(a, b - a, kind)))
 
         def reroute() -> None:
-            # auto changed its way to all here or all there: queued runs
-            # made the other way are made this way instead (the same
-            # batches), so a losing way's runs do not hold up the next.
+            # auto keeps all here or all there: queued runs made the other
+            # way are made this way instead (the same batches), so a
+            # losing trial's runs do not hold up the way it keeps.
             way = self._split.way
             for i, (a, count, kind, future) in enumerate(pending):
                 if kind != way and not future.done() and future.cancel() is not False:

@@ -428,14 +428,18 @@ def test_auto_keeps_the_fastest_way_it_tried_and_tries_again_later(monkeypatch):
 
     assert window(1.0) == ["balanced"] * 6
     assert window(0.5) == ["local"] * 6
-    # All remote is slower: its trial ends one batch behind the local pace, after its lag and 1 timed batch.
-    assert take(2.0, 2) == ["remote"] * 2
+    # All remote is slower: its trial ends one batch behind the local pace, after its lag and 1 timed batch,
+    # and the change to local, the way kept, is the one took() reports (queued runs are made again here).
+    assert take(2.0, 1) == ["remote"]
+    clock[0] += 2.0
+    assert split.took() is True
     assert split.rates == {"balanced": 1.0, "local": 2.0, "remote": 0.5}
     assert split.way == "local"
     assert split.choose(1) == "local"
     for _ in range(50):
         assert window(0.5) == ["local"] * 6
     assert split.way == "balanced"  # the others are tried again
+    assert split.trials == ["balanced", "remote"]
     assert window(0.25) == ["balanced"] * 6  # faster: a whole window
     # Slower than sharing, but by less than a batch over the window: a whole window too.
     assert window(0.26) == ["remote"] * 6
