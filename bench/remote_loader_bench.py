@@ -4,7 +4,7 @@ core, in the same run: images (or rows) per second delivered to the
 trainer, and the trainer's CPU seconds per batch.
 
 usage: /usr/bin/python3 bench/remote_loader_bench.py BUILD_DIR WORK_DIR [--runs N] [--epochs E]
-           [--shares S,S,...] [--rows N] [--no-table] [--no-faults]
+           [--long-epochs L] [--shares S,S,...] [--rows N] [--no-table] [--no-faults]
 
 The trainer is a process of its own under `taskset -c 0`; the Dask cluster
 (a LocalCluster of 1 or 2 worker processes, one thread each, and its
@@ -16,11 +16,12 @@ thread everywhere.
 - Table: bench/make_table's recommendation table of N rows (default
   200,000) in stripes of 16,384; TableLoader batches of 4,096 rows of the
   label, 13 dense and 26 sparse features, shuffled.
-A run is one warm-up epoch, then E timed epochs (default 4); the median of
-N runs (default 3), the modes taking turns. Image rows use prefetch 8 and
-runs of 2 batches, at each local_share of --shares (default 0, 0.6 and
-auto); table rows also a local share of 0.3 and runs of 16 batches
-(prefetch 32).
+A run is one warm-up epoch, then E timed epochs (default 4), or L (default
+12) for the rows that show what auto's trials cost over a longer run; the
+median of N runs (default 3), the modes taking turns. Image rows use
+prefetch 8 and runs of 2 batches, at each local_share of --shares (default
+0, 0.6 and auto); table rows also local shares of 0.3 and 1 and runs of 16
+batches (prefetch 32).
 The fault run kills one of 2 workers (by pid, SIGKILL) a third of the way
 into an epoch and checks that every batch arrives once, equal to the local
 loader's. Prints Markdown tables.
@@ -32,7 +33,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 
 PY = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -150,15 +150,15 @@ def trainer(env, kind, path, mode, address="", share=0.0, epochs=4, prefetch=8, 
     return json.loads(run_(args, env=env, timeout=1800))
 
 
-def measure(env, work, kind, path, modes, runs, epochs):
-    """modes: (workers, local_share, prefetch, batches_per_task); workers 0: the local loader."""
+def measure(env, work, kind, path, modes, runs):
+    """modes: (workers, local_share, prefetch, batches_per_task, epochs); workers 0: the local loader."""
     clusters = {w: Cluster(w, work, env) for w in sorted({m[0] for m in modes if m[0]})}
     try:
         got = {m: [] for m in modes}
         for _ in range(runs):
             for m in modes:
                 address = clusters[m[0]].address if m[0] else ""
-                got[m].append(trainer(env, kind, path, "time", address, m[1], epochs, m[2], m[3]))
+                got[m].append(trainer(env, kind, path, "time", address, m[1], m[4], m[2], m[3]))
     finally:
         for c in clusters.values():
             c.close()
@@ -167,17 +167,18 @@ def measure(env, work, kind, path, modes, runs, epochs):
         rate = statistics.median(r["items"] / r["seconds"] for r in got[m])
         cpu = statistics.median(r["cpu"] / r["batches"] for r in got[m])
         rows.append((m, rate, cpu))
-    base_rate, base_cpu = rows[0][1], rows[0][2]
+    base = {m[4]: (rate, cpu) for m, rate, cpu in rows if not m[0]}  # the local loader's, by epochs
     unit = "images/s" if kind == "images" else "rows/s"
-    print(f"| loader | workers (core 1) | local_share | prefetch / batches a task | {unit} | vs local | "
+    print(f"| loader | epochs | workers (core 1) | local_share | prefetch / batches a task | {unit} | vs local | "
           "trainer CPU s/batch | vs local |")
-    print("|---|---|---|---|---|---|---|---|")
-    for (workers, share, prefetch, per_task), rate, cpu in rows:
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (workers, share, prefetch, per_task, epochs), rate, cpu in rows:
+        base_rate, base_cpu = base[epochs]
         if workers:
-            print(f"| RemoteLoader | {workers} | {share} | {prefetch} / {per_task} | {rate:,.0f} | "
+            print(f"| RemoteLoader | {epochs} | {workers} | {share} | {prefetch} / {per_task} | {rate:,.0f} | "
                   f"{rate / base_rate:.2f} | {cpu:.4f} | {cpu / base_cpu:.2f} |")
         else:
-            print(f"| local, pinned to core 0 | - | - | - | {rate:,.0f} | 1.00 | {cpu:.4f} | 1.00 |")
+            print(f"| local, pinned to core 0 | {epochs} | - | - | - | {rate:,.0f} | 1.00 | {cpu:.4f} | 1.00 |")
     print()
 
 
@@ -200,6 +201,7 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--long-epochs", type=int, default=12)
     ap.add_argument("--shares", default="0,0.6,auto")
     ap.add_argument("--rows", type=int, default=200000)
     ap.add_argument("--no-table", action="store_true")
@@ -210,13 +212,16 @@ def main():
     images, table = prepare(build, work, a.rows, not a.no_table)
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     shares = [s if s == "auto" else float(s) for s in a.shares.split(",")]
-    kinds = [("images", images, [(0, 0.0, 8, 2)] + [(w, s, 8, 2) for w in (1, 2) for s in shares])]
+    e, long = a.epochs, a.long_epochs
+    kinds = [("images", images, [(0, 0.0, 8, 2, e)] + [(w, s, 8, 2, e) for w in (1, 2) for s in shares] +
+              [(0, 0.0, 8, 2, long), (1, 0.6, 8, 2, long), (1, "auto", 8, 2, long)])]
     if not a.no_table:
-        kinds.append(("table", table, [(0, 0.0, 8, 2), (1, 0.0, 8, 2), (2, 0.0, 8, 2), (1, 0.0, 32, 16),
-                                       (1, 0.3, 8, 2), (1, "auto", 8, 2), (2, "auto", 8, 2)]))
+        kinds.append(("table", table, [(0, 0.0, 8, 2, e), (1, 0.0, 8, 2, e), (2, 0.0, 8, 2, e), (1, 0.0, 32, 16, e),
+                                       (1, 0.3, 8, 2, e), (1, 1.0, 8, 2, e), (1, "auto", 8, 2, e),
+                                       (2, "auto", 8, 2, e), (0, 0.0, 8, 2, long), (1, "auto", 8, 2, long)]))
     for kind, path, modes in kinds:
-        print(f"### {kind}: median of {a.runs} runs of {a.epochs} epochs\n")
-        measure(env, work, kind, path, modes, a.runs, a.epochs)
+        print(f"### {kind}: median of {a.runs} runs\n")
+        measure(env, work, kind, path, modes, a.runs)
     if not a.no_faults:
         for kind, path, _ in kinds:
             faults(env, work, kind, path)

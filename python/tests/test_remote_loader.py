@@ -212,6 +212,32 @@ def test_auto_makes_queued_runs_the_new_way_when_it_changes_way(client, images, 
     assert len(launched) > len(want)  # some runs were made again the new way, each delivered once
 
 
+def test_a_process_opens_the_data_once_for_an_iterations_runs(images, monkeypatch):
+    import cloudpickle
+    from pcr import _remote_loader
+
+    loader = image_loader(images, 2, fidelity=1)
+    want = list(loader)
+    opened = []
+    source = pcr.torch.ImageLoader._source
+    monkeypatch.setattr(pcr.torch.ImageLoader, "_source", lambda self: opened.append(self.epoch) or source(self))
+    monkeypatch.setattr(_remote_loader, "_OPENED", _remote_loader._Opened())
+    shares, specs = [], []
+    for epoch in range(_remote_loader._Opened._SPECS + 1):
+        loader.set_epoch(epoch)
+        shares.append([loader._iteration_share(0, 1, 0, 1, a) for a in range(len(want))])
+        specs.append(cloudpickle.dumps(loader))
+    got = []
+    for share in shares[0]:
+        got += _remote_loader._make_run(specs[0], share, 1, False)["batches"]
+    same_batches(got, want)
+    assert opened == [0]
+    for spec, share in zip(specs[1:], shares[1:]):  # 8 more iterations: the first is no longer kept
+        _remote_loader._make_run(spec, share[0], 1, False)
+    _remote_loader._make_run(specs[0], shares[0][0], 1, False)
+    assert opened == list(range(len(specs))) + [0]
+
+
 def test_set_fidelity_and_skipped_reach_the_workers(client, images, tmp_path):
     from conftest import damaged_copy
 
