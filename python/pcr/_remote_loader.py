@@ -263,7 +263,10 @@ class RemoteLoader:
     4 x prefetch batches each, measures the batches the trainer takes per
     second (its training steps included), keeps the fastest for 50
     windows, then tries the others again. A trial ends early once it is
-    prefetch batches behind the fastest way's pace.
+    prefetch batches behind the fastest way's pace; once it keeps all here
+    or all there, runs queued the other way are made its way instead. A
+    worker process (or this one's thread) opens the dataset once for the
+    runs of an iteration it makes.
 
     Faults: a run whose worker dies is run again by Dask on another worker,
     and is delivered once. When no run completes for `timeout` seconds, the
