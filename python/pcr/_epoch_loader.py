@@ -204,6 +204,13 @@ class _EpochLoader(_data.IterableDataset):
         workers, counted as each batch is made."""
         return self._bytes_read.value
 
+    def _opened(self, source=None) -> tuple:
+        """(`source`, or the data opened afresh by `_source()`, bytes it had read
+        before this iteration): an open source may have read for others."""
+        if source is None:
+            return self._source(), 0
+        return source, source.io_counters["bytes_read"]
+
     def _count_read(self, source, counted: int) -> int:
         """Adds what `source` (a pcr dataset or table) read since `counted` bytes; returns its total."""
         now = source.io_counters["bytes_read"]

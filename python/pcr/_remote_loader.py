@@ -148,7 +148,10 @@ class _Split:
     second in each (its steps included), and keeps the fastest for a
     while before trying again. A trial ends early once it is `slack`
     batches behind the pace of the fastest way measured, so a losing way
-    costs about that many batches, not a window. Sharing sends each run to
+    costs about that many batches, not a window. All remote is not tried
+    when the cluster, measured while sharing, makes batches slower than
+    _REACH of the fastest way's rate: the trainer cannot take them faster
+    than they are made. Sharing sends each run to
     the producer that would finish it first, from their measured seconds
     per batch and the runs each has queued (earliest finish time, as list
     scheduling does); until both are measured, runs alternate, the cluster
@@ -156,6 +159,7 @@ class _Split:
 
     _WEIGHT = 0.3  # of the newest measurement in each producer's average
     _HOLD = 50  # windows the fastest way is kept before the next trial
+    _REACH = 0.8  # of the fastest rate the cluster must make for all remote to be tried
     _WAYS = ("balanced", "local", "remote")
 
     def __init__(self, prefetch: int) -> None:
@@ -194,6 +198,7 @@ class _Split:
         self.taken, self.timed, self.seconds_taken = 0, 0, 0.0
         if self.trials:
             self.rates[self.trials.pop(0)] = rate
+            self._drop_hopeless()
             self.way = self.trials[0] if self.trials else max(self.rates, key=self.rates.get)
             self.held = 0
         else:
@@ -204,9 +209,19 @@ class _Split:
                 self.way = self.trials[0]
         return self.way != was and not self.trials
 
-    def choose(self, count: int) -> str:
+    def _drop_hopeless(self) -> None:
+        """Skips a next trial of all remote that cannot win; its rate is the cluster's."""
+        self._drain()
+        made = 1 / self.seconds["remote"] if "remote" in self.seconds else None
+        if self.trials[:1] == ["remote"] and made is not None and made < self._REACH * max(self.rates.values()):
+            self.rates[self.trials.pop(0)] = made
+
+    def _drain(self) -> None:
         while self.done:
             self._measured(*self.done.popleft())
+
+    def choose(self, count: int) -> str:
+        self._drain()
         if self.way != "balanced":
             return self.way
         now = time.perf_counter()
@@ -263,10 +278,12 @@ class RemoteLoader:
     4 x prefetch batches each, measures the batches the trainer takes per
     second (its training steps included), keeps the fastest for 50
     windows, then tries the others again. A trial ends early once it is
-    prefetch batches behind the fastest way's pace; once it keeps all here
-    or all there, runs queued the other way are made its way instead. A
-    worker process (or this one's thread) opens the dataset once for the
-    runs of an iteration it makes.
+    prefetch batches behind the fastest way's pace, and all remote is not
+    tried when the cluster made batches (while sharing) slower than 0.8 of
+    the fastest way's rate. Once it keeps all here or all there, runs
+    queued the other way are made its way instead. A worker process (or
+    this one's thread) opens the dataset once for the runs of an iteration
+    it makes.
 
     Faults: a run whose worker dies is run again by Dask on another worker,
     and is delivered once. When no run completes for `timeout` seconds, the

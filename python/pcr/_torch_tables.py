@@ -135,10 +135,7 @@ class TableLoader(_EpochLoader):
         return table
 
     def _batches(self, share: dict, table: Optional[_pcr.Table] = None):
-        # Bytes read are counted from here: an open table passed in may have read for other iterations.
-        counted = 0 if table is None else table.io_counters["bytes_read"]
-        if table is None:
-            table = self._source()
+        table, counted = self._opened(table)
         it = _pcr._TableLoader(table, batch_size=self.batch_size, features=self.features + self.dense, **share)
         for rows, columns in it:
             counted = self._count_read(table, counted)

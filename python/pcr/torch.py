@@ -343,25 +343,23 @@ class ImageLoader(_EpochLoader):
         """The dataset opened for an iteration, checked to be the one this loader was made on."""
         from ._errors import CorruptionError
 
-        changed = f"{self.path}: the dataset changed while open"
         try:
             ds = self._open()
         except CorruptionError as e:
-            raise OSError(f"{changed} ({e}): make a new ImageLoader once it is whole") from e
+            raise self._changed(e) from e
         if ds.content_id != self._content_id:
-            raise OSError(f"{changed}: it holds {len(ds)} images (content id {ds.content_id}), not the "
+            raise OSError(f"{self.path}: the dataset changed while open: it holds {len(ds)} images (content id {ds.content_id}), not the "
                           f"{self._num_items} (content id {self._content_id}) it held when this ImageLoader was "
                           "made: make a new ImageLoader")
         return ds
 
+    def _changed(self, e: Exception) -> OSError:
+        return OSError(f"{self.path}: the dataset changed while open ({e}): make a new ImageLoader once it is whole")
+
     def _batches(self, share: dict, ds: Optional[_pcr.ImageDataset] = None):
         from ._errors import CorruptionError
 
-        changed = f"{self.path}: the dataset changed while open"
-        # Bytes read are counted from here: an open dataset passed in may have read for other iterations.
-        counted = 0 if ds is None else ds.io_counters["bytes_read"]
-        if ds is None:
-            ds = self._source()
+        ds, counted = self._opened(ds)
         it = _pcr._ImageLoader(ds, batch_size=self.batch_size, fidelity=self.fidelity, read_ahead=self.read_ahead,
                                fields=self.fields, on_error=self.on_error, **share, **self.decoder_options)
         reported = 0
@@ -378,7 +376,7 @@ class ImageLoader(_EpochLoader):
             # A file is checked against the manifest when first read.
             if "differs from the manifest" not in str(e):
                 raise
-            raise OSError(f"{changed} ({e}): make a new ImageLoader once it is whole") from e
+            raise self._changed(e) from e
 
 
 def _probe_share(ds, images: int, seed: int, rank: int, world: int) -> list:

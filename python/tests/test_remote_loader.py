@@ -471,3 +471,26 @@ def test_auto_keeps_the_fastest_way_it_tried_and_tries_again_later(monkeypatch):
     assert window(0.26) == ["remote"] * 6
     assert split.rates["remote"] == pytest.approx(4 / 1.04)
     assert split.way == "balanced"
+
+
+@pytest.mark.parametrize("cluster_seconds, tried", [(2.0, False), (0.3, True)])
+def test_auto_tries_all_remote_only_when_the_cluster_could_win(monkeypatch, cluster_seconds, tried):
+    from pcr import _remote_loader
+
+    clock = [0.0]
+    monkeypatch.setattr(_remote_loader.time, "perf_counter", lambda: clock[0])
+    split = _remote_loader._Split(prefetch=1)
+    split.restart()
+    # While sharing, the cluster makes a run of 2 batches in 2 x cluster_seconds.
+    split.done.append(("remote", 2, 0.0, 2 * cluster_seconds))
+    for seconds in (1.0, 0.5):  # the sharing trial, then all local: 1 batch of lag, 4 timed each
+        for _ in range(5):
+            clock[0] += seconds
+            split.took()
+    assert split.rates["local"] == 2.0
+    if tried:
+        assert split.way == "remote" and split.trials == ["remote"]
+    else:
+        # The cluster makes 0.5 batches a second, under 0.8 of local's 2: all remote is not tried.
+        assert split.way == "local" and split.trials == []
+        assert split.rates["remote"] == 0.5
