@@ -151,11 +151,10 @@ class _Split:
     costs about that many batches, not a window. All remote is not tried
     when the cluster, measured while sharing, makes batches slower than
     _REACH of the fastest way's rate: the trainer cannot take them faster
-    than they are made. Sharing sends each run to
-    the producer that would finish it first, from their measured seconds
-    per batch and the runs each has queued (earliest finish time, as list
-    scheduling does); until both are measured, runs alternate, the cluster
-    first."""
+    than they are made. Sharing sends each run to the producer that would
+    finish it first, from their measured seconds per batch and the runs
+    each has queued (earliest finish time, as list scheduling does); until
+    both are measured, runs alternate, the cluster first."""
 
     _WEIGHT = 0.3  # of the newest measurement in each producer's average
     _HOLD = 50  # windows the fastest way is kept before the next trial

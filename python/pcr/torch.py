@@ -348,12 +348,13 @@ class ImageLoader(_EpochLoader):
         except CorruptionError as e:
             raise self._changed(e) from e
         if ds.content_id != self._content_id:
-            raise OSError(f"{self.path}: the dataset changed while open: it holds {len(ds)} images (content id {ds.content_id}), not the "
-                          f"{self._num_items} (content id {self._content_id}) it held when this ImageLoader was "
-                          "made: make a new ImageLoader")
+            raise OSError(f"{self.path}: the dataset changed while open: it holds {len(ds)} images (content id "
+                          f"{ds.content_id}), not the {self._num_items} (content id {self._content_id}) it held "
+                          "when this ImageLoader was made: make a new ImageLoader")
         return ds
 
     def _changed(self, e: Exception) -> OSError:
+        """The error for a file of the dataset found changed (`e`) while open."""
         return OSError(f"{self.path}: the dataset changed while open ({e}): make a new ImageLoader once it is whole")
 
     def _batches(self, share: dict, ds: Optional[_pcr.ImageDataset] = None):
