@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <list>
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 #include "format/table_format.h"
@@ -110,11 +112,12 @@ Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
     auto it = r.stripes.find(s);
     if (it == r.stripes.end()) {
       std::shared_ptr<const TableBatch> read;
-      if (r.cache != nullptr) read = r.cache->Find(r.table->content_id(), r.features, s);
-      if (read == nullptr) {
+      if (r.cache != nullptr) {
+        PCR_ASSIGN_OR_RETURN(read, r.cache->FindOrRead(r.table->content_id(), r.features, s,
+                                                       [&] { return r.table->Read(r.features, s, 1); }));
+      } else {
         PCR_ASSIGN_OR_RETURN(TableBatch stripe, r.table->Read(r.features, s, 1));
         read = std::make_shared<const TableBatch>(std::move(stripe));
-        if (r.cache != nullptr) r.cache->Put(r.table->content_id(), r.features, s, read);
       }
       it = r.stripes.emplace(s, std::move(read)).first;
     }
@@ -140,39 +143,59 @@ Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
 struct StripeCache::Rep {
   using Key = std::tuple<std::string, std::vector<uint32_t>, size_t>;
   std::mutex mu;
+  std::condition_variable read_ended;
   size_t max_stripes = 0;
   std::list<std::pair<Key, std::shared_ptr<const TableBatch>>> used;  // most recent first
   std::map<Key, decltype(used)::iterator> index;
+  std::set<Key> reading;  // stripes a caller is reading
+
+  void Keep(Key key, std::shared_ptr<const TableBatch> read) {
+    if (max_stripes == 0) return;
+    used.emplace_front(key, std::move(read));
+    index.emplace(std::move(key), used.begin());
+    while (used.size() > max_stripes) {
+      index.erase(used.back().first);
+      used.pop_back();
+    }
+  }
 };
 
 StripeCache::StripeCache(size_t max_stripes) : rep_(std::make_unique<Rep>()) { rep_->max_stripes = max_stripes; }
 StripeCache::~StripeCache() = default;
 
-std::shared_ptr<const TableBatch> StripeCache::Find(const std::string& content_id,
-                                                    const std::vector<uint32_t>& features, size_t stripe) {
-  std::lock_guard<std::mutex> lock(rep_->mu);
-  auto it = rep_->index.find({content_id, features, stripe});
-  if (it == rep_->index.end()) return nullptr;
-  rep_->used.splice(rep_->used.begin(), rep_->used, it->second);
-  return it->second->second;
-}
-
-void StripeCache::Put(const std::string& content_id, const std::vector<uint32_t>& features, size_t stripe,
-                      std::shared_ptr<const TableBatch> read) {
-  std::lock_guard<std::mutex> lock(rep_->mu);
+Result<std::shared_ptr<const TableBatch>> StripeCache::FindOrRead(const std::string& content_id,
+                                                                  const std::vector<uint32_t>& features,
+                                                                  size_t stripe,
+                                                                  const std::function<Result<TableBatch>()>& read) {
   Rep& r = *rep_;
-  Rep::Key key{content_id, features, stripe};
+  const Rep::Key key{content_id, features, stripe};
+  std::unique_lock<std::mutex> lock(r.mu);
+  r.read_ended.wait(lock, [&] { return !r.reading.contains(key); });
   if (auto it = r.index.find(key); it != r.index.end()) {
-    r.used.erase(it->second);
-    r.index.erase(it);
+    r.used.splice(r.used.begin(), r.used, it->second);
+    return it->second->second;
   }
-  if (r.max_stripes == 0) return;
-  r.used.emplace_front(key, std::move(read));
-  r.index.emplace(std::move(key), r.used.begin());
-  while (r.used.size() > r.max_stripes) {
-    r.index.erase(r.used.back().first);
-    r.used.pop_back();
+  r.reading.insert(key);
+  lock.unlock();
+  struct EndRead {  // on every way out, read() throwing included
+    Rep& r;
+    const Rep::Key& key;
+    ~EndRead() {
+      {
+        std::lock_guard<std::mutex> ended(r.mu);
+        r.reading.erase(key);
+      }
+      r.read_ended.notify_all();
+    }
+  } end_read{r, key};
+  Result<TableBatch> got = read();
+  if (!got.ok()) return got.status();
+  auto kept = std::make_shared<const TableBatch>(got.MoveValue());
+  {
+    std::lock_guard<std::mutex> keep(r.mu);
+    r.Keep(key, kept);
   }
+  return kept;
 }
 
 void StripeCache::Reserve(size_t max_stripes) {

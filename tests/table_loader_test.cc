@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "pcr/convert.h"
 #include "pcr/table_loader.h"
@@ -158,6 +161,40 @@ TEST_CASE("TableLoaders sharing a StripeCache read a window's stripes once and g
       CHECK(again->io_counters().bytes_read > 2 * whole);
     }
   }
+}
+
+TEST_CASE("StripeCache reads a stripe once for callers on several threads, and again after a failed read") {
+  StripeCache cache(4);
+  const std::vector<uint32_t> features{0, 2};
+  std::atomic<int> reads{0}, started{0};
+  auto slow_read = [&]() -> Result<TableBatch> {
+    reads++;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the others ask meanwhile
+    return TableBatch{.rows = 64};
+  };
+  std::vector<std::shared_ptr<const TableBatch>> got(6);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t) {
+    threads.emplace_back([&, t] {
+      started++;
+      while (started < static_cast<int>(got.size())) std::this_thread::yield();
+      got[t] = cache.FindOrRead("table", features, 3, slow_read).MoveValue();
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(reads == 1);
+  for (const auto& g : got) CHECK(g == got[0]);
+  CHECK(got[0]->rows == 64);
+
+  // Another projection or stripe is another entry; a failed read keeps nothing.
+  auto failed = cache.FindOrRead("table", {0}, 3, [] { return Result<TableBatch>(Status::IOError("stripe 3 lost")); });
+  REQUIRE(!failed.ok());
+  CHECK(failed.status().message() == "stripe 3 lost");
+  auto again = cache.FindOrRead("table", {0}, 3, [] { return Result<TableBatch>(TableBatch{.rows = 7}); });
+  REQUIRE(again.ok());
+  CHECK((*again)->rows == 7);
+  CHECK(cache.FindOrRead("table", features, 3, slow_read).MoveValue() == got[0]);
+  CHECK(reads == 1);
 }
 
 TEST_CASE("TableLoader checks its options and the projection") {

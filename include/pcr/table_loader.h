@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,11 +31,14 @@ class PCR_EXPORT StripeCache {
   StripeCache& operator=(const StripeCache&) = delete;
 
   // The stripe of the table with this content id read with this
-  // projection, or null.
-  std::shared_ptr<const TableBatch> Find(const std::string& content_id, const std::vector<uint32_t>& features,
-                                         size_t stripe);
-  void Put(const std::string& content_id, const std::vector<uint32_t>& features, size_t stripe,
-           std::shared_ptr<const TableBatch> read);
+  // projection: the one held, or else what `read` returns, kept. Read
+  // once: a caller asking for a stripe another thread is reading waits
+  // for that read (and reads it itself when that read failed). `read`
+  // runs on the calling thread without the cache's lock; its error is
+  // returned and nothing is kept.
+  Result<std::shared_ptr<const TableBatch>> FindOrRead(const std::string& content_id,
+                                                       const std::vector<uint32_t>& features, size_t stripe,
+                                                       const std::function<Result<TableBatch>()>& read);
   // Holds at most max(max_stripes, the current bound) from now on.
   void Reserve(size_t max_stripes);
 

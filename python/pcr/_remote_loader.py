@@ -96,39 +96,106 @@ class _Opened:
 _OPENED = _Opened()
 
 
+class _Run:
+    """Batches of the loader pickled in `spec` from the share's first batch
+    on (share["batches"]), `limit` of them at most (0: to the epoch's end;
+    nothing after them is read or decoded), taken a run at a time: a Dask
+    task takes one run, the trainer's thread may take several in a row."""
+
+    def __init__(self, spec: bytes, share: dict, limit: int) -> None:
+        self.spec = spec
+        self.opened = loader, source = _OPENED.take(spec)
+        self.skipped = []
+        if hasattr(loader, "_report"):
+            def report(found, reported):
+                self.skipped[-1].extend(found[reported:])
+                return len(found)
+
+            loader._report = report  # the trainer warns of them, as it delivers each batch
+        self.next, self.rank = share["batches"], share["rank"]
+        # A table's runs of one shuffle window share its stripes through the process's stripe cache.
+        share = dict(share, max_batches=limit, **({"stripe_cache": True} if isinstance(loader, TableLoader) else {}))
+        self.batches = loader._batches(share, source)
+
+    def take(self, count: int, wire: bool) -> dict:
+        """The next `count` batches, with what they skipped and read and the
+        seconds they took."""
+        began = time.perf_counter()
+        loader = self.opened[0]
+        read_before = loader.bytes_read
+        batches, self.skipped = [], []
+        for _ in range(count):
+            self.skipped.append([])
+            batch = next(self.batches, None)
+            if batch is None:
+                raise RuntimeError(f"{loader.path}: the epoch ended after batch {self.next + len(batches)} "
+                                   f"of rank {self.rank}, before the {count} batches asked for")
+            batches.append(_wire(batch) if wire else batch)
+        self.next += count
+        return {"batches": batches, "skipped": self.skipped, "bytes_read": loader.bytes_read - read_before,
+                "seconds": time.perf_counter() - began}
+
+    def close(self, whole: bool = True) -> None:
+        """Ends the run; a `whole` one gives its opened loader back for the next."""
+        self.batches.close()
+        if whole:
+            _OPENED.give(self.spec, self.opened)
+
+
 def _make_run(spec: bytes, share: dict, count: int, wire: bool = True):
     """The batches share["batches"] .. + count of the loader pickled in
-    `spec`, made here (a Dask task, or a trainer's thread), with what they
-    skipped and read and the seconds they took (for the wire: as _frames)."""
-    began = time.perf_counter()
-    loader, source = opened = _OPENED.take(spec)
-    skipped = []
-    if hasattr(loader, "_report"):
-        def report(found, reported):
-            skipped[-1].extend(found[reported:])
-            return len(found)
-
-        loader._report = report  # the trainer warns of them, as it delivers each batch
-    read_before = loader.bytes_read
-    batches = []
-    # Nothing after the run is read or decoded; a table's runs of one
-    # shuffle window share its stripes through the process's stripe cache.
-    share = dict(share, max_batches=count, **({"stripe_cache": True} if isinstance(loader, TableLoader) else {}))
-    it = loader._batches(share, source)
+    `spec`, made here (a Dask task, or a trainer's thread), as _Run.take
+    gives them (for the wire: as _frames)."""
+    run = _Run(spec, share, count)
+    whole = False
     try:
-        for _ in range(count):
-            skipped.append([])
-            batch = next(it, None)
-            if batch is None:
-                raise RuntimeError(f"{loader.path}: the epoch ended after batch {share['batches'] + len(batches)} "
-                                   f"of rank {share['rank']}, before the {count} batches asked for")
-            batches.append(_wire(batch) if wire else batch)
+        made = run.take(count, wire)
+        whole = True
     finally:
-        it.close()
-    _OPENED.give(spec, opened)
-    made = {"batches": batches, "skipped": skipped, "bytes_read": loader.bytes_read - read_before,
-            "seconds": time.perf_counter() - began}
+        run.close(whole)
     return _frames(made) if wire else made
+
+
+class _Here:
+    """The trainer's thread making runs in turn. A run that goes on from
+    where the last ended continues its iteration (runs all made here are
+    one iteration of the loader, its reading and decoding ahead included),
+    so only a run after a gap starts the loader afresh."""
+
+    def __init__(self, spec: bytes) -> None:
+        self.spec = spec
+        self.thread = concurrent.futures.ThreadPoolExecutor(1)
+        self.run = None
+
+    def submit(self, share: dict, count: int, follow: bool):
+        """A future of the run of `count` batches from share["batches"];
+        `follow`: the next run is likely made here too, so the loader goes
+        on past this one."""
+        return self.thread.submit(self._make, share, count, follow)
+
+    def _make(self, share: dict, count: int, follow: bool) -> dict:
+        if self.run is not None and self.run.next != share["batches"]:
+            self._end()
+        if self.run is None:
+            self.run = _Run(self.spec, share, 0 if follow else count)
+        try:
+            made = self.run.take(count, False)
+        except BaseException:
+            self._end(whole=False)
+            raise
+        if not follow:
+            self._end()
+        return made
+
+    def _end(self, whole: bool = True) -> None:
+        run, self.run = self.run, None
+        if run is not None:
+            run.close(whole)
+
+    def shutdown(self) -> None:
+        """Ends the run after what the thread is making (queued runs are cancelled first)."""
+        self.thread.submit(self._end)
+        self.thread.shutdown(wait=False)
 
 
 def _check_share(value):
@@ -282,7 +349,9 @@ class RemoteLoader:
     the fastest way's rate. Once it keeps all here or all there, runs
     queued the other way are made its way instead. A worker process (or
     this one's thread) opens the dataset once for the runs of an iteration
-    it makes.
+    it makes. Runs the thread makes one after another (local_share=1, or
+    auto keeping all here) are one iteration of the loader, which reads
+    and decodes ahead of them as it does when iterated directly.
 
     Faults: a run whose worker dies is run again by Dask on another worker,
     and is delivered once. When no run completes for `timeout` seconds, the
@@ -399,7 +468,7 @@ class RemoteLoader:
         auto = self.local_share == "auto"
         if auto:
             self._split.restart()
-        local = concurrent.futures.ThreadPoolExecutor(1) if auto or self.local_share > 0 else None
+        here = _Here(spec) if auto or self.local_share > 0 else None
         pending = collections.deque()  # (first batch, batches, where, future)
         in_flight = 0
 
@@ -416,7 +485,8 @@ class RemoteLoader:
         def launch(a: int, count: int, kind: str):
             share = loader._iteration_share(rank, world, 0, 1, a)
             if kind == "local":
-                future = local.submit(_make_run, spec, share, count, False)
+                # Runs all made here go on one from the other.
+                future = here.submit(share, count, follow=self.local_share == 1 or auto and self._split.way == "local")
             else:
                 future = self._client.submit(_make_run, spec, share, count, pure=False, priority=-a,
                                              key=f"pcr-remote-{tag}-{rank}-{a}-{next(serial)}")
@@ -475,8 +545,8 @@ class RemoteLoader:
             self._buffered = 0
             for _, _, _, future in pending:
                 future.cancel()
-            if local is not None:
-                local.shutdown(wait=False, cancel_futures=True)
+            if here is not None:
+                here.shutdown()
 
     def _result(self, future, kind: str, first: int, rank: int) -> dict:
         """The run `future` makes, waiting at most `timeout` seconds without one."""

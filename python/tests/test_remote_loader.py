@@ -185,6 +185,23 @@ def test_a_local_share_makes_the_same_batches(client, images):
         assert stats["batches_local"] > 0 and stats["batches_remote"] > 0
 
 
+def test_runs_all_made_here_are_one_iteration_of_the_loader(images, table, monkeypatch):
+    started = []
+    for kind in (pcr.torch.ImageLoader, pcr.torch.TableLoader):
+        monkeypatch.setattr(kind, "_batches", lambda self, share, source=None, batches=kind._batches:
+                            started.append(share["batches"]) or batches(self, share, source))
+    for loader in (image_loader(images, 2, fidelity=1), pcr.torch.TableLoader(table, 40, seed=1)):
+        want = list(loader)
+        here = pcr.dask.RemoteLoader(loader, None, prefetch=4, batches_per_task=1, local_share=1)
+        started.clear()
+        same_batches(list(here), want)
+        assert started == [0]  # not one loader a run
+        here.load_state_dict(loader.state_dict(3))
+        started.clear()
+        same_batches(list(here), want[3:])
+        assert started == [3]
+
+
 def test_auto_makes_queued_runs_the_new_way_when_it_changes_way(client, images, monkeypatch):
     from pcr import _remote_loader
 
