@@ -7,7 +7,6 @@
 #include <map>
 #include <mutex>
 #include <numeric>
-#include <set>
 #include <tuple>
 
 #include "format/table_format.h"
@@ -142,12 +141,16 @@ Result<bool> TableLoader::Next(TableLoaderBatch* batch) {
 
 struct StripeCache::Rep {
   using Key = std::tuple<std::string, std::vector<uint32_t>, size_t>;
+  struct Reading {  // a read in progress, and its result for the callers waiting on it
+    bool done = false;
+    Result<std::shared_ptr<const TableBatch>> result = Status::Cancelled("not read");
+  };
   std::mutex mu;
   std::condition_variable read_ended;
   size_t max_stripes = 0;
   std::list<std::pair<Key, std::shared_ptr<const TableBatch>>> used;  // most recent first
   std::map<Key, decltype(used)::iterator> index;
-  std::set<Key> reading;  // stripes a caller is reading
+  std::map<Key, std::shared_ptr<Reading>> reading;
 
   void Keep(Key key, std::shared_ptr<const TableBatch> read) {
     if (max_stripes == 0) return;
@@ -168,34 +171,41 @@ Result<std::shared_ptr<const TableBatch>> StripeCache::FindOrRead(const std::str
                                                                   size_t stripe,
                                                                   const std::function<Result<TableBatch>()>& read) {
   Rep& r = *rep_;
-  const Rep::Key key{content_id, features, stripe};
+  Rep::Key key{content_id, features, stripe};
   std::unique_lock<std::mutex> lock(r.mu);
-  r.read_ended.wait(lock, [&] { return !r.reading.contains(key); });
   if (auto it = r.index.find(key); it != r.index.end()) {
     r.used.splice(r.used.begin(), r.used, it->second);
     return it->second->second;
   }
-  r.reading.insert(key);
+  if (auto it = r.reading.find(key); it != r.reading.end()) {
+    const std::shared_ptr<Rep::Reading> other = it->second;
+    r.read_ended.wait(lock, [&] { return other->done; });
+    return other->result;
+  }
+  auto mine = std::make_shared<Rep::Reading>();
+  r.reading.emplace(key, mine);
   lock.unlock();
   struct EndRead {  // on every way out, read() throwing included
     Rep& r;
     const Rep::Key& key;
+    Rep::Reading& mine;
     ~EndRead() {
       {
         std::lock_guard<std::mutex> ended(r.mu);
+        if (mine.result.ok()) r.Keep(key, *mine.result);
+        mine.done = true;
         r.reading.erase(key);
       }
       r.read_ended.notify_all();
     }
-  } end_read{r, key};
+  } end_read{r, key, *mine};
   Result<TableBatch> got = read();
-  if (!got.ok()) return got.status();
-  auto kept = std::make_shared<const TableBatch>(got.MoveValue());
-  {
-    std::lock_guard<std::mutex> keep(r.mu);
-    r.Keep(key, kept);
+  if (got.ok()) {
+    mine->result = std::make_shared<const TableBatch>(got.MoveValue());
+  } else {
+    mine->result = got.status();
   }
-  return kept;
+  return mine->result;
 }
 
 void StripeCache::Reserve(size_t max_stripes) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -163,38 +164,53 @@ TEST_CASE("TableLoaders sharing a StripeCache read a window's stripes once and g
   }
 }
 
-TEST_CASE("StripeCache reads a stripe once for callers on several threads, and again after a failed read") {
-  StripeCache cache(4);
-  const std::vector<uint32_t> features{0, 2};
-  std::atomic<int> reads{0}, started{0};
-  auto slow_read = [&]() -> Result<TableBatch> {
-    reads++;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the others ask meanwhile
-    return TableBatch{.rows = 64};
-  };
-  std::vector<std::shared_ptr<const TableBatch>> got(6);
+// What FindOrRead gives `n` threads asking for one stripe at once.
+std::vector<Result<std::shared_ptr<const TableBatch>>> AskTogether(StripeCache& cache, size_t n,
+                                                                    const std::function<Result<TableBatch>()>& read) {
+  std::vector<Result<std::shared_ptr<const TableBatch>>> got(n, Status::Cancelled("not asked"));
+  std::atomic<size_t> started{0};
   std::vector<std::thread> threads;
-  for (size_t t = 0; t < got.size(); ++t) {
+  for (size_t t = 0; t < n; ++t) {
     threads.emplace_back([&, t] {
       started++;
-      while (started < static_cast<int>(got.size())) std::this_thread::yield();
-      got[t] = cache.FindOrRead("table", features, 3, slow_read).MoveValue();
+      while (started < n) std::this_thread::yield();
+      got[t] = cache.FindOrRead("table", {0, 2}, 3, read);
     });
   }
   for (auto& t : threads) t.join();
-  CHECK(reads == 1);
-  for (const auto& g : got) CHECK(g == got[0]);
-  CHECK(got[0]->rows == 64);
+  return got;
+}
 
-  // Another projection or stripe is another entry; a failed read keeps nothing.
-  auto failed = cache.FindOrRead("table", {0}, 3, [] { return Result<TableBatch>(Status::IOError("stripe 3 lost")); });
-  REQUIRE(!failed.ok());
-  CHECK(failed.status().message() == "stripe 3 lost");
-  auto again = cache.FindOrRead("table", {0}, 3, [] { return Result<TableBatch>(TableBatch{.rows = 7}); });
-  REQUIRE(again.ok());
-  CHECK((*again)->rows == 7);
-  CHECK(cache.FindOrRead("table", features, 3, slow_read).MoveValue() == got[0]);
-  CHECK(reads == 1);
+TEST_CASE("StripeCache reads a stripe once for callers on several threads, failures included") {
+  std::atomic<int> reads{0};
+  auto slow = [&](Result<TableBatch> answer) {
+    return [&reads, answer]() -> Result<TableBatch> {
+      reads++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the others ask meanwhile
+      return answer;
+    };
+  };
+  for (size_t held : {4, 0}) {
+    INFO("holding " << held << " stripes");
+    StripeCache cache(held);
+    reads = 0;
+    auto failed = AskTogether(cache, 6, slow(Status::IOError("stripe 3 lost")));
+    CHECK(reads == 1);
+    for (const auto& g : failed) CHECK(g.status().message() == "stripe 3 lost");
+    // An error is not kept: the next caller reads again.
+    auto got = AskTogether(cache, 6, slow(TableBatch{.rows = 64}));
+    CHECK(reads == 2);
+    for (const auto& g : got) {
+      REQUIRE(g.ok());
+      CHECK(*g == *got[0]);
+    }
+    CHECK((*got[0])->rows == 64);
+    // A stripe held is found; another projection is another stripe.
+    auto again = cache.FindOrRead("table", {0, 2}, 3, slow(TableBatch{.rows = 1}));
+    CHECK(reads == (held ? 2 : 3));
+    CHECK((*again)->rows == (held ? 64u : 1u));
+    CHECK((*cache.FindOrRead("table", {0}, 3, slow(TableBatch{.rows = 7})))->rows == 7);
+  }
 }
 
 TEST_CASE("TableLoader checks its options and the projection") {

@@ -31,11 +31,11 @@ class PCR_EXPORT StripeCache {
   StripeCache& operator=(const StripeCache&) = delete;
 
   // The stripe of the table with this content id read with this
-  // projection: the one held, or else what `read` returns, kept. Read
-  // once: a caller asking for a stripe another thread is reading waits
-  // for that read (and reads it itself when that read failed). `read`
-  // runs on the calling thread without the cache's lock; its error is
-  // returned and nothing is kept.
+  // projection: the one held, or else what `read` returns, kept. Callers
+  // asking for a stripe while another thread reads it wait for that read
+  // and get its result, error included. `read` runs on the calling thread
+  // without the cache's lock; an error is not kept, so a later call reads
+  // again.
   Result<std::shared_ptr<const TableBatch>> FindOrRead(const std::string& content_id,
                                                        const std::vector<uint32_t>& features, size_t stripe,
                                                        const std::function<Result<TableBatch>()>& read);

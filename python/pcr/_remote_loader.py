@@ -105,10 +105,10 @@ class _Run:
     def __init__(self, spec: bytes, share: dict, limit: int) -> None:
         self.spec = spec
         self.opened = loader, source = _OPENED.take(spec)
-        self.skipped = []
+        self.skipped = skipped = [[]]  # a list a batch of the run being taken, kept by the loader's report
         if hasattr(loader, "_report"):
             def report(found, reported):
-                self.skipped[-1].extend(found[reported:])
+                skipped[-1].extend(found[reported:])
                 return len(found)
 
             loader._report = report  # the trainer warns of them, as it delivers each batch
@@ -117,43 +117,44 @@ class _Run:
         share = dict(share, max_batches=limit, **({"stripe_cache": True} if isinstance(loader, TableLoader) else {}))
         self.batches = loader._batches(share, source)
 
-    def take(self, count: int, wire: bool) -> dict:
+    def take(self, count: int, wire: bool, began: float) -> dict:
         """The next `count` batches, with what they skipped and read and the
-        seconds they took."""
-        began = time.perf_counter()
+        seconds they took since `began` (a time.perf_counter())."""
         loader = self.opened[0]
         read_before = loader.bytes_read
-        batches, self.skipped = [], []
+        batches, skipped = [], self.skipped
+        skipped.clear()
         for _ in range(count):
-            self.skipped.append([])
+            skipped.append([])
             batch = next(self.batches, None)
             if batch is None:
                 raise RuntimeError(f"{loader.path}: the epoch ended after batch {self.next + len(batches)} "
                                    f"of rank {self.rank}, before the {count} batches asked for")
             batches.append(_wire(batch) if wire else batch)
         self.next += count
-        return {"batches": batches, "skipped": self.skipped, "bytes_read": loader.bytes_read - read_before,
+        return {"batches": batches, "skipped": list(skipped), "bytes_read": loader.bytes_read - read_before,
                 "seconds": time.perf_counter() - began}
 
     def close(self, whole: bool = True) -> None:
         """Ends the run; a `whole` one gives its opened loader back for the next."""
         self.batches.close()
+        self.opened[0].__dict__.pop("_report", None)
         if whole:
             _OPENED.give(self.spec, self.opened)
 
 
-def _make_run(spec: bytes, share: dict, count: int, wire: bool = True):
+def _make_run(spec: bytes, share: dict, count: int):
     """The batches share["batches"] .. + count of the loader pickled in
-    `spec`, made here (a Dask task, or a trainer's thread), as _Run.take
-    gives them (for the wire: as _frames)."""
+    `spec`, made on a Dask worker, as _Run.take gives them, as _frames."""
+    began = time.perf_counter()
     run = _Run(spec, share, count)
     whole = False
     try:
-        made = run.take(count, wire)
+        made = run.take(count, True, began)
         whole = True
     finally:
         run.close(whole)
-    return _frames(made) if wire else made
+    return _frames(made)
 
 
 class _Here:
@@ -165,21 +166,31 @@ class _Here:
     def __init__(self, spec: bytes) -> None:
         self.spec = spec
         self.thread = concurrent.futures.ThreadPoolExecutor(1)
-        self.run = None
+        self.run = None  # on the thread
+        self.following = False  # the last run submitted goes on past its end
 
     def submit(self, share: dict, count: int, follow: bool):
         """A future of the run of `count` batches from share["batches"];
         `follow`: the next run is likely made here too, so the loader goes
         on past this one."""
+        self.following = follow
         return self.thread.submit(self._make, share, count, follow)
 
+    def stop_following(self) -> None:
+        """The next runs are made elsewhere: the run going on past its end
+        ends after the runs queued here."""
+        if self.following:
+            self.following = False
+            self.thread.submit(self._end)
+
     def _make(self, share: dict, count: int, follow: bool) -> dict:
+        began = time.perf_counter()
         if self.run is not None and self.run.next != share["batches"]:
             self._end()
         if self.run is None:
             self.run = _Run(self.spec, share, 0 if follow else count)
         try:
-            made = self.run.take(count, False)
+            made = self.run.take(count, False, began)
         except BaseException:
             self._end(whole=False)
             raise
@@ -194,7 +205,10 @@ class _Here:
 
     def shutdown(self) -> None:
         """Ends the run after what the thread is making (queued runs are cancelled first)."""
-        self.thread.submit(self._end)
+        try:
+            self.thread.submit(self._end)
+        except RuntimeError:  # the interpreter is exiting: it takes the thread's run with it
+            pass
         self.thread.shutdown(wait=False)
 
 
@@ -477,8 +491,8 @@ class RemoteLoader:
                 return self._split.choose(count)
             # Runs are made here at local_share of them, spread evenly.
             index = start // step + j
-            here = math.floor((index + 1) * self.local_share) > math.floor(index * self.local_share)
-            return "local" if here else "remote"
+            mine = math.floor((index + 1) * self.local_share) > math.floor(index * self.local_share)
+            return "local" if mine else "remote"
 
         serial = itertools.count()
 
@@ -488,6 +502,8 @@ class RemoteLoader:
                 # Runs all made here go on one from the other.
                 future = here.submit(share, count, follow=self.local_share == 1 or auto and self._split.way == "local")
             else:
+                if here is not None:
+                    here.stop_following()
                 future = self._client.submit(_make_run, spec, share, count, pure=False, priority=-a,
                                              key=f"pcr-remote-{tag}-{rank}-{a}-{next(serial)}")
             if auto:

@@ -185,7 +185,7 @@ def test_a_local_share_makes_the_same_batches(client, images):
         assert stats["batches_local"] > 0 and stats["batches_remote"] > 0
 
 
-def test_runs_all_made_here_are_one_iteration_of_the_loader(images, table, monkeypatch):
+def test_runs_all_made_here_are_one_iteration_of_the_loader(client, images, table, monkeypatch):
     started = []
     for kind in (pcr.torch.ImageLoader, pcr.torch.TableLoader):
         monkeypatch.setattr(kind, "_batches", lambda self, share, source=None, batches=kind._batches:
@@ -196,6 +196,11 @@ def test_runs_all_made_here_are_one_iteration_of_the_loader(images, table, monke
         started.clear()
         same_batches(list(here), want)
         assert started == [0]  # not one loader a run
+        # Every other run is made here (1, 3, ...): each starts afresh and reads nothing past its end.
+        shared = pcr.dask.RemoteLoader(loader, client, prefetch=4, batches_per_task=1, local_share=0.5)
+        started.clear()
+        same_batches(list(shared), want)
+        assert started == list(range(1, len(want), 2))
         here.load_state_dict(loader.state_dict(3))
         started.clear()
         same_batches(list(here), want[3:])
@@ -244,14 +249,22 @@ def test_a_process_opens_the_data_once_for_an_iterations_runs(images, monkeypatc
         loader.set_epoch(epoch)
         shares.append([loader._iteration_share(0, 1, 0, 1, a) for a in range(len(want))])
         specs.append(cloudpickle.dumps(loader))
+
+    def run(spec, share):  # as a worker makes it, without the wire
+        made = _remote_loader._Run(spec, share, 1)
+        try:
+            return made.take(1, False, time.perf_counter())["batches"]
+        finally:
+            made.close()
+
     got = []
     for share in shares[0]:
-        got += _remote_loader._make_run(specs[0], share, 1, False)["batches"]
+        got += run(specs[0], share)
     same_batches(got, want)
     assert opened == [0]
     for spec, share in zip(specs[1:], shares[1:]):  # 8 more iterations: the first is no longer kept
-        _remote_loader._make_run(spec, share[0], 1, False)
-    _remote_loader._make_run(specs[0], shares[0][0], 1, False)
+        run(spec, share[0])
+    run(specs[0], shares[0][0])
     assert opened == list(range(len(specs))) + [0]
 
 
